@@ -1,0 +1,108 @@
+"""Start the bundled sandbox API as a real process on a free loopback port."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+APP_TOKEN = "sandbox-app-token-0123456789"
+COMPANY_TOKEN = "sandbox-company-token-9876543210"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    """Ask the kernel for a loopback port nobody listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class SandboxServer:
+    """A running sandbox: where it listens and the tokens it accepts."""
+
+    base_url: str
+    database: Path
+    process: subprocess.Popen
+    token: str = APP_TOKEN
+    company_token: str = COMPANY_TOKEN
+
+    @property
+    def api_url(self) -> str:
+        """The sandbox environment's prefix, as the portal would use it."""
+        return f"{self.base_url}/sandbox/v1"
+
+    def headers(self, token: str | None = None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token or self.token}", "Accept": "application/json"}
+
+    def control(self, method: str, path: str, json: dict | None = None) -> requests.Response:
+        """Call the sandbox's control surface (`/_control/...`)."""
+        response = requests.request(
+            method, f"{self.base_url}/_control/{path.lstrip('/')}", json=json,
+            headers=self.headers(), timeout=10,
+        )
+        response.raise_for_status()
+        return response
+
+    def reset(self) -> None:
+        """Put flags and faults back to their defaults."""
+        self.control("POST", "faults", {"mode": "none"})
+        self.control(
+            "POST", "flags",
+            {
+                "application_banned": False,
+                "company_banned": False,
+                "withdrawals_allowed": True,
+                "payment_gateways_available": True,
+                "payment_gateway_fails": False,
+                "exchange_daily_limit": 20,
+                "unknown_invoice_redirect_url": None,
+            },
+        )
+
+
+def _wait_until_listening(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"sandbox exited with code {process.returncode}")
+        with contextlib.suppress(requests.ConnectionError):
+            requests.get(url, timeout=1)
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"sandbox did not answer at {url} within {timeout} s")
+
+
+@contextlib.contextmanager
+def run_sandbox(
+    database: Path, *, seed: int = 0, random_seed: int = 1, extra_args: tuple[str, ...] = ()
+) -> Iterator[SandboxServer]:
+    """Run `python -m sandbox` until the block ends; the database file survives it."""
+    port = free_port()
+    command = [
+        sys.executable, "-m", "sandbox",
+        "--host", "127.0.0.1", "--port", str(port), "--database", str(database),
+        "--token", APP_TOKEN, "--company-token", COMPANY_TOKEN,
+        "--seed", str(seed), "--random-seed", str(random_seed), *extra_args,
+    ]
+    process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    server = SandboxServer(f"http://127.0.0.1:{port}", database, process)
+    try:
+        _wait_until_listening(f"{server.base_url}/openapi.json", process)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
