@@ -1,0 +1,90 @@
+"""A local implementation of the Merchant Payment Service API v1 (see docs/sandbox.md).
+
+Its own Flask application with its own SQLite database; it never imports the portal.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException
+
+from . import api, control, db, payment_page, treasury
+from .errors import ApiError
+from .faults import FaultInjector
+from .seed import seed as seed_database
+
+OPENAPI_DOCUMENT = Path(__file__).with_name("openapi.json")
+_VERSIONED_PATH = re.compile(r"^/(?:sandbox/)?v([0-9]+)(?:/|$)")
+
+
+def create_app(
+    database: str,
+    token: str,
+    company_token: str | None = None,
+    *,
+    operation_ttl_minutes: int = 60,
+    seed: int = 0,
+    random_seed: int = 1,
+) -> Flask:
+    app = Flask(__name__)
+    app.config.update(
+        DATABASE=database,
+        TOKEN=token,
+        COMPANY_TOKEN=company_token,
+        OPERATION_TTL_MINUTES=operation_ttl_minutes,
+        MAX_CONTENT_LENGTH=1024 * 1024,
+    )
+    app.json.sort_keys = False
+    _prepare_database(database, seed, random_seed, operation_ttl_minutes)
+
+    app.register_blueprint(api.bp, url_prefix="/v1", name="api")
+    app.register_blueprint(api.bp, url_prefix="/sandbox/v1", name="sandbox_api")
+    app.register_blueprint(control.bp)
+    app.register_blueprint(payment_page.bp)
+    app.teardown_appcontext(db.close)
+    app.before_request(_refuse_other_versions)
+    app.register_error_handler(ApiError, lambda error: error.response())
+    app.register_error_handler(HTTPException, _http_error)
+    app.add_url_rule("/openapi.json", "openapi", _openapi_document)
+
+    injector = FaultInjector(app.wsgi_app)
+    app.extensions["fault_injector"] = injector
+    app.wsgi_app = injector
+    return app
+
+
+def _prepare_database(path: str, seed: int, random_seed: int, ttl_minutes: int) -> None:
+    db.initialise(path)
+    connection = db.connect(path)
+    try:
+        seed_database(connection, seed, random_seed, ttl_minutes)
+        treasury.open_wallets(connection)
+    finally:
+        connection.close()
+
+
+def _refuse_other_versions() -> None:
+    """Section 9: any version but v1 is a removed action (code 1, 410)."""
+    match = _VERSIONED_PATH.match(request.path)
+    if match and match.group(1) != "1":
+        raise ApiError(1)
+
+
+def _is_api_request() -> bool:
+    return bool(_VERSIONED_PATH.match(request.path)) or request.path.startswith("/_control")
+
+
+def _http_error(error: HTTPException):
+    """Routing errors of the API answer in the API's error body (code 0)."""
+    if not _is_api_request():
+        return error
+    if error.code == 413:
+        return ApiError(9, errors={"body": ["The body is too large."]}).response()
+    return ApiError(0, http_status=error.code, message=error.name).response()
+
+
+def _openapi_document() -> Response:
+    return Response(OPENAPI_DOCUMENT.read_bytes(), mimetype="application/json")

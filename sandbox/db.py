@@ -1,0 +1,219 @@
+"""The sandbox's SQLite database: schema, one connection per request, serialized write transactions.
+
+Reads run concurrently (WAL). Every change runs inside `write()`: a process-wide lock plus
+`BEGIN IMMEDIATE`, so two requests that touch the same operation never interleave and no update
+is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+
+from flask import current_app, g
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS operations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    application_id TEXT,
+    application_name TEXT,
+    category TEXT NOT NULL,
+    order_id TEXT,
+    amount INTEGER NOT NULL,
+    fee INTEGER NOT NULL,
+    amount_paid INTEGER,
+    rate INTEGER NOT NULL,
+    currency TEXT NOT NULL,
+    currency_paid TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    address TEXT NOT NULL,
+    hosted_page INTEGER NOT NULL DEFAULT 0,
+    redirect_url TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    expires_at TEXT
+);
+CREATE TABLE IF NOT EXISTS transactions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    operation_id INTEGER NOT NULL REFERENCES operations(id),
+    tx_id TEXT NOT NULL,
+    amount INTEGER NOT NULL,
+    status INTEGER NOT NULL,
+    linked INTEGER NOT NULL DEFAULT 0,
+    reject_reason TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS vouchers (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    amount INTEGER NOT NULL,
+    currency TEXT NOT NULL,
+    code TEXT NOT NULL UNIQUE,
+    status INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS wallets (
+    currency TEXT PRIMARY KEY,
+    address TEXT NOT NULL,
+    balance INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS exchanges (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    sell_currency TEXT NOT NULL,
+    buy_currency TEXT NOT NULL,
+    sell_amount INTEGER NOT NULL,
+    buy_amount INTEGER NOT NULL,
+    rate INTEGER NOT NULL,
+    fee INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cross_exchanges (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    operation_id INTEGER NOT NULL REFERENCES operations(id),
+    sell_currency TEXT NOT NULL,
+    buy_currency TEXT NOT NULL,
+    sell_amount INTEGER NOT NULL,
+    buy_amount INTEGER NOT NULL,
+    fee INTEGER NOT NULL,
+    rate INTEGER NOT NULL,
+    invoice_address TEXT NOT NULL,
+    sell_address TEXT NOT NULL,
+    buy_address TEXT NOT NULL,
+    status TEXT NOT NULL,
+    expired_at TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS flags (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+# Created after bulk seeding, which is much faster than maintaining them row by row.
+INDEXES = """
+CREATE INDEX IF NOT EXISTS operations_created ON operations (created_at, id);
+CREATE INDEX IF NOT EXISTS operations_updated ON operations (updated_at, id);
+CREATE INDEX IF NOT EXISTS operations_amount ON operations (amount, id);
+CREATE INDEX IF NOT EXISTS operations_fee ON operations (fee, id);
+CREATE INDEX IF NOT EXISTS operations_amount_paid ON operations (amount_paid, id);
+CREATE INDEX IF NOT EXISTS operations_rate ON operations (rate, id);
+CREATE INDEX IF NOT EXISTS operations_order ON operations (order_id, id);
+CREATE INDEX IF NOT EXISTS operations_category ON operations (category, id);
+CREATE INDEX IF NOT EXISTS operations_currency ON operations (currency, id);
+CREATE INDEX IF NOT EXISTS operations_currency_paid ON operations (currency_paid, id);
+CREATE INDEX IF NOT EXISTS operations_status ON operations (status, expires_at);
+CREATE INDEX IF NOT EXISTS operations_address ON operations (address);
+CREATE INDEX IF NOT EXISTS transactions_operation ON transactions (operation_id, id);
+CREATE INDEX IF NOT EXISTS transactions_created ON transactions (created_at, id);
+CREATE INDEX IF NOT EXISTS transactions_updated ON transactions (updated_at, id);
+CREATE INDEX IF NOT EXISTS transactions_amount ON transactions (amount, id);
+CREATE INDEX IF NOT EXISTS transactions_tx ON transactions (tx_id);
+CREATE INDEX IF NOT EXISTS vouchers_created ON vouchers (created_at, id);
+CREATE INDEX IF NOT EXISTS vouchers_status ON vouchers (status, expires_at);
+CREATE INDEX IF NOT EXISTS exchanges_created ON exchanges (created_at);
+CREATE INDEX IF NOT EXISTS cross_exchanges_status ON cross_exchanges (status, expired_at);
+"""
+
+DEFAULT_FLAGS: dict[str, object] = {
+    "application_banned": False,
+    "company_banned": False,
+    "withdrawals_allowed": True,
+    "payment_gateways_available": True,
+    "payment_gateway_fails": False,
+    "exchange_daily_limit": 20,
+    "unknown_invoice_redirect_url": None,
+}
+
+_write_lock = threading.Lock()
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def timestamp(moment: datetime) -> str:
+    """ISO 8601 in UTC with microseconds and `Z`: sorts as text in time order."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def now_text() -> str:
+    return timestamp(utcnow())
+
+
+def later_text(**delta: float) -> str:
+    return timestamp(utcnow() + timedelta(**delta))
+
+
+def connect(path: str) -> sqlite3.Connection:
+    connection = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    connection.row_factory = sqlite3.Row
+    connection.execute("PRAGMA busy_timeout = 30000")
+    connection.execute("PRAGMA foreign_keys = ON")
+    return connection
+
+
+def initialise(path: str) -> None:
+    """Create the schema and the default flags; idempotent, so a restart keeps every record."""
+    connection = connect(path)
+    try:
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.executescript(SCHEMA)
+        connection.executemany(
+            "INSERT OR IGNORE INTO flags (name, value) VALUES (?, ?)",
+            [(name, json.dumps(value)) for name, value in DEFAULT_FLAGS.items()],
+        )
+        create_indexes(connection)
+    finally:
+        connection.close()
+
+
+def create_indexes(connection: sqlite3.Connection) -> None:
+    connection.executescript(INDEXES)
+    connection.execute("ANALYZE")
+
+
+def get() -> sqlite3.Connection:
+    """The request's connection, opened on first use and closed at teardown."""
+    if "db" not in g:
+        g.db = connect(current_app.config["DATABASE"])
+    return g.db
+
+
+def close(_error: BaseException | None = None) -> None:
+    connection = g.pop("db", None)
+    if connection is not None:
+        connection.close()
+
+
+@contextmanager
+def write() -> Iterator[sqlite3.Connection]:
+    """One atomic, serialized write transaction; rolled back entirely on any error."""
+    connection = get()
+    with _write_lock:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield connection
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+
+
+def flags() -> dict[str, object]:
+    rows = get().execute("SELECT name, value FROM flags").fetchall()
+    return {**DEFAULT_FLAGS, **{row["name"]: json.loads(row["value"]) for row in rows}}
+
+
+def flag(name: str) -> object:
+    row = get().execute("SELECT value FROM flags WHERE name = ?", (name,)).fetchone()
+    return json.loads(row["value"]) if row else DEFAULT_FLAGS[name]

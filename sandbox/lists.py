@@ -1,0 +1,221 @@
+"""List endpoints: query-string filters and sorts turned into SQL, and the pagination envelope.
+
+Every filter is validated before anything runs; all malformed parameters are reported together
+as one code 9 error naming each parameter.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from datetime import date, timedelta
+from urllib.parse import urlencode
+
+from flask import request
+
+from . import money
+from .currencies import CURRENCIES
+from .db import get
+from .errors import ApiError
+
+DEFAULT_PER_PAGE = 50
+MAX_PER_PAGE = 100
+MAX_PAGE = 2_147_483_647
+_DIGITS = re.compile(r"^[0-9]{1,18}$")
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+
+
+class ListQuery:
+    """Collects WHERE conditions, ORDER BY and the page window from the request's query string."""
+
+    def __init__(self) -> None:
+        self.args = request.args
+        self.errors: dict[str, list[str]] = {}
+        self.where: list[str] = []
+        self.params: list[object] = []
+        self.order_by = ""
+
+    def _value(self, name: str) -> str | None:
+        value = self.args.get(name)
+        return None if value is None or value.strip() == "" else value.strip()
+
+    def _items(self, name: str) -> list[str] | None:
+        value = self._value(name)
+        if value is None:
+            return None
+        items = [item.strip() for item in value.split(",") if item.strip()]
+        if not items:
+            self._fail(name, f"The {name} must be a comma-separated list.")
+            return None
+        return items
+
+    def _fail(self, name: str, message: str) -> None:
+        self.errors.setdefault(name, []).append(message)
+
+    def _in(self, column: str, values: list) -> None:
+        self.where.append(f"{column} IN ({','.join('?' * len(values))})")
+        self.params.extend(values)
+
+    def ids(self, name: str, column: str) -> None:
+        items = self._items(name)
+        if items is None:
+            return
+        if not all(_DIGITS.match(item) for item in items):
+            self._fail(name, f"Each {name} must be an integer id.")
+            return
+        self._in(column, [int(item) for item in items])
+
+    def texts(self, name: str, column: str) -> None:
+        items = self._items(name)
+        if items is not None:
+            self._in(column, items)
+
+    def currencies(self, name: str, column: str) -> None:
+        items = self._items(name)
+        if items is None:
+            return
+        unknown = [item for item in items if item not in CURRENCIES]
+        if unknown:
+            self._fail(name, f"The selected {name} is invalid: {', '.join(unknown)[:100]}.")
+            return
+        self._in(column, items)
+
+    def statuses(self, name: str, column: str, codes: dict[int, str]) -> None:
+        items = self._items(name)
+        if items is None:
+            return
+        if not all(item.isdigit() and int(item) in codes for item in items):
+            allowed = ", ".join(str(code) for code in codes)
+            self._fail(name, f"The {name} must be a list of status codes ({allowed}).")
+            return
+        self._in(column, [int(item) for item in items])
+
+    def decimal_range(self, prefix: str, column: str) -> None:
+        for suffix, operator, to_units in (
+            ("from", ">=", money.lower_bound_units),
+            ("to", "<=", money.upper_bound_units),
+        ):
+            name = f"{prefix}_{suffix}"
+            value = self._value(name)
+            if value is None:
+                continue
+            try:
+                bound = money.parse_bound(value)
+            except ValueError as error:
+                self._fail(name, f"The {name} {error}.")
+                continue
+            self.where.append(f"{column} {operator} ?")
+            self.params.append(to_units(bound))
+
+    def date_range(self, column: str) -> None:
+        for name, operator, shift in (("created_from", ">=", 0), ("created_to", "<", 1)):
+            value = self._value(name)
+            if value is None:
+                continue
+            try:
+                if not _DATE.match(value):
+                    raise ValueError
+                day = date.fromisoformat(value) + timedelta(days=shift)
+            except (ValueError, OverflowError):
+                self._fail(name, f"The {name} must be a date in the form YYYY-MM-DD.")
+                continue
+            self.where.append(f"{column} {operator} ?")
+            self.params.append(day.isoformat())
+
+    def equals(self, name: str, column: str) -> None:
+        value = self._value(name)
+        if value is not None:
+            self.where.append(f"{column} = ?")
+            self.params.append(value)
+
+    def choice(self, name: str, column: str, choices: tuple[str, ...]) -> None:
+        value = self._value(name)
+        if value is None:
+            return
+        if value not in choices:
+            self._fail(name, f"The selected {name} is invalid.")
+            return
+        self.where.append(f"{column} = ?")
+        self.params.append(value)
+
+    def zero_or_one(self, name: str, column: str) -> None:
+        value = self._value(name)
+        if value is None:
+            return
+        if value not in ("0", "1"):
+            self._fail(name, f"The {name} must be 0 or 1.")
+            return
+        self.where.append(f"{column} = ?")
+        self.params.append(int(value))
+
+    def sort(self, columns: dict[str, str], default: str) -> None:
+        """`sort` picks the column, `sort_type` the direction; ties go by id the same way."""
+        field = self._value("sort")
+        direction = self._value("sort_type")
+        if direction is not None and direction.lower() not in ("asc", "desc"):
+            self._fail("sort_type", "The sort_type must be asc or desc.")
+            direction = None
+        if field is None:
+            self.order_by = default
+            return
+        if field not in columns:
+            self._fail("sort", f"The sort must be one of: {', '.join(columns)}.")
+            return
+        way = (direction or "asc").upper()
+        self.order_by = f"{columns[field]} {way}, id {way}"
+
+    def _positive_int(self, name: str, default: int) -> int:
+        value = self._value(name)
+        if value is None:
+            return default
+        if not value.isdigit() or not 1 <= int(value) <= MAX_PAGE:
+            self._fail(name, f"The {name} must be an integer between 1 and {MAX_PAGE}.")
+            return default
+        return int(value)
+
+    def page(self, table: str) -> tuple[list[sqlite3.Row], dict]:
+        """Run the query for the requested page; returns the rows and the envelope around them."""
+        page = self._positive_int("page", 1)
+        per_page = min(self._positive_int("per_page", DEFAULT_PER_PAGE), MAX_PER_PAGE)
+        if self.errors:
+            raise ApiError(9, errors=self.errors)
+        where = f"WHERE {' AND '.join(self.where)}" if self.where else ""
+        connection = get()
+        # Table and column names come from the views' constants, values go in as parameters.
+        count_sql = f"SELECT COUNT(*) FROM {table} {where}"  # noqa: S608
+        total = connection.execute(count_sql, self.params).fetchone()[0]
+        page_sql = f"SELECT * FROM {table} {where} ORDER BY {self.order_by} LIMIT ? OFFSET ?"  # noqa: S608
+        rows = connection.execute(
+            page_sql,
+            [*self.params, per_page, (page - 1) * per_page],
+        ).fetchall()
+        return rows, envelope(page, per_page, total, len(rows))
+
+
+def envelope(page: int, per_page: int, total: int, count: int) -> dict:
+    """`links` and `meta` of a page: absolute URLs keeping the request's other parameters."""
+    path = request.base_url
+    last_page = max(1, -(-total // per_page))
+    kept = [(key, value) for key, value in request.args.items(multi=True) if key != "page"]
+
+    def link(number: int) -> str:
+        return f"{path}?{urlencode([*kept, ('page', number)])}"
+
+    first_position = (page - 1) * per_page + 1
+    return {
+        "links": {
+            "first": link(1),
+            "last": link(last_page),
+            "prev": link(page - 1) if page > 1 else None,
+            "next": link(page + 1) if page < last_page else None,
+        },
+        "meta": {
+            "current_page": page,
+            "from": first_position if count else None,
+            "last_page": last_page,
+            "path": path,
+            "per_page": per_page,
+            "to": first_position + count - 1 if count else None,
+            "total": total,
+        },
+    }
