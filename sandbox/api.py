@@ -87,7 +87,7 @@ def list_operations():
         },
         default="created_at DESC, id DESC",
     )
-    rows, page = query.page("operations")
+    rows, page = query.page("operations", "operations_counting")
     return {"data": records.operations(rows), **page}
 
 
@@ -159,7 +159,7 @@ def list_transactions():
         },
         default="created_at DESC, id DESC",
     )
-    rows, page = query.page("transactions")
+    rows, page = query.page("transactions", "transactions_counting")
     return {"data": [records.transaction(row, with_operation=True) for row in rows], **page}
 
 
@@ -196,7 +196,7 @@ def list_vouchers():
         {"amount": "amount", "status": "status", "created": "created_at", "updated": "updated_at"},
         default="created_at DESC, id DESC",
     )
-    rows, page = query.page("vouchers")
+    rows, page = query.page("vouchers", "vouchers_counting")
     return {"data": [records.voucher(row) for row in rows], **page}
 
 

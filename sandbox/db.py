@@ -99,6 +99,22 @@ CREATE TABLE IF NOT EXISTS flags (
 );
 """
 
+# Narrow covering indexes for counting broad filters (see `lists.ListQuery.page`).
+COUNTING_INDEXES = {
+    "operations_counting": (
+        "status",
+        "currency",
+        "currency_paid",
+        "category",
+        "amount",
+        "fee",
+        "amount_paid",
+        "created_at",
+    ),
+    "transactions_counting": ("status", "linked", "amount", "created_at"),
+    "vouchers_counting": ("status", "currency", "amount", "created_at"),
+}
+
 # Created after bulk seeding, which is much faster than maintaining them row by row.
 INDEXES = """
 CREATE INDEX IF NOT EXISTS operations_created ON operations (created_at, id);
@@ -179,6 +195,9 @@ def initialise(path: str) -> None:
 
 def create_indexes(connection: sqlite3.Connection) -> None:
     connection.executescript(INDEXES)
+    for name, columns in COUNTING_INDEXES.items():
+        table = name.removesuffix("_counting")
+        connection.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({', '.join(columns)})")
     connection.execute("ANALYZE")
 
 

@@ -47,8 +47,11 @@ class SandboxServer:
     def control(self, method: str, path: str, json: dict | None = None) -> requests.Response:
         """Call the sandbox's control surface (`/_control/...`)."""
         response = requests.request(
-            method, f"{self.base_url}/_control/{path.lstrip('/')}", json=json,
-            headers=self.headers(), timeout=10,
+            method,
+            f"{self.base_url}/_control/{path.lstrip('/')}",
+            json=json,
+            headers=self.headers(),
+            timeout=10,
         )
         response.raise_for_status()
         return response
@@ -57,7 +60,8 @@ class SandboxServer:
         """Put flags and faults back to their defaults."""
         self.control("POST", "faults", {"mode": "none"})
         self.control(
-            "POST", "flags",
+            "POST",
+            "flags",
             {
                 "application_banned": False,
                 "company_banned": False,
@@ -89,10 +93,25 @@ def run_sandbox(
     """Run `python -m sandbox` until the block ends; the database file survives it."""
     port = free_port()
     command = [
-        sys.executable, "-m", "sandbox",
-        "--host", "127.0.0.1", "--port", str(port), "--database", str(database),
-        "--token", APP_TOKEN, "--company-token", COMPANY_TOKEN,
-        "--seed", str(seed), "--random-seed", str(random_seed), *extra_args,
+        sys.executable,
+        "-m",
+        "sandbox",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--database",
+        str(database),
+        "--token",
+        APP_TOKEN,
+        "--company-token",
+        COMPANY_TOKEN,
+        "--seed",
+        str(seed),
+        "--random-seed",
+        str(random_seed),
+        "--quiet",
+        *extra_args,
     ]
     process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     server = SandboxServer(f"http://127.0.0.1:{port}", database, process)
