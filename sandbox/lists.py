@@ -120,11 +120,14 @@ class ListQuery:
             try:
                 if not _DATE.match(value):
                     raise ValueError
-                day = date.fromisoformat(value) + timedelta(days=shift)
-            except (ValueError, OverflowError):
+                day = date.fromisoformat(value)
+            except ValueError:
                 self._fail(name, f"The {name} must be a date in the form YYYY-MM-DD.")
                 continue
-            self._condition(column, f"{column} {operator} ?", day.isoformat())
+            if shift and day == date.max:
+                continue  # every timestamp is on or before the last representable day
+            bound = day + timedelta(days=shift)
+            self._condition(column, f"{column} {operator} ?", bound.isoformat())
 
     def equals(self, name: str, column: str) -> None:
         value = self._value(name)

@@ -24,7 +24,7 @@ def json_body() -> dict:
         return {}
     try:
         body = json.loads(raw, parse_float=Decimal)
-    except (ValueError, UnicodeDecodeError) as error:
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
         raise validation_error("body", "The body must be valid JSON.") from error
     if not isinstance(body, dict):
         raise validation_error("body", "The body must be a JSON object.")
