@@ -1,0 +1,37 @@
+"""Client of the Merchant API v1: the only code of the portal that speaks HTTP to the API."""
+
+from portal.api.client import ENVIRONMENT_PREFIXES, MerchantApiClient, mask_token
+from portal.api.errors import ERROR_MESSAGES, ApiError, ApiUnavailable
+from portal.api.records import (
+    OPERATION_STATUSES,
+    TRANSACTION_STATUSES,
+    VOUCHER_STATUSES,
+    CrossExchange,
+    Exchange,
+    Operation,
+    Page,
+    Rates,
+    Transaction,
+    Voucher,
+)
+from portal.api.session import make_session
+
+__all__ = [
+    "ENVIRONMENT_PREFIXES",
+    "ERROR_MESSAGES",
+    "OPERATION_STATUSES",
+    "TRANSACTION_STATUSES",
+    "VOUCHER_STATUSES",
+    "ApiError",
+    "ApiUnavailable",
+    "CrossExchange",
+    "Exchange",
+    "MerchantApiClient",
+    "Operation",
+    "Page",
+    "Rates",
+    "Transaction",
+    "Voucher",
+    "make_session",
+    "mask_token",
+]

@@ -1,0 +1,238 @@
+"""Typed, immutable records of the API, built from JSON by their field types.
+
+One builder reads every record: a field's type says how to convert it, a field with a default
+may be missing or null, extra fields are ignored. Status texts stay plain strings, so a status
+the portal does not know yet is shown as it is instead of breaking a page.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Generic, TypeVar
+
+from portal.api.wire import MalformedAnswer, to_bool, to_datetime, to_decimal, to_int, to_text
+
+T = TypeVar("T")
+
+# Numeric codes taken by the `status` list filters, with the text the sandbox answers.
+OPERATION_STATUSES = {
+    0: "new",
+    1: "confirmed",
+    2: "failed",
+    3: "expired",
+    4: "canceled",
+    5: "processed",
+}
+TRANSACTION_STATUSES = {1: "confirmed", 2: "undefined", 4: "rejected"}
+VOUCHER_STATUSES = {0: "new", 1: "successful", 2: "cancelled", 3: "expired"}
+
+Rates = dict[tuple[str, str], Decimal]
+"""Price of one unit of the first currency in the second: `rates["BTC", "USD"]`."""
+
+
+@dataclass(frozen=True)
+class Transaction:
+    """A blockchain transaction; `operation_id` only comes with the transaction endpoints."""
+
+    id: str
+    tx_id: str
+    amount: Decimal
+    status: str
+    linked: bool
+    created_at: datetime
+    updated_at: datetime
+    reject_reason: str | None = None
+    operation_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A payment request, or a withdrawal (category `transfer` or `internal_transfer`)."""
+
+    id: str
+    category: str
+    amount: Decimal
+    fee: Decimal
+    rate: Decimal
+    currency: str
+    currency_paid: str
+    status: str
+    address: str
+    created_at: datetime
+    updated_at: datetime
+    application_id: str | None = None
+    application_name: str | None = None
+    order_id: str | None = None
+    amount_paid: Decimal | None = None
+    payment_url: str | None = None
+    redirect_url: str | None = None
+    transactions: tuple[Transaction, ...] = ()
+
+
+@dataclass(frozen=True)
+class Voucher:
+    """A voucher; its `code` is a secret redemption value, kept out of the repr."""
+
+    id: str
+    amount: Decimal
+    currency: str
+    code: str = field(repr=False)
+    status: str
+    type: str
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """An exchange between two wallets; the API documentation does not show its fields."""
+
+    id: str
+    sell_currency: str | None = None
+    buy_currency: str | None = None
+    sell_amount: Decimal | None = None
+    buy_amount: Decimal | None = None
+    rate: Decimal | None = None
+    fee: Decimal | None = None
+    status: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class CrossExchange:
+    """A cross exchange: the payer sends `sell_amount` to `invoice_address` before `expired_at`."""
+
+    id: str
+    operation_id: str
+    sell_currency: str
+    buy_currency: str
+    sell_amount: Decimal
+    buy_amount: Decimal
+    fee: Decimal
+    rate: Decimal
+    invoice_address: str
+    status: str
+    expired_at: datetime
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a list, with the position figures of the API's `meta`."""
+
+    items: tuple[T, ...]
+    total: int
+    current_page: int
+    last_page: int
+    per_page: int
+    from_: int | None = None
+    to: int | None = None
+
+    @property
+    def has_previous(self) -> bool:
+        return self.current_page > 1
+
+    @property
+    def has_next(self) -> bool:
+        return self.current_page < self.last_page
+
+
+_SCALARS: dict[Any, Callable[[object], object]] = {
+    str: to_text,
+    bool: to_bool,
+    Decimal: to_decimal,
+    datetime: to_datetime,
+}
+
+
+def unwrap(payload: object) -> object:
+    """The record inside `{data: ...}`; a body without the wrapper is taken as it is."""
+    if isinstance(payload, dict) and isinstance(payload.get("data"), dict):
+        return payload["data"]
+    return payload
+
+
+def parse_record(kind: type[T], payload: object) -> T:
+    """A record of `kind` from a JSON object (wrapped in `data` or not)."""
+    obj = unwrap(payload)
+    if not isinstance(obj, dict):
+        raise MalformedAnswer(f"{kind.__name__}: expected an object, got {type(obj).__name__}")
+    hints = _hints(kind)
+    values = {}
+    for spec in fields(kind):  # type: ignore[arg-type]
+        raw = obj.get(spec.name)
+        if raw is None:
+            if spec.default is MISSING:
+                raise MalformedAnswer(f"{kind.__name__}.{spec.name} is missing")
+            continue
+        try:
+            values[spec.name] = _convert(hints[spec.name], raw)
+        except MalformedAnswer as exc:
+            raise MalformedAnswer(f"{kind.__name__}.{spec.name}: {exc}") from None
+    return kind(**values)
+
+
+def parse_page(kind: type[T], payload: object) -> Page[T]:
+    """A list answer: `{data: [...], meta: {...}}`."""
+    if not isinstance(payload, dict):
+        raise MalformedAnswer("expected a list answer object")
+    data, meta = payload.get("data"), payload.get("meta")
+    if not isinstance(data, list) or not isinstance(meta, dict):
+        raise MalformedAnswer("a list answer needs `data` (array) and `meta` (object)")
+    try:
+        return Page(
+            items=tuple(parse_record(kind, item) for item in data),
+            total=to_int(meta.get("total")),
+            current_page=to_int(meta.get("current_page")),
+            last_page=to_int(meta.get("last_page")),
+            per_page=to_int(meta.get("per_page")),
+            from_=None if meta.get("from") is None else to_int(meta["from"]),
+            to=None if meta.get("to") is None else to_int(meta["to"]),
+        )
+    except MalformedAnswer as exc:
+        raise MalformedAnswer(f"list meta: {exc}") from None
+
+
+def parse_rates(payload: object) -> Rates:
+    """A rates object (`{"BTC:USD": 65000.0, ...}`, wrapped in `data` or not)."""
+    obj = unwrap(payload)
+    if not isinstance(obj, dict):
+        raise MalformedAnswer("expected a rates object")
+    rates: Rates = {}
+    for key, value in obj.items():
+        base, colon, quote = key.partition(":")
+        if not (colon and base and quote) or ":" in quote:
+            continue
+        try:
+            rates[base, quote] = to_decimal(value)
+        except MalformedAnswer as exc:
+            raise MalformedAnswer(f"rate {key}: {exc}") from None
+    return rates
+
+
+@functools.cache
+def _hints(kind: type) -> dict[str, Any]:
+    return typing.get_type_hints(kind)
+
+
+def _convert(hint: Any, raw: object) -> object:
+    origin = typing.get_origin(hint)
+    if origin is types.UnionType or origin is typing.Union:
+        (hint,) = (arg for arg in typing.get_args(hint) if arg is not type(None))
+        origin = typing.get_origin(hint)
+    if origin is tuple:
+        if not isinstance(raw, list):
+            raise MalformedAnswer(f"expected an array, got {type(raw).__name__}")
+        item = typing.get_args(hint)[0]
+        return tuple(_convert(item, element) for element in raw)
+    if is_dataclass(hint):
+        return parse_record(hint, raw)
+    return _SCALARS[hint](raw)

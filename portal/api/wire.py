@@ -1,0 +1,116 @@
+"""Conversions between Python values and the API's wire forms, in both directions.
+
+Money never passes through a float: JSON numbers are read as `Decimal`, amounts are sent as
+plain decimal strings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, date, datetime
+from decimal import Decimal, InvalidOperation
+
+
+class MalformedAnswer(ValueError):
+    """A success answer whose body is not what the contract promises."""
+
+
+def parse_json(content: bytes) -> object:
+    """Decode a JSON body with every non-integer number as `Decimal` and no NaN/Infinity."""
+    return json.loads(content, parse_float=Decimal, parse_constant=_reject_constant)
+
+
+def _reject_constant(name: str) -> object:
+    raise MalformedAnswer(f"{name} is not a number")
+
+
+def to_text(value: object) -> str:
+    """A string field; integer ids are accepted too."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise MalformedAnswer(f"expected a string, got {value!r}")
+
+
+def to_int(value: object) -> int:
+    """An integer field (page numbers, counts); digit strings are accepted too."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    raise MalformedAnswer(f"expected an integer, got {value!r}")
+
+
+def to_bool(value: object) -> bool:
+    """A boolean field; 0 and 1 are accepted too."""
+    if isinstance(value, bool):
+        return value
+    if value in (0, 1):
+        return bool(value)
+    raise MalformedAnswer(f"expected a boolean, got {value!r}")
+
+
+def to_decimal(value: object) -> Decimal:
+    """An amount or rate: a decimal string (the contract) or a JSON number."""
+    if isinstance(value, bool) or not isinstance(value, str | int | Decimal):
+        raise MalformedAnswer(f"expected a decimal number, got {value!r}")
+    try:
+        number = Decimal(value.strip() if isinstance(value, str) else value)
+    except InvalidOperation:
+        raise MalformedAnswer(f"expected a decimal number, got {value!r}") from None
+    if not number.is_finite():
+        raise MalformedAnswer(f"expected a finite number, got {value!r}")
+    return number
+
+
+def to_datetime(value: object) -> datetime:
+    """An ISO 8601 timestamp as an aware UTC datetime; a timestamp without offset is UTC."""
+    if not isinstance(value, str):
+        raise MalformedAnswer(f"expected a timestamp, got {value!r}")
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise MalformedAnswer(f"expected a timestamp, got {value!r}") from None
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def encode_amount(value: Decimal | int | str) -> str:
+    """An amount for a request body: a plain decimal string, never an exponent or a float."""
+    if isinstance(value, float | bool):
+        raise TypeError(f"amounts are Decimal, not {type(value).__name__}")
+    try:
+        number = Decimal(value)
+    except InvalidOperation:
+        raise ValueError(f"not a decimal amount: {value!r}") from None
+    if not number.is_finite():
+        raise ValueError(f"not a finite amount: {value!r}")
+    return format(number, "f")
+
+
+def encode_query(filters: Mapping[str, object], allowed: Iterable[str]) -> dict[str, str]:
+    """List filters as query parameters; a name the endpoint does not take is a TypeError."""
+    unknown = sorted(set(filters) - set(allowed))
+    if unknown:
+        raise TypeError(f"unknown filter(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}")
+    return {name: _query_value(value) for name, value in filters.items() if value is not None}
+
+
+def _query_value(value: object) -> str:
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value) if isinstance(value, set | frozenset) else value
+        return ",".join(_query_value(item) for item in items)
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, datetime):
+        raise TypeError("date filters take a date, not a datetime")
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Decimal | int):
+        return encode_amount(value)
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"cannot send {type(value).__name__} as a filter value")
