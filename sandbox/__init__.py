@@ -18,6 +18,7 @@ from .seed import seed as seed_database
 
 OPENAPI_DOCUMENT = Path(__file__).with_name("openapi.json")
 _VERSIONED_PATH = re.compile(r"^/(?:sandbox/)?v([0-9]+)(?:/|$)")
+_ROUTING_MESSAGES = {404: "Not found", 405: "Method not allowed"}
 
 
 def create_app(
@@ -83,7 +84,8 @@ def _http_error(error: HTTPException):
         return error
     if error.code == 413:
         return ApiError(9, errors={"body": ["The body is too large."]}).response()
-    return ApiError(0, http_status=error.code, message=error.name).response()
+    message = _ROUTING_MESSAGES.get(error.code, error.name)
+    return ApiError(0, http_status=error.code, message=message).response()
 
 
 def _openapi_document() -> Response:

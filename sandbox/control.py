@@ -33,7 +33,8 @@ def authenticate() -> None:
     config = current_app.config
     if not (same_secret(token, config["TOKEN"]) or same_secret(token, config["COMPANY_TOKEN"])):
         raise ApiError(2)
-    if request.method == "POST" and request.mimetype != "application/json":
+    has_body = bool(request.get_data(cache=True).strip())
+    if request.method == "POST" and has_body and request.mimetype != "application/json":
         raise ApiError(10)
     payments.expire_due()
 

@@ -52,10 +52,12 @@ def _start_of_day() -> str:
 
 
 def _is_sandbox_address(connection: sqlite3.Connection, address: str) -> bool:
+    """A wallet's or a payment's address; a withdrawal's destination is someone else's."""
     return bool(
         connection.execute(
             "SELECT EXISTS(SELECT 1 FROM wallets WHERE address = ?) "
-            "OR EXISTS(SELECT 1 FROM operations WHERE address = ?)",
+            "OR EXISTS(SELECT 1 FROM operations WHERE address = ? "
+            "AND category IN ('application', 'manual'))",
             (address, address),
         ).fetchone()[0]
     )
