@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from flask import Flask, Response, request
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from . import api, control, db, payment_page, treasury
 from .errors import ApiError
@@ -85,7 +85,10 @@ def _http_error(error: HTTPException):
     if error.code == 413:
         return ApiError(9, errors={"body": ["The body is too large."]}).response()
     message = _ROUTING_MESSAGES.get(error.code, error.name)
-    return ApiError(0, http_status=error.code, message=message).response()
+    response = ApiError(0, http_status=error.code, message=message).response()
+    if isinstance(error, MethodNotAllowed) and error.valid_methods:
+        response.headers["Allow"] = ", ".join(error.valid_methods)
+    return response
 
 
 def _openapi_document() -> Response:

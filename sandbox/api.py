@@ -114,6 +114,7 @@ def show_operation(operation_id: str):
 @bp.put("/operations/<operation_id>/cancel")
 def cancel_operation(operation_id: str):
     row = records.find("operations", operation_id, 5)
+    json_body()  # no fields, but a body that is not JSON is still refused
     payments.end_operation(row["id"], records.CANCELED)
     return Response(status=204)
 
@@ -218,6 +219,7 @@ def create_voucher():
 @bp.put("/vouchers/<voucher_id>/cancel")
 def cancel_voucher(voucher_id: str):
     row = records.find("vouchers", voucher_id, 14)
+    json_body()  # no fields, but a body that is not JSON is still refused
     treasury.cancel_voucher(row["id"])
     return _data(records.voucher(records.find("vouchers", voucher_id, 14)))
 
@@ -275,5 +277,6 @@ def show_cross_exchange(cross_exchange_id: str):
 @bp.put("/cross-exchanges/<cross_exchange_id>/cancel")
 def cancel_cross_exchange(cross_exchange_id: str):
     row = records.find("cross_exchanges", cross_exchange_id, 18)
+    json_body()  # no fields, but a body that is not JSON is still refused
     treasury.cancel_cross_exchange(row["id"])
     return _data(records.cross_exchange(records.find("cross_exchanges", cross_exchange_id, 18)))

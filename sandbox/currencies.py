@@ -62,18 +62,18 @@ CRYPTO = tuple(code for code, c in CURRENCIES.items() if c.crypto)
 EXCHANGE_SPREAD = Decimal("0.01")
 DRIFT = Decimal("0.005")
 
-_BASE58 = re.compile(r"^[13mn2][1-9A-HJ-NP-Za-km-z]{25,34}$")
-_BECH32 = re.compile(r"^(bc1|tb1|bcrt1)[02-9ac-hj-np-z]{11,71}$")
-_HEX_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+_BASE58 = re.compile(r"[13mn2][1-9A-HJ-NP-Za-km-z]{25,34}")
+_BECH32 = re.compile(r"(bc1|tb1)[02-9ac-hj-np-z]{11,71}")
+_HEX_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 _BECH32_CHARSET = "023456789acdefghjklmnpqrstuvwxyz"
 
 
 def is_valid_address(currency: str, address: str) -> bool:
     """Shape check per chain: BTC base58 or bech32, ETH and ERC-20 tokens 0x + 40 hex."""
     if currency == "BTC":
-        return bool(_BASE58.match(address) or _BECH32.match(address.lower()))
+        return bool(_BASE58.fullmatch(address) or _BECH32.fullmatch(address))
     if currency in ("ETH", "USDT"):
-        return bool(_HEX_ADDRESS.match(address))
+        return bool(_HEX_ADDRESS.fullmatch(address))
     return False
 
 

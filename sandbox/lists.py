@@ -21,8 +21,9 @@ from .errors import ApiError
 DEFAULT_PER_PAGE = 50
 MAX_PER_PAGE = 100
 MAX_PAGE = 2_147_483_647
-_DIGITS = re.compile(r"^[0-9]{1,18}$")
-_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+MAX_ID = 2**63 - 1
+_DIGITS = re.compile(r"[0-9]+")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 COVERED = {name: set(columns) for name, columns in COUNTING_INDEXES.items()}
 
 
@@ -66,10 +67,11 @@ class ListQuery:
         items = self._items(name)
         if items is None:
             return
-        if not all(_DIGITS.match(item) for item in items):
+        if not all(_DIGITS.fullmatch(item) for item in items):
             self._fail(name, f"Each {name} must be an integer id.")
             return
-        self._in(column, [int(item) for item in items])
+        # An id beyond SQLite's integers matches nothing; `IN (NULL)` says so.
+        self._in(column, [int(item) if int(item) <= MAX_ID else None for item in items])
 
     def texts(self, name: str, column: str) -> None:
         items = self._items(name)
@@ -90,7 +92,7 @@ class ListQuery:
         items = self._items(name)
         if items is None:
             return
-        if not all(item.isdigit() and int(item) in codes for item in items):
+        if not all(_DIGITS.fullmatch(item) and int(item) in codes for item in items):
             allowed = ", ".join(str(code) for code in codes)
             self._fail(name, f"The {name} must be a list of status codes ({allowed}).")
             return
@@ -118,7 +120,7 @@ class ListQuery:
             if value is None:
                 continue
             try:
-                if not _DATE.match(value):
+                if not _DATE.fullmatch(value):
                     raise ValueError
                 day = date.fromisoformat(value)
             except ValueError:
@@ -172,7 +174,7 @@ class ListQuery:
         value = self._value(name)
         if value is None:
             return default
-        if not value.isdigit() or not 1 <= int(value) <= MAX_PAGE:
+        if not _DIGITS.fullmatch(value) or not 1 <= int(value) <= MAX_PAGE:
             self._fail(name, f"The {name} must be an integer between 1 and {MAX_PAGE}.")
             return default
         return int(value)

@@ -7,23 +7,33 @@ compares them exactly; nothing ever passes through a float.
 from __future__ import annotations
 
 import re
-from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import (
+    ROUND_CEILING,
+    ROUND_FLOOR,
+    ROUND_HALF_UP,
+    Decimal,
+    InvalidOperation,
+    localcontext,
+)
 
 PLACES = 8
 SCALE = 10**PLACES
 QUANTUM = Decimal(1).scaleb(-PLACES)
 MAX_AMOUNT = Decimal(1_000_000_000)
-MAX_BOUND = Decimal(10) ** 15
+# SQLite integers are 64-bit: a bound beyond every storable amount is clamped, which keeps
+# the comparison exact because no stored amount comes near.
+SQLITE_MIN, SQLITE_MAX = -(2**63), 2**63 - 1
+MAX_NUMBER_LENGTH = 100
 
-_AMOUNT = re.compile(r"^[0-9]{1,10}(\.[0-9]{1,8})?$")
-_BOUND = re.compile(r"^-?[0-9]{1,40}(\.[0-9]{1,40})?$")
+_AMOUNT = re.compile(r"[0-9]+(\.[0-9]{1,8})?")
+_BOUND = re.compile(r"-?[0-9]+(\.[0-9]+)?")
 
 
 def parse_amount(value: object, *, allow_zero: bool = False) -> Decimal:
     """A request amount: a string holding a positive plain decimal with at most 8 places."""
     if not isinstance(value, str):
         raise ValueError("must be a string holding a decimal number")
-    if not _AMOUNT.match(value):
+    if len(value) > MAX_NUMBER_LENGTH or not _AMOUNT.fullmatch(value):
         raise ValueError("must be a decimal number with at most 8 decimal places")
     amount = Decimal(value)
     if amount < 0 or (amount == 0 and not allow_zero):
@@ -35,27 +45,30 @@ def parse_amount(value: object, *, allow_zero: bool = False) -> Decimal:
 
 def parse_bound(value: str) -> Decimal:
     """A list filter bound: any plain decimal, signs and long fractions allowed."""
-    if not _BOUND.match(value):
+    if len(value) > MAX_NUMBER_LENGTH or not _BOUND.fullmatch(value):
         raise ValueError("must be a number")
-    bound = Decimal(value)
-    if abs(bound) > MAX_BOUND:
-        raise ValueError(f"must be between -{MAX_BOUND} and {MAX_BOUND}")
-    return bound
+    return Decimal(value)
 
 
 def to_units(amount: Decimal, rounding: str = ROUND_HALF_UP) -> int:
-    """Integer count of 10^-8, rounded as asked."""
-    return int((amount * SCALE).to_integral_value(rounding=rounding))
+    """Integer count of 10^-8, rounded as asked; exact for any number of digits we accept."""
+    with localcontext() as context:
+        context.prec = 2 * MAX_NUMBER_LENGTH
+        return int((amount * SCALE).to_integral_value(rounding=rounding))
+
+
+def _storable(units: int) -> int:
+    return min(max(units, SQLITE_MIN), SQLITE_MAX)
 
 
 def lower_bound_units(bound: Decimal) -> int:
     """Smallest unit count that is >= bound."""
-    return to_units(bound, ROUND_CEILING)
+    return _storable(to_units(bound, ROUND_CEILING))
 
 
 def upper_bound_units(bound: Decimal) -> int:
     """Largest unit count that is <= bound."""
-    return to_units(bound, ROUND_FLOOR)
+    return _storable(to_units(bound, ROUND_FLOOR))
 
 
 def from_units(units: int) -> Decimal:

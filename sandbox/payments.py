@@ -24,6 +24,7 @@ from .records import (
     TX_REJECTED,
     VOUCHER_EXPIRED,
     VOUCHER_SUCCESSFUL,
+    is_canonical_id,
 )
 
 FEE_RATE = Decimal("0.01")
@@ -128,7 +129,7 @@ def _own_transactions(
     for given in ids:
         row = connection.execute(
             "SELECT id FROM transactions WHERE operation_id = ? AND (id = ? OR tx_id = ?)",
-            (operation_id, int(given) if given.isdigit() and len(given) < 19 else None, given),
+            (operation_id, int(given) if is_canonical_id(given) else None, given),
         ).fetchone()
         if row is None:
             raise ApiError(6)

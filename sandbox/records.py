@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 from flask import request
@@ -93,9 +94,17 @@ def operation_by_id(operation_id: str) -> dict:
     return operations([find("operations", operation_id, 5)])[0]
 
 
+_CANONICAL_ID = re.compile(r"[1-9][0-9]{0,17}")
+
+
+def is_canonical_id(value: str) -> bool:
+    """Ids are written `42`: ASCII digits, no leading zero, within SQLite's integers."""
+    return bool(_CANONICAL_ID.fullmatch(value))
+
+
 def find(table: str, record_id: str, not_found_code: int) -> sqlite3.Row:
     """The row with this API id, or the resource's not-found error."""
-    if not record_id.isdigit() or len(record_id) > 18:
+    if not is_canonical_id(record_id):
         raise ApiError(not_found_code)
     row = get().execute(f"SELECT * FROM {table} WHERE id = ?", (int(record_id),)).fetchone()  # noqa: S608
     if row is None:

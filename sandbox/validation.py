@@ -84,11 +84,15 @@ class BodyCheck:
         value = self.text(field, required=False, max_length=MAX_URL)
         if value is None:
             return None
-        parts = urlsplit(value)
+        try:
+            parts = urlsplit(value)
+            host = parts.hostname
+        except ValueError:
+            host = None
         if (
-            parts.scheme not in ("http", "https")
-            or not parts.netloc
-            or any(ch.isspace() for ch in value)
+            host is None
+            or parts.scheme not in ("http", "https")
+            or any(ch.isspace() or not ch.isprintable() for ch in value)
         ):
             self.fail(field, f"The {field} must be a valid URL.")
             return None
