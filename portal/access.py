@@ -1,0 +1,69 @@
+"""Who may open which view: every endpoint declares it, and an undeclared one is refused."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from flask import abort, current_app, request
+from flask_login import current_user
+
+from portal.extensions import login_manager
+from portal.models import Role
+
+View = TypeVar("View", bound=Callable)
+
+ACCESS_ATTRIBUTE = "portal_access"
+PUBLIC = "public"
+# Flask's own static view is a bound method, which cannot carry the attribute.
+PUBLIC_ENDPOINTS = frozenset({"static"})
+ALL_ROLES = tuple(Role)
+
+
+def public(view: View) -> View:
+    """Anyone may open the view, signed in or not."""
+    setattr(view, ACCESS_ATTRIBUTE, PUBLIC)
+    return view
+
+
+def roles(*allowed: Role) -> Callable[[View], View]:
+    """Only signed-in users with one of these roles may open the view."""
+
+    def decorate(view: View) -> View:
+        setattr(view, ACCESS_ATTRIBUTE, frozenset(allowed))
+        return view
+
+    return decorate
+
+
+def access_of(endpoint: str) -> str | frozenset[Role] | None:
+    """PUBLIC, the set of roles allowed, or None when the endpoint declares nothing."""
+    if endpoint in PUBLIC_ENDPOINTS:
+        return PUBLIC
+    view = current_app.view_functions.get(endpoint)
+    return getattr(view, ACCESS_ATTRIBUTE, None)
+
+
+def may_open(endpoint: str) -> bool:
+    """Whether the current user may open the endpoint (navigation shows only these)."""
+    access = access_of(endpoint)
+    if access == PUBLIC:
+        return True
+    return bool(access) and current_user.is_authenticated and current_user.role in access
+
+
+def enforce() -> object | None:
+    """Before every request: refuse what the endpoint does not allow to the current user."""
+    if request.endpoint is None:
+        return None
+    access = access_of(request.endpoint)
+    if access == PUBLIC:
+        return None
+    if access is None:
+        current_app.logger.error("Endpoint %s declares no access rule; refused.", request.endpoint)
+        abort(403)
+    if not current_user.is_authenticated:
+        return login_manager.unauthorized()
+    if current_user.role not in access:
+        abort(403)
+    return None

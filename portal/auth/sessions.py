@@ -1,0 +1,82 @@
+"""Server-side records of signed-in sessions, so that a sign-out or an expiry really ends one."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from flask import current_app, flash, make_response, redirect, request, session, url_for
+from flask_login import login_user, logout_user
+from werkzeug.wrappers import Response
+
+from portal.extensions import db, login_manager
+from portal.models import User, UserSession, utcnow
+
+LAST_SEEN_RESOLUTION = timedelta(minutes=1)
+
+
+def _hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def start_session(user: User) -> None:
+    """Sign `user` in with a brand-new session (nothing of the anonymous session survives)."""
+    session.clear()
+    key = secrets.token_urlsafe(32)
+    db.session.add(UserSession(key_hash=_hash(key), user=user))
+    db.session.commit()
+    user.session_key = key
+    login_user(user)
+    session.permanent = True
+
+
+def end_session(user: User) -> None:
+    """Sign out: forget the session on the server and in the cookie."""
+    if user.session_key:
+        db.session.execute(
+            db.delete(UserSession).where(UserSession.key_hash == _hash(user.session_key))
+        )
+        db.session.commit()
+    logout_user()
+    session.clear()
+
+
+@login_manager.user_loader
+def load_user(key: str) -> User | None:
+    """The user of a live session; expired sessions are deleted and load nobody."""
+    record = db.session.get(UserSession, _hash(key))
+    if record is None or record.user is None:
+        return None
+    now = utcnow()
+    config = current_app.config
+    lifetime = config["PERMANENT_SESSION_LIFETIME"]
+    idle = timedelta(minutes=float(config["SESSION_IDLE_MINUTES"]))
+    if now - record.created_at > lifetime or now - record.last_seen_at > idle:
+        db.session.delete(record)
+        db.session.commit()
+        return None
+    if now - record.last_seen_at > LAST_SEEN_RESOLUTION:
+        record.last_seen_at = now
+        db.session.commit()
+    user = record.user
+    user.session_key = key
+    return user
+
+
+@login_manager.unauthorized_handler
+def unauthorized() -> Response:
+    """Send the visitor to the sign-in page, saying why, and come back afterwards."""
+    expired = "_user_id" in session
+    session.clear()
+    if expired:
+        flash("Your session has expired. Please sign in again.", "info")
+    else:
+        flash("Please sign in to continue.", "info")
+    target = request.full_path.rstrip("?") if request.method == "GET" else None
+    login_url = url_for("auth.login", next=target)
+    if request.headers.get("HX-Request") == "true" and request.headers.get("HX-Boosted") != "true":
+        response = make_response("", 401)
+        response.headers["HX-Redirect"] = login_url
+        return response
+    return redirect(login_url)

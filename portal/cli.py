@@ -1,0 +1,87 @@
+"""Commands for the operator of the portal; they never prompt and exit non-zero on failure.
+
+Every command applies the migrations that have not run yet, so it works on a new database.
+"""
+
+from __future__ import annotations
+
+import click
+import flask_migrate
+from flask import Flask
+from flask.cli import with_appcontext
+
+from portal.crypto import TokenKeyError
+from portal.demo import demo
+from portal.extensions import db
+from portal.models import Environment, Role
+from portal.services import accounts
+from portal.services.api import (
+    ConnectionRejected,
+    Credentials,
+    base_url_problem,
+    connect,
+    rotate_stored_tokens,
+)
+
+
+@click.command("create-user")
+@click.argument("email")
+@click.option("--merchant", "merchant_name", required=True, help="Created when missing.")
+@click.option("--role", type=click.Choice([role.value for role in Role]), required=True)
+@click.option("--password", required=True)
+@with_appcontext
+def create_user(email: str, merchant_name: str, role: str, password: str) -> None:
+    """Create a user of a merchant."""
+    flask_migrate.upgrade()
+    merchant = accounts.merchant_named(merchant_name, create=True)
+    try:
+        user = accounts.add_user(merchant, email, Role(role), password)
+    except accounts.AccountError as refusal:
+        db.session.rollback()
+        raise click.ClickException(str(refusal)) from refusal
+    click.echo(f"Created {user.email}, {user.role.value} of {merchant.name}.")
+
+
+@click.command("connect-api")
+@click.option("--merchant", "merchant_name", required=True)
+@click.option("--base-url", required=True)
+@click.option("--environment", type=click.Choice([env.value for env in Environment]), required=True)
+@click.option("--token", required=True)
+@click.option("--company-token", default=None)
+@with_appcontext
+def connect_api(
+    merchant_name: str, base_url: str, environment: str, token: str, company_token: str | None
+) -> None:
+    """Check API credentials against the API, then store them encrypted for a merchant."""
+    flask_migrate.upgrade()
+    merchant = accounts.merchant_named(merchant_name)
+    if merchant is None:
+        raise click.ClickException(f"No merchant is named {merchant_name!r}; see create-user.")
+    base_url = base_url.strip().rstrip("/")
+    problem = base_url_problem(base_url)
+    if problem:
+        raise click.ClickException(f"--base-url: {problem}")
+    credentials = Credentials(base_url, Environment(environment), token, company_token or None)
+    try:
+        connect(merchant, credentials)
+    except ConnectionRejected as rejection:
+        raise click.ClickException(str(rejection)) from rejection
+    click.echo(f"{merchant.name} is connected to the {environment} API at {base_url}.")
+
+
+@click.command("rotate-keys")
+@with_appcontext
+def rotate_keys() -> None:
+    """Re-encrypt every stored token under the first key of PORTAL_TOKEN_KEYS."""
+    flask_migrate.upgrade()
+    try:
+        count = rotate_stored_tokens()
+    except TokenKeyError as error:
+        db.session.rollback()
+        raise click.ClickException(str(error)) from error
+    click.echo(f"Re-encrypted the API tokens of {count} merchant(s) under the newest key.")
+
+
+def init_app(app: Flask) -> None:
+    for command in (create_user, connect_api, rotate_keys, demo):
+        app.cli.add_command(command)

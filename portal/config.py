@@ -1,0 +1,108 @@
+"""Configuration: defaults for the embedded mode, `PORTAL_*` variables, production checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from datetime import timedelta
+from pathlib import Path
+
+from cryptography.fernet import Fernet
+from flask import Flask
+
+PRODUCTION = "production"
+DEV_SECRETS_FILE = "dev-secrets.json"
+
+
+class ConfigError(RuntimeError):
+    """The configuration cannot run safely; the message says which variable to set."""
+
+
+def load_config(app: Flask, test_config: dict | None) -> None:
+    """Fill `app.config`: defaults, then `PORTAL_*` variables (or `test_config`), then derived."""
+    app.config.from_mapping(
+        ENV="development",
+        SECRET_KEY=None,
+        TOKEN_KEYS=None,
+        DATABASE_URL=f"sqlite:///{Path(app.instance_path) / 'portal.sqlite3'}",
+        PUBLIC_URL=None,
+        TRUSTED_PROXIES=0,
+        RATELIMIT_STORAGE_URI="memory://",
+        RATELIMIT_HEADERS_ENABLED=False,
+        SIGN_IN_LIMIT_PER_ACCOUNT="5 per 15 minutes",
+        SIGN_IN_LIMIT_PER_ADDRESS="20 per 15 minutes",
+        SESSION_LIFETIME_HOURS=12,
+        SESSION_IDLE_MINUTES=120,
+        API_TIMEOUT_CONNECT=3.05,
+        API_TIMEOUT_READ=15.0,
+        SESSION_COOKIE_NAME="portal_session",
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        WTF_CSRF_TIME_LIMIT=None,
+        SQLALCHEMY_ENGINE_OPTIONS={"pool_pre_ping": True},
+    )
+    if test_config is None:
+        app.config.from_prefixed_env("PORTAL")
+    else:
+        app.config.from_mapping(test_config)
+    _derive(app)
+
+
+def _derive(app: Flask) -> None:
+    """Turn the raw settings into what Flask and the extensions read, or refuse to start."""
+    config = app.config
+    if config["ENV"] == PRODUCTION:
+        missing = [name for name in ("SECRET_KEY", "TOKEN_KEYS") if not config.get(name)]
+        if missing:
+            names = " and ".join(f"PORTAL_{name}" for name in missing)
+            raise ConfigError(f"PORTAL_ENV=production needs {names}; refusing to start.")
+    elif not config.get("SECRET_KEY") or not config.get("TOKEN_KEYS"):
+        dev = _dev_secrets(Path(app.instance_path))
+        config["SECRET_KEY"] = config.get("SECRET_KEY") or dev["secret_key"]
+        config["TOKEN_KEYS"] = config.get("TOKEN_KEYS") or dev["token_key"]
+    config["TOKEN_KEYS"] = parse_token_keys(config["TOKEN_KEYS"])
+    config["SQLALCHEMY_DATABASE_URI"] = database_uri(config["DATABASE_URL"])
+    public_url = config.get("PUBLIC_URL") or ""
+    config["SESSION_COOKIE_SECURE"] = public_url.startswith("https://")
+    if public_url.startswith("https://"):
+        config["PREFERRED_URL_SCHEME"] = "https"
+    config["PERMANENT_SESSION_LIFETIME"] = timedelta(hours=float(config["SESSION_LIFETIME_HOURS"]))
+
+
+def parse_token_keys(value: str | list[str]) -> list[str]:
+    """Split `PORTAL_TOKEN_KEYS` (comma separated, newest first) and check each is a Fernet key."""
+    keys = value.split(",") if isinstance(value, str) else list(value)
+    keys = [key.strip() for key in keys if key.strip()]
+    if not keys:
+        raise ConfigError("PORTAL_TOKEN_KEYS holds no key.")
+    for position, key in enumerate(keys, start=1):
+        try:
+            Fernet(key)
+        except ValueError as error:
+            raise ConfigError(
+                f"PORTAL_TOKEN_KEYS: key {position} is not a Fernet key (32 url-safe base64 bytes)."
+            ) from error
+    return keys
+
+
+def database_uri(url: str) -> str:
+    """Use psycopg 3 for PostgreSQL URLs that name no driver."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url.removeprefix(prefix)
+    return url
+
+
+def _dev_secrets(instance: Path) -> dict[str, str]:
+    """Development keys, kept in instance/ so that sessions and stored tokens survive restarts."""
+    path = instance / DEV_SECRETS_FILE
+    instance.mkdir(parents=True, exist_ok=True)
+    fresh = {"secret_key": secrets.token_hex(32), "token_key": Fernet.generate_key().decode()}
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return json.loads(path.read_text())
+    with os.fdopen(descriptor, "w") as file:
+        json.dump(fresh, file)
+    return fresh

@@ -1,0 +1,137 @@
+"""`flask --app portal demo`: the portal with the bundled sandbox, a demo merchant and its users."""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import flask_migrate
+from flask import current_app
+from flask.cli import with_appcontext
+from werkzeug.serving import run_simple
+
+from portal.extensions import db
+from portal.models import Environment, Role
+from portal.services import accounts
+from portal.services.api import ConnectionRejected, Credentials, connect
+
+MERCHANT = "Demo Shop"
+SEED = 300
+STARTUP_SECONDS = 60.0
+
+
+def _port_is_free(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running_sandbox(instance: Path, host: str, port: int) -> Iterator[Credentials]:
+    """Run `python -m sandbox` (data in instance/) until the block ends; yield its credentials."""
+    if port == 0 or not _port_is_free(host, port):
+        port = _free_port(host)
+    credentials = Credentials(
+        f"http://{host}:{port}",
+        Environment.SANDBOX,
+        token=secrets.token_urlsafe(24),
+        company_token=secrets.token_urlsafe(24),
+    )
+    command = [
+        sys.executable, "-m", "sandbox", "--host", host, "--port", str(port),
+        "--database", str(instance / "demo-sandbox.sqlite3"),
+        f"--token={credentials.token}", f"--company-token={credentials.company_token}",
+        "--seed", str(SEED),
+    ]  # fmt: skip
+    with (instance / "demo-sandbox.log").open("ab") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)  # noqa: S603
+    try:
+        _wait_for(host, port, process)
+        yield credentials
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _wait_for(host: str, port: int, process: subprocess.Popen) -> None:
+    """Until the sandbox listens; it seeds its database first, which takes a few seconds."""
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise click.ClickException(
+                f"The sandbox stopped with exit code {process.returncode}; "
+                "see instance/demo-sandbox.log."
+            )
+        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
+            return
+        time.sleep(0.2)
+    raise click.ClickException(f"The sandbox did not answer within {STARTUP_SECONDS:.0f} s.")
+
+
+def demo_logins() -> list[tuple[Role, str, str]]:
+    """One user per role of the demo merchant, each with a fresh password."""
+    merchant = accounts.merchant_named(MERCHANT, create=True)
+    logins = []
+    for role in Role:
+        email = f"{role.value}@demo.example"
+        password = secrets.token_urlsafe(9)
+        user = accounts.find_user(email)
+        if user is None:
+            accounts.add_user(merchant, email, role, password)
+        else:
+            user.role = role
+            user.set_password(password)
+            accounts.revoke_sessions(user)
+        logins.append((role, email, password))
+    db.session.commit()
+    return logins
+
+
+def _stop_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit, so the sandbox is stopped on the way out."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+
+
+@click.command("demo")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=5000, show_default=True, type=int)
+@click.option("--sandbox-port", default=8100, show_default=True, type=int)
+@with_appcontext
+def demo(host: str, port: int, sandbox_port: int) -> None:
+    """Start the sandbox, connect a demo merchant to it and serve the portal."""
+    _stop_on_sigterm()
+    flask_migrate.upgrade()
+    app = current_app._get_current_object()
+    with running_sandbox(Path(app.instance_path), host, sandbox_port) as credentials:
+        logins = demo_logins()
+        try:
+            connect(accounts.merchant_named(MERCHANT), credentials)
+        except ConnectionRejected as rejection:
+            raise click.ClickException(str(rejection)) from rejection
+        click.echo(f"\nMerchant portal: http://{host}:{port}")
+        click.echo(f"Sandbox API:     {credentials.base_url} (merchant {MERCHANT!r})")
+        click.echo("Sign in as:")
+        for role, email, password in logins:
+            click.echo(f"  {role.value:<11} {email:<26} password {password}")
+        click.echo("Stop with Ctrl+C.\n")
+        run_simple(host, port, app, threaded=True)

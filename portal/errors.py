@@ -1,0 +1,122 @@
+"""Error pages, as full pages or, for an htmx request, as the fragment the page includes."""
+
+from __future__ import annotations
+
+from flask import Flask, current_app, request, url_for
+from flask_login import current_user
+from flask_wtf.csrf import CSRFError
+from werkzeug.exceptions import HTTPException, InternalServerError
+from werkzeug.wrappers import Response
+
+from portal.api import ApiError, ApiUnavailable
+from portal.crypto import TokenKeyError
+from portal.layout import render_page
+from portal.models import Role
+from portal.services.api import ApiNotConnected, describe_rejection
+
+MESSAGES = {
+    400: ("Bad request", "The request could not be understood. Go back and try again."),
+    403: (
+        "You do not have access to this page",
+        "Your role does not allow this page or action. Ask an owner of your merchant if you "
+        "need it.",
+    ),
+    404: ("Page not found", "There is no page at this address."),
+    405: ("Not allowed", "This page does not accept that kind of request."),
+    429: ("Too many requests", "Wait a few minutes, then try again."),
+    500: ("Something went wrong", "The error has been logged. Try again in a moment."),
+}
+
+
+def error_page(
+    status: int,
+    title: str,
+    message: str,
+    *,
+    action: tuple[str, str] | None = None,
+) -> Response:
+    """The error page (or fragment) with a status, a title and what to do about it."""
+    return render_page(
+        "errors/error.html",
+        "errors/_error.html",
+        status,
+        code=status,
+        title=title,
+        message=message,
+        action=action,
+    )
+
+
+def http_error(error: HTTPException) -> Response | HTTPException:
+    if error.code is None or error.code < 400:
+        return error  # redirects raised as exceptions
+    title, message = MESSAGES.get(error.code, (error.name, error.description or ""))
+    return error_page(error.code, title, message)
+
+
+def csrf_error(_error: CSRFError) -> Response:
+    return error_page(
+        400,
+        "This form has expired",
+        "The form was too old or did not come from this site, so nothing was done. "
+        "Reload the page and try again.",
+    )
+
+
+def api_unavailable(error: ApiUnavailable) -> Response:
+    """No answer (502) or no answer in time (504) from the payment service."""
+    current_app.logger.warning("Payment service unavailable on %s: %s", request.path, error)
+    status = 504 if error.timeout else 502
+    return error_page(
+        status,
+        "The payment service is unavailable",
+        "The payment service did not answer"
+        + (" in time" if error.timeout else "")
+        + ". Nothing was shown or changed here; try again in a moment.",
+    )
+
+
+def api_error(error: ApiError) -> Response:
+    """An API refusal that no view handled: most often stored credentials that stopped working."""
+    current_app.logger.warning("Payment service error on %s: code %s", request.path, error.code)
+    message = describe_rejection(error) or f"The payment service answered: {error.message}"
+    return error_page(
+        502,
+        "The payment service refused the request",
+        message,
+        action=_settings_action("Check the API settings"),
+    )
+
+
+def not_connected(_error: ApiNotConnected) -> Response:
+    message = "Your merchant is not connected to the payment service yet."
+    action = _settings_action("Connect at API settings")
+    if action is None:
+        message += " Ask an owner of your merchant to connect it."
+    return error_page(409, "Not connected to the payment service", message, action=action)
+
+
+def token_key_error(error: TokenKeyError) -> Response:
+    current_app.logger.error("%s", error)
+    return error_page(500, *MESSAGES[500])
+
+
+def internal_error(_error: InternalServerError) -> Response:
+    return error_page(500, *MESSAGES[500])
+
+
+def _settings_action(label: str) -> tuple[str, str] | None:
+    """A link to /settings/api for owners, who are the ones who can fix the connection."""
+    if current_user.is_authenticated and current_user.role == Role.OWNER:
+        return (label, url_for("settings.api"))
+    return None
+
+
+def init_app(app: Flask) -> None:
+    app.register_error_handler(HTTPException, http_error)
+    app.register_error_handler(CSRFError, csrf_error)
+    app.register_error_handler(InternalServerError, internal_error)
+    app.register_error_handler(ApiUnavailable, api_unavailable)
+    app.register_error_handler(ApiError, api_error)
+    app.register_error_handler(ApiNotConnected, not_connected)
+    app.register_error_handler(TokenKeyError, token_key_error)

@@ -1,0 +1,36 @@
+"""Extensions, created once here and bound to the application in `create_app`."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import sqlalchemy as sa
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
+from flask_login import LoginManager
+from flask_migrate import Migrate
+from flask_sqlalchemy import SQLAlchemy
+from flask_wtf.csrf import CSRFProtect
+from htmx_flask import Htmx
+from sqlalchemy.orm import DeclarativeBase
+
+
+class Base(DeclarativeBase):
+    """Declarative base of the portal's typed models."""
+
+
+db = SQLAlchemy(model_class=Base)
+migrate = Migrate()
+login_manager = LoginManager()
+csrf = CSRFProtect()
+htmx = Htmx()
+limiter = Limiter(key_func=get_remote_address)
+
+
+@sa.event.listens_for(sa.Engine, "connect")
+def _sqlite_foreign_keys(dbapi_connection: object, _record: object) -> None:
+    """SQLite enforces foreign keys (and so ON DELETE CASCADE) only when asked, per connection."""
+    if isinstance(dbapi_connection, sqlite3.Connection):
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()

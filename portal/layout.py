@@ -1,0 +1,50 @@
+"""What every page shares: navigation by role, the sandbox banner, page-or-fragment rendering."""
+
+from __future__ import annotations
+
+from flask import Flask, make_response, render_template, request, url_for
+from flask_login import current_user
+from werkzeug.wrappers import Response
+
+from portal.access import may_open
+from portal.models import Environment
+
+# The areas of design.md's URL map that exist so far, in menu order; each shows only to the
+# roles its view allows.
+NAVIGATION = (
+    ("Dashboard", "dashboard.index"),
+    ("Settings", "settings.api"),
+)
+
+
+def wants_fragment() -> bool:
+    """An htmx request for part of a page (boosted navigation still gets the whole page)."""
+    return bool(request.htmx) and not request.htmx.boosted
+
+
+def render_page(template: str, fragment: str, status: int = 200, **context: object) -> Response:
+    """The full page, or for an htmx request only the fragment that the page includes."""
+    response = make_response(
+        render_template(fragment if wants_fragment() else template, **context), status
+    )
+    response.vary.add("HX-Request")
+    response.vary.add("HX-Boosted")
+    return response
+
+
+def layout_context() -> dict[str, object]:
+    """Navigation and the sandbox banner for the signed-in user."""
+    if not current_user.is_authenticated:
+        return {"navigation": [], "sandbox": False}
+    navigation = [
+        (label, url_for(endpoint), request.blueprint == endpoint.split(".")[0])
+        for label, endpoint in NAVIGATION
+        if may_open(endpoint)
+    ]
+    connection = current_user.merchant.api_connection
+    sandbox = connection is not None and connection.environment == Environment.SANDBOX
+    return {"navigation": navigation, "sandbox": sandbox}
+
+
+def init_app(app: Flask) -> None:
+    app.context_processor(layout_context)

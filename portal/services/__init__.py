@@ -1,0 +1,1 @@
+"""Services the blueprints share: the way to the Merchant API."""

@@ -1,0 +1,171 @@
+"""The way to the Merchant API: a configured client, and checked, encrypted credentials."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import requests
+from flask import current_app
+from flask_login import current_user
+
+from portal import crypto
+from portal.api import ApiError, ApiUnavailable, MerchantApiClient, make_session, mask_token
+from portal.extensions import db
+from portal.models import ApiConnection, Environment, Merchant
+
+SESSION_EXTENSION = "portal_api_session"
+
+
+class ApiNotConnected(Exception):
+    """The merchant has no API credentials yet; an owner connects at /settings/api."""
+
+
+class ConnectionRejected(Exception):
+    """The API did not accept the credentials; the message says what failed, for the person."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What an owner enters to connect; tokens in clear only for the time of the request."""
+
+    base_url: str
+    environment: Environment
+    token: str
+    company_token: str | None = None
+
+
+def base_url_problem(url: str) -> str | None:
+    """Why `url` cannot be a base URL (an http(s) address, without what the portal adds)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises ValueError for a port that is not a number)
+    except ValueError:
+        return "Enter a valid address, such as https://api.example.com."
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "Enter an address starting with http:// or https://."
+    if parts.query or parts.fragment:
+        return "Enter the address without a query (?) or fragment (#)."
+    if parts.path.rstrip("/").endswith(("/v1", "/sandbox")):
+        return "Enter the address without /sandbox or /v1: the portal adds them."
+    return None
+
+
+def new_client(credentials: Credentials) -> MerchantApiClient:
+    """A client with the configured timeouts, on the application's shared connection pool."""
+    config = current_app.config
+    return MerchantApiClient(
+        base_url=credentials.base_url,
+        environment=credentials.environment.value,
+        token=credentials.token,
+        company_token=credentials.company_token,
+        timeout=(float(config["API_TIMEOUT_CONNECT"]), float(config["API_TIMEOUT_READ"])),
+        session=_shared_session(),
+    )
+
+
+def _shared_session() -> requests.Session:
+    """One pool of connections per application, shared by every client it makes."""
+    extensions = current_app.extensions
+    if SESSION_EXTENSION not in extensions:
+        extensions[SESSION_EXTENSION] = make_session()
+    return extensions[SESSION_EXTENSION]
+
+
+def stored_credentials(connection: ApiConnection) -> Credentials:
+    company = connection.company_token_encrypted
+    return Credentials(
+        base_url=connection.base_url,
+        environment=connection.environment,
+        token=crypto.decrypt(connection.token_encrypted),
+        company_token=crypto.decrypt(company) if company else None,
+    )
+
+
+def api_client_for(merchant: Merchant) -> MerchantApiClient:
+    """The client for `merchant`'s stored credentials; ApiNotConnected when there are none."""
+    if merchant.api_connection is None:
+        raise ApiNotConnected(merchant.name)
+    return new_client(stored_credentials(merchant.api_connection))
+
+
+def current_api() -> MerchantApiClient:
+    """The client of the signed-in user's merchant."""
+    return api_client_for(current_user.merchant)
+
+
+def masked_tokens(connection: ApiConnection) -> tuple[str, str | None]:
+    """The stored tokens as people may see them (`••••` and the last 4 characters)."""
+    credentials = stored_credentials(connection)
+    return mask_token(credentials.token) or "", mask_token(credentials.company_token)
+
+
+def check(credentials: Credentials) -> None:
+    """Ping the API with the credentials; ConnectionRejected says in words what failed."""
+    client = new_client(credentials)
+    try:
+        client.ping()
+        if credentials.company_token:
+            _check_company_token(client)
+    except ApiUnavailable as error:
+        how = "did not answer in time" if error.timeout else "could not be reached"
+        raise ConnectionRejected(
+            f"The payment service {how} at {credentials.base_url}. "
+            "Check the base URL, then try again."
+        ) from error
+    except ApiError as error:
+        reason = describe_rejection(error) or (
+            f"No Merchant API answered at this base URL and environment "
+            f"(HTTP {error.http_status}). Check the base URL and the environment."
+        )
+        raise ConnectionRejected(reason) from error
+
+
+def _check_company_token(client: MerchantApiClient) -> None:
+    """The voucher list is an endpoint that takes the company token: one record proves it."""
+    try:
+        client.list_vouchers(per_page=1)
+    except ApiError as error:
+        if error.code == 2:
+            raise ConnectionRejected(
+                "The payment service rejected the company token (error 2, unauthenticated). "
+                "Check the company token, or leave it empty."
+            ) from error
+        raise
+
+
+def describe_rejection(error: ApiError) -> str | None:
+    """Why the API refused the credentials, in a person's words; None for other errors."""
+    reasons = {
+        1: "The payment service no longer supports this version of the API (error 1).",
+        2: "The payment service rejected the application token (error 2, unauthenticated). "
+        "Check the token.",
+        3: "The payment service says the application is banned (error 3).",
+        4: "The payment service says the company is banned (error 4).",
+    }
+    return reasons.get(error.code)
+
+
+def connect(merchant: Merchant, credentials: Credentials) -> ApiConnection:
+    """Check the credentials, then store them encrypted; nothing is saved when the check fails."""
+    check(credentials)
+    connection = merchant.api_connection or ApiConnection(merchant=merchant)
+    connection.base_url = credentials.base_url
+    connection.environment = credentials.environment
+    connection.token_encrypted = crypto.encrypt(credentials.token)
+    company = credentials.company_token
+    connection.company_token_encrypted = crypto.encrypt(company) if company else None
+    db.session.add(connection)
+    db.session.commit()
+    return connection
+
+
+def rotate_stored_tokens() -> int:
+    """Re-encrypt every stored token under the newest key; returns how many connections."""
+    connections = db.session.scalars(db.select(ApiConnection)).all()
+    for connection in connections:
+        connection.token_encrypted = crypto.rotate(connection.token_encrypted)
+        if connection.company_token_encrypted:
+            connection.company_token_encrypted = crypto.rotate(connection.company_token_encrypted)
+    db.session.commit()
+    return len(connections)

@@ -1,0 +1,78 @@
+"""Forms of the settings pages."""
+
+from __future__ import annotations
+
+from flask_wtf import FlaskForm
+from wtforms import (
+    BooleanField,
+    EmailField,
+    PasswordField,
+    SelectChoice,
+    SelectField,
+    SubmitField,
+    URLField,
+)
+from wtforms.validators import DataRequired, Length, Optional, ValidationError
+
+from portal.models import Environment, Role
+from portal.services.accounts import MIN_PASSWORD_LENGTH, looks_like_email
+from portal.services.api import base_url_problem
+
+ROLE_CHOICES = [SelectChoice(role.value, role.label) for role in Role]
+PASSWORD_LENGTH = Length(
+    min=MIN_PASSWORD_LENGTH, max=1024, message=f"Use at least {MIN_PASSWORD_LENGTH} characters."
+)
+
+
+def _base_url(_form: FlaskForm, field: URLField) -> None:
+    problem = base_url_problem(field.data or "")
+    if problem:
+        raise ValidationError(problem)
+
+
+def _clean_url(value: str | None) -> str | None:
+    return value.strip().rstrip("/") if value else value
+
+
+def _email(_form: FlaskForm, field: EmailField) -> None:
+    if not looks_like_email(field.data or ""):
+        raise ValidationError("Enter an email address such as name@example.com.")
+
+
+class ApiSettingsForm(FlaskForm):
+    """Tokens are never sent back to the browser: an empty field keeps the stored one."""
+
+    base_url = URLField(
+        "Base URL",
+        validators=[DataRequired(), Length(max=2048), _base_url],
+        filters=[_clean_url],
+    )
+    environment = SelectField(
+        "Environment", choices=[SelectChoice(env.value, env.label) for env in Environment]
+    )
+    token = PasswordField("Application token", validators=[Optional(), Length(min=8, max=512)])
+    company_token = PasswordField(
+        "Company token (optional)", validators=[Optional(), Length(min=8, max=512)]
+    )
+    remove_company_token = BooleanField("Remove the stored company token")
+    submit = SubmitField("Check and save")
+
+
+class NewUserForm(FlaskForm):
+    email = EmailField("Email", validators=[DataRequired(), Length(max=254), _email])
+    role = SelectField("Role", choices=ROLE_CHOICES)
+    password = PasswordField("Password", validators=[DataRequired(), PASSWORD_LENGTH])
+    submit = SubmitField("Add user")
+
+
+class EditUserForm(FlaskForm):
+    role = SelectField("Role", choices=ROLE_CHOICES)
+    password = PasswordField(
+        "New password (optional)",
+        validators=[Optional(), PASSWORD_LENGTH],
+    )
+    submit = SubmitField("Save changes")
+
+
+class RemoveUserForm(FlaskForm):
+    submit = SubmitField("Remove user")

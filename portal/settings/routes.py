@@ -1,0 +1,139 @@
+"""Owners connect the API and manage the merchant's users; every query stays in their merchant."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from flask import abort, current_app, flash, redirect, render_template, url_for
+from flask_login import current_user
+from werkzeug.wrappers import Response
+
+from portal.access import roles
+from portal.extensions import db
+from portal.models import Environment, Role, User
+from portal.services import accounts
+from portal.services.api import (
+    ConnectionRejected,
+    Credentials,
+    connect,
+    masked_tokens,
+    stored_credentials,
+)
+from portal.settings import bp
+from portal.settings.forms import ApiSettingsForm, EditUserForm, NewUserForm, RemoveUserForm
+
+Page = Response | str | tuple[str, int]
+
+
+@bp.route("/api", methods=["GET", "POST"])
+@roles(Role.OWNER)
+def api() -> Page:
+    """Check the credentials against the API, then store them encrypted."""
+    merchant = current_user.merchant
+    connection = merchant.api_connection
+    form = ApiSettingsForm(obj=connection)
+    stored = stored_credentials(connection) if connection else None
+    error = None
+    if form.validate_on_submit():
+        token = form.token.data or (stored.token if stored else None)
+        company_token = None
+        if not form.remove_company_token.data:
+            company_token = form.company_token.data or (stored.company_token if stored else None)
+        if not token:
+            form.token.errors.append("Enter the application token.")
+        else:
+            credentials = Credentials(
+                form.base_url.data, Environment(form.environment.data), token, company_token
+            )
+            try:
+                connect(merchant, credentials)
+            except ConnectionRejected as rejection:
+                error = str(rejection)
+            else:
+                current_app.logger.info(
+                    "API connection of merchant %s saved by user %s (%s, %s)",
+                    merchant.id,
+                    current_user.id,
+                    credentials.environment,
+                    credentials.base_url,
+                )
+                flash("The payment service accepted the credentials. They are saved.", "success")
+                return redirect(url_for("settings.api"))
+    token_mask, company_mask = masked_tokens(connection) if connection else (None, None)
+    page = render_template(
+        "settings/api.html",
+        form=form,
+        connection=connection,
+        token_mask=token_mask,
+        company_mask=company_mask,
+        error=error,
+    )
+    return (page, 422) if form.is_submitted() else page
+
+
+@bp.route("/users", methods=["GET", "POST"])
+@roles(Role.OWNER)
+def users() -> Page:
+    """The merchant's users, and a form to add one."""
+    form = NewUserForm()
+    if form.validate_on_submit():
+        try:
+            user = accounts.add_user(
+                current_user.merchant, form.email.data, Role(form.role.data), form.password.data
+            )
+        except accounts.AccountError as refusal:
+            form.email.errors.append(str(refusal))
+        else:
+            flash(f"{user.email} can now sign in as {user.role.label.lower()}.", "success")
+            return redirect(url_for("settings.users"))
+    page = render_template("settings/users.html", form=form, users=current_user.merchant.users)
+    return (page, 422) if form.is_submitted() else page
+
+
+def _merchant_user(user_id: int) -> User:
+    """A user of the current merchant; 404 for anyone else's, as if it did not exist."""
+    user = db.session.scalar(
+        sa.select(User).where(User.id == user_id, User.merchant_id == current_user.merchant_id)
+    )
+    if user is None:
+        abort(404)
+    return user
+
+
+@bp.route("/users/<int:user_id>", methods=["GET", "POST"])
+@roles(Role.OWNER)
+def edit_user(user_id: int) -> Page:
+    """Change a user's role, or set a new password."""
+    user = _merchant_user(user_id)
+    form = EditUserForm(role=user.role.value)
+    if form.validate_on_submit():
+        try:
+            accounts.change_user(
+                user, by=current_user, role=Role(form.role.data), password=form.password.data
+            )
+        except accounts.AccountError as refusal:
+            form.role.errors.append(str(refusal))
+        else:
+            flash(f"The changes to {user.email} are saved.", "success")
+            return redirect(url_for("settings.users"))
+    page = render_template("settings/edit_user.html", form=form, user=user)
+    return (page, 422) if form.is_submitted() else page
+
+
+@bp.route("/users/<int:user_id>/remove", methods=["GET", "POST"])
+@roles(Role.OWNER)
+def remove_user(user_id: int) -> Page:
+    """Ask for confirmation on its own page, then remove the user."""
+    user = _merchant_user(user_id)
+    form = RemoveUserForm()
+    error = None
+    if form.validate_on_submit():
+        email = user.email
+        try:
+            accounts.remove_user(user, by=current_user)
+        except accounts.AccountError as refusal:
+            error = str(refusal)
+        else:
+            flash(f"{email} was removed and can no longer sign in.", "success")
+            return redirect(url_for("settings.users"))
+    page = render_template("settings/remove_user.html", form=form, user=user, error=error)
+    return (page, 422) if form.is_submitted() else page

@@ -1,0 +1,57 @@
+"""Signing in and out in a real browser, as a person does."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import assert_accessible, sign_in_as
+
+
+def test_wrong_password_says_so(page: Page) -> None:
+    sign_in_as(page, "owner@acme.test", "not the password")
+    expect(page.get_by_role("alert")).to_have_text("The email or password is incorrect.")
+    expect(page.get_by_label("Password")).to_have_value("")
+    assert_accessible(page)
+
+
+def test_sign_in_shows_the_dashboard_and_the_sandbox_banner(page: Page) -> None:
+    page.goto("/login")
+    assert_accessible(page)
+    sign_in_as(page, "owner@acme.test")
+    expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
+    expect(page.get_by_role("complementary", name="Environment")).to_contain_text("Sandbox")
+    navigation = page.get_by_role("navigation", name="Main")
+    expect(navigation.get_by_role("link")).to_have_text(["Dashboard", "Settings"])
+    expect(page.get_by_text(re.compile(r"Application token"))).to_be_visible()
+    assert_accessible(page)
+
+
+def test_sign_out_ends_the_session(page: Page) -> None:
+    sign_in_as(page, "operator@acme.test")
+    expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("status")).to_have_text("You have signed out.")
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    page.goto("/")
+    expect(page).to_have_url(re.compile(r"/login\?next=/$"))
+
+
+def test_sign_in_returns_to_the_page_asked_for(page: Page) -> None:
+    page.goto("/settings/users")
+    expect(page.get_by_role("status")).to_have_text("Please sign in to continue.")
+    page.get_by_label("Email").fill("owner@acme.test")
+    page.get_by_label("Password").fill("correct horse battery staple")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Users", exact=True)).to_be_visible()
+    expect(page).to_have_url(re.compile(r"/settings/users$"))
+
+
+def test_a_foreign_next_is_ignored(page: Page) -> None:
+    page.goto("/login?next=//example.com/steal")
+    page.get_by_label("Email").fill("owner@acme.test")
+    page.get_by_label("Password").fill("correct horse battery staple")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
+    expect(page).to_have_url(re.compile(r"^http://127\.0\.0\.1:\d+/$"))

@@ -1,0 +1,93 @@
+"""Every route x method x role, anonymous included, against an explicit table of who may do what.
+
+The routes come from the application's url_map, so a new route fails here until its row is added.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import sign_in
+
+PUBLIC = "public"
+ALL_ROLES = frozenset({"owner", "operator", "accountant"})
+OWNER = frozenset({"owner"})
+
+# endpoint -> who may use it (every method of the endpoint)
+EXPECTED = {
+    "static": PUBLIC,
+    "auth.login": PUBLIC,
+    "auth.logout": PUBLIC,
+    "dashboard.healthz": PUBLIC,
+    "dashboard.index": ALL_ROLES,
+    "settings.api": OWNER,
+    "settings.users": OWNER,
+    "settings.edit_user": OWNER,
+    "settings.remove_user": OWNER,
+}
+VISITORS = ("anonymous", "owner", "operator", "accountant")
+TARGET = "target@acme.test"
+
+
+@pytest.fixture
+def portal_config(portal_config):
+    portal_config["WTF_CSRF_ENABLED"] = False  # this test is about roles; CSRF has its own
+    return portal_config
+
+
+def test_every_route_has_a_row(app):
+    endpoints = {rule.endpoint for rule in app.url_map.iter_rules()}
+    assert endpoints - EXPECTED.keys() == set(), "routes missing from EXPECTED"
+    assert EXPECTED.keys() - endpoints == set(), "rows of EXPECTED without a route"
+
+
+def _target_user_id(app) -> int:
+    """A user of Acme that the owner may change or remove (made again after a removal)."""
+    from portal.models import Role
+    from portal.services import accounts
+
+    with app.app_context():
+        user = accounts.find_user(TARGET) or accounts.add_user(
+            accounts.merchant_named("Acme"), TARGET, Role.ACCOUNTANT, "target password"
+        )
+        return user.id
+
+
+def _url(app, rule) -> str:
+    values = {}
+    if "filename" in rule.arguments:
+        values["filename"] = "portal.css"
+    if "user_id" in rule.arguments:
+        values["user_id"] = _target_user_id(app)
+    with app.test_request_context():
+        from flask import url_for
+
+        return url_for(rule.endpoint, **values)
+
+
+def _denied(client, response, visitor: str) -> bool:
+    if response.status_code == 403:
+        return True
+    if visitor == "anonymous" and response.status_code == 302:
+        with client.session_transaction() as session:
+            flashes = [message for _, message in session.get("_flashes", [])]
+        return response.location.startswith("/login") and "Please sign in to continue." in flashes
+    return False
+
+
+@pytest.mark.parametrize("visitor", VISITORS)
+def test_access_matrix(app, accounts, visitor):
+    mistakes = []
+    for rule in app.url_map.iter_rules():
+        allowed = EXPECTED[rule.endpoint]
+        expected_allowed = allowed == PUBLIC or visitor in allowed
+        for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
+            client = app.test_client()
+            if visitor != "anonymous":
+                assert sign_in(client, accounts.by_role(visitor)).status_code == 302
+            url = _url(app, rule)
+            response = client.open(url, method=method, data={})
+            denied = _denied(client, response, visitor)
+            if denied == expected_allowed or response.status_code >= 500:
+                mistakes.append(f"{method} {url}: {response.status_code}")
+    assert mistakes == [], f"{visitor}: unexpected access results"

@@ -1,0 +1,84 @@
+"""Owners manage the users of their own merchant, and never see another merchant's."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import csrf_token, sign_in
+
+
+@pytest.fixture
+def owner(client, accounts):
+    sign_in(client, accounts.owner)
+    return client
+
+
+def _user_id(app, email: str) -> int:
+    from portal.services.accounts import find_user
+
+    with app.app_context():
+        return find_user(email).id
+
+
+def _post(client, path: str, data: dict):
+    return client.post(path, data={**data, "csrf_token": csrf_token(client, path)})
+
+
+def test_the_list_shows_only_this_merchants_users(owner, accounts):
+    page = owner.get("/settings/users").get_data(as_text=True)
+    assert accounts.operator in page
+    assert accounts.other_owner not in page
+
+
+def test_another_merchants_user_is_not_found(app, owner, accounts):
+    other = _user_id(app, accounts.other_owner)
+    assert owner.get(f"/settings/users/{other}").status_code == 404
+    response = _post(owner, f"/settings/users/{other}/remove", {})
+    assert response.status_code == 404
+
+
+def test_add_change_remove(app, owner):
+    response = _post(
+        owner,
+        "/settings/users",
+        {"email": "New@Acme.test", "role": "accountant", "password": "long enough password"},
+    )
+    assert response.status_code == 302
+    new = _user_id(app, "new@acme.test")
+    assert _post(owner, f"/settings/users/{new}", {"role": "operator"}).status_code == 302
+    assert "Operator" in owner.get("/settings/users").get_data(as_text=True)
+    assert _post(owner, f"/settings/users/{new}/remove", {}).status_code == 302
+    page = owner.get("/settings/users").get_data(as_text=True)
+    assert "new@acme.test was removed" in page
+    assert "<td>new@acme.test" not in page
+
+
+def test_duplicate_email_is_refused(owner, accounts):
+    response = _post(
+        owner,
+        "/settings/users",
+        {"email": accounts.other_owner, "role": "owner", "password": "long enough password"},
+    )
+    assert response.status_code == 422
+    assert "already exists" in response.get_data(as_text=True)
+
+
+def test_owners_cannot_demote_or_remove_themselves(app, owner, accounts):
+    me = _user_id(app, accounts.owner)
+    response = _post(owner, f"/settings/users/{me}", {"role": "accountant"})
+    assert response.status_code == 422
+    assert "You cannot change your own role" in response.get_data(as_text=True)
+    response = _post(owner, f"/settings/users/{me}/remove", {})
+    assert response.status_code == 422
+    assert "You cannot remove yourself" in response.get_data(as_text=True)
+
+
+def test_a_new_password_signs_the_user_out(app, owner, accounts):
+    operator = app.test_client()
+    sign_in(operator, accounts.operator)
+    target = _user_id(app, accounts.operator)
+    _post(
+        owner, f"/settings/users/{target}", {"role": "operator", "password": "a brand new password"}
+    )
+    assert operator.get("/").status_code == 302
+    assert sign_in(app.test_client(), accounts.operator, "a brand new password").status_code == 302
