@@ -95,6 +95,8 @@ class User(UserMixin, db.Model):
     email: Mapped[str] = mapped_column(sa.String(254), unique=True)
     password_hash: Mapped[str] = mapped_column(sa.String(256))
     role: Mapped[Role] = mapped_column(_enum_column(Role))
+    # An IANA zone name (`Europe/Berlin`) in which this person reads timestamps.
+    time_zone: Mapped[str] = mapped_column(sa.String(64), default="UTC", server_default="UTC")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     merchant: Mapped[Merchant] = relationship(back_populates="users")
