@@ -73,6 +73,9 @@ class Merchant(db.Model):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(sa.String(120), unique=True)
+    # What customers see on the public checkout page, and the only place it sends them back to.
+    display_name: Mapped[str | None] = mapped_column(sa.String(120))
+    shop_url: Mapped[str | None] = mapped_column(sa.String(2048))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     users: Mapped[list[User]] = relationship(
@@ -147,3 +150,23 @@ class ApiConnection(db.Model):
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
 
     merchant: Mapped[Merchant] = relationship(back_populates="api_connection")
+
+
+class CheckoutLink(db.Model):
+    """The public checkout page's reference to one operation: a random token, nothing readable.
+
+    Created before the operation (its URL is the operation's `redirect_url`); the operation id is
+    filled in once the API has created it.
+    """
+
+    __tablename__ = "checkout_links"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    token: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    merchant_id: Mapped[int] = mapped_column(
+        sa.ForeignKey("merchants.id", ondelete="CASCADE"), index=True
+    )
+    operation_id: Mapped[str | None] = mapped_column(sa.String(64))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+    merchant: Mapped[Merchant] = relationship()
