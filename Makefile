@@ -7,10 +7,12 @@ STAMP := $(VENV)/.install-stamp
 VENDOR := static/vendor
 CHROMIUM ?= /usr/bin/chromium
 PYTEST_ARGS ?=
+# The checkout page's languages: the .po files are the source, the .mo files are built here.
+CATALOGS := $(wildcard portal/translations/*/LC_MESSAGES/messages.po)
 
-.PHONY: install run test lint chromium
+.PHONY: install run test lint chromium libreoffice messages
 
-install: $(STAMP) $(VENDOR)/htmx.min.js
+install: $(STAMP) $(VENDOR)/htmx.min.js $(CATALOGS:.po=.mo)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +28,14 @@ $(VENDOR)/htmx.min.js: node_modules/.package-lock.json
 	mkdir -p $(VENDOR)
 	cp node_modules/htmx.org/dist/htmx.min.js $@
 
+%.mo: %.po | $(STAMP)
+	$(BIN)/pybabel compile --statistics -i $< -o $@
+
+# After changing the checkout page's text: extract it, merge it into every catalog, translate.
+messages: $(STAMP)
+	$(BIN)/pybabel extract -F babel.cfg -k _l --no-location --sort-output -o portal/translations/messages.pot .
+	$(BIN)/pybabel update --no-location -i portal/translations/messages.pot -d portal/translations
+
 # Playwright cannot download its own browser here: the tests drive Debian's Chromium.
 chromium:
 	@test -x "$(CHROMIUM)" || test -n "$$PORTAL_TEST_CHROMIUM" || { \
@@ -35,7 +45,13 @@ chromium:
 run: install
 	$(BIN)/flask --app portal demo
 
-test: install chromium
+# The spreadsheet test of the CSV exports opens a file in LibreOffice (headless).
+libreoffice:
+	@command -v soffice >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libreoffice-calc-nogui; \
+	  else echo "LibreOffice is missing: install Debian's libreoffice-calc-nogui (its test is skipped)" >&2; fi; }
+
+test: install chromium libreoffice
 	$(BIN)/pytest -n auto $(PYTEST_ARGS)
 
 lint: install

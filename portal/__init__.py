@@ -7,7 +7,7 @@ from pathlib import Path
 
 from flask import Flask
 
-from portal import access, cli, errors, layout, security
+from portal import access, cli, errors, formatting, i18n, layout, security
 from portal.config import load_config
 from portal.extensions import csrf, db, htmx, limiter, login_manager, migrate
 
@@ -34,16 +34,40 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.before_request(access.enforce)  # before CSRF: the signed-out go to the sign-in page
     csrf.init_app(app)
     limiter.init_app(app)
+    i18n.init_app(app)
 
+    from portal.account import bp as account_bp
+    from portal.audit_log import bp as audit_log_bp
     from portal.auth import bp as auth_bp
+    from portal.checkout import bp as checkout_bp
+    from portal.cross_exchanges import bp as cross_exchanges_bp
     from portal.dashboard import bp as dashboard_bp
+    from portal.exchanges import bp as exchanges_bp
+    from portal.exports import bp as exports_bp
+    from portal.operations import bp as operations_bp
+    from portal.rates import bp as rates_bp
     from portal.settings import bp as settings_bp
+    from portal.transactions import bp as transactions_bp
+    from portal.vouchers import bp as vouchers_bp
+    from portal.withdrawals import bp as withdrawals_bp
 
     app.register_blueprint(auth_bp)
     app.register_blueprint(dashboard_bp)
+    app.register_blueprint(exports_bp)
+    app.register_blueprint(operations_bp, url_prefix="/operations")
+    app.register_blueprint(transactions_bp, url_prefix="/transactions")
+    app.register_blueprint(rates_bp)
+    app.register_blueprint(account_bp)
+    app.register_blueprint(checkout_bp, url_prefix="/checkout")
     app.register_blueprint(settings_bp, url_prefix="/settings")
+    app.register_blueprint(withdrawals_bp, url_prefix="/withdrawals")
+    app.register_blueprint(vouchers_bp, url_prefix="/vouchers")
+    app.register_blueprint(exchanges_bp, url_prefix="/exchange")
+    app.register_blueprint(cross_exchanges_bp, url_prefix="/cross-exchanges")
+    app.register_blueprint(audit_log_bp, url_prefix="/audit")
 
     errors.init_app(app)
+    formatting.init_app(app)
     layout.init_app(app)
     cli.init_app(app)
     return app

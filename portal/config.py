@@ -32,6 +32,8 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         RATELIMIT_HEADERS_ENABLED=False,
         SIGN_IN_LIMIT_PER_ACCOUNT="5 per 15 minutes",
         SIGN_IN_LIMIT_PER_ADDRESS="20 per 15 minutes",
+        CHECKOUT_LIMIT_PER_ADDRESS="120 per minute",
+        CHECKOUT_LINK_DAYS=30,
         SESSION_LIFETIME_HOURS=12,
         SESSION_IDLE_MINUTES=120,
         API_TIMEOUT_CONNECT=3.05,

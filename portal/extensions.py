@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 import sqlalchemy as sa
+from flask_babel import Babel
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from flask_login import LoginManager
@@ -25,6 +26,7 @@ login_manager = LoginManager()
 csrf = CSRFProtect()
 htmx = Htmx()
 limiter = Limiter(key_func=get_remote_address)
+babel = Babel()
 
 
 @sa.event.listens_for(sa.Engine, "connect")

@@ -13,7 +13,15 @@ from portal.models import Environment
 # roles its view allows.
 NAVIGATION = (
     ("Dashboard", "dashboard.index"),
+    ("Operations", "operations.index"),
+    ("Transactions", "transactions.index"),
+    ("Rates", "rates.index"),
+    ("Withdrawals", "withdrawals.index"),
+    ("Vouchers", "vouchers.index"),
+    ("Exchange", "exchanges.exchange"),
+    ("Cross exchanges", "cross_exchanges.index"),
     ("Settings", "settings.api"),
+    ("Audit", "audit_log.index"),
 )
 
 
@@ -35,7 +43,7 @@ def render_page(template: str, fragment: str, status: int = 200, **context: obje
 def layout_context() -> dict[str, object]:
     """Navigation and the sandbox banner for the signed-in user."""
     if not current_user.is_authenticated:
-        return {"navigation": [], "sandbox": False}
+        return {"navigation": [], "sandbox": False, "may_open": may_open}
     navigation = [
         (label, url_for(endpoint), request.blueprint == endpoint.split(".")[0])
         for label, endpoint in NAVIGATION
@@ -43,7 +51,7 @@ def layout_context() -> dict[str, object]:
     ]
     connection = current_user.merchant.api_connection
     sandbox = connection is not None and connection.environment == Environment.SANDBOX
-    return {"navigation": navigation, "sandbox": sandbox}
+    return {"navigation": navigation, "sandbox": sandbox, "may_open": may_open}
 
 
 def init_app(app: Flask) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from datetime import UTC, datetime
+from decimal import Decimal
 
 import sqlalchemy as sa
 from flask_login import UserMixin
@@ -170,3 +171,100 @@ class CheckoutLink(db.Model):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     merchant: Mapped[Merchant] = relationship()
+
+
+class DecimalText(sa.TypeDecorator):
+    """An exact decimal amount stored as its text: no float on any database."""
+
+    impl = sa.String(64)
+    cache_ok = True
+
+    def process_bind_param(self, value: Decimal | None, dialect: sa.Dialect) -> str | None:
+        return None if value is None else format(Decimal(value), "f")
+
+    def process_result_value(self, value: str | None, dialect: sa.Dialect) -> Decimal | None:
+        return None if value is None else Decimal(value)
+
+
+class IntentState(enum.StrEnum):
+    """Where a withdrawal intent is: only a `pending` one may be sent, and only once."""
+
+    PENDING = "pending"  # reviewed, waiting for confirmation
+    SENDING = "sending"  # claimed by one confirmation; the request is on its way
+    SENT = "sent"  # the API made the withdrawal (operation_id)
+    REFUSED = "refused"  # the API refused it (error_code); nothing moved
+    UNKNOWN = "unknown"  # sent, but no answer: check the operations list
+
+
+class WithdrawalIntent(db.Model):
+    """One reviewed withdrawal form: the server-side guarantee of exactly one upstream request.
+
+    `key` is the unguessable reference in the review page's URL. Confirming moves the state from
+    `pending` to `sending` with one conditional UPDATE, so across threads and processes only one
+    confirmation ever sends it.
+    """
+
+    __tablename__ = "withdrawal_intents"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    merchant_id: Mapped[int] = mapped_column(
+        sa.ForeignKey("merchants.id", ondelete="CASCADE"), index=True
+    )
+    user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
+    amount: Mapped[Decimal] = mapped_column(DecimalText)
+    wallet: Mapped[str] = mapped_column(sa.String(16))
+    address: Mapped[str] = mapped_column(sa.String(255))
+    state: Mapped[IntentState] = mapped_column(_enum_column(IntentState))
+    operation_id: Mapped[str | None] = mapped_column(sa.String(64))
+    operation_status: Mapped[str | None] = mapped_column(sa.String(32))
+    error_code: Mapped[int | None]
+    error_message: Mapped[str | None] = mapped_column(sa.Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
+
+    user: Mapped[User | None] = relationship()
+
+
+class CrossExchangeReference(db.Model):
+    """A cross exchange created through the portal: the API has no list, so the portal keeps ids."""
+
+    __tablename__ = "cross_exchange_references"
+    __table_args__ = (sa.UniqueConstraint("merchant_id", "cross_exchange_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    cross_exchange_id: Mapped[str] = mapped_column(sa.String(64))
+    user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
+    sell_currency: Mapped[str] = mapped_column(sa.String(16))
+    buy_currency: Mapped[str] = mapped_column(sa.String(16))
+    sell_amount: Mapped[Decimal] = mapped_column(DecimalText)
+    buy_amount: Mapped[Decimal] = mapped_column(DecimalText)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+    user: Mapped[User | None] = relationship()
+
+
+class AuditEvent(db.Model):
+    """One state-changing action, as `portal.audit.record` wrote it; never changed afterwards.
+
+    `user_email` keeps who it was after the user is removed; `merchant_id` is null only for a
+    failed sign-in with an email nobody has.
+    """
+
+    __tablename__ = "audit_events"
+    __table_args__ = (sa.Index("ix_audit_events_merchant_created", "merchant_id", "created_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int | None] = mapped_column(
+        sa.ForeignKey("merchants.id", ondelete="CASCADE")
+    )
+    user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
+    user_email: Mapped[str | None] = mapped_column(sa.String(254))
+    action: Mapped[str] = mapped_column(sa.String(64))
+    parameters: Mapped[dict] = mapped_column(sa.JSON)
+    outcome: Mapped[str] = mapped_column(sa.String(16))
+    error_code: Mapped[int | None]
+    error_message: Mapped[str | None] = mapped_column(sa.Text)
+    remote_address: Mapped[str | None] = mapped_column(sa.String(64))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)

@@ -165,18 +165,17 @@ def parse_record(kind: type[T], payload: object) -> T:
     obj = unwrap(payload)
     if not isinstance(obj, dict):
         raise MalformedAnswer(f"{kind.__name__}: expected an object, got {type(obj).__name__}")
-    hints = _hints(kind)
     values = {}
-    for spec in fields(kind):  # type: ignore[arg-type]
-        raw = obj.get(spec.name)
+    for name, convert, required in _readers(kind):
+        raw = obj.get(name)
         if raw is None:
-            if spec.default is MISSING:
-                raise MalformedAnswer(f"{kind.__name__}.{spec.name} is missing")
+            if required:
+                raise MalformedAnswer(f"{kind.__name__}.{name} is missing")
             continue
         try:
-            values[spec.name] = _convert(hints[spec.name], raw)
+            values[name] = convert(raw)
         except MalformedAnswer as exc:
-            raise MalformedAnswer(f"{kind.__name__}.{spec.name}: {exc}") from None
+            raise MalformedAnswer(f"{kind.__name__}.{name}: {exc}") from None
     return kind(**values)
 
 
@@ -219,20 +218,29 @@ def parse_rates(payload: object) -> Rates:
 
 
 @functools.cache
-def _hints(kind: type) -> dict[str, Any]:
-    return typing.get_type_hints(kind)
+def _readers(kind: type) -> tuple[tuple[str, Callable[[object], object], bool], ...]:
+    """(field name, converter, required) of each field, worked out once per record type."""
+    hints = typing.get_type_hints(kind)
+    return tuple(
+        (spec.name, _converter(hints[spec.name]), spec.default is MISSING) for spec in fields(kind)
+    )
 
 
-def _convert(hint: Any, raw: object) -> object:
+def _converter(hint: Any) -> Callable[[object], object]:
+    """The function that reads a JSON value of a field typed `hint`."""
     origin = typing.get_origin(hint)
     if origin is types.UnionType or origin is typing.Union:
         (hint,) = (arg for arg in typing.get_args(hint) if arg is not type(None))
         origin = typing.get_origin(hint)
     if origin is tuple:
-        if not isinstance(raw, list):
-            raise MalformedAnswer(f"expected an array, got {type(raw).__name__}")
-        item = typing.get_args(hint)[0]
-        return tuple(_convert(item, element) for element in raw)
+        item = _converter(typing.get_args(hint)[0])
+
+        def array(raw: object) -> tuple:
+            if not isinstance(raw, list):
+                raise MalformedAnswer(f"expected an array, got {type(raw).__name__}")
+            return tuple(item(element) for element in raw)
+
+        return array
     if is_dataclass(hint):
-        return parse_record(hint, raw)
-    return _SCALARS[hint](raw)
+        return functools.partial(parse_record, hint)
+    return _SCALARS[hint]

@@ -7,6 +7,7 @@ from flask_login import current_user
 from werkzeug.security import check_password_hash, generate_password_hash
 from werkzeug.wrappers import Response
 
+from portal import audit
 from portal.access import public
 from portal.auth import bp
 from portal.auth.forms import SignInForm
@@ -57,8 +58,10 @@ def login() -> Response | tuple[str, int] | str:
         check_password_hash(_UNKNOWN_USER_HASH, form.password.data)
     elif user.check_password(form.password.data):
         start_session(user)
+        audit.record("sign_in", parameters={"email": user.email}, user=user)
         return redirect(safe_next(form.next.data) or url_for("dashboard.index"))
     g.sign_in_failed = True
+    audit.record("sign_in", parameters={"email": form.email.data}, error=INCORRECT, user=user)
     current_app.logger.info("Failed sign-in from %s", request.remote_addr)
     return render_template("auth/login.html", form=form, error=INCORRECT), 401
 
@@ -76,6 +79,7 @@ def too_many_attempts(_error: Exception) -> tuple[str, int]:
 def logout() -> Response:
     """Sign out, revoking the session on the server too."""
     if current_user.is_authenticated:
+        audit.record("sign_out")
         end_session(current_user._get_current_object())
         flash("You have signed out.", "success")
     return redirect(url_for("auth.login"))

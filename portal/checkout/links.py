@@ -9,11 +9,12 @@ operation's id once the API has answered.
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 
 from flask import current_app, request
 
 from portal.extensions import db
-from portal.models import CheckoutLink, Merchant
+from portal.models import CheckoutLink, Merchant, utcnow
 
 TOKEN_BYTES = 32
 
@@ -42,3 +43,9 @@ def find_link(token: str) -> CheckoutLink | None:
     if not token or len(token) > 64:
         return None
     return db.session.scalar(db.select(CheckoutLink).where(CheckoutLink.token == token))
+
+
+def is_expired(link: CheckoutLink) -> bool:
+    """Links work for PORTAL_CHECKOUT_LINK_DAYS days: long after any payment, not for ever."""
+    lifetime = timedelta(days=float(current_app.config["CHECKOUT_LINK_DAYS"]))
+    return link.created_at < utcnow() - lifetime

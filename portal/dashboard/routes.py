@@ -2,24 +2,38 @@
 
 from __future__ import annotations
 
-from flask import render_template
+from datetime import UTC, datetime
+
 from flask_login import current_user
+from werkzeug.wrappers import Response
 
 from portal.access import ALL_ROLES, public, roles
 from portal.dashboard import bp
-from portal.services.api import masked_tokens
+from portal.dashboard.summary import CHART_HEIGHT, CHART_WIDTH, summarise
+from portal.layout import render_page
+from portal.rates.pairs import rate_rows
+from portal.services.api import current_api, masked_tokens
+
+LATEST = 5
 
 
 @bp.route("/")
 @roles(*ALL_ROLES)
-def index() -> str:
-    """The merchant at a glance: who you are and how the portal reaches the API."""
+def index() -> Response:
+    """The last 30 days at a glance, the latest operations and the current rates."""
     connection = current_user.merchant.api_connection
-    return render_template(
-        "dashboard/index.html",
-        connection=connection,
-        token_mask=masked_tokens(connection)[0] if connection else None,
-    )
+    context: dict[str, object] = {"connection": connection}
+    if connection is not None:
+        api = current_api()
+        context |= {
+            "token_mask": masked_tokens(connection)[0],
+            "summary": summarise(api),
+            "latest": api.list_operations(per_page=LATEST).items,
+            "rows": rate_rows(api.get_rates()),
+            "fetched_at": datetime.now(UTC),
+            "chart": {"width": CHART_WIDTH, "height": CHART_HEIGHT},
+        }
+    return render_page("dashboard/index.html", "dashboard/index.html", **context)
 
 
 @bp.route("/healthz")

@@ -9,11 +9,13 @@ from wtforms import (
     PasswordField,
     SelectChoice,
     SelectField,
+    StringField,
     SubmitField,
     URLField,
 )
 from wtforms.validators import DataRequired, Length, Optional, ValidationError
 
+from portal.checkout.shop import is_web_url
 from portal.models import Environment, Role
 from portal.services.accounts import MIN_PASSWORD_LENGTH, looks_like_email
 from portal.services.api import base_url_problem
@@ -32,6 +34,15 @@ def _base_url(_form: FlaskForm, field: URLField) -> None:
 
 def _clean_url(value: str | None) -> str | None:
     return value.strip().rstrip("/") if value else value
+
+
+def _shop_url(_form: FlaskForm, field: URLField) -> None:
+    if field.data and not is_web_url(field.data):
+        raise ValidationError("Enter an address starting with http:// or https://.")
+
+
+def _strip(value: str | None) -> str | None:
+    return value.strip() if value else value
 
 
 def _email(_form: FlaskForm, field: EmailField) -> None:
@@ -76,3 +87,15 @@ class EditUserForm(FlaskForm):
 
 class RemoveUserForm(FlaskForm):
     submit = SubmitField("Remove user")
+
+
+class CheckoutSettingsForm(FlaskForm):
+    """What customers see on the public checkout page; both fields may be left empty."""
+
+    display_name = StringField(
+        "Display name", validators=[Optional(), Length(max=120)], filters=[_strip]
+    )
+    shop_url = URLField(
+        "Shop URL", validators=[Optional(), Length(max=2048), _shop_url], filters=[_strip]
+    )
+    submit = SubmitField("Save")

@@ -7,7 +7,9 @@ from flask import abort, current_app, flash, redirect, render_template, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
+from portal import audit
 from portal.access import roles
+from portal.checkout.shop import save_settings
 from portal.extensions import db
 from portal.models import Environment, Role, User
 from portal.services import accounts
@@ -19,7 +21,13 @@ from portal.services.api import (
     stored_credentials,
 )
 from portal.settings import bp
-from portal.settings.forms import ApiSettingsForm, EditUserForm, NewUserForm, RemoveUserForm
+from portal.settings.forms import (
+    ApiSettingsForm,
+    CheckoutSettingsForm,
+    EditUserForm,
+    NewUserForm,
+    RemoveUserForm,
+)
 
 Page = Response | str | tuple[str, int]
 
@@ -44,11 +52,20 @@ def api() -> Page:
             credentials = Credentials(
                 form.base_url.data, Environment(form.environment.data), token, company_token
             )
+            changes = {
+                "base_url": credentials.base_url,
+                "environment": credentials.environment.value,
+                "token": form.token.data or None,
+                "company_token": form.company_token.data or None,
+                "remove_company_token": "yes" if form.remove_company_token.data else None,
+            }
             try:
                 connect(merchant, credentials)
             except ConnectionRejected as rejection:
                 error = str(rejection)
+                audit.record("api_settings.change", parameters=changes, error=error)
             else:
+                audit.record("api_settings.change", parameters=changes)
                 current_app.logger.info(
                     "API connection of merchant %s saved by user %s (%s, %s)",
                     merchant.id,
@@ -70,6 +87,20 @@ def api() -> Page:
     return (page, 422) if form.is_submitted() else page
 
 
+@bp.route("/checkout", methods=["GET", "POST"])
+@roles(Role.OWNER)
+def checkout() -> Page:
+    """The merchant's name on the public checkout page, and the shop it links back to."""
+    merchant = current_user.merchant
+    form = CheckoutSettingsForm(obj=merchant)
+    if form.validate_on_submit():
+        save_settings(merchant, form.display_name.data, form.shop_url.data)
+        flash("The checkout page settings are saved.", "success")
+        return redirect(url_for("settings.checkout"))
+    page = render_template("settings/checkout.html", form=form, merchant=merchant)
+    return (page, 422) if form.is_submitted() else page
+
+
 @bp.route("/users", methods=["GET", "POST"])
 @roles(Role.OWNER)
 def users() -> Page:
@@ -82,7 +113,9 @@ def users() -> Page:
             )
         except accounts.AccountError as refusal:
             form.email.errors.append(str(refusal))
+            audit.record("user.add", parameters={"email": form.email.data}, error=str(refusal))
         else:
+            audit.record("user.add", parameters={"email": user.email, "role": user.role.value})
             flash(f"{user.email} can now sign in as {user.role.label.lower()}.", "success")
             return redirect(url_for("settings.users"))
     page = render_template("settings/users.html", form=form, users=current_user.merchant.users)
@@ -112,7 +145,10 @@ def edit_user(user_id: int) -> Page:
             )
         except accounts.AccountError as refusal:
             form.role.errors.append(str(refusal))
+            audit.record("user.change", parameters={"email": user.email}, error=str(refusal))
         else:
+            changes = {"email": user.email, "role": form.role.data, "password": form.password.data}
+            audit.record("user.change", parameters=changes)
             flash(f"The changes to {user.email} are saved.", "success")
             return redirect(url_for("settings.users"))
     page = render_template("settings/edit_user.html", form=form, user=user)
@@ -132,7 +168,9 @@ def remove_user(user_id: int) -> Page:
             accounts.remove_user(user, by=current_user)
         except accounts.AccountError as refusal:
             error = str(refusal)
+            audit.record("user.remove", parameters={"email": email}, error=error)
         else:
+            audit.record("user.remove", parameters={"email": email})
             flash(f"{email} was removed and can no longer sign in.", "success")
             return redirect(url_for("settings.users"))
     page = render_template("settings/remove_user.html", form=form, user=user, error=error)

@@ -23,7 +23,20 @@ def test_sign_in_shows_the_dashboard_and_the_sandbox_banner(page: Page) -> None:
     expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
     expect(page.get_by_role("complementary", name="Environment")).to_contain_text("Sandbox")
     navigation = page.get_by_role("navigation", name="Main")
-    expect(navigation.get_by_role("link")).to_have_text(["Dashboard", "Settings"])
+    expect(navigation.get_by_role("link")).to_have_text(
+        [
+            "Dashboard",
+            "Operations",
+            "Transactions",
+            "Rates",
+            "Withdrawals",
+            "Vouchers",
+            "Exchange",
+            "Cross exchanges",
+            "Settings",
+            "Audit",
+        ]
+    )
     expect(page.get_by_text(re.compile(r"Application token"))).to_be_visible()
     assert_accessible(page)
 

@@ -113,7 +113,9 @@ def run_sandbox(
         "--quiet",
         *extra_args,
     ]
-    process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    process = subprocess.Popen(
+        command, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.DEVNULL
+    )  # its errors still reach stderr
     server = SandboxServer(f"http://127.0.0.1:{port}", database, process)
     try:
         _wait_until_listening(f"{server.base_url}/openapi.json", process)

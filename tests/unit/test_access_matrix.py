@@ -12,18 +12,52 @@ from tests.conftest import sign_in
 PUBLIC = "public"
 ALL_ROLES = frozenset({"owner", "operator", "accountant"})
 OWNER = frozenset({"owner"})
+MOVERS = frozenset({"owner", "operator"})
 
 # endpoint -> who may use it (every method of the endpoint)
 EXPECTED = {
     "static": PUBLIC,
     "auth.login": PUBLIC,
     "auth.logout": PUBLIC,
+    "checkout.show": PUBLIC,
+    "checkout.pay": PUBLIC,
     "dashboard.healthz": PUBLIC,
     "dashboard.index": ALL_ROLES,
+    "account.index": ALL_ROLES,
+    "operations.index": ALL_ROLES,
+    "operations.detail": ALL_ROLES,
+    "operations.new": MOVERS,
+    "operations.cancel": MOVERS,
+    "operations.link_transactions": MOVERS,
+    "operations.reject_transactions": MOVERS,
+    "transactions.index": ALL_ROLES,
+    "transactions.detail": ALL_ROLES,
+    "rates.index": ALL_ROLES,
+    "exports.operations_csv": ALL_ROLES,
+    "exports.transactions_csv": ALL_ROLES,
     "settings.api": OWNER,
+    "settings.checkout": OWNER,
     "settings.users": OWNER,
     "settings.edit_user": OWNER,
     "settings.remove_user": OWNER,
+    "withdrawals.index": OWNER,
+    "withdrawals.new": OWNER,
+    "withdrawals.show": OWNER,
+    "withdrawals.confirm": OWNER,
+    "vouchers.index": ALL_ROLES,
+    "vouchers.show": ALL_ROLES,
+    "vouchers.code": MOVERS,
+    "vouchers.new": MOVERS,
+    "vouchers.cancel": MOVERS,
+    "vouchers.payoff": MOVERS,
+    "exchanges.exchange": ALL_ROLES,
+    "exchanges.create": MOVERS,
+    "cross_exchanges.index": ALL_ROLES,
+    "cross_exchanges.new": MOVERS,
+    "cross_exchanges.show": ALL_ROLES,
+    "cross_exchanges.cancel": MOVERS,
+    "audit_log.index": OWNER,
+    "audit_log.export": OWNER,
 }
 VISITORS = ("anonymous", "owner", "operator", "accountant")
 TARGET = "target@acme.test"
@@ -59,6 +93,13 @@ def _url(app, rule) -> str:
         values["filename"] = "portal.css"
     if "user_id" in rule.arguments:
         values["user_id"] = _target_user_id(app)
+    for name in ("operation_id", "transaction_id", "voucher_id", "cross_exchange_id"):
+        if name in rule.arguments:
+            values[name] = "1"
+    if "token" in rule.arguments:
+        values["token"] = "an-unknown-checkout-token"
+    if "key" in rule.arguments:
+        values["key"] = "an-unknown-withdrawal-intent"
     with app.test_request_context():
         from flask import url_for
 

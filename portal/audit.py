@@ -1,0 +1,154 @@
+"""The audit log: who did what and when, with what, and how it ended. Append-only.
+
+Every state-changing action of the portal writes one event, success or not::
+
+    from portal import audit
+
+    # After the fact, when the outcome is known:
+    audit.record("user.add", parameters={"email": email, "role": "operator"})
+    audit.record("sign_in", parameters={"email": email}, error="The password is incorrect.")
+
+    # Around one API call: the event is written whatever happens, and the exception (if any)
+    # goes on to the caller. Add what the call returned to the yielded parameters.
+    with audit.recorded("operation.cancel", {"operation_id": operation_id}):
+        api.cancel_operation(operation_id)
+    with audit.recorded("operation.create", {"amount": amount, "currency": currency}) as details:
+        details["operation_id"] = api.create_operation(...).id
+
+`action` is one of `ACTIONS` (a ValueError otherwise, so that a typo cannot hide an event).
+`parameters` is a flat mapping of what the person asked for; values are stored as text
+(Decimal amounts exactly), and secrets are masked before anything is stored: any key named
+like a password, token or secret, and voucher codes (`code`, `voucher_code`); their values are
+also blanked out of the error message. `error` is None for a success, an `ApiError` (stored
+with its code and message; an `ApiUnavailable` that may have reached the API is the outcome
+"unknown", one that did not is "unavailable") or a sentence for a refusal by the portal itself
+(outcome "refused"). `user` defaults to the signed-in user, and the event belongs to the user's
+merchant (`merchant` when there is no user, as for a failed sign-in; without either it is kept
+but shown to no merchant). Each event is committed at once, in its own commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from decimal import Decimal
+
+from flask import has_request_context, request
+from flask_login import current_user
+
+from portal.api import ApiError, ApiUnavailable, mask_token
+from portal.extensions import db
+from portal.models import AuditEvent, Merchant, User
+
+ACTIONS = {
+    "sign_in": "Sign-in",
+    "sign_out": "Sign-out",
+    "api_settings.change": "API settings changed",
+    "user.add": "User added",
+    "user.change": "User changed",
+    "user.remove": "User removed",
+    "operation.create": "Operation created",
+    "operation.cancel": "Operation canceled",
+    "transactions.link": "Transactions linked",
+    "transactions.reject": "Transactions rejected",
+    "withdrawal.confirm": "Withdrawal",
+    "voucher.create": "Voucher created",
+    "voucher.cancel": "Voucher canceled",
+    "voucher.pay_off": "Voucher paid off",
+    "exchange.create": "Exchange",
+    "cross_exchange.create": "Cross exchange created",
+    "cross_exchange.cancel": "Cross exchange canceled",
+}
+OUTCOMES = {
+    "success": "Success",
+    "error": "Error",
+    "refused": "Refused",
+    "unavailable": "Not reached",
+    "unknown": "Outcome unknown",
+}
+MASK = "••••"
+_SECRET_WORDS = ("password", "token", "secret")
+_SECRET_KEYS = frozenset({"code", "voucher_code"})
+
+
+def is_secret(key: str) -> bool:
+    name = key.lower()
+    return name in _SECRET_KEYS or any(word in name for word in _SECRET_WORDS)
+
+
+def masked(parameters: Mapping[str, object]) -> dict[str, str | None]:
+    """The parameters as stored: text values, secrets replaced by a mask."""
+    return {key: _masked_value(key, value) for key, value in parameters.items()}
+
+
+def _masked_value(key: str, value: object) -> str | None:
+    if value is None:
+        return None
+    if is_secret(key):
+        return mask_token(str(value)) if "token" in key.lower() else MASK
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, list | tuple | set | frozenset):
+        return ", ".join(str(item) for item in value)
+    return str(value)
+
+
+def _scrubbed(text: str, parameters: Mapping[str, object]) -> str:
+    """`text` without the value of any secret parameter (an API message could echo one)."""
+    for key, value in parameters.items():
+        if is_secret(key) and value:
+            text = text.replace(str(value), MASK)
+    return text
+
+
+def _outcome(error: ApiError | str | None) -> tuple[str, int | None, str | None]:
+    if error is None:
+        return "success", None, None
+    if isinstance(error, str):
+        return "refused", None, error
+    if isinstance(error, ApiUnavailable):
+        return ("unknown" if error.request_sent else "unavailable"), None, error.describe()
+    return "error", error.code, error.message
+
+
+def record(
+    action: str,
+    *,
+    parameters: Mapping[str, object] | None = None,
+    error: ApiError | str | None = None,
+    user: User | None = None,
+    merchant: Merchant | None = None,
+) -> AuditEvent:
+    """Write one event of the audit log and commit it (see the module's docstring)."""
+    if action not in ACTIONS:
+        raise ValueError(f"unknown audit action {action!r}; add it to portal.audit.ACTIONS")
+    if user is None and current_user and current_user.is_authenticated:
+        user = current_user._get_current_object()
+    parameters = parameters or {}
+    outcome, code, message = _outcome(error)
+    event = AuditEvent(
+        merchant_id=user.merchant_id if user is not None else (merchant and merchant.id),
+        user_id=user.id if user is not None else None,
+        user_email=user.email if user is not None else None,
+        action=action,
+        parameters=masked(parameters),
+        outcome=outcome,
+        error_code=code,
+        error_message=_scrubbed(message, parameters) if message else None,
+        remote_address=request.remote_addr if has_request_context() else None,
+    )
+    db.session.add(event)
+    db.session.commit()
+    return event
+
+
+@contextmanager
+def recorded(action: str, parameters: Mapping[str, object]) -> Iterator[dict[str, object]]:
+    """Record `action` around a block that calls the API; the block may add results."""
+    details = dict(parameters)
+    try:
+        yield details
+    except ApiError as error:
+        record(action, parameters=details, error=error)
+        raise
+    record(action, parameters=details)

@@ -1,0 +1,147 @@
+"""Public pages for customers: no login, rate-limited per address, only the payment's own facts.
+
+`/checkout/<token>` serves the full page and, for htmx's polling, the payment fragment it
+includes; `/checkout/<token>/pay` goes back to the hosted payment page while it can take money.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from flask import current_app, redirect, request, url_for
+from flask_babel import format_decimal, get_locale
+from flask_babel import lazy_gettext as _l
+from werkzeug.exceptions import InternalServerError, NotFound
+from werkzeug.wrappers import Response
+
+from portal.access import public
+from portal.checkout import bp
+from portal.checkout.links import find_link, is_expired
+from portal.checkout.outcomes import outcome_for
+from portal.checkout.payments import payment_of
+from portal.checkout.shop import display_name, return_url
+from portal.extensions import limiter
+from portal.layout import render_page
+from portal.models import CheckoutLink
+
+POLL_SECONDS = 5
+checkout_limit = limiter.shared_limit(
+    lambda: current_app.config["CHECKOUT_LIMIT_PER_ADDRESS"], scope="checkout"
+)
+
+
+class LinkExpired(NotFound):
+    """The link is older than PORTAL_CHECKOUT_LINK_DAYS."""
+
+
+# Pages for what went wrong: a title and a sentence, with no data of any payment.
+MESSAGES = {
+    "not_found": (
+        _l("Payment page not found"),
+        _l(
+            "This link is not valid. Check that you have the whole address, or go back to the "
+            "shop where you ordered."
+        ),
+    ),
+    "expired": (
+        _l("This link has expired"),
+        _l(
+            "Links to a payment's result work for a limited time. Contact the shop where you "
+            "ordered if you have questions about your payment."
+        ),
+    ),
+    "busy": (
+        _l("Too many requests"),
+        _l("Please wait a minute, then reload this page."),
+    ),
+    "error": (
+        _l("Something went wrong"),
+        _l("Please try again in a moment."),
+    ),
+}
+
+
+def _open(token: str) -> CheckoutLink:
+    """The link of the token, if it shows an operation and has not expired; else 404."""
+    link = find_link(token)
+    if link is None or link.operation_id is None:
+        raise NotFound()
+    if is_expired(link):
+        raise LinkExpired()
+    return link
+
+
+def _this_url() -> str:
+    """The request's own path and query: htmx polls the very URL the customer opened."""
+    path = request.script_root + request.path
+    return f"{path}?{request.query_string.decode('latin-1')}" if request.query_string else path
+
+
+@bp.route("/<token>")
+@public
+@checkout_limit
+def show(token: str) -> Response:
+    """What the payment page reported (its status code) and the payment's live state."""
+    link = _open(token)
+    return render_page(
+        "checkout/page.html",
+        "checkout/_payment.html",
+        token=token,
+        outcome=outcome_for(request.args),
+        payment=payment_of(link),
+        shop=display_name(link.merchant),
+        shop_url=return_url(link.merchant),
+        poll_url=_this_url(),
+        poll_seconds=POLL_SECONDS,
+    )
+
+
+@bp.route("/<token>/pay")
+@public
+@checkout_limit
+def pay(token: str) -> Response:
+    """To the hosted payment page while the payment is open; otherwise back to its result."""
+    payment = payment_of(_open(token))
+    target = payment.payment_url if payment.payable else url_for(".show", token=token)
+    return redirect(target, 303)
+
+
+def _message(kind: str, status: int) -> Response:
+    title, text = MESSAGES[kind]
+    return render_page(
+        "checkout/message.html", "checkout/_message.html", status, title=title, text=text
+    )
+
+
+@bp.errorhandler(NotFound)
+def not_found(error: NotFound) -> Response:
+    return _message("expired" if isinstance(error, LinkExpired) else "not_found", 404)
+
+
+@bp.errorhandler(429)
+def too_many_requests(_error: Exception) -> Response:
+    return _message("busy", 429)
+
+
+@bp.errorhandler(InternalServerError)
+def internal_error(_error: InternalServerError) -> Response:
+    return _message("error", 500)
+
+
+@bp.after_request
+def private_headers(response: Response) -> Response:
+    """The URL is the customer's key: keep it out of caches, search engines and Referer."""
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["X-Robots-Tag"] = "noindex, nofollow"
+    return response
+
+
+@bp.context_processor
+def customer_context() -> dict[str, object]:
+    return {"locale": str(get_locale()), "format_amount": format_amount}
+
+
+def format_amount(amount: Decimal) -> str:
+    """In the customer's number format, with 2 to 8 decimals (fiat and crypto alike)."""
+    return format_decimal(amount, format="#,##0.00######")

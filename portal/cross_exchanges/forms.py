@@ -1,0 +1,54 @@
+"""Forms of the cross exchange pages."""
+
+from __future__ import annotations
+
+from flask_wtf import FlaskForm
+from wtforms import StringField, SubmitField
+from wtforms.validators import InputRequired, Length, Regexp
+
+from portal.exchanges.forms import ExchangeForm
+from portal.fields import AddressOf, strip
+
+
+class CrossExchangeForm(ExchangeForm):
+    sell_address = StringField(
+        "Refund address",
+        validators=[
+            InputRequired("Enter the address to refund to if the cross exchange fails."),
+            Length(max=255),
+            AddressOf("sell_currency"),
+        ],
+        filters=[strip],
+    )
+    buy_address = StringField(
+        "Payout address",
+        validators=[
+            InputRequired("Enter the address the bought currency is paid out to."),
+            Length(max=255),
+            AddressOf("buy_currency"),
+        ],
+        filters=[strip],
+    )
+    submit = SubmitField("Create cross exchange")
+
+
+class LookUpForm(FlaskForm):
+    """Any cross exchange by its id, made through the portal or not."""
+
+    class Meta:
+        csrf = False
+
+    id = StringField(
+        "Cross exchange id",
+        validators=[
+            InputRequired("Enter the id of a cross exchange."),
+            Length(max=64),
+            Regexp(r"^[A-Za-z0-9_-]+$", message="An id has only letters, digits, - and _."),
+        ],
+        filters=[strip],
+    )
+    submit = SubmitField("Look up")
+
+
+class CancelCrossExchangeForm(FlaskForm):
+    submit = SubmitField("Cancel cross exchange")

@@ -1,0 +1,33 @@
+"""The ids of the cross exchanges each merchant created through the portal."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from portal.api import CrossExchange
+from portal.extensions import db
+from portal.models import CrossExchangeReference, Merchant, User
+
+
+def remember(merchant: Merchant, user: User, cross_exchange: CrossExchange) -> None:
+    db.session.add(
+        CrossExchangeReference(
+            merchant_id=merchant.id,
+            cross_exchange_id=cross_exchange.id,
+            user_id=user.id,
+            sell_currency=cross_exchange.sell_currency,
+            buy_currency=cross_exchange.buy_currency,
+            sell_amount=cross_exchange.sell_amount,
+            buy_amount=cross_exchange.buy_amount,
+        )
+    )
+    db.session.commit()
+
+
+def of(merchant: Merchant) -> sa.Select:
+    """The merchant's cross exchanges, newest first."""
+    return (
+        sa.select(CrossExchangeReference)
+        .where(CrossExchangeReference.merchant_id == merchant.id)
+        .order_by(CrossExchangeReference.created_at.desc(), CrossExchangeReference.id.desc())
+    )

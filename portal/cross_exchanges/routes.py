@@ -1,0 +1,113 @@
+"""Cross exchange pages: the portal's list and a look-up by id, create, detail, cancel."""
+
+from __future__ import annotations
+
+from flask import abort, flash, redirect, render_template, request, url_for
+from flask_login import current_user
+from werkzeug.wrappers import Response
+
+from portal import audit
+from portal.access import ALL_ROLES, roles
+from portal.api import ApiError, ApiUnavailable, CrossExchange
+from portal.cross_exchanges import bp, references
+from portal.cross_exchanges.forms import CancelCrossExchangeForm, CrossExchangeForm, LookUpForm
+from portal.errors import error_page
+from portal.explain import explain, unanswered
+from portal.extensions import db
+from portal.fields import add_api_field_errors
+from portal.layout import render_page
+from portal.models import Role
+from portal.services.api import current_api
+
+Page = Response | str | tuple[str, int]
+MOVERS = (Role.OWNER, Role.OPERATOR)
+
+
+@bp.route("")
+@roles(*ALL_ROLES)
+def index() -> Page:
+    """The cross exchanges created through the portal; a valid id looked up opens its page."""
+    looking_up = "id" in request.args
+    lookup = LookUpForm(formdata=request.args if looking_up else None)
+    if looking_up and lookup.validate():
+        return redirect(url_for("cross_exchanges.show", cross_exchange_id=lookup.id.data))
+    page = db.paginate(
+        references.of(current_user.merchant), per_page=50, max_per_page=50, error_out=False
+    )
+    html = render_template("cross_exchanges/index.html", lookup=lookup, page=page)
+    return (html, 422) if lookup.errors else html
+
+
+@bp.route("/new", methods=["GET", "POST"])
+@roles(*MOVERS)
+def new() -> Page:
+    form = CrossExchangeForm()
+    error = None
+    if form.validate_on_submit():
+        parameters = {
+            **form.amounts(),
+            "sell_address": form.sell_address.data,
+            "buy_address": form.buy_address.data,
+        }
+        try:
+            with audit.recorded("cross_exchange.create", parameters) as details:
+                created = current_api().create_cross_exchange(**parameters)
+                details["cross_exchange_id"] = created.id
+        except ApiUnavailable as failure:
+            return unanswered(failure, "the cross exchanges list", url_for("cross_exchanges.index"))
+        except ApiError as refusal:
+            if refusal.code != 9 or not add_api_field_errors(form, refusal.errors):
+                error = explain(refusal)
+            page = render_template("cross_exchanges/new.html", form=form, error=error)
+            return page, refusal.http_status or 400
+        references.remember(current_user.merchant, current_user, created)
+        flash(f"Cross exchange {created.id} is created and awaits payment.", "success")
+        return redirect(url_for("cross_exchanges.show", cross_exchange_id=created.id))
+    page = render_template("cross_exchanges/new.html", form=form)
+    return (page, 422) if form.is_submitted() else page
+
+
+def _cross_exchange(cross_exchange_id: str) -> CrossExchange:
+    """The cross exchange from the API; its own 404 page when the API does not know the id."""
+    try:
+        return current_api().get_cross_exchange(cross_exchange_id)
+    except ApiError as error:
+        if error.code == 18:
+            abort(error_page(404, "Cross exchange not found", explain(error)))
+        raise
+
+
+@bp.route("/<cross_exchange_id>")
+@roles(*ALL_ROLES)
+def show(cross_exchange_id: str) -> Response:
+    """Status, amounts, where to pay, and the time left (for htmx: the status part only)."""
+    cross_exchange = _cross_exchange(cross_exchange_id)
+    return render_page(
+        "cross_exchanges/show.html", "cross_exchanges/_status.html", cross_exchange=cross_exchange
+    )
+
+
+@bp.route("/<cross_exchange_id>/cancel", methods=["GET", "POST"])
+@roles(*MOVERS)
+def cancel(cross_exchange_id: str) -> Page:
+    """Ask for confirmation on its own page, then cancel."""
+    cross_exchange = _cross_exchange(cross_exchange_id)
+    form = CancelCrossExchangeForm()
+    url = url_for("cross_exchanges.show", cross_exchange_id=cross_exchange.id)
+    if form.validate_on_submit():
+        try:
+            with audit.recorded("cross_exchange.cancel", {"cross_exchange_id": cross_exchange.id}):
+                current_api().cancel_cross_exchange(cross_exchange.id)
+        except ApiUnavailable as failure:
+            return unanswered(failure, "the cross exchange", url)
+        except ApiError as refusal:
+            page = render_template(
+                "cross_exchanges/cancel.html",
+                form=form,
+                cross_exchange=cross_exchange,
+                error=explain(refusal),
+            )
+            return page, refusal.http_status or 400
+        flash(f"Cross exchange {cross_exchange.id} is canceled.", "success")
+        return redirect(url)
+    return render_template("cross_exchanges/cancel.html", form=form, cross_exchange=cross_exchange)

@@ -1,0 +1,46 @@
+"""The exchange form; the cross exchange form extends it with the two addresses."""
+
+from __future__ import annotations
+
+from flask_wtf import FlaskForm
+from wtforms import SubmitField
+from wtforms.validators import Optional
+
+from portal.fields import AmountField, CurrencyField
+
+
+class ExchangeForm(FlaskForm):
+    """Sell one currency for another; exactly one of the two amounts fixes the deal."""
+
+    sell_currency = CurrencyField("Sell currency")
+    buy_currency = CurrencyField("Buy currency")
+    sell_amount = AmountField("Sell amount", validators=[Optional()])
+    buy_amount = AmountField("Buy amount", validators=[Optional()])
+    submit = SubmitField("Exchange")
+
+    def validate(self, extra_validators: dict | None = None) -> bool:
+        valid = super().validate(extra_validators)
+        sell, buy = self.sell_currency.data, self.buy_currency.data
+        if sell and sell == buy and not self.buy_currency.errors:
+            self.buy_currency.errors.append("Choose a currency other than the one you sell.")
+            valid = False
+        if self.sell_amount.errors or self.buy_amount.errors:
+            return False
+        if self.sell_amount.data is None and self.buy_amount.data is None:
+            self.sell_amount.errors.append("Enter the sell amount or the buy amount.")
+            valid = False
+        elif self.sell_amount.data is not None and self.buy_amount.data is not None:
+            self.buy_amount.errors.append(
+                "Enter only one of the two amounts: leave the buy amount empty, or the sell amount."
+            )
+            valid = False
+        return valid
+
+    def amounts(self) -> dict[str, object]:
+        """The pair and the one amount, as the client's keyword arguments."""
+        return {
+            "sell_currency": self.sell_currency.data,
+            "buy_currency": self.buy_currency.data,
+            "sell_amount": self.sell_amount.data,
+            "buy_amount": self.buy_amount.data,
+        }

@@ -1,0 +1,78 @@
+"""/exchange: the exchange rates for everyone; the form, its live quote and the result for
+those who move money."""
+
+from __future__ import annotations
+
+from flask import flash, redirect, request, session, url_for
+from werkzeug.wrappers import Response
+
+from portal import audit
+from portal.access import ALL_ROLES, roles
+from portal.api import ApiError, ApiUnavailable
+from portal.exchanges import bp
+from portal.exchanges.forms import ExchangeForm
+from portal.exchanges.quotes import quote
+from portal.explain import explain, unanswered
+from portal.fields import add_api_field_errors
+from portal.layout import render_page
+from portal.models import Role
+from portal.services.api import current_api
+
+RESULT_KEY = "exchange_result"
+
+
+def _page(form: ExchangeForm, status: int = 200, error: str | None = None) -> Response:
+    """The rates, the form with its quote (for htmx: only the quote), and the last result."""
+    rates = current_api().get_exchange_rates()
+    offer = None
+    if form.sell_currency.data and form.buy_currency.data and not form.errors:
+        offer = quote(rates, **form.amounts())
+    return render_page(
+        "exchanges/index.html",
+        "exchanges/_quote.html",
+        status,
+        form=form,
+        rates=sorted(rates.items()),
+        quote=offer,
+        error=error,
+        result=session.pop(RESULT_KEY, None) if request.method == "GET" else None,
+    )
+
+
+@bp.route("", methods=["GET"])
+@roles(*ALL_ROLES)
+def exchange() -> Response:
+    """The page; with the form's values in the query, the quote for them."""
+    form = ExchangeForm(formdata=request.args or None, meta={"csrf": False})
+    if request.args:
+        form.validate()
+    return _page(form)
+
+
+@bp.route("", methods=["POST"])
+@roles(Role.OWNER, Role.OPERATOR)
+def create() -> Response:
+    """Make the exchange once; the result is shown on the page it redirects to."""
+    form = ExchangeForm()
+    if not form.validate():
+        return _page(form, 422)
+    try:
+        with audit.recorded("exchange.create", form.amounts()) as details:
+            done = current_api().create_exchange(**form.amounts())
+            details["exchange_id"] = done.id
+    except ApiUnavailable as failure:
+        return unanswered(failure, "your wallet balances with the payment service")
+    except ApiError as refusal:
+        if refusal.code == 9 and add_api_field_errors(form, refusal.errors):
+            return _page(form, 422)
+        return _page(form, refusal.http_status or 400, explain(refusal))
+    session[RESULT_KEY] = {
+        "id": done.id,
+        "sell": f"{done.sell_amount} {done.sell_currency}",
+        "buy": f"{done.buy_amount} {done.buy_currency}",
+        "rate": str(done.rate) if done.rate is not None else None,
+        "fee": str(done.fee) if done.fee is not None else None,
+        "status": done.status,
+    }
+    flash("The exchange is done.", "success")
+    return redirect(url_for("exchanges.exchange"))

@@ -1,0 +1,118 @@
+"""Form fields and checks shared by the forms that move money: amounts, currencies, addresses.
+
+Bad input is caught here, next to its field, before anything is sent to the API.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+from flask_wtf import FlaskForm
+from wtforms import Field, SelectChoice, SelectField, StringField
+from wtforms.validators import ValidationError
+
+# The currencies of the API (section 2.5 names BTC, ETH and USD; USDT is an ERC-20 token).
+# Which of them have wallets, pairs or limits is the API's to say, in its error codes.
+CURRENCIES = ("BTC", "ETH", "USDT", "USD")
+ERC20_TOKENS = frozenset({"USDT"})
+MAX_DECIMALS = 8
+
+_AMOUNT = re.compile(r"\d+(\.\d+)?|\.\d+")
+_BTC_BASE58 = re.compile(r"[13mn2][1-9A-HJ-NP-Za-km-z]{25,34}")
+_BTC_BECH32 = re.compile(r"(bc1|tb1|bcrt1)[02-9ac-hj-np-z]{11,71}")
+_HEX_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+_ANY_ADDRESS = re.compile(r"[^\s]{8,255}")
+
+
+def parse_amount(text: str) -> Decimal:
+    """A positive plain decimal with at most 8 decimals; ValueError says what is wrong."""
+    text = text.strip()
+    if not _AMOUNT.fullmatch(text):
+        raise ValueError("Enter a positive amount in digits, such as 0.25.")
+    amount = Decimal(text)
+    if amount <= 0:
+        raise ValueError("Enter an amount greater than zero.")
+    if -amount.as_tuple().exponent > MAX_DECIMALS:
+        raise ValueError(f"Use at most {MAX_DECIMALS} decimal places.")
+    return amount
+
+
+class AmountField(StringField):
+    """An amount as a `Decimal` (never a float); empty is None, for optional amounts."""
+
+    data: Decimal | None
+
+    def process_formdata(self, valuelist: list[str]) -> None:
+        self.data = None
+        self.raw_text = valuelist[0].strip() if valuelist else ""
+        if self.raw_text:
+            try:
+                self.data = parse_amount(self.raw_text)
+            except (ValueError, InvalidOperation) as problem:
+                raise ValueError(str(problem)) from None
+
+    def _value(self) -> str:
+        if self.raw_data:
+            return self.raw_data[0]
+        return "" if self.data is None else format(self.data, "f")
+
+
+class CurrencyField(SelectField):
+    """One of the known currencies; anything else is refused with words a person understands."""
+
+    def __init__(self, label: str, **kwargs: object) -> None:
+        choices = [SelectChoice("", "Choose a currency")]
+        choices += [SelectChoice(code, code) for code in CURRENCIES]
+        super().__init__(label, choices=choices, validate_choice=False, **kwargs)
+
+    def pre_validate(self, form: FlaskForm) -> None:
+        if self.data not in CURRENCIES:
+            raise ValidationError("Choose one of the currencies in the list.")
+
+
+def address_problem(currency: str | None, address: str) -> str | None:
+    """Why `address` cannot be an address in `currency`, or None when its shape fits."""
+    if currency == "BTC":
+        if _BTC_BASE58.fullmatch(address) or _BTC_BECH32.fullmatch(address):
+            return None
+        return "Enter a Bitcoin address: it starts with 1, 3 or bc1 (2, m, n or tb1 on testnet)."
+    if currency == "ETH" or currency in ERC20_TOKENS:
+        if _HEX_ADDRESS.fullmatch(address):
+            return None
+        return f"Enter an {currency} address: 0x followed by 40 hexadecimal digits."
+    if not _ANY_ADDRESS.fullmatch(address):
+        return "Enter the address without spaces."
+    return None
+
+
+class AddressOf:
+    """Validator: the field holds an address in the currency chosen in field `currency_field`."""
+
+    def __init__(self, currency_field: str) -> None:
+        self.currency_field = currency_field
+
+    def __call__(self, form: FlaskForm, field: Field) -> None:
+        currency = form[self.currency_field].data
+        if currency not in CURRENCIES:
+            return  # the currency field says what is wrong
+        problem = address_problem(currency, field.data or "")
+        if problem:
+            raise ValidationError(problem)
+
+
+def strip(value: str | None) -> str | None:
+    return value.strip() if isinstance(value, str) else value
+
+
+def add_api_field_errors(form: FlaskForm, errors: dict[str, list[str]]) -> bool:
+    """Put the API's validation messages (code 9) next to the fields they name.
+
+    Returns False when none of them names a field of the form (the caller shows them above).
+    """
+    placed = False
+    for name, messages in errors.items():
+        if name in form and name not in ("csrf_token", "submit"):
+            form[name].errors = [*form[name].errors, *messages]
+            placed = True
+    return placed

@@ -1,0 +1,213 @@
+"""Operations: list, record, create, and the actions that change an operation.
+
+The actions ask for confirmation first: the first POST only shows what would be sent; the POST
+from the confirmation (with `confirm`) sends it. With htmx the operation is shown again in
+place; without JavaScript the browser is redirected to it (Post/Redirect/Get).
+"""
+
+from __future__ import annotations
+
+import segno
+from flask import abort, flash, redirect, url_for
+from flask_login import current_user
+from werkzeug.wrappers import Response
+
+from portal import audit
+from portal.access import ALL_ROLES, roles
+from portal.api import ApiError, ApiUnavailable, Operation
+from portal.checkout.links import attach, checkout_url, reserve_link
+from portal.errors import error_page
+from portal.extensions import db
+from portal.layout import render_page, wants_fragment
+from portal.listing import VALIDATION_ERROR, render_list, show_api_errors
+from portal.models import Role
+from portal.operations import bp
+from portal.operations.forms import (
+    CancelForm,
+    NewOperationForm,
+    OperationFilters,
+    RejectForm,
+    TransactionsActionForm,
+)
+from portal.rates.pairs import currencies_of
+from portal.services.api import current_api
+
+MOVERS = (Role.OWNER, Role.OPERATOR)
+OPERATION_NOT_FOUND = 5
+TRANSACTION_NOT_FOUND = 6
+OPERATION_NOT_CREATED = 7
+CANCEL_NOT_ALLOWED = 8
+CANCELABLE = "new"
+PAGE, FRAGMENT = "operations/detail.html", "operations/_operation.html"
+
+
+@bp.route("")
+@roles(*ALL_ROLES)
+def index() -> Response:
+    """The operations matching the filters of the query string."""
+    return render_list(
+        OperationFilters,
+        current_api().list_operations,
+        "operations/index.html",
+        "operations/_results.html",
+    )
+
+
+def _operation_or_404(operation_id: str) -> Operation:
+    try:
+        return current_api().get_operation(operation_id)
+    except ApiError as error:
+        if isinstance(error, ApiUnavailable) or error.code != OPERATION_NOT_FOUND:
+            raise
+        abort(
+            error_page(
+                404,
+                "Operation not found",
+                "The payment service has no operation with this id for your merchant.",
+            )
+        )
+
+
+def _show(operation: Operation, status: int = 200, **context: object) -> Response:
+    """The operation page, or for htmx the operation part of it."""
+    context.setdefault("action_form", TransactionsActionForm())
+    context.setdefault("cancel_form", CancelForm())
+    if operation.payment_url and operation.status == CANCELABLE:
+        context["qr_code"] = qr_code(operation.payment_url)
+    return render_page(PAGE, FRAGMENT, status, operation=operation, **context)
+
+
+def qr_code(url: str) -> str:
+    """The link as a QR code, an SVG `data:` URI made on the server (no script, CSP-safe)."""
+    return segno.make(url, error="m").svg_data_uri(scale=4, border=2)
+
+
+def _done(operation_id: str, message: str) -> Response:
+    """After a change: the operation again, in place (htmx) or by a redirect."""
+    if wants_fragment():
+        return _show(current_api().get_operation(operation_id), notice=message)
+    flash(message, "success")
+    return redirect(url_for(".detail", operation_id=operation_id))
+
+
+@bp.route("/<operation_id>")
+@roles(*ALL_ROLES)
+def detail(operation_id: str) -> Response:
+    """Every field of the operation and its transactions."""
+    return _show(_operation_or_404(operation_id))
+
+
+@bp.route("/new", methods=["GET", "POST"])
+@roles(*MOVERS)
+def new() -> Response:
+    """Create an operation; without a redirect URL the customer returns to our checkout page."""
+    api = current_api()
+    form = NewOperationForm()
+    form.offer(currencies_of(api.get_rates()))
+    error = None
+    if form.validate_on_submit():
+        link = None if form.redirect_url.data else reserve_link(current_user.merchant)
+        asked = {
+            "amount": form.amount.data,
+            "currency": form.currency.data,
+            "order_id": form.order_id.data,
+            "payment_currency": form.payment_currency.data or None,
+            "redirect_url": form.redirect_url.data or (checkout_url(link) if link else None),
+        }
+        try:
+            operation = api.create_operation(**asked)
+        except ApiError as refusal:
+            db.session.rollback()  # the reserved link goes with the failed operation
+            audit.record("operation.create", parameters=asked, error=refusal)
+            if isinstance(refusal, ApiUnavailable):
+                raise
+            if refusal.code == VALIDATION_ERROR:
+                show_api_errors(form, refusal)
+            elif refusal.code == OPERATION_NOT_CREATED:
+                error = f"The payment service did not create the operation: {refusal.message}"
+            else:
+                raise
+        else:
+            if link is not None:
+                attach(link, operation.id)
+            audit.record("operation.create", parameters={**asked, "operation_id": operation.id})
+            flash(f"Operation {operation.id} was created. Give the customer its payment link.")
+            return redirect(url_for(".detail", operation_id=operation.id))
+    status = 422 if form.is_submitted() else 200
+    return render_page("operations/new.html", "operations/new.html", status, form=form, error=error)
+
+
+def _transactions_action(
+    operation_id: str, form_class: type[TransactionsActionForm], action: str
+) -> Response:
+    """Link or reject: check the selection, ask for confirmation, then send."""
+    operation = _operation_or_404(operation_id)
+    form = form_class()
+    form.offer([transaction.id for transaction in operation.transactions])
+    if not form.validate_on_submit():
+        return _show(operation, 422, action_form=form)
+    if not form.confirm.data:
+        return _show(operation, action_form=form, confirming=action)
+    ids = form.transaction_id.data
+    api = current_api()
+    parameters = {"operation_id": operation_id, "transaction_ids": ids}
+    try:
+        if action == "link":
+            with audit.recorded("transactions.link", parameters):
+                api.link_transactions(operation_id, ids)
+        else:
+            with audit.recorded("transactions.reject", {**parameters, "reason": form.reason.data}):
+                api.reject_transactions(operation_id, ids, form.reason.data)
+    except ApiError as refusal:
+        if isinstance(refusal, ApiUnavailable) or refusal.code not in (
+            VALIDATION_ERROR,
+            TRANSACTION_NOT_FOUND,
+        ):
+            raise
+        show_api_errors(form, refusal)
+        return _show(api.get_operation(operation_id), 422, action_form=form)
+    count = len(ids)
+    noun = "transaction" if count == 1 else "transactions"
+    verb = "linked to the operation" if action == "link" else "rejected"
+    return _done(operation_id, f"{count} {noun} {verb}.")
+
+
+@bp.route("/<operation_id>/link-transactions", methods=["POST"])
+@roles(*MOVERS)
+def link_transactions(operation_id: str) -> Response:
+    return _transactions_action(operation_id, TransactionsActionForm, "link")
+
+
+@bp.route("/<operation_id>/reject-transactions", methods=["POST"])
+@roles(*MOVERS)
+def reject_transactions(operation_id: str) -> Response:
+    return _transactions_action(operation_id, RejectForm, "reject")
+
+
+@bp.route("/<operation_id>/cancel", methods=["POST"])
+@roles(*MOVERS)
+def cancel(operation_id: str) -> Response:
+    """Cancel after confirmation; a refusal (code 8) is explained with the current status."""
+    operation = _operation_or_404(operation_id)
+    form = CancelForm()
+    if not form.validate_on_submit():
+        abort(400)
+    if not form.confirm.data:
+        return _show(operation, confirming="cancel")
+    api = current_api()
+    try:
+        with audit.recorded("operation.cancel", {"operation_id": operation_id}):
+            api.cancel_operation(operation_id)
+    except ApiError as refusal:
+        if isinstance(refusal, ApiUnavailable) or refusal.code != CANCEL_NOT_ALLOWED:
+            raise
+        return _show(
+            api.get_operation(operation_id),
+            409,
+            problem=(
+                "The payment service did not allow the cancellation (error 8, cancel not "
+                "allowed): only a new operation, before it is paid, expires or is canceled, "
+                "can be canceled."
+            ),
+        )
+    return _done(operation_id, "The operation was canceled.")

@@ -1,0 +1,58 @@
+"""Forms of the voucher pages: the list's filters, create, cancel and pay off."""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+from flask_wtf import FlaskForm
+from wtforms import StringField, SubmitField
+from wtforms.validators import InputRequired, Length, Regexp
+
+from portal.api import VOUCHER_STATUSES
+from portal.fields import AmountField, CurrencyField, strip
+from portal.listing import CURRENCY_PATTERN, ListField, ListFilters, bounds, status_field
+
+
+class VoucherFilters(ListFilters):
+    """Every filter and sort of the voucher list (section 4.12 of the API documentation)."""
+
+    SORTS: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("amount", "Amount"),
+        ("status", "Status"),
+        ("created", "Created"),
+        ("updated", "Updated"),
+    )
+
+    status = status_field(VOUCHER_STATUSES)
+    currency = ListField(
+        "Currency", item=CURRENCY_PATTERN, item_message="Use codes such as BTC.", upper=True
+    )
+    amount_from, amount_to = bounds("Amount", "amount")
+
+
+class NewVoucherForm(FlaskForm):
+    amount = AmountField("Amount", validators=[InputRequired("Enter the voucher's amount.")])
+    currency = CurrencyField("Currency")
+    submit = SubmitField("Create voucher")
+
+
+class CancelVoucherForm(FlaskForm):
+    submit = SubmitField("Cancel voucher")
+
+
+# Codes are letters and digits, maybe grouped by dashes (the sandbox's are XXXX-XXXX-XXXX-XXXX).
+CODE_SHAPE = re.compile(r"^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$")
+
+
+class PayOffForm(FlaskForm):
+    code = StringField(
+        "Voucher code",
+        validators=[
+            InputRequired("Enter the voucher code."),
+            Length(min=4, max=128, message="A voucher code has between 4 and 128 characters."),
+            Regexp(CODE_SHAPE, message="A voucher code has only letters, digits and dashes."),
+        ],
+        filters=[strip],
+    )
+    submit = SubmitField("Pay off")

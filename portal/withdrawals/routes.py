@@ -1,0 +1,98 @@
+"""Withdrawal pages: new (form), review and confirm (one-time intent), and the list."""
+
+from __future__ import annotations
+
+from flask import abort, flash, redirect, render_template, request, url_for
+from flask_login import current_user
+from werkzeug.wrappers import Response
+
+from portal.access import roles
+from portal.api import ApiError, ApiUnavailable
+from portal.explain import explain
+from portal.extensions import db
+from portal.fields import add_api_field_errors
+from portal.models import Role, WithdrawalIntent
+from portal.services.api import current_api
+from portal.withdrawals import bp, intents
+from portal.withdrawals.forms import ConfirmWithdrawalForm, WithdrawalForm
+
+Page = Response | str | tuple[str, int]
+
+
+@bp.route("")
+@roles(Role.OWNER)
+def index() -> str:
+    """The withdrawals confirmed through the portal, with their outcome."""
+    page = db.paginate(
+        intents.confirmed(current_user.merchant), per_page=50, max_per_page=50, error_out=False
+    )
+    return render_template("withdrawals/index.html", page=page)
+
+
+@bp.route("/new", methods=["GET", "POST"])
+@roles(Role.OWNER)
+def new() -> Page:
+    """The form; a valid one becomes a pending intent, reviewed on its own page."""
+    form = WithdrawalForm(formdata=request.form if request.method == "POST" else request.args)
+    if request.method == "POST" and form.validate():
+        key = intents.create(
+            current_user.merchant,
+            current_user,
+            form.amount.data,
+            form.wallet.data,
+            form.address.data,
+        )
+        return redirect(url_for("withdrawals.show", key=key))
+    page = render_template("withdrawals/new.html", form=form)
+    return (page, 422) if request.method == "POST" else page
+
+
+def _intent(key: str) -> WithdrawalIntent:
+    intent = intents.find(current_user.merchant, key)
+    if intent is None:
+        abort(404)
+    return intent
+
+
+@bp.route("/<key>")
+@roles(Role.OWNER)
+def show(key: str) -> str:
+    """The review page while pending, then what became of the withdrawal."""
+    return render_template(
+        "withdrawals/show.html", intent=_intent(key), form=ConfirmWithdrawalForm()
+    )
+
+
+@bp.route("/<key>/confirm", methods=["POST"])
+@roles(Role.OWNER)
+def confirm(key: str) -> Page:
+    """Send the intent once; any other confirmation (double click, resend) only sees it."""
+    intent = _intent(key)
+    form = ConfirmWithdrawalForm()
+    if not form.validate():
+        abort(400)
+    api = current_api()
+    if not intents.claim(intent, current_user):
+        flash("This withdrawal was already confirmed. Here is where it stands.", "info")
+        return redirect(url_for("withdrawals.show", key=key))
+    try:
+        intents.send(intent, api)
+    except ApiUnavailable as error:
+        status = 504 if error.timeout else 502
+        if not error.request_sent:
+            error_text = "The payment service could not be reached, so nothing was sent."
+            page = render_template(
+                "withdrawals/show.html", intent=intent, form=form, error=error_text
+            )
+            return page, status
+        return render_template("withdrawals/show.html", intent=intent, form=form), status
+    except ApiError as error:
+        retry = WithdrawalForm(
+            formdata=None, amount=intent.amount, wallet=intent.wallet, address=intent.address
+        )
+        if error.code == 9:
+            add_api_field_errors(retry, error.errors)
+        page = render_template("withdrawals/new.html", form=retry, error=explain(error))
+        return page, error.http_status or 400
+    flash("The withdrawal was sent.", "success")
+    return redirect(url_for("withdrawals.show", key=key))

@@ -1,0 +1,154 @@
+"""Create an operation and hand out its link; link, reject and cancel; what accountants see."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from portal.api import MerchantApiClient
+from tests.browser.conftest import PortalServer, assert_accessible, sign_in_as
+
+
+@pytest.fixture(scope="module")
+def api(portal: PortalServer) -> MerchantApiClient:
+    return MerchantApiClient(portal.sandbox.base_url, token=portal.sandbox.token)
+
+
+def operation_with_transactions(portal: PortalServer, api: MerchantApiClient, count: int):
+    """A new operation of this test, with `count` undefined transactions waiting for a decision."""
+    operation = api.create_operation("0.02", "BTC", f"browser-{uuid.uuid4().hex[:8]}")
+    ids = []
+    for _ in range(count):
+        body = {"amount": "0.01", "tx_id": uuid.uuid4().hex, "status": "undefined"}
+        created = portal.sandbox.control("POST", f"operations/{operation.id}/transactions", body)
+        ids.append(created.json()["data"]["id"])
+    return operation, ids
+
+
+def test_create_an_operation_and_copy_its_payment_link(page: Page, portal: PortalServer) -> None:
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    sign_in_as(page, "operator@acme.test")
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Operations").click()
+    page.get_by_role("link", name="New operation").click()
+    expect(page.get_by_role("heading", name="New operation")).to_be_visible()
+    assert_accessible(page)
+
+    page.get_by_label("Amount").fill("0")
+    page.get_by_label("Order number").fill("A-1001")
+    page.get_by_role("button", name="Create operation").click()
+    expect(page.get_by_text("The amount must be greater than zero.")).to_be_visible()
+    assert_accessible(page)
+
+    page.get_by_label("Amount").fill("25.50")
+    page.get_by_label("Currency", exact=True).select_option("USDT")
+    page.get_by_label("Payment currency").select_option("ETH")
+    page.get_by_role("button", name="Create operation").click()
+    expect(page.get_by_role("heading", name=re.compile(r"^Operation \d+$"))).to_be_visible()
+    expect(page.get_by_role("status").first).to_contain_text("was created")
+    expect(page.get_by_role("heading", name="Payment link")).to_be_visible()
+    expect(page.get_by_role("img", name="QR code of the payment link")).to_be_visible()
+    link = page.get_by_role("textbox", name="Payment link").input_value()
+    assert re.fullmatch(rf"{re.escape(portal.sandbox.base_url)}/pay/\d+", link)
+    redirect = page.locator("dt:text-is('Redirect URL') + dd")
+    expect(redirect).to_contain_text(f"{portal.url}/checkout/")
+    assert_accessible(page)
+
+    page.get_by_role("button", name="Copy link").click()
+    expect(page.get_by_text("Copied.")).to_be_visible()
+    assert page.evaluate("navigator.clipboard.readText().then(t => t, e => String(e))") == link
+
+
+def test_link_selected_after_confirmation(
+    page: Page, portal: PortalServer, api: MerchantApiClient
+) -> None:
+    operation, (first, second) = operation_with_transactions(portal, api, 2)
+    sign_in_as(page, "operator@acme.test")
+    page.goto(f"/operations/{operation.id}")
+    page.get_by_role("checkbox", name=f"Select transaction {first}").check()
+    page.get_by_role("button", name="Link selected").click()
+    expect(page.get_by_role("heading", name="Link 1 transaction?")).to_be_visible()
+    assert api.get_transaction(first).linked is False
+    assert_accessible(page)
+    page.get_by_role("button", name="Confirm link").click()
+    expect(page.get_by_role("status")).to_have_text("1 transaction linked to the operation.")
+    expect(page.locator("dt:text-is('Status') + dd")).to_have_text("Confirmed")
+    row = page.get_by_role("row").filter(has=page.get_by_role("link", name=first, exact=True))
+    expect(row).to_contain_text("Yes")
+    assert api.get_transaction(first).linked is True
+    assert api.get_transaction(second).linked is False
+
+
+def test_reject_selected_with_a_reason(
+    page: Page, portal: PortalServer, api: MerchantApiClient
+) -> None:
+    operation, (first,) = operation_with_transactions(portal, api, 1)
+    sign_in_as(page, "owner@acme.test")
+    page.goto(f"/operations/{operation.id}")
+    page.get_by_role("checkbox", name=f"Select transaction {first}").check()
+    page.get_by_role("button", name="Reject selected").click()
+    expect(page.get_by_text("Enter the reason for the rejection.")).to_be_visible()
+    page.get_by_label("Reason").fill("Paid twice")
+    page.get_by_role("button", name="Reject selected").click()
+    expect(page.get_by_role("heading", name="Reject 1 transaction?")).to_be_visible()
+    page.get_by_role("button", name="Confirm rejection").click()
+    expect(page.get_by_text("1 transaction rejected.")).to_be_visible()
+    row = page.get_by_role("row").filter(has=page.get_by_role("link", name=first, exact=True))
+    expect(row).to_contain_text("Rejected")
+    expect(row).to_contain_text("Paid twice")
+
+
+def test_cancel_operation_after_confirmation(
+    page: Page, portal: PortalServer, api: MerchantApiClient
+) -> None:
+    operation, _ = operation_with_transactions(portal, api, 0)
+    sign_in_as(page, "operator@acme.test")
+    page.goto(f"/operations/{operation.id}")
+    page.get_by_role("button", name="Cancel operation").click()
+    expect(page.get_by_role("heading", name=f"Cancel operation {operation.id}?")).to_be_visible()
+    assert api.get_operation(operation.id).status == "new"
+    page.get_by_role("link", name="Keep the operation").click()
+    expect(page.get_by_role("button", name="Cancel operation")).to_be_visible()
+    page.get_by_role("button", name="Cancel operation").click()
+    page.get_by_role("button", name="Confirm cancellation").click()
+    expect(page.get_by_role("status")).to_have_text("The operation was canceled.")
+    expect(page.locator("dt:text-is('Status') + dd")).to_have_text("Canceled")
+    expect(page.get_by_role("button", name="Cancel operation")).to_have_count(0)
+    expect(page.get_by_role("heading", name="Payment link")).to_have_count(0)
+
+
+def test_a_refused_cancellation_is_explained(
+    page: Page, portal: PortalServer, api: MerchantApiClient
+) -> None:
+    """The operation expires while the page is open; the API refuses with code 8."""
+    operation, _ = operation_with_transactions(portal, api, 0)
+    sign_in_as(page, "operator@acme.test")
+    page.goto(f"/operations/{operation.id}")
+    page.get_by_role("button", name="Cancel operation").click()
+    portal.sandbox.control("POST", f"operations/{operation.id}/expire")
+    page.get_by_role("button", name="Confirm cancellation").click()
+    expect(page.get_by_role("alert")).to_contain_text("error 8")
+    expect(page.locator("dt:text-is('Status') + dd")).to_have_text("Expired")
+
+
+def test_accountants_see_no_controls_and_are_refused(
+    page: Page, portal: PortalServer, api: MerchantApiClient
+) -> None:
+    operation, (first,) = operation_with_transactions(portal, api, 1)
+    sign_in_as(page, "accountant@acme.test")
+    page.goto("/operations")
+    expect(page.get_by_role("link", name="New operation")).to_have_count(0)
+    page.goto(f"/operations/{operation.id}")
+    expect(page.get_by_role("link", name=first, exact=True)).to_be_visible()
+    for name in ("Link selected", "Reject selected", "Cancel operation"):
+        expect(page.get_by_role("button", name=name)).to_have_count(0)
+    expect(page.get_by_role("checkbox")).to_have_count(0)
+    assert page.goto("/operations/new").status == 403
+    refused = page.request.post(
+        f"/operations/{operation.id}/cancel", form={"confirm": "1"}, max_redirects=0
+    )
+    assert refused.status == 403
+    assert api.get_operation(operation.id).status == "new"
+    assert_accessible(page)

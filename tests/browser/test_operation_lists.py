@@ -1,0 +1,206 @@
+"""Lists, records, rates and the dashboard the way a merchant uses them, on seeded data."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from portal.api import MerchantApiClient
+from tests.browser.conftest import PortalServer, assert_accessible, sign_in_as
+
+
+@pytest.fixture
+def page(browser: Browser, seeded_portal: PortalServer):
+    context = browser.new_context(base_url=seeded_portal.url)
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    yield page
+    context.close()
+    assert problems == [], "script errors in the browser"
+
+
+@pytest.fixture(scope="module")
+def api(seeded_sandbox) -> MerchantApiClient:
+    return MerchantApiClient(seeded_sandbox.base_url, token=seeded_sandbox.token)
+
+
+def showing(first: int, last: int) -> str:
+    """The range shown above a list, as the page writes it (with an en dash)."""
+    return f"showing {first}\u2013{last}"
+
+
+def total(api: MerchantApiClient, kind: str = "operations", **filters) -> int:
+    return getattr(api, f"list_{kind}")(**filters).total
+
+
+def test_filter_sort_page_and_history(page: Page, api: MerchantApiClient) -> None:
+    sign_in_as(page, "accountant@acme.test")
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Operations").click()
+    summary = page.locator(".list-summary")
+    expect(summary).to_contain_text(f"{total(api)} operations")
+    expect(summary).to_contain_text(showing(1, 50))
+    assert_accessible(page)
+
+    page.get_by_role("group", name="Status").get_by_label("Confirmed").check()
+    confirmed = total(api, status=[1])
+    expect(summary).to_contain_text(f"{confirmed} operations")
+    expect(page).to_have_url(re.compile(r"/operations\?status=1$"))
+    page.get_by_label("Currency", exact=True).press_sequentially("btc")
+    both = total(api, status=[1], currency=["BTC"])
+    expect(summary).to_contain_text(f"{both} operations")
+    expect(page).to_have_url(re.compile(r"currency=btc"))
+    for badge in page.get_by_role("table").locator(".badge").all():
+        expect(badge).to_have_text("Confirmed")
+
+    page.get_by_label("per_page").select_option("10")
+    expect(summary).to_contain_text(showing(1, 10))
+    page.get_by_role("link", name="Amount", exact=True).click()
+    expect(page).to_have_url(re.compile(r"sort=amount&sort_type=asc"))
+    header = page.get_by_role("columnheader", name="Amount", exact=True)
+    expect(header).to_have_attribute("aria-sort", "ascending")
+    expect(page.get_by_label("Sort by")).to_have_value("amount")
+    amounts = api.list_operations(
+        status=[1], currency=["BTC"], sort="amount", sort_type="asc", per_page=10
+    )
+    first_page_ids = [o.id for o in amounts.items]
+    expect(page.locator("tbody tr td:first-child")).to_have_text(first_page_ids)
+
+    page.get_by_role("link", name="Next").click()
+    expect(summary).to_contain_text(showing(11, 20))
+    expect(page.locator('a[rel="prev"]')).to_have_text("Previous")
+    second_url = page.url
+    page.go_back()
+    expect(summary).to_contain_text(showing(1, 10))
+    expect(page.locator("tbody tr td:first-child")).to_have_text(first_page_ids)
+    expect(page.get_by_label("Currency", exact=True)).to_have_value("BTC")
+    page.go_forward()
+    expect(summary).to_contain_text(showing(11, 20))
+    assert page.url == second_url
+    page.reload()
+    expect(summary).to_contain_text(showing(11, 20))
+    expect(page.get_by_role("group", name="Status").get_by_label("Confirmed")).to_be_checked()
+    expect(page.get_by_label("per_page")).to_have_value("10")
+
+
+def test_bad_filters_are_explained_next_to_the_field(page: Page) -> None:
+    sign_in_as(page, "accountant@acme.test")
+    page.goto("/operations")
+    page.get_by_label("Amount from").press_sequentially("ten")
+    page.get_by_label("Created to").fill("2020-01-01")
+    page.get_by_label("Created from").fill("2021-01-01")
+    expect(page.locator("#amount_from-errors")).to_have_text("Enter a number such as 10 or 0.5.")
+    expect(page.locator("#created_to-errors")).to_have_text("Must be on or after “Created from”.")
+    expect(page.get_by_role("alert")).to_contain_text("Correct the values marked above")
+    assert_accessible(page)
+    page.get_by_label("Amount from").fill("10")
+    page.get_by_label("Amount from").press("Enter")
+    expect(page.locator("#amount_from-errors")).to_have_text("")
+
+
+def test_empty_results_say_so(page: Page) -> None:
+    sign_in_as(page, "accountant@acme.test")
+    page.goto("/operations")
+    page.get_by_label("Order number").press_sequentially("no-such-order")
+    expect(page.get_by_text("No operations match these filters.")).to_be_visible()
+    expect(page.locator(".list-summary")).to_contain_text("0 operations")
+
+
+def test_without_javascript_the_form_is_a_plain_get(
+    browser: Browser, seeded_portal: PortalServer, api: MerchantApiClient
+) -> None:
+    context = browser.new_context(base_url=seeded_portal.url, java_script_enabled=False)
+    page = context.new_page()
+    try:
+        sign_in_as(page, "accountant@acme.test")
+        page.goto("/operations")
+        page.get_by_role("group", name="Status").get_by_label("Expired").check()
+        page.get_by_label("Category").select_option("Application")
+        page.get_by_role("button", name="Apply filters").click()
+        expected = total(api, status=[3], category="application")
+        expect(page.locator(".list-summary")).to_contain_text(f"{expected} operations")
+        assert "status=3" in page.url and "category=application" in page.url
+        page.get_by_role("link", name="Created", exact=True).click()
+        expect(page.get_by_role("columnheader", name="Created")).to_have_attribute(
+            "aria-sort", "ascending"
+        )
+    finally:
+        context.close()
+
+
+def test_open_an_operation_and_its_transactions(page: Page, api: MerchantApiClient) -> None:
+    transaction = api.list_transactions(status=[4], per_page=1).items[0]
+    sign_in_as(page, "accountant@acme.test")
+    page.goto(f"/transactions?id={transaction.id}")
+    expect(page.locator(".list-summary")).to_contain_text("1 transaction")
+    page.get_by_role("link", name=transaction.id, exact=True).click()
+    expect(page.get_by_role("heading", name=f"Transaction {transaction.id}")).to_be_visible()
+    expect(page.get_by_text(transaction.reject_reason).first).to_be_visible()
+    assert_accessible(page)
+    page.get_by_role("link", name=f"Operation {transaction.operation_id}").click()
+    heading = page.get_by_role("heading", name=f"Operation {transaction.operation_id}")
+    expect(heading).to_be_visible()
+    expect(page.get_by_role("cell", name="Rejected")).not_to_have_count(0)
+    expect(page.get_by_role("button", name="Link selected")).to_have_count(0)
+    assert_accessible(page)
+
+
+def test_transactions_list(page: Page, api: MerchantApiClient) -> None:
+    sign_in_as(page, "operator@acme.test")
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Transactions").click()
+    expect(page.locator(".list-summary")).to_contain_text(f"{total(api, 'transactions')}")
+    assert_accessible(page)
+    page.get_by_label("Linked").select_option("Linked by hand")
+    linked = total(api, "transactions", linked=True)
+    expect(page.locator(".list-summary")).to_contain_text(f"{linked} transaction")
+    expect(page).to_have_url(re.compile(r"linked=1"))
+    page.get_by_role("link", name="Reject reason").click()
+    expect(page.get_by_role("columnheader", name="Reject reason")).to_have_attribute(
+        "aria-sort", "ascending"
+    )
+
+
+def test_rates_refresh_every_30_seconds(page: Page, api: MerchantApiClient) -> None:
+    page.clock.install()
+    sign_in_as(page, "accountant@acme.test")
+    page.goto("/rates")
+    rows = page.get_by_role("table").get_by_role("row")
+    expect(rows).to_have_count(len(api.get_rates()) + 1)
+    expect(page.get_by_role("rowheader", name="BTC/USD", exact=True)).to_be_visible()
+    assert_accessible(page)
+    with page.expect_response(
+        lambda r: "/rates" in r.url and r.request.headers.get("hx-request") == "true"
+    ) as polled:
+        page.clock.run_for("00:31")
+    assert polled.value.ok
+    expect(page.get_by_role("heading", name="Current rates")).to_have_count(1)
+
+
+def test_dashboard(page: Page, api: MerchantApiClient) -> None:
+    sign_in_as(page, "accountant@acme.test")
+    expect(page.get_by_role("heading", name="Last 30 days")).to_be_visible()
+    expect(page.get_by_role("img", name=re.compile("Daily volume"))).to_be_visible()
+    latest = api.list_operations(per_page=5).items
+    table = page.get_by_role("region", name="Latest operations").get_by_role("table")
+    expect(table.locator("tbody tr td:first-child")).to_have_text([o.id for o in latest])
+    expect(page.get_by_role("heading", name="Current rates")).to_be_visible()
+    assert_accessible(page)
+
+
+def test_time_zone_of_the_account(page: Page, api: MerchantApiClient) -> None:
+    operation = api.list_operations(per_page=1).items[0]
+    sign_in_as(page, "operator@acme.test")
+    page.get_by_role("link", name="Account").click()
+    assert_accessible(page)
+    page.get_by_label("Time zone").select_option("Asia/Tokyo")
+    page.get_by_role("button", name="Save time zone").click()
+    expect(page.get_by_role("status")).to_have_text("Times are now shown in Asia/Tokyo.")
+    page.goto(f"/operations/{operation.id}")
+    created = page.locator("dt:text-is('Created') + dd")
+    expect(created).to_contain_text("JST")
+    expect(created).to_contain_text(operation.created_at.strftime("%Y-%m-%d %H:%M:%S UTC"))
+    page.goto("/account")
+    page.get_by_label("Time zone").select_option("UTC")
+    page.get_by_role("button", name="Save time zone").click()

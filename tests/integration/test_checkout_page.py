@@ -1,0 +1,336 @@
+"""The public checkout page against a real sandbox: every redirect code, language, bad reference
+and odd query string gets a friendly page; only the payment's own facts are shown."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import ROUND_DOWN, ROUND_UP, Decimal
+
+import pytest
+
+from tests.support.checkout import Checkout, new_checkout
+from tests.support.sandbox_server import free_port, run_sandbox
+
+HTMX = {"HX-Request": "true"}
+POLLING = 'hx-trigger="every'
+HEADINGS = {
+    "": "Thank you for your payment",
+    "status=1": "Payment canceled",
+    "status=2": "Invoice not found",
+    "status=3": "The shop's payment setup was not found",
+    "status=4": "The time to pay has run out",
+    "status=5": "This invoice is already handled",
+    "status=6": "Payments are unavailable for the moment",
+    "status=7": "This shop cannot take payments",
+    "status=8": "The payment failed",
+}
+UNKNOWN = "We could not read the result of your payment"
+NOT_FOUND = "Payment page not found"
+SATOSHI = Decimal("0.00000001")
+
+
+@pytest.fixture(scope="module")
+def checkout_sandbox(tmp_path_factory):
+    with run_sandbox(tmp_path_factory.mktemp("checkout-sandbox") / "sandbox.db") as server:
+        yield server
+
+
+@pytest.fixture
+def shop(app, checkout_sandbox):
+    """Acme, connected to the sandbox; customers know it as "Acme Coffee"."""
+    from portal.models import Environment
+    from portal.services.accounts import merchant_named
+    from portal.services.api import Credentials, connect
+
+    with app.app_context():
+        merchant = merchant_named("Acme", create=True)
+        merchant.display_name = "Acme Coffee"
+        merchant.shop_url = "https://shop.example/coffee"
+        credentials = Credentials(
+            checkout_sandbox.base_url, Environment.SANDBOX, checkout_sandbox.token
+        )
+        connect(merchant, credentials)
+    return checkout_sandbox
+
+
+@pytest.fixture
+def checkout(app, shop) -> Checkout:
+    return new_checkout(app, "Acme")
+
+
+def _page(client, checkout: Checkout, query: str = "", **headers: str):
+    response = client.get(f"/checkout/{checkout.token}?{query}", headers=headers)
+    return response.status_code, response.get_data(as_text=True)
+
+
+def _pay(sandbox, checkout: Checkout, amount: str) -> None:
+    sandbox.control(
+        "POST",
+        f"operations/{checkout.operation.id}/transactions",
+        {"amount": amount, "status": "confirmed"},
+    )
+
+
+def _due(checkout: Checkout, share: int = 1) -> str:
+    """The amount due in the payment currency (or a share of it), to 8 decimals."""
+    due = checkout.operation.amount * checkout.operation.rate / share
+    return str(due.quantize(SATOSHI, rounding=ROUND_UP if share == 1 else ROUND_DOWN))
+
+
+@pytest.mark.parametrize("query", list(HEADINGS))
+def test_each_code_has_its_own_page(client, checkout, query):
+    status, body = _page(client, checkout, query)
+    assert status == 200
+    assert f'<h1 id="outcome-title">{HEADINGS[query]}</h1>' in body
+    assert "ORDER-1001" in body
+    assert "25.50 USD" in body
+    assert "Waiting for payment" in body
+    assert "Acme Coffee" in body
+
+
+@pytest.mark.parametrize("name", ["status", "code", "status_code"])
+def test_the_code_is_read_under_each_name(client, checkout, name):
+    assert HEADINGS["status=4"] in _page(client, checkout, f"{name}=4")[1]
+
+
+@pytest.mark.parametrize(
+    ("language", "heading", "label"),
+    [
+        ("en-GB,en;q=0.9", "Payment canceled", "Order number"),
+        ("es-ES,es;q=0.9", "Pago cancelado", "Número de pedido"),
+        ("de-DE,de;q=0.9,en;q=0.8", "Zahlung storniert", "Bestellnummer"),
+        ("ru-RU,ru;q=0.9", "Платёж отменён", "Номер заказа"),
+        ("fr-FR,fr;q=0.9", "Payment canceled", "Order number"),
+    ],
+)
+def test_the_page_speaks_the_browser_language(client, checkout, language, heading, label):
+    status, body = _page(client, checkout, "status=1", **{"Accept-Language": language})
+    assert status == 200
+    assert f'<html lang="{language[:2] if language[:2] != "fr" else "en"}">' in body
+    assert heading in body
+    assert label in body
+
+
+def test_the_merchant_portal_stays_english(client, checkout, accounts):
+    response = client.get("/login", headers={"Accept-Language": "de"})
+    assert "Sign in" in response.get_data(as_text=True)
+
+
+@pytest.mark.parametrize(
+    ("query", "heading"),
+    [
+        ("status=abc", UNKNOWN),
+        ("status=99", UNKNOWN),
+        ("status=0", UNKNOWN),
+        ("status=", UNKNOWN),
+        ("status=%D9%A4", UNKNOWN),  # an Arabic-Indic 4: int() would accept it
+        ("status=1&status=4", UNKNOWN),
+        ("status=4&status=4", HEADINGS["status=4"]),
+        ("status=4&code=4", HEADINGS["status=4"]),
+        ("status=4&code=1", UNKNOWN),
+        ("status=+4+", HEADINGS["status=4"]),
+        ("status=" + "9" * 5000, UNKNOWN),
+        ("x=" + "y" * 20000, HEADINGS[""]),
+        ("%FF%FE=%00%01&status%00=1", HEADINGS[""]),
+        ("статус=✓&status[]=1&;;&&==", HEADINGS[""]),
+        ("next=https://evil.example/&return=//evil.example", HEADINGS[""]),
+    ],
+)
+def test_odd_query_strings_get_a_normal_page(client, checkout, query, heading):
+    status, body = _page(client, checkout, query)
+    assert status == 200
+    assert heading in body
+    assert 'href="https://evil' not in body
+    assert 'href="//evil' not in body
+    htmx_status, fragment = _page(client, checkout, query, **HTMX)
+    assert htmx_status == 200
+    assert 'id="payment"' in fragment
+
+
+def _bad_references(checkout: Checkout) -> list[str]:
+    token = checkout.token
+    tampered = token[:-1] + ("A" if token[-1] != "A" else "B")
+    return [
+        tampered,
+        token[:-1],
+        token + "x",
+        token.upper() if token.upper() != token else token.lower(),
+        "x" * 65,
+        "x" * 5000,
+        "%00",
+        "%E2%9C%93",
+        checkout.operation.id,
+        "ORDER-1001",
+    ]
+
+
+def test_tampered_and_unknown_references_show_nothing(client, checkout):
+    for reference in _bad_references(checkout):
+        for path in (f"/checkout/{reference}?status=1", f"/checkout/{reference}/pay"):
+            response = client.get(path)
+            body = response.get_data(as_text=True)
+            assert response.status_code == 404, path
+            assert NOT_FOUND in body, path
+            assert "ORDER-1001" not in body
+            assert "Acme" not in body
+
+
+def test_a_link_without_an_operation_is_not_found(app, client, shop):
+    from portal.checkout.links import reserve_link
+    from portal.extensions import db
+    from portal.services.accounts import merchant_named
+
+    with app.app_context():
+        token = reserve_link(merchant_named("Acme")).token
+        db.session.commit()
+    assert client.get(f"/checkout/{token}").status_code == 404
+
+
+def test_old_links_expire(app, client, checkout):
+    from portal.checkout.links import find_link
+    from portal.extensions import db
+
+    with app.app_context():
+        link = find_link(checkout.token)
+        link.created_at -= timedelta(days=app.config["CHECKOUT_LINK_DAYS"], minutes=1)
+        db.session.commit()
+    response = client.get(f"/checkout/{checkout.token}")
+    body = response.get_data(as_text=True)
+    assert response.status_code == 404
+    assert "This link has expired" in body
+    assert "ORDER-1001" not in body
+
+
+def test_the_page_shows_only_the_payment(client, checkout):
+    body = _page(client, checkout)[1]
+    operation = checkout.operation
+    for secret in (operation.address, operation.payment_url, f"/pay/{operation.id}", "Acme<"):
+        assert secret not in body
+    assert checkout.url.endswith(f"/checkout/{checkout.token}")
+    assert len(checkout.token) >= 43
+
+
+def test_the_live_state_is_polled_until_final(client, shop, checkout):
+    body = _page(client, checkout)[1]
+    assert POLLING in body
+    assert f'href="/checkout/{checkout.token}/pay">Pay now' in body
+
+    _pay(shop, checkout, _due(checkout, share=2))
+    response = client.get(f"/checkout/{checkout.token}", headers=HTMX)
+    fragment = response.get_data(as_text=True)
+    assert "Partly paid" in fragment
+    assert "Pay the rest" in fragment
+    assert POLLING in fragment
+    assert "<html" not in fragment
+    assert "HX-Request" in response.headers["Vary"]
+
+    _pay(shop, checkout, _due(checkout))
+    fragment = _page(client, checkout, **HTMX)[1]
+    assert "Confirmed" in fragment
+    assert POLLING not in fragment
+    assert "/pay" not in fragment
+
+
+@pytest.mark.parametrize(("action", "state"), [("expire", "Expired"), ("cancel", "Canceled")])
+def test_final_states_stop_polling(app, client, shop, checkout, action, state):
+    if action == "expire":
+        shop.control("POST", f"operations/{checkout.operation.id}/expire")
+    else:
+        from portal.services.accounts import merchant_named
+        from portal.services.api import api_client_for
+
+        with app.app_context():
+            api_client_for(merchant_named("Acme")).cancel_operation(checkout.operation.id)
+    body = _page(client, checkout)[1]
+    assert f'<span class="badge">{state}</span>' in body
+    assert POLLING not in body
+
+
+def test_pay_again_goes_to_the_hosted_page_while_it_can_take_money(client, shop, checkout):
+    response = client.get(f"/checkout/{checkout.token}/pay")
+    assert response.status_code == 303
+    assert response.location == checkout.operation.payment_url
+    shop.control("POST", f"operations/{checkout.operation.id}/expire")
+    response = client.get(f"/checkout/{checkout.token}/pay")
+    assert response.location == f"/checkout/{checkout.token}"
+
+
+@pytest.mark.parametrize("query", ["status=1", "status=3", "status=7"])
+def test_no_pay_button_when_paying_cannot_help(client, checkout, query):
+    assert "/pay" not in _page(client, checkout, query)[1]
+
+
+def test_return_to_the_shop_goes_only_to_the_configured_url(app, client, checkout):
+    from portal.extensions import db
+    from portal.services.accounts import merchant_named
+
+    body = _page(client, checkout, "return_to=https://evil.example")[1]
+    assert '<a class="button" href="https://shop.example/coffee" rel="noreferrer">' in body
+    for stored in ("javascript:alert(1)", "//evil.example", "ftp://shop.example", None):
+        with app.app_context():
+            merchant_named("Acme").shop_url = stored
+            db.session.commit()
+        body = _page(client, checkout)[1]
+        assert "Return to" not in body
+
+
+def test_without_a_display_name_the_merchant_name_shows(app, client, checkout):
+    from portal.extensions import db
+    from portal.services.accounts import merchant_named
+
+    with app.app_context():
+        merchant_named("Acme").display_name = None
+        db.session.commit()
+    assert '<p class="shop-name">Acme</p>' in _page(client, checkout)[1]
+
+
+def test_an_unreachable_api_gets_a_friendly_page(app, client, checkout):
+    from portal.extensions import db
+    from portal.services.accounts import merchant_named
+
+    with app.app_context():
+        merchant_named("Acme").api_connection.base_url = f"http://127.0.0.1:{free_port()}"
+        db.session.commit()
+    status, body = _page(client, checkout, "status=4")
+    assert status == 200
+    assert HEADINGS["status=4"] in body
+    assert "We cannot reach the payment service right now" in body
+    assert POLLING in body, "it tries again"
+    assert "ORDER-1001" not in body
+
+
+def test_an_api_refusal_gets_a_friendly_page(client, shop, checkout):
+    shop.control("POST", "flags", {"company_banned": True})
+    try:
+        status, body = _page(client, checkout, "status=7")
+    finally:
+        shop.reset()
+    assert status == 200
+    assert HEADINGS["status=7"] in body
+    assert "cannot be shown right now" in body
+    assert POLLING not in body
+
+
+def test_checkout_headers(client, checkout):
+    response = client.get(f"/checkout/{checkout.token}")
+    assert response.headers["Cache-Control"] == "no-store"
+    assert response.headers["Referrer-Policy"] == "no-referrer"
+    assert "'unsafe-inline'" not in response.headers["Content-Security-Policy"]
+    assert "default-src 'self'" in response.headers["Content-Security-Policy"]
+
+
+def test_a_failure_inside_gets_a_customer_page(app, client, checkout, monkeypatch):
+    from portal.checkout import routes
+
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+
+    def broken(_link):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(routes, "payment_of", broken)
+    response = client.get(f"/checkout/{checkout.token}", headers={"Accept-Language": "es"})
+    body = response.get_data(as_text=True)
+    assert response.status_code == 500
+    assert "Algo ha salido mal" in body
+    assert "Traceback" not in body
+    assert "RuntimeError" not in body

@@ -1,0 +1,158 @@
+"""The CSV exports through the portal, against the sandbox over real HTTP, as an accountant."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+
+import pytest
+import requests
+
+from tests.conftest import sign_in
+
+FODS = {
+    "table": "urn:oasis:names:tc:opendocument:xmlns:table:1.0",
+    "office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0",
+    "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0",
+}
+
+
+def text_of(cell) -> str:
+    """The text a spreadsheet cell shows (the flat ODF file is indented)."""
+    return "".join(cell.itertext()).strip()
+
+
+def cells_of(row) -> list:
+    """A row's cells, with the runs of equal cells that ODF writes once expanded."""
+    repeated = f"{{{FODS['table']}}}number-columns-repeated"
+    cells = []
+    for cell in row.findall("table:table-cell", FODS):
+        cells += [cell] * int(cell.get(repeated, "1"))
+    return cells
+
+
+def connect(app, server, merchant: str = "Acme") -> None:
+    from portal.models import Environment
+    from portal.services import accounts
+    from portal.services.api import Credentials
+    from portal.services.api import connect as connect_api
+
+    with app.app_context():
+        credentials = Credentials(server.base_url, Environment.SANDBOX, server.token)
+        connect_api(accounts.merchant_named(merchant), credentials)
+
+
+@pytest.fixture
+def accountant(app, client, accounts, seeded_sandbox):
+    connect(app, seeded_sandbox)
+    sign_in(client, accounts.accountant)
+    return client
+
+
+def rows_of(response) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(response.get_data(as_text=True))))
+
+
+def api_total(server, **params) -> int:
+    answer = requests.get(
+        f"{server.api_url}/operations", params=params, headers=server.headers(), timeout=10
+    )
+    return answer.json()["meta"]["total"]
+
+
+def test_an_accountant_exports_every_page_of_the_filtered_list(accountant, seeded_sandbox):
+    response = accountant.get("/operations/export.csv?status=1&status=3&created_from=2000-01-01")
+    assert response.status_code == 200
+    assert response.mimetype == "text/csv"
+    total = api_total(seeded_sandbox, status="1,3", created_from="2000-01-01")
+    assert total > 100
+    assert response.headers["X-Export-Total"] == str(total)
+    rows = rows_of(response)
+    assert len(rows) == total + 1
+    assert {row[rows[0].index("status")] for row in rows[1:]} == {"confirmed", "expired"}
+    disposition = response.headers["Content-Disposition"]
+    assert disposition == 'attachment; filename="acme_operations_2000-01-01_to_today.csv"'
+
+
+def test_transactions_export_and_transactions_of_operations(accountant, seeded_sandbox):
+    transactions = rows_of(accountant.get("/transactions/export.csv?linked=0"))
+    assert "operation_id" in transactions[0]
+    assert len(transactions) > 1
+    detail = rows_of(accountant.get("/operations/export.csv?detail=transactions&status=1"))
+    assert detail[0][:3] == ["id", "tx_id", "operation_id"]
+    operations = rows_of(accountant.get("/operations/export.csv?status=1"))
+    confirmed_ids = {row[0] for row in operations[1:]}
+    assert {row[2] for row in detail[1:]} <= confirmed_ids
+    assert len(detail) - 1 >= len(confirmed_ids)  # every confirmed operation has a payment
+
+
+def test_invalid_filters_give_the_list_pages_messages_and_no_file(accountant):
+    response = accountant.get("/operations/export.csv?amount_from=lots")
+    assert response.status_code == 422
+    assert response.mimetype == "text/html"
+    assert "Enter a number such as 10 or 0.5." in response.get_data(as_text=True)
+
+
+def test_no_matching_rows_gives_just_the_header(accountant):
+    rows = rows_of(accountant.get("/operations/export.csv?order_id=no-such-order"))
+    assert len(rows) == 1
+    assert rows[0][0] == "id"
+
+
+def test_spreadsheet_options_byte_order_mark_and_time_zone(app, accountant, accounts):
+    plain = accountant.get("/operations/export.csv?per_page=10").get_data()
+    assert not plain.startswith("\ufeff".encode())
+    marked = accountant.get("/operations/export.csv?bom=1").get_data()
+    assert marked.startswith("\ufeff".encode())
+
+    from portal.extensions import db
+    from portal.services.accounts import find_user
+
+    with app.app_context():
+        find_user(accounts.accountant).time_zone = "Europe/Berlin"
+        db.session.commit()
+    local = rows_of(accountant.get("/operations/export.csv?tz=local"))
+    assert "created_at (Europe/Berlin)" in local[0]
+    stamp = local[1][local[0].index("created_at (Europe/Berlin)")]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+0[12]:00", stamp)
+
+
+@pytest.mark.skipif(not shutil.which("soffice"), reason="LibreOffice (soffice) is not installed")
+def test_a_spreadsheet_evaluates_no_formula_and_keeps_amounts_numbers(
+    app, client, accounts, sandbox, tmp_path
+):
+    hostile = ["=1+2", "+3", "-4+5", "@SUM(1,2)", "\t=9", '=HYPERLINK("http://x")']
+    for order_id in hostile:
+        created = requests.post(
+            f"{sandbox.api_url}/operations",
+            json={"amount": "12.5", "currency": "USDT", "order_id": order_id},
+            headers=sandbox.headers(),
+            timeout=10,
+        )
+        assert created.status_code == 201
+    connect(app, sandbox)
+    sign_in(client, accounts.accountant)
+    exported = tmp_path / "export.csv"
+    exported.write_bytes(client.get("/operations/export.csv?bom=1").get_data())
+
+    subprocess.run(
+        ["soffice", "--headless", "--infilter=CSV:44,34,76,1", "--convert-to", "fods",
+         "--outdir", str(tmp_path), str(exported)],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    document = ET.parse(tmp_path / "export.fods")  # noqa: S314  (our own conversion)
+    table = document.getroot().find(".//table:table", FODS)
+    rows = [cells_of(row) for row in table.findall(".//table:table-row", FODS)]
+    header = [text_of(cell) for cell in rows[0]]
+    formulas = [cell for row in rows for cell in row if cell.get(f"{{{FODS['table']}}}formula")]
+    assert formulas == []
+    amount = header.index("amount")
+    for row in rows[1 : 1 + len(hostile)]:
+        assert row[amount].get(f"{{{FODS['office']}}}value-type") == "float"
+        assert row[amount].get(f"{{{FODS['office']}}}value") == "12.5"
+    order_ids = {text_of(row[header.index("order_id")]) for row in rows[1:]}
+    assert order_ids == {"'" + text.replace("\t", "") for text in hostile}  # a tab is an element

@@ -1,0 +1,299 @@
+"""Create, link, reject and cancel through the portal, against a sandbox of this module's own.
+
+Every action asks for confirmation first: the first POST changes nothing at the API.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+
+from portal.api import MerchantApiClient
+from tests.conftest import sign_in
+from tests.support.portal_app import connected_portal, email
+from tests.support.sandbox_server import free_port, run_sandbox
+
+HTMX = {"HX-Request": "true"}
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory):
+    with run_sandbox(tmp_path_factory.mktemp("actions") / "sandbox.db") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory, sandbox):
+    folder = tmp_path_factory.mktemp("actions-portal")
+    with connected_portal(
+        folder, sandbox, WTF_CSRF_ENABLED=False, PUBLIC_URL="https://shop.example"
+    ) as application:
+        yield application
+
+
+@pytest.fixture(scope="module")
+def api(sandbox) -> MerchantApiClient:
+    return MerchantApiClient(sandbox.base_url, token=sandbox.token)
+
+
+def client_as(app, role: str):
+    client = app.test_client()
+    assert sign_in(client, email(role)).status_code == 302
+    return client
+
+
+@pytest.fixture(scope="module")
+def operator(app):
+    return client_as(app, "operator")
+
+
+def new_operation(api, sandbox, transactions: int = 0):
+    operation = api.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")
+    ids = []
+    for _ in range(transactions):
+        body = {"amount": "0.1", "tx_id": f"hash-{uuid.uuid4().hex}", "status": "undefined"}
+        response = sandbox.control("POST", f"operations/{operation.id}/transactions", body)
+        ids.append(response.json()["data"]["id"])
+    return operation, ids
+
+
+def test_create_sends_the_checkout_page_as_redirect_url(app, operator, api):
+    order = f"order-{uuid.uuid4().hex[:8]}"
+    response = operator.post(
+        "/operations/new",
+        data={"amount": "12.5", "currency": "USDT", "payment_currency": "", "order_id": order},
+    )
+    assert response.status_code == 302
+    operation_id = response.location.rsplit("/", 1)[1]
+    operation = api.get_operation(operation_id)
+    assert (operation.amount, operation.currency, operation.order_id) == (12.5, "USDT", order)
+    assert operation.redirect_url.startswith("https://shop.example/checkout/")
+    with app.app_context():
+        from portal.checkout.links import find_link
+
+        link = find_link(operation.redirect_url.rsplit("/", 1)[1])
+        assert link.operation_id == operation_id
+    page = operator.get(response.location).get_data(as_text=True)
+    assert f"Operation {operation_id} was created." in page
+    assert "Payment link" in page
+    assert f'value="{operation.payment_url}" readonly' in page
+    assert 'src="data:image/svg+xml' in page
+
+
+def test_create_with_a_redirect_url_of_the_merchants_own(operator, api):
+    response = operator.post(
+        "/operations/new",
+        data={
+            "amount": "0.001",
+            "currency": "BTC",
+            "payment_currency": "ETH",
+            "order_id": "own-redirect",
+            "redirect_url": "https://merchant.example/thanks",
+        },
+    )
+    operation = api.get_operation(response.location.rsplit("/", 1)[1])
+    assert operation.redirect_url == "https://merchant.example/thanks"
+    assert operation.currency_paid == "ETH"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("amount", "0", "The amount must be greater than zero."),
+        ("amount", "1.123456789", "Enter an amount such as 12.5, with at most 8 decimals."),
+        ("amount", "-3", "Enter an amount such as 12.5, with at most 8 decimals."),
+        ("amount", "1e5", "Enter an amount such as 12.5, with at most 8 decimals."),
+        ("currency", "DOGE", "Not a valid choice."),
+        ("order_id", "", "Enter the order number."),
+        (
+            "redirect_url",
+            "javascript:alert(1)",
+            "Enter an address starting with http:// or https://.",
+        ),
+    ],
+)
+def test_bad_input_never_reaches_the_api(operator, api, field, value, message):
+    before = api.list_operations(per_page=1).total
+    data = {"amount": "1", "currency": "BTC", "order_id": "bad-input", field: value}
+    response = operator.post("/operations/new", data=data)
+    html = response.get_data(as_text=True)
+    assert response.status_code == 422
+    errors = re.search(rf'<ul class="errors" id="{field}-errors">(.*?)</ul>', html, re.S)
+    assert errors and message in errors.group(1)
+    assert api.list_operations(per_page=1).total == before
+
+
+def test_api_refusals_are_shown_on_the_form(operator):
+    """USD cannot be paid in (code 7); an amount above the API's limit is its code 9."""
+    data = {"amount": "5", "currency": "USD", "payment_currency": "USD", "order_id": "usd"}
+    html = operator.post("/operations/new", data=data).get_data(as_text=True)
+    assert "The payment service did not create the operation" in html
+    data = {"amount": "999999999999", "currency": "BTC", "order_id": "huge"}
+    response = operator.post("/operations/new", data=data)
+    errors = re.search(r'<ul class="errors" id="amount-errors">(.*?)</ul>', response.text, re.S)
+    assert response.status_code == 422 and errors, response.text
+
+
+def test_link_asks_first_then_links(operator, api, sandbox):
+    operation, (first, second) = new_operation(api, sandbox, transactions=2)
+    url = f"/operations/{operation.id}/link-transactions"
+    asked = operator.post(url, data={"transaction_id": [first, second]}, headers=HTMX)
+    html = asked.get_data(as_text=True)
+    assert asked.status_code == 200 and html.lstrip().startswith('<div id="operation"')
+    assert "Link 2 transactions?" in html
+    assert {t.status for t in api.get_operation(operation.id).transactions} == {"undefined"}
+
+    done = operator.post(url, data={"transaction_id": [first], "confirm": "1"}, headers=HTMX)
+    assert "1 transaction linked to the operation." in done.get_data(as_text=True)
+    linked = {t.id: t for t in api.get_operation(operation.id).transactions}
+    assert linked[first].linked and linked[first].status == "confirmed"
+    assert not linked[second].linked
+    assert api.get_operation(operation.id).status == "confirmed"
+
+
+def test_reject_needs_a_reason_and_a_confirmation(operator, api, sandbox):
+    operation, (first,) = new_operation(api, sandbox, transactions=1)
+    url = f"/operations/{operation.id}/reject-transactions"
+    missing = operator.post(url, data={"transaction_id": [first]})
+    assert missing.status_code == 422
+    assert "Enter the reason for the rejection." in missing.get_data(as_text=True)
+    none = operator.post(url, data={"reason": "Duplicate"})
+    assert "Select at least one transaction." in none.get_data(as_text=True)
+
+    asked = operator.post(url, data={"transaction_id": [first], "reason": "Duplicate"})
+    assert "Reject 1 transaction?" in asked.get_data(as_text=True)
+    done = operator.post(
+        url, data={"transaction_id": [first], "reason": "Duplicate", "confirm": "1"}
+    )
+    assert done.status_code == 302  # without htmx: Post/Redirect/Get
+    (transaction,) = api.get_operation(operation.id).transactions
+    assert (transaction.status, transaction.reject_reason) == ("rejected", "Duplicate")
+
+
+def test_a_transaction_of_another_operation_is_refused(operator, api, sandbox):
+    operation, _ = new_operation(api, sandbox, transactions=1)
+    _, (foreign,) = new_operation(api, sandbox, transactions=1)
+    response = operator.post(
+        f"/operations/{operation.id}/link-transactions",
+        data={"transaction_id": [foreign], "confirm": "1"},
+    )
+    assert response.status_code == 422
+    assert api.get_transaction(foreign).linked is False
+
+
+def test_cancel_asks_first_and_explains_code_8(operator, api, sandbox):
+    operation, _ = new_operation(api, sandbox)
+    url = f"/operations/{operation.id}/cancel"
+    asked = operator.post(url, headers=HTMX).get_data(as_text=True)
+    assert f"Cancel operation {operation.id}?" in asked
+    assert api.get_operation(operation.id).status == "new"
+    done = operator.post(url, data={"confirm": "1"}, headers=HTMX).get_data(as_text=True)
+    assert "The operation was canceled." in done
+    assert api.get_operation(operation.id).status == "canceled"
+    assert "Cancel operation</button>" not in done
+
+    again = operator.post(url, data={"confirm": "1"}, headers=HTMX)
+    assert again.status_code == 409
+    assert "error 8" in again.get_data(as_text=True)
+
+
+def test_the_accountant_sees_no_controls_and_is_refused(app, api, sandbox):
+    accountant = client_as(app, "accountant")
+    operation, (first,) = new_operation(api, sandbox, transactions=1)
+    page = accountant.get(f"/operations/{operation.id}").get_data(as_text=True)
+    for control in ("Link selected", "Reject selected", "Cancel operation", 'type="checkbox"'):
+        assert control not in page
+    assert "New operation" not in accountant.get("/operations").get_data(as_text=True)
+    for action in ("link-transactions", "reject-transactions", "cancel"):
+        data = {"transaction_id": [first], "reason": "x", "confirm": "1"}
+        assert accountant.post(f"/operations/{operation.id}/{action}", data=data).status_code == 403
+    assert accountant.get("/operations/new").status_code == 403
+    assert api.get_operation(operation.id).status == "new"
+
+
+def test_unknown_ids_are_a_clear_404(operator):
+    for path, title in (
+        ("/operations/999999", "Operation not found"),
+        ("/transactions/999999", "Transaction not found"),
+        ("/operations/not%20an%20id", "Operation not found"),
+    ):
+        response = operator.get(path)
+        assert response.status_code == 404
+        assert title in response.get_data(as_text=True)
+
+
+def test_invalid_filters_never_reach_the_api(tmp_path, sandbox):
+    """Connected to an address where nothing listens: a call would be a 502, not a 422."""
+    unreachable = type(sandbox)(f"http://127.0.0.1:{free_port()}", sandbox.database, None)
+    with connected_portal(tmp_path, sandbox, WTF_CSRF_ENABLED=False) as application:
+        with application.app_context():
+            from portal.extensions import db
+            from portal.models import ApiConnection
+
+            db.session.scalar(db.select(ApiConnection)).base_url = unreachable.base_url
+            db.session.commit()
+        client = client_as(application, "accountant")
+        for path, field, message in (
+            ("/operations?amount_from=ten", "amount_from", "Enter a number such as 10 or 0.5."),
+            ("/operations?amount_from=5&amount_to=1", "amount_to", "Must be at least"),
+            ("/operations?created_from=2024-02-30", "created_from", "Enter a date as YYYY-MM-DD."),
+            (
+                "/operations?created_from=2024-02-02&created_to=2024-02-01",
+                "created_to",
+                "on or after",
+            ),
+            ("/operations?status=9", "status", "Choose from the values shown."),
+            ("/operations?sort=price", "sort", "Choose from the values shown."),
+            ("/operations?sort_type=up", "sort_type", "Choose from the values shown."),
+            ("/operations?per_page=1000", "per_page", "Choose 10, 25, 50 or 100."),
+            ("/operations?id=1;2", "id", "is not valid"),
+            ("/operations?currency=b$c", "currency", "Use codes such as BTC."),
+            ("/operations?category=gift", "category", "Choose from the values shown."),
+            ("/transactions?linked=yes", "linked", "Choose from the values shown."),
+            ("/transactions?status=0", "status", "Choose from the values shown."),
+        ):
+            response = client.get(path)
+            assert response.status_code == 422, path
+            html = response.get_data(as_text=True)
+            slot = re.search(rf'id="{field}-errors">(.*?)</div>', html, re.S)
+            assert slot and message in slot.group(1), path
+        response = client.get("/operations?page=0")
+        assert response.status_code == 422
+        assert "Enter a page number of at least 1." in response.get_data(as_text=True)
+
+
+def test_every_action_on_operations_is_in_the_audit_log(app, operator, api, sandbox):
+    operation, (first, second) = new_operation(api, sandbox, transactions=2)
+    base = f"/operations/{operation.id}"
+    operator.post(f"{base}/link-transactions", data={"transaction_id": [first], "confirm": "1"})
+    operator.post(
+        f"{base}/reject-transactions",
+        data={"transaction_id": [second], "reason": "Duplicate", "confirm": "1"},
+    )
+    operator.post(f"{base}/cancel", data={"confirm": "1"})  # confirmed now: refused, code 8
+    created = operator.post(
+        "/operations/new", data={"amount": "3", "currency": "USDT", "order_id": "audited"}
+    )
+    new_id = created.location.rsplit("/", 1)[1]
+
+    from portal.extensions import db
+    from portal.models import AuditEvent
+
+    with app.app_context():
+        events = db.session.scalars(
+            db.select(AuditEvent).order_by(AuditEvent.id.desc()).limit(4)
+        ).all()[::-1]
+    summary = [(event.action, event.outcome, event.error_code) for event in events]
+    assert summary == [
+        ("transactions.link", "success", None),
+        ("transactions.reject", "success", None),
+        ("operation.cancel", "error", 8),
+        ("operation.create", "success", None),
+    ]
+    assert all(event.user_email == email("operator") for event in events)
+    assert events[0].parameters == {"operation_id": operation.id, "transaction_ids": first}
+    assert events[1].parameters["reason"] == "Duplicate"
+    assert events[3].parameters["operation_id"] == new_id
+    assert events[3].parameters["amount"] == "3"

@@ -1,0 +1,104 @@
+"""Exactly one upstream withdrawal per confirmed form, however many confirmations race.
+
+Ten threads confirm one intent at once (each with its own database connection, as gunicorn
+workers would), on SQLite and on PostgreSQL; the sandbox must hold exactly one withdrawal.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+
+from tests.conftest import csrf_token
+from tests.support.money import connect, post, signed_in
+from tests.support.sandbox_server import run_sandbox
+
+
+@pytest.fixture(scope="module")
+def intents_sandbox(tmp_path_factory):
+    with run_sandbox(tmp_path_factory.mktemp("intents") / "sandbox.db") as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def portal_config(request, portal_config):
+    if request.param == "postgresql":
+        portal_config["DATABASE_URL"] = request.getfixturevalue("postgres_url")
+    return portal_config
+
+
+def _withdrawals_to(sandbox, address: str) -> int:
+    import requests
+
+    response = requests.get(
+        f"{sandbox.api_url}/operations",
+        params={"address": address},
+        headers=sandbox.headers(),
+        timeout=10,
+    )
+    return response.json()["meta"]["total"]
+
+
+def test_ten_concurrent_confirmations_make_one_withdrawal(app, accounts, intents_sandbox):
+    connect(app, intents_sandbox)
+    owner = signed_in(app, accounts.owner)
+    address = "0x" + uuid.uuid4().hex + uuid.uuid4().hex[:8]
+    review = post(
+        owner, "/withdrawals/new", {"amount": "0.01", "wallet": "ETH", "address": address}
+    )
+    assert review.status_code == 302
+    confirm_url = review.location + "/confirm"
+    token = csrf_token(owner, review.location)
+    cookie_name = app.config["SESSION_COOKIE_NAME"]
+    cookie = owner.get_cookie(cookie_name).value
+
+    clients = []
+    for _ in range(10):
+        client = app.test_client()
+        client.set_cookie(cookie_name, cookie)
+        clients.append(client)
+    start = threading.Barrier(len(clients))
+    statuses: list[int] = []
+
+    def confirm(client) -> None:
+        start.wait()
+        response = client.post(confirm_url, data={"csrf_token": token})
+        statuses.append(response.status_code)
+
+    threads = [threading.Thread(target=confirm, args=(client,)) for client in clients]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert statuses == [302] * 10
+    assert _withdrawals_to(intents_sandbox, address) == 1
+    page = owner.get(review.location).get_data(as_text=True)
+    assert "Sent" in page and "Operation " in page
+
+
+def test_claim_is_one_time_across_database_connections(app, accounts):
+    """A second connection that read the intent as pending before the claim still loses."""
+    import sqlalchemy as sa
+
+    from portal.extensions import db
+    from portal.models import IntentState, User, WithdrawalIntent
+    from portal.withdrawals import intents
+
+    with app.app_context():
+        user = db.session.scalar(db.select(User).where(User.email == accounts.owner))
+        key = intents.create(user.merchant, user, 1, "BTC", "tb1qexample")
+        first = db.session.scalar(db.select(WithdrawalIntent).where(WithdrawalIntent.key == key))
+        with sa.orm.Session(db.engine) as other:
+            second = other.scalar(db.select(WithdrawalIntent).where(WithdrawalIntent.key == key))
+            assert intents.claim(first, user) is True
+            result = other.execute(
+                db.update(WithdrawalIntent)
+                .where(WithdrawalIntent.id == second.id, WithdrawalIntent.state == "pending")
+                .values(state=IntentState.SENDING)
+            )
+            other.commit()
+            assert result.rowcount == 0
+        assert intents.claim(first, user) is False

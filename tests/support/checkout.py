@@ -1,0 +1,37 @@
+"""Operations whose redirect_url is the portal's checkout page, made as the portal makes them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import Flask
+
+from portal.api import Operation
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """An operation and the checkout page customers return to."""
+
+    token: str
+    url: str
+    operation: Operation
+
+
+def new_checkout(
+    app: Flask, merchant_name: str, *, amount: str = "25.5", order_id: str = "ORDER-1001"
+) -> Checkout:
+    """Reserve a link, create the operation with its URL as redirect_url, attach it."""
+    from portal.checkout.links import attach, checkout_url, reserve_link
+    from portal.services.accounts import merchant_named
+    from portal.services.api import api_client_for
+
+    with app.test_request_context():
+        merchant = merchant_named(merchant_name)
+        link = reserve_link(merchant)
+        url = checkout_url(link)
+        operation = api_client_for(merchant).create_operation(
+            amount, "USD", order_id, payment_currency="BTC", redirect_url=url
+        )
+        attach(link, operation.id)
+        return Checkout(link.token, url, operation)

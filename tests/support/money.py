@@ -1,0 +1,73 @@
+"""Helpers for the tests of the pages that move money: a connected merchant, forms posted."""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import re
+from collections.abc import Iterator
+
+from tests.conftest import csrf_token, sign_in
+from tests.support.sandbox_server import SandboxServer
+
+BTC_ADDRESS = "tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx"
+ETH_ADDRESS = "0x52908400098527886E0F7030069857D2E4169EE7"
+
+
+def connect(app, sandbox: SandboxServer, merchant: str = "Acme") -> None:
+    """Connect the merchant to the sandbox, with the company token."""
+    from portal.models import Environment
+    from portal.services import accounts
+    from portal.services.api import Credentials
+    from portal.services.api import connect as save
+
+    with app.app_context():
+        credentials = Credentials(
+            sandbox.base_url, Environment.SANDBOX, sandbox.token, sandbox.company_token
+        )
+        save(accounts.merchant_named(merchant), credentials)
+
+
+def signed_in(app, email: str):
+    """A test client signed in as `email`."""
+    client = app.test_client()
+    assert sign_in(client, email).status_code == 302
+    return client
+
+
+def post(client, path: str, data: dict | None = None, **headers: str):
+    """POST a form as the browser would, with the session's CSRF token."""
+    token = csrf_token(client, "/account")
+    return client.post(path, data={**(data or {}), "csrf_token": token}, headers=headers)
+
+
+def text(response) -> str:
+    """The page's text with tags and runs of white space collapsed, for `in` checks."""
+    page = re.sub(r"<[^>]+>", " ", response.get_data(as_text=True))
+    return re.sub(r"\s+", " ", html.unescape(page))
+
+
+@contextlib.contextmanager
+def without_wallet(sandbox: SandboxServer, currency: str) -> Iterator[None]:
+    """The currency's wallet removed for the block, then put back with its balance."""
+    wallets = sandbox.control("GET", "wallets").json()["data"]
+    balance = next(w["balance"] for w in wallets if w["currency"] == currency)
+    sandbox.control("POST", "wallets", {"currency": currency, "balance": None})
+    try:
+        yield
+    finally:
+        sandbox.control("POST", "wallets", {"currency": currency, "balance": balance})
+
+
+@contextlib.contextmanager
+def flags(sandbox: SandboxServer, **values: object) -> Iterator[None]:
+    """Sandbox flags or a fault for the block; everything back to defaults afterwards."""
+    fault = values.pop("fault", None)
+    try:
+        if values:
+            sandbox.control("POST", "flags", values)
+        if fault:
+            sandbox.control("POST", "faults", fault)
+        yield
+    finally:
+        sandbox.reset()

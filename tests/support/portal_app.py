@@ -1,0 +1,54 @@
+"""A portal application whose merchant is connected to a running sandbox, for integration tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from cryptography.fernet import Fernet
+from flask import Flask
+
+from tests.conftest import PASSWORD
+from tests.support.sandbox_server import SandboxServer
+
+MERCHANT = "Acme"
+ROLES = ("owner", "operator", "accountant")
+
+
+def email(role: str) -> str:
+    return f"{role}@acme.test"
+
+
+@contextmanager
+def connected_portal(folder: Path, sandbox: SandboxServer, **config: object) -> Iterator[Flask]:
+    """The portal on its own SQLite file, one user per role, connected to `sandbox`."""
+    import flask_migrate
+
+    from portal import create_app
+    from portal.extensions import db
+    from portal.models import Environment, Role
+    from portal.services import accounts
+    from portal.services.api import Credentials, connect
+
+    app = create_app(
+        {
+            "TESTING": True,
+            "SECRET_KEY": "integration-secret",
+            "TOKEN_KEYS": Fernet.generate_key().decode(),
+            "DATABASE_URL": f"sqlite:///{folder / 'portal.sqlite3'}",
+            **config,
+        }
+    )
+    with app.app_context():
+        flask_migrate.upgrade()
+        merchant = accounts.merchant_named(MERCHANT, create=True)
+        for role in ROLES:
+            accounts.add_user(merchant, email(role), Role(role), PASSWORD)
+        connect(
+            merchant,
+            Credentials(sandbox.base_url, Environment.SANDBOX, sandbox.token),
+        )
+    yield app
+    with app.app_context():
+        db.engine.dispose()

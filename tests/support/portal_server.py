@@ -1,0 +1,116 @@
+"""Run the portal as a real server process (`flask run`) on a fresh database, set up by its CLI."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import requests
+from cryptography.fernet import Fernet
+
+from tests.conftest import PASSWORD
+from tests.support.sandbox_server import ROOT, SandboxServer, free_port
+
+MERCHANT = "Acme"
+_CSRF_FIELD = re.compile(r'name="csrf_token"[^>]*?value="([^"]+)"')
+
+
+@dataclass
+class PortalServer:
+    """A running portal: its URL, and the CLI with the same environment."""
+
+    url: str
+    env: dict[str, str]
+    sandbox: SandboxServer
+    process: subprocess.Popen | None = field(default=None, repr=False)
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "flask", "--app", "portal", *args]
+        result = subprocess.run(
+            command, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 0, result.stderr
+        return result
+
+    def add_user(self, email: str, role: str, merchant: str = MERCHANT) -> str:
+        self.cli(
+            "create-user", email, "--merchant", merchant, "--role", role, "--password", PASSWORD
+        )
+        return email
+
+    def connect(self, merchant: str = MERCHANT) -> None:
+        self.cli(
+            "connect-api", "--merchant", merchant, "--base-url", self.sandbox.base_url,
+            "--environment", "sandbox", "--token", self.sandbox.token,
+        )  # fmt: skip
+
+    def signed_in_session(self, email: str) -> requests.Session:
+        """An HTTP session signed in as `email`, the way a browser signs in."""
+        session = requests.Session()
+        page = session.get(f"{self.url}/login", timeout=10).text
+        token = _CSRF_FIELD.search(page).group(1)
+        answer = session.post(
+            f"{self.url}/login",
+            data={"email": email, "password": PASSWORD, "csrf_token": token},
+            allow_redirects=False,
+            timeout=10,
+        )
+        assert answer.status_code == 302, "sign-in failed"
+        return session
+
+    def peak_memory_kib(self) -> int:
+        """The server process's peak resident memory (VmHWM), in KiB."""
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1))
+
+
+def _wait_until_up(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the portal exited with code {process.returncode}")
+        with contextlib.suppress(requests.ConnectionError):
+            if requests.get(url, timeout=1).ok:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"the portal did not answer at {url}")
+
+
+@contextlib.contextmanager
+def run_portal(instance: Path, sandbox: SandboxServer) -> Iterator[PortalServer]:
+    """The portal on a fresh database in `instance`, one user per role of Acme, connected."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "PORTAL_INSTANCE_PATH": str(instance),
+        "PORTAL_DATABASE_URL": f"sqlite:///{instance / 'portal.sqlite3'}",
+        "PORTAL_SECRET_KEY": "test-server-secret",
+        "PORTAL_TOKEN_KEYS": Fernet.generate_key().decode(),
+    }
+    server = PortalServer(f"http://127.0.0.1:{port}", env, sandbox)
+    server.cli("db", "upgrade")
+    for role in ("owner", "operator", "accountant"):
+        server.add_user(f"{role}@acme.test", role)
+    server.connect()
+    command = [
+        sys.executable, "-m", "flask", "--app", "portal", "run",
+        "--host", "127.0.0.1", "--port", str(port), "--no-reload", "--no-debugger",
+    ]  # fmt: skip
+    with (instance / "portal.log").open("w") as log:
+        server.process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            _wait_until_up(f"{server.url}/healthz", server.process)
+            yield server
+        finally:
+            server.process.terminate()
+            server.process.wait(timeout=10)

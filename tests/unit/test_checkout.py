@@ -1,0 +1,176 @@
+"""The checkout page's pieces: redirect codes, languages, states, limits and its settings page."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+from werkzeug.datastructures import LanguageAccept, MultiDict
+from werkzeug.http import parse_accept_header
+
+from portal.api import Operation
+from portal.checkout.outcomes import OUTCOMES, SUCCESS, UNKNOWN, outcome_key
+from portal.checkout.payments import Payment, State, state_of
+from portal.checkout.shop import is_web_url
+from portal.i18n import preferred_locale
+from tests.conftest import csrf_token, sign_in
+
+
+@pytest.mark.parametrize(
+    ("pairs", "key"),
+    [
+        ([], SUCCESS),
+        ([("other", "1")], SUCCESS),
+        *[([(name, "5")], "5") for name in ("status", "code", "status_code")],
+        *[([("status", str(code))], str(code)) for code in range(1, 9)],
+        ([("status", "")], UNKNOWN),
+        ([("status", "0")], UNKNOWN),
+        ([("status", "9")], UNKNOWN),
+        ([("status", "04")], UNKNOWN),
+        ([("status", "٤")], UNKNOWN),
+        ([("status", "abc")], UNKNOWN),
+        ([("status", "1"), ("status", "1")], "1"),
+        ([("status", "1"), ("code", "2")], UNKNOWN),
+        ([("status", " 2 ")], "2"),
+    ],
+)
+def test_outcome_key(pairs, key):
+    assert outcome_key(MultiDict(pairs)) == key
+
+
+def test_every_code_has_its_own_words(app):
+    with app.test_request_context():
+        titles = {str(outcome.title) for outcome in OUTCOMES.values()}
+    assert len(titles) == len(OUTCOMES) == 10
+
+
+@pytest.mark.parametrize(
+    ("header", "locale"),
+    [
+        ("es-ES,es;q=0.9", "es"),
+        ("de-CH", "de"),
+        ("ru", "ru"),
+        ("en-US,ru;q=0.9", "en"),
+        ("fr-FR, de;q=0.5", "de"),
+        ("ru;q=0.5, de;q=0.8", "de"),
+        ("pt-BR", "en"),
+        ("", "en"),
+        ("*", "en"),
+        (";;;,,q=", "en"),
+    ],
+)
+def test_preferred_locale(header, locale):
+    assert preferred_locale(parse_accept_header(header, LanguageAccept)) == locale
+
+
+def _operation(status: str, paid: str | None = None) -> Operation:
+    now = datetime.now(UTC)
+    return Operation(
+        id="1", category="application", amount=Decimal(10), fee=Decimal(0), rate=Decimal(1),
+        currency="BTC", currency_paid="BTC", status=status, address="tb1q", created_at=now,
+        updated_at=now, amount_paid=Decimal(paid) if paid is not None else None,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("status", "paid", "state"),
+    [
+        ("new", None, State.WAITING),
+        ("new", "0", State.WAITING),
+        ("new", "0.5", State.RECEIVED),
+        ("confirmed", "10", State.CONFIRMED),
+        ("expired", None, State.EXPIRED),
+        ("canceled", None, State.CANCELED),
+        ("failed", None, State.FAILED),
+        ("something new", None, State.CHECKING),
+    ],
+)
+def test_state_of(status, paid, state):
+    assert state_of(_operation(status, paid)) == state
+
+
+def test_only_open_payments_are_payable_and_only_unsettled_ones_are_polled():
+    url = "https://pay.example/pay/1"
+    assert Payment(State.WAITING, payment_url=url).payable
+    assert Payment(State.RECEIVED, payment_url=url).payable
+    assert not Payment(State.WAITING, payment_url="javascript:alert(1)").payable
+    assert not Payment(State.CONFIRMED, payment_url=url).payable
+    assert {state for state in State if not Payment(state).final} == {
+        State.WAITING, State.RECEIVED, State.CHECKING, State.UNREACHABLE,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("url", "ok"),
+    [
+        ("https://shop.example/", True),
+        ("http://shop.example:8080/a?b=c", True),
+        ("javascript:alert(1)", False),
+        ("//shop.example", False),
+        ("/relative", False),
+        ("ftp://shop.example", False),
+        ("https://", False),
+        ("https://shop.example/a b", False),
+        ("https://shop.example\\@evil.example", False),
+        ("https://shop.example:99999999999/", False),
+        ("https://shop.example:port/", False),
+        ("", False),
+        (None, False),
+    ],
+)
+def test_is_web_url(url, ok):
+    assert is_web_url(url) is ok
+
+
+@pytest.fixture
+def limited_config(portal_config):
+    portal_config["CHECKOUT_LIMIT_PER_ADDRESS"] = "3 per minute"
+    return portal_config
+
+
+def test_checkout_pages_are_limited_per_address(limited_config, client, accounts):
+    for _ in range(3):
+        assert client.get("/checkout/unknown").status_code == 404
+    response = client.get("/checkout/unknown/pay", headers={"Accept-Language": "de"})
+    assert response.status_code == 429
+    assert "Zu viele Anfragen" in response.get_data(as_text=True)
+    other_address = {"REMOTE_ADDR": "192.0.2.9"}
+    assert client.get("/checkout/unknown", environ_base=other_address).status_code == 404
+    assert sign_in(client, accounts.owner).status_code == 302, "the portal is not limited"
+
+
+def test_polling_never_reaches_the_default_limit(client):
+    for _ in range(30):  # two and a half minutes of polling, at once
+        assert client.get("/checkout/unknown", headers={"HX-Request": "true"}).status_code == 404
+
+
+def _save(client, **data: str):
+    data["csrf_token"] = csrf_token(client, "/settings/checkout")
+    return client.post("/settings/checkout", data=data)
+
+
+def test_owner_sets_the_checkout_page(app, client, accounts):
+    from portal.services.accounts import merchant_named
+
+    sign_in(client, accounts.owner)
+    page = client.get("/settings/checkout").get_data(as_text=True)
+    assert "Display name" in page
+    assert "Shop URL" in page
+    response = _save(client, display_name=" Acme Coffee ", shop_url="https://shop.example/")
+    assert response.status_code == 302
+    with app.app_context():
+        merchant = merchant_named("Acme")
+        assert merchant.display_name == "Acme Coffee"
+        assert merchant.shop_url == "https://shop.example/"
+
+    for bad in ("javascript:alert(1)", "ftp://shop.example", "shop.example", "//shop.example"):
+        response = _save(client, display_name="X", shop_url=bad)
+        assert response.status_code == 422
+        assert "Enter an address starting with http:// or https://." in response.get_data(
+            as_text=True
+        )
+    assert _save(client, display_name="", shop_url="").status_code == 302
+    with app.app_context():
+        merchant = merchant_named("Acme")
+        assert (merchant.display_name, merchant.shop_url) == (None, None)

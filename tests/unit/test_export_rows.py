@@ -1,0 +1,100 @@
+"""CSV cells for accountants: exact decimals, named zones, formulas neutralised."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from portal.api.records import Operation, Transaction
+from portal.exports.csv_rows import (
+    OPERATION_COLUMNS,
+    TRANSACTION_COLUMNS,
+    UTC_ZONE,
+    TimeZone,
+    header,
+    neutralise,
+    operation_transactions,
+    row,
+)
+
+MOMENT = datetime(2026, 11, 22, 2, 8, 22, 123456, tzinfo=UTC)
+
+
+def operation(**changes) -> Operation:
+    values = {
+        "id": "42",
+        "category": "application",
+        "amount": Decimal("0.10000000"),
+        "fee": Decimal("0.00100000"),
+        "rate": Decimal("1.00000000"),
+        "currency": "BTC",
+        "currency_paid": "BTC",
+        "status": "new",
+        "address": "tb1qexample",
+        "created_at": MOMENT,
+        "updated_at": MOMENT,
+        "order_id": "ORD-1",
+    }
+    return Operation(**{**values, **changes})
+
+
+def by_header(columns, record, zone) -> dict[str, str]:
+    """The CSV row of `record` by header name."""
+    return dict(zip(header(columns, zone), row(columns, record, zone), strict=True))
+
+
+@pytest.mark.parametrize("trigger", ["=", "+", "-", "@", "\t", "\r", "\n"])
+def test_text_starting_with_a_formula_trigger_is_neutralised(trigger):
+    assert neutralise(f"{trigger}SUM(A1:A9)") == f"'{trigger}SUM(A1:A9)"
+
+
+@pytest.mark.parametrize("text", ["ORD-1", "hello=world", "", "42", "Ünïcode"])
+def test_ordinary_text_is_unchanged(text):
+    assert neutralise(text) == text
+
+
+def test_every_text_column_of_an_operation_is_neutralised():
+    hostile = operation(
+        order_id='=HYPERLINK("http://evil")', address="+1", status="@cmd", currency="-X"
+    )
+    cells = by_header(OPERATION_COLUMNS, hostile, UTC_ZONE)
+    assert cells["order_id"] == '\'=HYPERLINK("http://evil")'
+    assert cells["address"] == "'+1"
+    assert cells["status"] == "'@cmd"
+    assert cells["currency"] == "'-X"
+
+
+def test_amounts_stay_exact_numbers_even_when_negative():
+    cells = row(OPERATION_COLUMNS, operation(amount=Decimal("-5.50000000")), UTC_ZONE)
+    names = header(OPERATION_COLUMNS, UTC_ZONE)
+    assert cells[names.index("amount")] == "-5.50000000"
+    assert cells[names.index("fee")] == "0.00100000"
+    assert cells[names.index("amount_paid")] == ""
+
+
+def test_timestamps_in_utc_or_the_users_zone_with_the_zone_named():
+    utc_cells = by_header(OPERATION_COLUMNS, operation(), UTC_ZONE)
+    assert utc_cells["created_at (UTC)"] == "2026-11-22T02:08:22.123456Z"
+    berlin = TimeZone(ZoneInfo("Europe/Berlin"), "Europe/Berlin")
+    local = by_header(OPERATION_COLUMNS, operation(), berlin)
+    assert local["created_at (Europe/Berlin)"] == "2026-11-22T03:08:22.123456+01:00"
+
+
+def test_an_operations_transactions_carry_its_id():
+    tx = Transaction(
+        id="7",
+        tx_id="ab",
+        amount=Decimal("0.05000000"),
+        status="confirmed",
+        linked=True,
+        created_at=MOMENT,
+        updated_at=MOMENT,
+    )
+    (carried,) = operation_transactions(operation(transactions=(tx,)))
+    cells = by_header(TRANSACTION_COLUMNS, carried, UTC_ZONE)
+    assert cells["operation_id"] == "42"
+    assert cells["linked"] == "true"
+    assert cells["amount"] == "0.05000000"

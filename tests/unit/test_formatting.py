@@ -1,0 +1,53 @@
+"""How API values read: exact amounts, times in the user's zone, badges for any status text."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from portal.formatting import badge, money, web_link, when
+
+MOMENT = datetime(2024, 7, 1, 12, 30, 5, 123456, tzinfo=UTC)
+
+
+def test_money_is_the_exact_decimal():
+    assert money(Decimal("0.10000000"), "BTC") == "0.10000000 BTC"
+    assert money(Decimal("1E-8")) == "0.00000001"
+    assert money(None, "BTC") == "—"
+
+
+def test_times_in_utc_by_default(app):
+    with app.test_request_context():
+        html = when(MOMENT, full=True)
+    assert html == (
+        '<time datetime="2024-07-01T12:30:05.123456Z" title="2024-07-01 12:30:05 UTC">'
+        "2024-07-01 12:30:05 UTC</time>"
+    )
+
+
+def test_times_in_the_users_zone_with_utc_beside(app, accounts):
+    from flask_login import login_user
+
+    from portal.services.accounts import find_user
+
+    with app.test_request_context():
+        user = find_user(accounts.operator)
+        user.time_zone = "Europe/Berlin"
+        login_user(user)
+        html = when(MOMENT, full=True)
+    assert ">2024-07-01 14:30:05 CEST</time>" in html
+    assert '<span class="muted">(2024-07-01 12:30:05 UTC)</span>' in html
+
+
+def test_badges_for_known_and_unknown_statuses():
+    known = {0: "new", 1: "confirmed"}
+    assert badge("confirmed", known) == '<span class="badge status-confirmed">Confirmed</span>'
+    assert badge("<b>held</b>", known) == (
+        '<span class="badge status-other">&lt;b&gt;held&lt;/b&gt;</span>'
+    )
+
+
+def test_only_web_addresses_become_links():
+    assert web_link("https://pay.example/1") == "https://pay.example/1"
+    assert web_link("javascript:alert(1)") is None
+    assert web_link(None) is None

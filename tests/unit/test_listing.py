@@ -1,0 +1,151 @@
+"""The query string -> API filters conversion every list (and export) shares, and its helpers."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from decimal import Decimal
+
+import pytest
+from werkzeug.datastructures import MultiDict
+
+from portal.api import ApiError, Operation
+from portal.dashboard.summary import summarise
+from portal.listing import read_filters, show_api_errors
+from portal.operations.forms import OperationFilters
+from portal.transactions.forms import TransactionFilters
+
+
+def test_every_operation_filter_becomes_its_api_value():
+    query = read_filters(
+        OperationFilters,
+        MultiDict(
+            [
+                ("id", "1, 2,,3"),
+                ("order_id", "A-1,B 2"),
+                ("category", "manual"),
+                ("status", "0"),
+                ("status", "5"),
+                ("amount_from", "0.000000001"),
+                ("amount_to", "12"),
+                ("fee_from", "-1"),
+                ("fee_to", "1"),
+                ("amount_paid_from", "0"),
+                ("amount_paid_to", "100000000000000000000.5"),
+                ("currency", "btc, usdt"),
+                ("currency_paid", "ETH"),
+                ("address", "tb1qxyz"),
+                ("created_from", "2024-01-31"),
+                ("created_to", "2024-02-29"),
+                ("sort", "amount_paid"),
+                ("sort_type", "desc"),
+                ("per_page", "100"),
+                ("page", "7"),
+            ]
+        ),
+    )
+    assert query.filters == {
+        "id": ["1", "2", "3"],
+        "order_id": ["A-1", "B 2"],
+        "category": "manual",
+        "status": [0, 5],
+        "amount_from": Decimal("0.000000001"),
+        "amount_to": Decimal("12"),
+        "fee_from": Decimal("-1"),
+        "fee_to": Decimal("1"),
+        "amount_paid_from": Decimal("0"),
+        "amount_paid_to": Decimal("100000000000000000000.5"),
+        "currency": ["BTC", "USDT"],
+        "currency_paid": ["ETH"],
+        "address": "tb1qxyz",
+        "created_from": date(2024, 1, 31),
+        "created_to": date(2024, 2, 29),
+        "sort": "amount_paid",
+        "sort_type": "desc",
+        "per_page": 100,
+        "page": 7,
+    }
+    assert all(not isinstance(v, float) for v in query.filters.values())
+
+
+def test_an_empty_query_asks_for_the_first_page_of_50():
+    assert read_filters(OperationFilters, MultiDict()).filters == {"per_page": 50, "page": 1}
+
+
+@pytest.mark.parametrize(("linked", "expected"), [("1", True), ("0", False), ("", None)])
+def test_linked(linked, expected):
+    filters = read_filters(TransactionFilters, MultiDict({"linked": linked})).filters
+    assert filters.get("linked") is expected
+
+
+def test_query_args_keep_what_was_typed_and_drop_defaults_and_empties():
+    form = read_filters(
+        OperationFilters,
+        MultiDict([("id", ""), ("per_page", "50"), ("amount_from", "ten"), ("status", "1")]),
+    ).form
+    assert form.query_args() == {"amount_from": "ten", "status": ["1"]}
+    assert form.query_args(page=2)["page"] == 2
+
+
+def test_sort_links_turn_the_order_around():
+    form = read_filters(OperationFilters, MultiDict({"sort": "fee", "page": "3"})).form
+    args, current = form.sort_link("fee")
+    assert current == "ascending" and args == {"sort": "fee", "sort_type": "desc"}
+    args, current = form.sort_link("amount")
+    assert current is None and args == {"sort": "amount", "sort_type": "asc"}
+
+
+def test_api_validation_errors_go_to_their_fields():
+    form = read_filters(OperationFilters, MultiDict()).form
+    error = ApiError(9, errors={"currency": ["Unknown currency XYZ."], "other": ["Odd."]})
+    show_api_errors(form, error)
+    assert form.currency.errors == ["Unknown currency XYZ."]
+    assert form.form_errors == ["Odd."]
+
+
+def _operation(status: str, currency: str, amount: str, day: int) -> Operation:
+    moment = datetime(2024, 3, day, 23, 59, tzinfo=UTC)
+    return Operation(
+        id=f"{day}{status}",
+        category="application",
+        amount=Decimal(amount),
+        fee=Decimal(0),
+        rate=Decimal(1),
+        currency=currency,
+        currency_paid=currency,
+        status=status,
+        address="a",
+        created_at=moment,
+        updated_at=moment,
+    )
+
+
+class FakeApi:
+    def __init__(self, operations):
+        self.operations = operations
+        self.filters = None
+
+    def iter_operations(self, **filters):
+        self.filters = filters
+        return iter(self.operations)
+
+
+def test_dashboard_counts_and_sums_exactly():
+    api = FakeApi(
+        [
+            _operation("confirmed", "BTC", "0.1", 30),
+            _operation("confirmed", "BTC", "0.2", 30),
+            _operation("new", "USDT", "5", 2),
+            _operation("settled", "BTC", "1", 2),
+        ]
+    )
+    summary = summarise(api, today=date(2024, 3, 30))
+    assert api.filters == {"created_from": date(2024, 3, 1), "created_to": date(2024, 3, 30)}
+    assert [(g.status, g.currency, g.count, g.amount) for g in summary.groups] == [
+        ("new", "USDT", 1, Decimal("5")),
+        ("confirmed", "BTC", 2, Decimal("0.3")),
+        ("settled", "BTC", 1, Decimal("1")),
+    ]
+    assert summary.total == 4 and summary.peak == 2
+    assert len(summary.bars) == 30
+    assert [bar.count for bar in summary.bars if bar.count] == [2, 2]
+    assert summary.bars[-1].height > 0 and summary.bars[0].height == 0
