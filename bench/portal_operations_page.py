@@ -12,55 +12,22 @@ the same API call made with the portal's client (HTTP plus reading the records).
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import requests
-from cryptography.fernet import Fernet
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from portal.api import MerchantApiClient  # noqa: E402
-from tests.support.sandbox_server import free_port, run_sandbox  # noqa: E402
+from portal.api import MerchantApiClient
+from tests.support.portal_server import run_portal
+from tests.support.sandbox_server import run_sandbox
 
-EMAIL, PASSWORD = "owner@bench.test", "bench password 1234"
 PER_PAGE = {"per_page": "50"}
 TARGET_RATIO = 1.5
-
-
-def flask_cli(env: dict[str, str], *args: str) -> None:
-    command = [sys.executable, "-m", "flask", "--app", "portal", *args]
-    subprocess.run(command, cwd=ROOT, env=env, check=True, capture_output=True, timeout=120)
-
-
-def wait_for(url: str, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError("the portal exited")
-        try:
-            if requests.get(url, timeout=5).ok:
-                return
-        except (requests.ConnectionError, requests.Timeout):
-            time.sleep(0.1)
-    raise TimeoutError(url)
-
-
-def signed_in(portal_url: str) -> requests.Session:
-    session = requests.Session()
-    page = session.get(f"{portal_url}/login", timeout=10).text
-    token = re.search(r'name="csrf_token"[^>]*?value="([^"]+)"', page).group(1)
-    data = {"email": EMAIL, "password": PASSWORD, "csrf_token": token}
-    response = session.post(f"{portal_url}/login", data=data, timeout=10, allow_redirects=False)
-    assert response.status_code == 302, "sign-in failed"
-    return session
 
 
 def timed(call) -> float:
@@ -78,58 +45,24 @@ def main() -> None:
     with (
         tempfile.TemporaryDirectory() as folder,
         run_sandbox(Path(folder) / "sandbox.db", seed=300, random_seed=7) as sandbox,
+        run_portal(Path(folder), sandbox, gunicorn=True) as server,
     ):
-        port = free_port()
-        env = {
-            **os.environ,
-            "PORTAL_INSTANCE_PATH": folder,
-            "PORTAL_DATABASE_URL": f"sqlite:///{Path(folder) / 'portal.sqlite3'}",
-            "PORTAL_SECRET_KEY": "bench-secret",
-            "PORTAL_TOKEN_KEYS": Fernet.generate_key().decode(),
-        }
-        flask_cli(env, "db", "upgrade")
-        flask_cli(env, "create-user", EMAIL, "--merchant", "Bench", "--role", "owner",
-                  "--password", PASSWORD)  # fmt: skip
-        flask_cli(env, "connect-api", "--merchant", "Bench", "--base-url", sandbox.base_url,
-                  "--environment", "sandbox", "--token", sandbox.token)  # fmt: skip
-        portal_url = f"http://127.0.0.1:{port}"
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "--workers",
-                "1",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--log-level",
-                "warning",
-                "wsgi:app",
-            ],
-            cwd=ROOT,
-            env=env,
-        )
-        try:
-            wait_for(f"{portal_url}/healthz", server)
-            portal = signed_in(portal_url)
-            api = requests.Session()
-            api.headers.update(sandbox.headers())
-            direct = lambda: api.get(f"{sandbox.api_url}/operations", params=PER_PAGE, timeout=30)  # noqa: E731
-            page = lambda: portal.get(f"{portal_url}/operations", params=PER_PAGE, timeout=30)  # noqa: E731
-            client = MerchantApiClient(sandbox.base_url, token=sandbox.token)
-            for _ in range(5):  # warm up connections, caches and templates
-                timed(direct)
-                timed(page)
-            api_ms, portal_ms, client_ms = [], [], []
-            for _ in range(max(arguments.requests, 30)):
-                api_ms.append(timed(direct))
-                portal_ms.append(timed(page))
-                started = time.perf_counter()
-                client.list_operations(per_page=50)
-                client_ms.append((time.perf_counter() - started) * 1000)
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
+        portal = server.signed_in_session("owner@acme.test")
+        api = requests.Session()
+        api.headers.update(sandbox.headers())
+        operations = f"{sandbox.api_url}/operations"
+        page = f"{server.url}/operations"
+        client = MerchantApiClient(sandbox.base_url, token=sandbox.token)
+        for _ in range(5):  # warm up connections, caches and templates
+            timed(lambda: api.get(operations, params=PER_PAGE, timeout=30))
+            timed(lambda: portal.get(page, params=PER_PAGE, timeout=30))
+        api_ms, portal_ms, client_ms = [], [], []
+        for _ in range(max(arguments.requests, 30)):
+            api_ms.append(timed(lambda: api.get(operations, params=PER_PAGE, timeout=30)))
+            portal_ms.append(timed(lambda: portal.get(page, params=PER_PAGE, timeout=30)))
+            started = time.perf_counter()
+            client.list_operations(per_page=50)
+            client_ms.append((time.perf_counter() - started) * 1000)
     api_median, portal_median = statistics.median(api_ms), statistics.median(portal_ms)
     ratio = portal_median / api_median
     print(f"requests: {len(api_ms)} alternating pairs, page of 50 operations (seeded sandbox)")

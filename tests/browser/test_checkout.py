@@ -7,6 +7,7 @@ operation); the customer's browser then drives the hosted page, every redirect c
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from decimal import ROUND_CEILING, Decimal
 from urllib.parse import urlsplit
 
 import pytest
@@ -142,11 +143,14 @@ def test_the_state_updates_by_itself(customer: Page, shop, portal: PortalServer)
     checkout = shop()
     customer.goto(checkout.url)
     _expect_checkout(customer, checkout, "Thank you for your payment", "Waiting for payment")
-    due = checkout.operation.amount * checkout.operation.rate
+    # The sandbox rounds the amount due up to 8 decimals (docs/sandbox.md).
+    due = (checkout.operation.amount * checkout.operation.rate).quantize(
+        Decimal("1e-8"), rounding=ROUND_CEILING
+    )
     portal.sandbox.control(
         "POST",
         f"operations/{checkout.operation.id}/transactions",
-        {"amount": f"{due:.8f}", "status": "confirmed"},
+        {"amount": format(due, "f"), "status": "confirmed"},
     )
     expect(_payment(customer).get_by_text("Confirmed", exact=True)).to_be_visible(
         timeout=POLL_TIMEOUT

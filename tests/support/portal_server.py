@@ -84,8 +84,13 @@ def _wait_until_up(url: str, process: subprocess.Popen, timeout: float = 60.0) -
 
 
 @contextlib.contextmanager
-def run_portal(instance: Path, sandbox: SandboxServer) -> Iterator[PortalServer]:
-    """The portal on a fresh database in `instance`, one user per role of Acme, connected."""
+def run_portal(
+    instance: Path, sandbox: SandboxServer, *, gunicorn: bool = False
+) -> Iterator[PortalServer]:
+    """The portal on a fresh database in `instance`, one user per role of Acme, connected.
+
+    Served by `flask run`, or with `gunicorn=True` by one gunicorn worker as in production.
+    """
     port = free_port()
     env = {
         **os.environ,
@@ -100,10 +105,16 @@ def run_portal(instance: Path, sandbox: SandboxServer) -> Iterator[PortalServer]
     for role in ("owner", "operator", "accountant"):
         server.add_user(f"{role}@acme.test", role)
     server.connect()
-    command = [
-        sys.executable, "-m", "flask", "--app", "portal", "run",
-        "--host", "127.0.0.1", "--port", str(port), "--no-reload", "--no-debugger",
-    ]  # fmt: skip
+    if gunicorn:
+        command = [
+            sys.executable, "-m", "gunicorn", "--workers", "1", "--bind", f"127.0.0.1:{port}",
+            "--log-level", "warning", "wsgi:app",
+        ]  # fmt: skip
+    else:
+        command = [
+            sys.executable, "-m", "flask", "--app", "portal", "run",
+            "--host", "127.0.0.1", "--port", str(port), "--no-reload", "--no-debugger",
+        ]  # fmt: skip
     with (instance / "portal.log").open("w") as log:
         server.process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
