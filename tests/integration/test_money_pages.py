@@ -469,3 +469,11 @@ def test_accountants_see_records_but_no_actions(app, accounts, owner):
     operator = signed_in(app, accounts.operator)
     assert operator.get("/withdrawals/new").status_code == 403
     assert "Reveal code" in text(operator.get(voucher))
+
+
+def test_a_cross_exchange_pair_the_service_does_not_offer_is_refused_in_words(app, owner):
+    deal = _cross(sell_currency="USD", sell_address="refund-account-0001", sell_amount="50")
+    response = post(owner, "/cross-exchanges/new", deal)
+    assert response.status_code == 400
+    assert "This pair of currencies cannot be exchanged" in text(response)
+    assert _events(app, "cross_exchange.create")[0].error_code == 21
