@@ -1,8 +1,8 @@
 """CSV export throughput and memory: the portal against a bare `requests` loop, side by side.
 
 For 10,000 and 100,000 seeded operations: a bare loop pages the sandbox at 100 per page and
-writes every record as CSV; then the portal (a real `flask run` process, signed in as the
-accountant) exports the same list through `/operations/export.csv`. Both rates and their ratio
+writes every record as CSV; then the portal (under gunicorn as in production, signed in as
+the accountant) exports the same list through `/operations/export.csv`. Both rates and their ratio
 are printed (target: portal >= 0.9x the bare loop), with the portal's peak resident memory.
 A fresh portal process exports 1,000 rows for the memory baseline (target: the 100,000-row
 export's peak exceeds it by less than 50 MB).
@@ -86,7 +86,7 @@ def main() -> None:
                 bare_rows, bare_seconds = bare_loop(sandbox, root / "bare.csv")
                 instance = root / f"portal-{size}"
                 instance.mkdir()
-                with run_portal(instance, sandbox) as portal:
+                with run_portal(instance, sandbox, gunicorn=True) as portal:
                     rows, seconds = portal_export(portal, root / "portal.csv")
                     peaks[size] = portal.peak_memory_kib() / 1024
             assert rows == bare_rows == size, (rows, bare_rows, size)

@@ -66,9 +66,20 @@ class PortalServer:
         return session
 
     def peak_memory_kib(self) -> int:
-        """The server process's peak resident memory (VmHWM), in KiB."""
-        status = Path(f"/proc/{self.process.pid}/status").read_text()
-        return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1))
+        """The peak resident memory (VmHWM) of the process that serves, in KiB.
+
+        Under gunicorn that is the worker, a child of the process we started.
+        """
+        pids = [self.process.pid]
+        for pid in pids:
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                pids += [int(child) for child in (task / "children").read_text().split()]
+        return max(_peak_kib(pid) for pid in pids)
+
+
+def _peak_kib(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1))
 
 
 def _wait_until_up(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:
@@ -76,8 +87,8 @@ def _wait_until_up(url: str, process: subprocess.Popen, timeout: float = 60.0) -
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"the portal exited with code {process.returncode}")
-        with contextlib.suppress(requests.ConnectionError):
-            if requests.get(url, timeout=1).ok:
+        with contextlib.suppress(requests.ConnectionError, requests.Timeout):
+            if requests.get(url, timeout=5).ok:
                 return
         time.sleep(0.1)
     raise TimeoutError(f"the portal did not answer at {url}")
