@@ -4,6 +4,7 @@ leaves to the blockchain, the clock or the provider's staff. Never subject to ba
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 from flask import Blueprint, current_app, request
 
@@ -18,6 +19,7 @@ from .validation import BodyCheck, json_body
 
 bp = Blueprint("control", __name__, url_prefix="/_control")
 
+FAULT_METHODS = {"GET", "POST", "PUT"}
 _BOOLEAN_FLAGS = (
     "application_banned",
     "company_banned",
@@ -149,12 +151,15 @@ def set_faults():
     probability = body.get("probability", fault.probability)
     if (
         isinstance(probability, bool)
-        or not isinstance(probability, int | float)
+        or not isinstance(probability, int | float | Decimal)  # JSON numbers with a point
         or not (0 <= probability <= 1)
     ):
         check.fail("probability", "The probability must be a number between 0 and 1.")
+    methods = body.get("methods", [])
+    if not isinstance(methods, list) or not set(methods) <= FAULT_METHODS:
+        check.fail("methods", "The methods must be a list of GET, POST and PUT.")
     check.done()
-    _injector().configure(Fault(mode, delay, float(probability)))
+    _injector().configure(Fault(mode, delay, float(probability), tuple(methods)))
     return {"data": _injector().describe()}
 
 

@@ -26,6 +26,7 @@ class Fault:
     mode: str = "none"
     delay_ms: int = 5000
     probability: float = 1.0
+    methods: tuple[str, ...] = ()  # empty: every method
 
 
 class FaultInjector:
@@ -42,7 +43,7 @@ class FaultInjector:
             self.fault = fault
 
     def describe(self) -> dict:
-        return asdict(self.fault)
+        return {**asdict(self.fault), "methods": list(self.fault.methods)}
 
     def _strikes(self, fault: Fault) -> bool:
         with self._lock:
@@ -53,6 +54,7 @@ class FaultInjector:
         if (
             fault.mode == "none"
             or not _API_PATH.match(environ.get("PATH_INFO", ""))
+            or (fault.methods and environ.get("REQUEST_METHOD") not in fault.methods)
             or not self._strikes(fault)
         ):
             return self.wsgi_app(environ, start_response)

@@ -17,6 +17,7 @@ from portal.access import ALL_ROLES, roles
 from portal.api import ApiError, ApiUnavailable, Operation
 from portal.checkout.links import attach, checkout_url, reserve_link
 from portal.errors import error_page
+from portal.explain import unanswered
 from portal.extensions import db
 from portal.layout import render_page, wants_fragment
 from portal.listing import VALIDATION_ERROR, render_list, show_api_errors
@@ -120,7 +121,7 @@ def new() -> Response:
             db.session.rollback()  # the reserved link goes with the failed operation
             audit.record("operation.create", parameters=asked, error=refusal)
             if isinstance(refusal, ApiUnavailable):
-                raise
+                return unanswered(refusal, "the operations list", url_for(".index"))
             if refusal.code == VALIDATION_ERROR:
                 show_api_errors(form, refusal)
             elif refusal.code == OPERATION_NOT_CREATED:

@@ -96,11 +96,11 @@ def _wait_until_up(url: str, process: subprocess.Popen, timeout: float = 60.0) -
 
 @contextlib.contextmanager
 def run_portal(
-    instance: Path, sandbox: SandboxServer, *, gunicorn: bool = False
+    instance: Path, sandbox: SandboxServer, *, gunicorn: bool = False, workers: int = 1
 ) -> Iterator[PortalServer]:
     """The portal on a fresh database in `instance`, one user per role of Acme, connected.
 
-    Served by `flask run`, or with `gunicorn=True` by one gunicorn worker as in production.
+    Served by `flask run`, or with `gunicorn=True` by `workers` gunicorn workers as in production.
     """
     port = free_port()
     env = {
@@ -118,8 +118,8 @@ def run_portal(
     server.connect()
     if gunicorn:
         command = [
-            sys.executable, "-m", "gunicorn", "--workers", "1", "--bind", f"127.0.0.1:{port}",
-            "--log-level", "warning", "wsgi:app",
+            sys.executable, "-m", "gunicorn", "--workers", str(workers),
+            "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "wsgi:app",
         ]  # fmt: skip
     else:
         command = [

@@ -1,0 +1,249 @@
+"""Upstream faults through the sandbox's fault injection (issue #8, item 2).
+
+For each fault (500s, answers slower than the portal's read timeout, malformed JSON, a reset
+connection, a stopped sandbox) every page that calls the API shows the payment service error
+page, or its fragment for htmx, with 502 or 504; the portal keeps serving what needs no API;
+a failed change writes nothing half-way; and pages work again once the sandbox recovers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+
+import pytest
+
+from portal.api import MerchantApiClient
+from tests.conftest import sign_in
+from tests.support import sandbox_server
+from tests.support.money import BTC_ADDRESS, ETH_ADDRESS
+from tests.support.portal_app import connected_portal, email
+from tests.support.sandbox_server import run_sandbox
+
+HTMX = {"HX-Request": "true"}
+READ_TIMEOUT = 1.0
+SLOW_MS = 2500
+FAULTS = {"error500": 502, "slow": 504, "malformed": 502, "reset": 502}
+PAGES = (
+    "/",
+    "/operations",
+    "/operations/{operation}",
+    "/transactions",
+    "/transactions/{transaction}",
+    "/rates",
+    "/vouchers",
+    "/vouchers/{voucher}",
+    "/exchange",
+    "/cross-exchanges/{cross_exchange}",
+    "/operations/export.csv",
+)
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory):
+    with run_sandbox(tmp_path_factory.mktemp("faults") / "sandbox.db", seed=60) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory, sandbox):
+    folder = tmp_path_factory.mktemp("faults-portal")
+    with connected_portal(
+        folder, sandbox, WTF_CSRF_ENABLED=False, API_TIMEOUT_READ=READ_TIMEOUT
+    ) as application:
+        yield application
+
+
+@pytest.fixture(scope="module")
+def api(sandbox) -> MerchantApiClient:
+    return MerchantApiClient(sandbox.base_url, token=sandbox.token)
+
+
+@pytest.fixture(scope="module")
+def ids(api) -> dict[str, str]:
+    """One record of each kind, for the detail pages."""
+    operation = api.list_operations(per_page=1).items[0]
+    cross = api.create_cross_exchange("BTC", "ETH", BTC_ADDRESS, ETH_ADDRESS, sell_amount="0.01")
+    return {
+        "operation": operation.id,
+        "transaction": api.list_transactions(per_page=1).items[0].id,
+        "voucher": api.list_vouchers(per_page=1).items[0].id,
+        "cross_exchange": cross.id,
+    }
+
+
+def signed_in(app, role: str):
+    client = app.test_client()
+    assert sign_in(client, email(role)).status_code == 302
+    return client
+
+
+@pytest.fixture(scope="module")
+def owner(app):
+    return signed_in(app, "owner")
+
+
+@pytest.fixture(autouse=True)
+def no_fault_afterwards(sandbox):
+    yield
+    sandbox.reset()
+
+
+def set_fault(sandbox, mode: str) -> None:
+    sandbox.control("POST", "faults", {"mode": mode, "delay_ms": SLOW_MS, "probability": 1})
+
+
+def assert_error_page(response, status: int, htmx: bool) -> None:
+    html = response.get_data(as_text=True)
+    assert response.status_code == status, html[:500]
+    assert response.mimetype == "text/html"
+    assert "payment service" in html
+    assert f"Error {status}" in html
+    assert "Traceback" not in html and "Internal Server Error" not in html
+    if htmx:
+        assert html.lstrip().startswith('<section class="card error-page"'), html[:200]
+    else:
+        assert "<html" in html and 'id="error"' in html
+
+
+def assert_portal_still_serves(client) -> None:
+    assert client.get("/healthz").get_json() == {"status": "ok"}
+    assert client.get("/account").status_code == 200
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
+@pytest.mark.parametrize("path", PAGES)
+@pytest.mark.parametrize("mode", FAULTS)
+def test_fault_shows_the_error_page_then_recovers(sandbox, owner, ids, mode, path, htmx):
+    url = path.format(**ids)
+    headers = HTMX if htmx else {}
+    assert owner.get(url, headers=headers).status_code == 200, "the page works before"
+
+    set_fault(sandbox, mode)
+    assert_error_page(owner.get(url, headers=headers), FAULTS[mode], htmx)
+    assert_portal_still_serves(owner)
+
+    set_fault(sandbox, "none")
+    assert owner.get(url, headers=headers).status_code == 200, "works again, no restart"
+
+
+@pytest.fixture(scope="module")
+def revivable(tmp_path_factory):
+    """A portal connected to a sandbox of its own, which the tests stop and start again."""
+    folder = tmp_path_factory.mktemp("stopped")
+    database = folder / "sandbox.db"
+    with contextlib.ExitStack() as stack:
+        with run_sandbox(database, seed=20) as server:
+            app = stack.enter_context(connected_portal(folder, server, WTF_CSRF_ENABLED=False))
+            client = signed_in(app, "owner")
+            api = MerchantApiClient(server.base_url, token=server.token)
+            record = {
+                "operation": api.list_operations(per_page=1).items[0].id,
+                "transaction": api.list_transactions(per_page=1).items[0].id,
+                "voucher": api.list_vouchers(per_page=1).items[0].id,
+                "cross_exchange": api.create_cross_exchange(
+                    "BTC", "ETH", BTC_ADDRESS, ETH_ADDRESS, sell_amount="0.01"
+                ).id,
+            }
+        yield client, server, record  # the sandbox is stopped from here on
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
+@pytest.mark.parametrize("path", PAGES)
+def test_stopped_sandbox_shows_the_error_page(revivable, path, htmx):
+    client, _server, record = revivable
+    assert_error_page(client.get(path.format(**record), headers=HTMX if htmx else {}), 502, htmx)
+    assert_portal_still_serves(client)
+
+
+def test_pages_work_again_once_the_stopped_sandbox_is_back(revivable, monkeypatch):
+    client, stopped, record = revivable
+    assert client.get("/operations").status_code == 502
+    port = int(stopped.base_url.rsplit(":", 1)[1])
+    monkeypatch.setattr(sandbox_server, "free_port", lambda: port)  # the address it had
+    with sandbox_server.run_sandbox(stopped.database):
+        for path in PAGES:
+            response = client.get(path.format(**record))
+            assert response.status_code == 200, path
+
+
+# --- Changes -----------------------------------------------------------------------------------
+
+
+def _rows(app, model_name: str) -> int:
+    from portal import models
+    from portal.extensions import db
+
+    model = getattr(models, model_name)
+    with app.app_context():
+        return db.session.scalar(db.select(db.func.count()).select_from(model))
+
+
+def _operation_count(api) -> int:
+    return api.list_operations(per_page=1).total
+
+
+def test_create_operation_during_500s_creates_nothing(app, sandbox, owner, api):
+    before = (_operation_count(api), _rows(app, "CheckoutLink"))
+    order = f"fault-{uuid.uuid4().hex[:8]}"
+    form = {"amount": "0.5", "currency": "BTC", "order_id": order}
+    assert owner.get("/operations/new").status_code == 200
+
+    set_fault(sandbox, "error500")
+    response = owner.post("/operations/new", data=form)
+    assert_error_page(response, 502, htmx=False)
+    assert_portal_still_serves(owner)
+
+    set_fault(sandbox, "none")
+    assert (_operation_count(api), _rows(app, "CheckoutLink")) == before
+    assert api.list_operations(order_id=order).total == 0
+    created = owner.post("/operations/new", data=form)
+    assert created.status_code == 302, "the same form works once the service is back"
+    assert _operation_count(api) == before[0] + 1
+
+
+def test_withdrawal_confirm_during_500s_sends_nothing(app, sandbox, owner, api):
+    review = owner.post(
+        "/withdrawals/new", data={"amount": "0.001", "wallet": "BTC", "address": BTC_ADDRESS}
+    )
+    assert review.status_code == 302
+    before = _operation_count(api)
+
+    set_fault(sandbox, "error500")
+    response = owner.post(review.location + "/confirm")
+    html = response.get_data(as_text=True)
+    assert response.status_code == 502 and "Traceback" not in html
+    assert "Outcome unknown" in html
+
+    set_fault(sandbox, "none")
+    assert _operation_count(api) == before
+    with app.app_context():
+        from portal.extensions import db
+        from portal.models import WithdrawalIntent
+
+        intent = db.session.scalars(
+            db.select(WithdrawalIntent).where(
+                WithdrawalIntent.key == review.location.rsplit("/", 1)[1]
+            )
+        ).one()
+        assert intent.state.value == "unknown", "kept as unknown, never sent again"
+        assert intent.operation_id is None and intent.error_message
+
+
+def test_create_operation_without_an_answer_is_outcome_unknown(sandbox, owner, api):
+    """A reset after the sandbox created the operation: the page must not say nothing changed.
+
+    The fault strikes POSTs only, so the form still reads the rates; the creation happens and
+    its answer is lost.
+    """
+    before = _operation_count(api)
+    sandbox.control("POST", "faults", {"mode": "reset", "methods": ["POST"]})
+    form = {"amount": "0.5", "currency": "BTC", "order_id": "reset-after-create"}
+    response = owner.post("/operations/new", data=form)
+    sandbox.control("POST", "faults", {"mode": "none"})
+    assert _operation_count(api) == before + 1, "the sandbox created the operation"
+    html = response.get_data(as_text=True)
+    assert response.status_code == 502, html[:500]
+    assert "Outcome unknown" in html and "Nothing was shown or changed" not in html
+    assert 'href="/operations"' in html, "where to check"
+    assert "Traceback" not in html
