@@ -168,6 +168,8 @@ class CheckoutLink(db.Model):
         sa.ForeignKey("merchants.id", ondelete="CASCADE"), index=True
     )
     operation_id: Mapped[str | None] = mapped_column(sa.String(64))
+    # Finds the operation again when the API created it but its answer was lost.
+    order_id: Mapped[str | None] = mapped_column(sa.String(255))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     merchant: Mapped[Merchant] = relationship()

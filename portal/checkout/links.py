@@ -13,15 +13,18 @@ from datetime import timedelta
 
 from flask import current_app, request
 
+from portal.api import MerchantApiClient
 from portal.extensions import db
 from portal.models import CheckoutLink, Merchant, utcnow
 
 TOKEN_BYTES = 32
 
 
-def reserve_link(merchant: Merchant) -> CheckoutLink:
+def reserve_link(merchant: Merchant, order_id: str) -> CheckoutLink:
     """A new link for an operation about to be created; saved with the caller's commit."""
-    link = CheckoutLink(token=secrets.token_urlsafe(TOKEN_BYTES), merchant=merchant)
+    link = CheckoutLink(
+        token=secrets.token_urlsafe(TOKEN_BYTES), merchant=merchant, order_id=order_id
+    )
     db.session.add(link)
     return link
 
@@ -49,3 +52,19 @@ def is_expired(link: CheckoutLink) -> bool:
     """Links work for PORTAL_CHECKOUT_LINK_DAYS days: long after any payment, not for ever."""
     lifetime = timedelta(days=float(current_app.config["CHECKOUT_LINK_DAYS"]))
     return link.created_at < utcnow() - lifetime
+
+
+def recover_operation(link: CheckoutLink, client: MerchantApiClient) -> bool:
+    """Attach the operation of a link whose creation went unanswered, if the API has it.
+
+    The operation is the one with the link's order number whose redirect URL ends with the
+    link's token. False when there is none (the creation did not happen).
+    """
+    if not link.order_id:
+        return False
+    page = client.list_operations(order_id=[link.order_id], per_page=100)
+    for operation in page.items:
+        if (operation.redirect_url or "").endswith(f"/checkout/{link.token}"):
+            attach(link, operation.id)
+            return True
+    return False

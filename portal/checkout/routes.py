@@ -15,14 +15,16 @@ from werkzeug.exceptions import InternalServerError, NotFound
 from werkzeug.wrappers import Response
 
 from portal.access import public
+from portal.api import ApiError
 from portal.checkout import bp
-from portal.checkout.links import find_link, is_expired
+from portal.checkout.links import find_link, is_expired, recover_operation
 from portal.checkout.outcomes import outcome_for
 from portal.checkout.payments import payment_of
 from portal.checkout.shop import display_name, return_url
 from portal.extensions import limiter
 from portal.layout import render_page
 from portal.models import CheckoutLink
+from portal.services.api import ApiNotConnected, api_client_for
 
 POLL_SECONDS = 5
 checkout_limit = limiter.shared_limit(
@@ -64,11 +66,19 @@ MESSAGES = {
 def _open(token: str) -> CheckoutLink:
     """The link of the token, if it shows an operation and has not expired; else 404."""
     link = find_link(token)
-    if link is None or link.operation_id is None:
+    if link is None or (link.operation_id is None and not _recovered(link)):
         raise NotFound()
     if is_expired(link):
         raise LinkExpired()
     return link
+
+
+def _recovered(link: CheckoutLink) -> bool:
+    """Whether the operation of a link whose creation went unanswered turned up after all."""
+    try:
+        return recover_operation(link, api_client_for(link.merchant))
+    except (ApiError, ApiNotConnected):
+        return False
 
 
 def _this_url() -> str:

@@ -107,7 +107,11 @@ def new() -> Response:
     form.offer(currencies_of(api.get_rates()))
     error = None
     if form.validate_on_submit():
-        link = None if form.redirect_url.data else reserve_link(current_user.merchant)
+        link = (
+            None
+            if form.redirect_url.data
+            else reserve_link(current_user.merchant, form.order_id.data)
+        )
         asked = {
             "amount": form.amount.data,
             "currency": form.currency.data,
@@ -118,7 +122,10 @@ def new() -> Response:
         try:
             operation = api.create_operation(**asked)
         except ApiError as refusal:
-            db.session.rollback()  # the reserved link goes with the failed operation
+            if isinstance(refusal, ApiUnavailable) and refusal.request_sent:
+                db.session.commit()  # the operation may exist: keep the link it sends customers to
+            else:
+                db.session.rollback()  # the reserved link goes with the failed operation
             audit.record("operation.create", parameters=asked, error=refusal)
             if isinstance(refusal, ApiUnavailable):
                 return unanswered(refusal, "the operations list", url_for(".index"))

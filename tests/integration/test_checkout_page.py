@@ -181,7 +181,7 @@ def test_a_link_without_an_operation_is_not_found(app, client, shop):
     from portal.services.accounts import merchant_named
 
     with app.app_context():
-        token = reserve_link(merchant_named("Acme")).token
+        token = reserve_link(merchant_named("Acme"), "ORDER-NEVER-CREATED").token
         db.session.commit()
     assert client.get(f"/checkout/{token}").status_code == 404
 

@@ -230,7 +230,7 @@ def test_withdrawal_confirm_during_500s_sends_nothing(app, sandbox, owner, api):
         assert intent.operation_id is None and intent.error_message
 
 
-def test_create_operation_without_an_answer_is_outcome_unknown(sandbox, owner, api):
+def test_create_operation_without_an_answer_is_outcome_unknown(app, sandbox, owner, api):
     """A reset after the sandbox created the operation: the page must not say nothing changed.
 
     The fault strikes POSTs only, so the form still reads the rates; the creation happens and
@@ -247,3 +247,21 @@ def test_create_operation_without_an_answer_is_outcome_unknown(sandbox, owner, a
     assert "Outcome unknown" in html and "Nothing was shown or changed" not in html
     assert 'href="/operations"' in html, "where to check"
     assert "Traceback" not in html
+
+    # The customer's way back still works: the link finds its operation by order number.
+    from portal.extensions import db
+    from portal.models import CheckoutLink
+
+    with app.app_context():
+        link = db.session.scalars(
+            db.select(CheckoutLink).where(CheckoutLink.order_id == "reset-after-create")
+        ).one()
+        assert link.operation_id is None
+        token = link.token
+    customer = app.test_client()
+    page = customer.get(f"/checkout/{token}")
+    assert page.status_code == 200
+    assert "reset-after-create" in page.get_data(as_text=True)
+    with app.app_context():
+        link = db.session.scalars(db.select(CheckoutLink).filter_by(token=token)).one()
+        assert link.operation_id is not None

@@ -28,7 +28,7 @@ def new_checkout(
 
     with app.test_request_context():
         merchant = merchant_named(merchant_name)
-        link = reserve_link(merchant)
+        link = reserve_link(merchant, order_id)
         url = checkout_url(link)
         operation = api_client_for(merchant).create_operation(
             amount, "USD", order_id, payment_currency="BTC", redirect_url=url
