@@ -46,7 +46,9 @@ class AmountField(StringField):
     def process_formdata(self, valuelist: list[str]) -> None:
         self.data = None
         self.raw_text = valuelist[0].strip() if valuelist else ""
-        if self.raw_text:
+        if not self.raw_text:
+            self.raw_data = []  # only spaces is no input: InputRequired refuses it, Optional skips
+        else:
             try:
                 self.data = parse_amount(self.raw_text)
             except (ValueError, InvalidOperation) as problem:

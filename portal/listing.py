@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar
 
+import sqlalchemy as sa
 from flask import request, url_for
+from flask_sqlalchemy.pagination import Pagination
 from werkzeug.datastructures import MultiDict
 from werkzeug.wrappers import Response
 from wtforms import (
@@ -26,10 +28,11 @@ from wtforms import (
     SelectMultipleField,
     StringField,
 )
-from wtforms.validators import NumberRange, Optional, ValidationError
+from wtforms.validators import Optional, ValidationError
 from wtforms.widgets import CheckboxInput, ListWidget
 
 from portal.api import ApiError, ApiUnavailable, Page
+from portal.extensions import db
 from portal.layout import render_page, wants_fragment
 
 PER_PAGE_CHOICES = (10, 25, 50, 100)
@@ -138,6 +141,12 @@ def bounds(label: str, name: str) -> tuple[BoundField, BoundField]:
     )
 
 
+def _page_number(_form: Form, field: IntegerField) -> None:
+    """1 to MAX_PAGE (WTForms' NumberRange fails on an integer too large for a float)."""
+    if field.data is not None and not 1 <= field.data <= MAX_PAGE:
+        raise ValidationError(f"Enter a page number from 1 to {MAX_PAGE}.")
+
+
 class ListFilters(Form):
     """The fields every list has; subclasses add their filters and their SORTS."""
 
@@ -170,7 +179,7 @@ class ListFilters(Form):
         coerce=int,
         default=DEFAULT_PER_PAGE,
     )
-    page = IntegerField("Page", validators=[Optional(), NumberRange(1, MAX_PAGE)], default=1)
+    page = IntegerField("Page", validators=[Optional(), _page_number], default=1)
 
     def __init__(self, formdata: MultiDict | None = None, **kwargs: Any) -> None:
         super().__init__(formdata, **kwargs)
@@ -246,6 +255,23 @@ def read_filters(form_class: type[ListFilters], args: MultiDict) -> ListQuery:
     """Validate the query string of a list page; the API filters only when every field is valid."""
     form = form_class(args)
     return ListQuery(form, form.api_filters() if form.validate() else None)
+
+
+def local_page(query: sa.Select, per_page: int = 50) -> Pagination:
+    """The page of `query` (a list in the portal's own database) asked for by `?page=`.
+
+    A page that is not a whole number, or is below 1, is the first; one above MAX_PAGE is
+    MAX_PAGE, empty as any page after the last (the database's integers cannot hold the offset
+    of any page number).
+    """
+    page = request.args.get("page", 1, type=int)
+    return db.paginate(
+        query,
+        page=min(page, MAX_PAGE) if page >= 1 else 1,
+        per_page=per_page,
+        max_per_page=per_page,
+        error_out=False,
+    )
 
 
 def show_api_errors(form: Form, error: ApiError) -> None:

@@ -54,7 +54,7 @@ def events(
         query = query.where(AuditEvent.action == action)
     if date_from:
         query = query.where(AuditEvent.created_at >= datetime.combine(date_from, time(), UTC))
-    if date_to:
+    if date_to and date_to < date.max:  # the last day there is has no day after it
         end = datetime.combine(date_to + timedelta(days=1), time(), UTC)
         query = query.where(AuditEvent.created_at < end)
     return query.order_by(AuditEvent.created_at.desc(), AuditEvent.id.desc())

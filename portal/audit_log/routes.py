@@ -14,6 +14,7 @@ from portal.audit_log import bp, queries
 from portal.audit_log.forms import AuditFilterForm
 from portal.audit_log.queries import describe_parameters
 from portal.extensions import db
+from portal.listing import local_page
 from portal.models import Role
 
 
@@ -39,12 +40,7 @@ def index() -> tuple[str, int] | str:
     form, filters = _filters()
     if filters is None:
         return render_template("audit_log/index.html", form=form, page=None), 422
-    page = db.paginate(
-        queries.events(current_user.merchant, **filters),
-        per_page=50,
-        max_per_page=50,
-        error_out=False,
-    )
+    page = local_page(queries.events(current_user.merchant, **filters))
     return render_template(
         "audit_log/index.html",
         form=form,

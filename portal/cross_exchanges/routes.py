@@ -13,9 +13,9 @@ from portal.cross_exchanges import bp, references
 from portal.cross_exchanges.forms import CancelCrossExchangeForm, CrossExchangeForm, LookUpForm
 from portal.errors import error_page
 from portal.explain import explain, unanswered
-from portal.extensions import db
 from portal.fields import add_api_field_errors
 from portal.layout import render_page
+from portal.listing import local_page
 from portal.models import Role
 from portal.services.api import current_api
 
@@ -31,9 +31,7 @@ def index() -> Page:
     lookup = LookUpForm(formdata=request.args if looking_up else None)
     if looking_up and lookup.validate():
         return redirect(url_for("cross_exchanges.show", cross_exchange_id=lookup.id.data))
-    page = db.paginate(
-        references.of(current_user.merchant), per_page=50, max_per_page=50, error_out=False
-    )
+    page = local_page(references.of(current_user.merchant))
     html = render_template("cross_exchanges/index.html", lookup=lookup, page=page)
     return (html, 422) if lookup.errors else html
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import ROUND_DOWN, ROUND_UP, Decimal
+from decimal import ROUND_DOWN, ROUND_UP, Decimal, localcontext
 
 from portal.api import Rates
 
-STEP = Decimal("0.00000001")
+PLACES = 8
+STEP = Decimal(1).scaleb(-PLACES)
 
 
 @dataclass(frozen=True)
@@ -30,10 +31,15 @@ def quote(
     rate = rates.get((sell_currency, buy_currency))
     if not rate:
         return None
-    if sell_amount is not None:
-        buy_amount = (sell_amount * rate).quantize(STEP, rounding=ROUND_DOWN)
-    elif buy_amount is not None:
-        sell_amount = (buy_amount / rate).quantize(STEP, rounding=ROUND_UP)
-    else:
+    given = sell_amount if sell_amount is not None else buy_amount
+    if given is None:
         return None
+    with localcontext() as context:
+        # Room for every digit of the other amount to 8 places, however large the amount typed:
+        # the default 28 digits would make quantize fail.
+        context.prec = max(context.prec, given.adjusted() + abs(rate.adjusted()) + PLACES + 4)
+        if sell_amount is not None:
+            buy_amount = (sell_amount * rate).quantize(STEP, rounding=ROUND_DOWN)
+        else:
+            sell_amount = (given / rate).quantize(STEP, rounding=ROUND_UP)
     return Quote(sell_currency, buy_currency, sell_amount, buy_amount, rate)

@@ -9,8 +9,8 @@ from werkzeug.wrappers import Response
 from portal.access import roles
 from portal.api import ApiError, ApiUnavailable
 from portal.explain import explain
-from portal.extensions import db
 from portal.fields import add_api_field_errors
+from portal.listing import local_page
 from portal.models import Role, WithdrawalIntent
 from portal.services.api import current_api
 from portal.withdrawals import bp, intents
@@ -23,9 +23,7 @@ Page = Response | str | tuple[str, int]
 @roles(Role.OWNER)
 def index() -> str:
     """The withdrawals confirmed through the portal, with their outcome."""
-    page = db.paginate(
-        intents.confirmed(current_user.merchant), per_page=50, max_per_page=50, error_out=False
-    )
+    page = local_page(intents.confirmed(current_user.merchant))
     return render_template("withdrawals/index.html", page=page)
 
 
