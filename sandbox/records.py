@@ -36,9 +36,12 @@ def payment_url(operation_id: int) -> str:
 
 
 def transaction(row: sqlite3.Row, *, with_operation: bool) -> dict:
+    """`operation_id` only in the transaction endpoints' answers (section 2.2)."""
+    operation = {"operation_id": str(row["operation_id"])} if with_operation else {}
     record = {
         "id": str(row["id"]),
         "tx_id": row["tx_id"],
+        **operation,
         "amount": format_units(row["amount"]),
         "status": TRANSACTION_STATUS.get(row["status"], str(row["status"])),
         "linked": bool(row["linked"]),
@@ -46,12 +49,6 @@ def transaction(row: sqlite3.Row, *, with_operation: bool) -> dict:
         "created_at": row["created_at"],
         "updated_at": row["updated_at"],
     }
-    if with_operation:
-        record = {
-            "id": record["id"],
-            "tx_id": row["tx_id"],
-            "operation_id": str(row["operation_id"]),
-        } | record
     return record
 
 

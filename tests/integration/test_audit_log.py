@@ -86,3 +86,20 @@ def test_secrets_are_masked_and_actions_checked(app):
     }
     with app.test_request_context(), pytest.raises(ValueError, match="unknown audit action"):
         audit.record("voucher.created")
+
+
+def test_pages_of_the_log_keep_the_filters(app, accounts):
+    from portal import audit
+    from portal.services.accounts import find_user
+
+    with app.app_context():
+        owner_user = find_user(accounts.owner)
+        for _ in range(55):
+            audit.record("user.change", parameters={"email": "x@acme.test"}, user=owner_user)
+    owner = signed_in(app, accounts.owner)
+    first = owner.get("/audit?action=user.change").get_data(as_text=True)
+    assert 'rel="next" href="/audit?action=user.change&amp;page=2"' in first
+    assert 'rel="prev"' not in first
+    second = owner.get("/audit?action=user.change&page=2").get_data(as_text=True)
+    assert 'rel="prev" href="/audit?action=user.change&amp;page=1"' in second
+    assert 'rel="next"' not in second
