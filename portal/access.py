@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from flask import abort, current_app, request
+from flask import abort, current_app, make_response, redirect, request, url_for
 from flask_login import current_user
+from werkzeug.wrappers import Response
 
 from portal.extensions import login_manager
 from portal.models import Role
@@ -14,6 +15,7 @@ from portal.models import Role
 View = TypeVar("View", bound=Callable)
 
 ACCESS_ATTRIBUTE = "portal_access"
+ENROLMENT_ATTRIBUTE = "portal_open_before_enrolment"
 PUBLIC = "public"
 # Flask's own static view is a bound method, which cannot carry the attribute.
 PUBLIC_ENDPOINTS = frozenset({"static"})
@@ -34,6 +36,12 @@ def roles(*allowed: Role) -> Callable[[View], View]:
         return view
 
     return decorate
+
+
+def open_before_enrolment(view: View) -> View:
+    """A user whose merchant requires two-factor sign-in may open the view before enrolling."""
+    setattr(view, ENROLMENT_ATTRIBUTE, True)
+    return view
 
 
 def access_of(endpoint: str) -> str | frozenset[Role] | None:
@@ -64,6 +72,19 @@ def enforce() -> object | None:
         abort(403)
     if not current_user.is_authenticated:
         return login_manager.unauthorized()
+    view = current_app.view_functions[request.endpoint]
+    if current_user.two_factor_due and not getattr(view, ENROLMENT_ATTRIBUTE, False):
+        # The setup page says why; no flash, which htmx polling would pile up.
+        return redirect_to(url_for("account.two_factor"), htmx_status=403)
     if current_user.role not in access:
         abort(403)
     return None
+
+
+def redirect_to(url: str, *, htmx_status: int) -> Response:
+    """A redirect; for an htmx fragment request, an empty answer that makes htmx go there."""
+    if request.headers.get("HX-Request") == "true" and request.headers.get("HX-Boosted") != "true":
+        response = make_response("", htmx_status)
+        response.headers["HX-Redirect"] = url
+        return response
+    return redirect(url)

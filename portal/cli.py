@@ -10,6 +10,7 @@ import flask_migrate
 from flask import Flask
 from flask.cli import with_appcontext
 
+from portal.auth.two_factor import rotate_secrets
 from portal.crypto import TokenKeyError
 from portal.demo import demo
 from portal.extensions import db
@@ -72,14 +73,16 @@ def connect_api(
 @click.command("rotate-keys")
 @with_appcontext
 def rotate_keys() -> None:
-    """Re-encrypt every stored token under the first key of PORTAL_TOKEN_KEYS."""
+    """Re-encrypt every stored secret (API tokens, two-factor secrets) under the first key."""
     flask_migrate.upgrade()
     try:
-        count = rotate_stored_tokens()
+        merchants = rotate_stored_tokens()
+        users = rotate_secrets()
     except TokenKeyError as error:
         db.session.rollback()
         raise click.ClickException(str(error)) from error
-    click.echo(f"Re-encrypted the API tokens of {count} merchant(s) under the newest key.")
+    click.echo(f"Re-encrypted the API tokens of {merchants} merchant(s) under the newest key.")
+    click.echo(f"Re-encrypted the two-factor secrets of {users} user(s) under the newest key.")
 
 
 def init_app(app: Flask) -> None:

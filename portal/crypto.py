@@ -1,4 +1,7 @@
-"""Encryption of stored API tokens under `PORTAL_TOKEN_KEYS` (the first key encrypts)."""
+"""Encryption of stored secrets under `PORTAL_TOKEN_KEYS` (the first key encrypts).
+
+The secrets are the merchants' API tokens and the users' two-factor (TOTP) secrets.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ def decrypt(ciphertext: str) -> str:
         return cipher().decrypt(ciphertext.encode()).decode()
     except InvalidToken as error:
         raise TokenKeyError(
-            "A stored API token cannot be decrypted with PORTAL_TOKEN_KEYS; "
+            "A stored API token or two-factor secret cannot be decrypted with PORTAL_TOKEN_KEYS; "
             "was a key removed before `rotate-keys` ran?"
         ) from error
 
@@ -35,5 +38,5 @@ def rotate(ciphertext: str) -> str:
         return cipher().rotate(ciphertext.encode()).decode()
     except InvalidToken as error:
         raise TokenKeyError(
-            "A stored API token cannot be decrypted with PORTAL_TOKEN_KEYS."
+            "A stored API token or two-factor secret cannot be decrypted with PORTAL_TOKEN_KEYS."
         ) from error

@@ -77,6 +77,8 @@ class Merchant(db.Model):
     # What customers see on the public checkout page, and the only place it sends them back to.
     display_name: Mapped[str | None] = mapped_column(sa.String(120))
     shop_url: Mapped[str | None] = mapped_column(sa.String(2048))
+    # Every user must have two-factor sign-in on; the unenrolled can open only the enrolment.
+    require_two_factor: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     users: Mapped[list[User]] = relationship(
@@ -101,10 +103,19 @@ class User(UserMixin, db.Model):
     role: Mapped[Role] = mapped_column(_enum_column(Role))
     # An IANA zone name (`Europe/Berlin`) in which this person reads timestamps.
     time_zone: Mapped[str] = mapped_column(sa.String(64), default="UTC", server_default="UTC")
+    # Two-factor sign-in (portal/auth/two_factor.py): the TOTP secret, encrypted like the API
+    # tokens, is kept from the start of enrolment; two-factor is on once `totp_enabled_at` is set.
+    totp_secret_encrypted: Mapped[str | None] = mapped_column(sa.Text)
+    totp_enabled_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    # The time step of the last code accepted: that code and older ones are refused (replay).
+    totp_last_step: Mapped[int | None] = mapped_column(sa.BigInteger)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     merchant: Mapped[Merchant] = relationship(back_populates="users")
     sessions: Mapped[list[UserSession]] = relationship(
+        back_populates="user", cascade="all, delete-orphan", passive_deletes=True
+    )
+    recovery_codes: Mapped[list[RecoveryCode]] = relationship(
         back_populates="user", cascade="all, delete-orphan", passive_deletes=True
     )
 
@@ -120,6 +131,32 @@ class User(UserMixin, db.Model):
     def get_id(self) -> str | None:
         """Flask-Login stores the session's key, not the user id, so that sign-out revokes it."""
         return self.session_key
+
+    @property
+    def two_factor_enabled(self) -> bool:
+        return self.totp_enabled_at is not None
+
+    @property
+    def two_factor_due(self) -> bool:
+        """The merchant requires two-factor sign-in and this user has not set it up yet."""
+        return self.merchant.require_two_factor and not self.two_factor_enabled
+
+
+class RecoveryCode(db.Model):
+    """One unused recovery code of a user, as a SHA-256 hash; using it deletes the row.
+
+    The codes are random with 79 bits, so a fast hash is enough (nothing to guess from it), and
+    it lets a code be found, and consumed, with one DELETE.
+    """
+
+    __tablename__ = "recovery_codes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(sa.ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    code_hash: Mapped[str] = mapped_column(sa.String(64))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+    user: Mapped[User] = relationship(back_populates="recovery_codes")
 
 
 class UserSession(db.Model):

@@ -1,16 +1,25 @@
-"""`/account`: any signed-in user chooses the time zone in which the portal shows times."""
+"""`/account`: any signed-in user's own settings: the time zone and two-factor sign-in."""
 
 from __future__ import annotations
 
-from flask import flash, redirect, url_for
+from flask import flash, redirect, render_template, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from portal.access import ALL_ROLES, roles
+from portal import audit
+from portal.access import ALL_ROLES, open_before_enrolment, roles
 from portal.account import bp
-from portal.account.forms import TimeZoneForm
+from portal.account.forms import (
+    DisableTwoFactorForm,
+    EnableTwoFactorForm,
+    RecoveryCodesForm,
+    TimeZoneForm,
+)
+from portal.auth import two_factor as second_factor
 from portal.extensions import db
 from portal.layout import render_page
+
+Page = Response | str | tuple[str, int]
 
 
 @bp.route("/account", methods=["GET", "POST"])
@@ -24,3 +33,94 @@ def index() -> Response:
         return redirect(url_for("account.index"))
     status = 422 if form.is_submitted() else 200
     return render_page("account/index.html", "account/index.html", status, form=form)
+
+
+@bp.route("/account/two-factor", methods=["GET", "POST"])
+@roles(*ALL_ROLES)
+@open_before_enrolment
+def two_factor() -> Page:
+    """Set two-factor sign-in up (scan, then confirm with a code), or manage it once it is on."""
+    user = current_user._get_current_object()
+    if user.two_factor_enabled:
+        return _manage(200)
+    form = EnableTwoFactorForm()
+    status = 200
+    if form.validate_on_submit():
+        try:
+            codes = second_factor.enable(user, form.code.data)
+        except second_factor.CodeRefused as refusal:
+            form.code.errors.append(str(refusal))
+            status = refusal.status
+        else:
+            return _recovery_codes(codes, "Two-factor sign-in is on.")
+    elif form.is_submitted():
+        status = 422
+    secret = second_factor.pending_secret(user)
+    page = render_template(
+        "account/two_factor_setup.html",
+        form=form,
+        secret=second_factor.grouped(secret),
+        qr_code=second_factor.qr_code(second_factor.provisioning_uri(user, secret)),
+    )
+    return page, status
+
+
+@bp.route("/account/two-factor/recovery-codes", methods=["POST"])
+@roles(*ALL_ROLES)
+def recovery_codes() -> Page:
+    """Replace the recovery codes (after a fresh code), and show the new ones this once."""
+    user = current_user._get_current_object()
+    if not user.two_factor_enabled:
+        return redirect(url_for("account.two_factor"))
+    form = RecoveryCodesForm()
+    if not form.validate_on_submit():
+        return _manage(422, recovery_form=form)
+    try:
+        second_factor.check_code(user, form.code.data, purpose="recovery_codes")
+    except second_factor.CodeRefused as refusal:
+        form.code.errors.append(str(refusal))
+        return _manage(refusal.status, recovery_form=form)
+    codes = second_factor.new_recovery_codes(user)
+    audit.record("two_factor.recovery_codes", user=user)
+    return _recovery_codes(codes, "New recovery codes are made; the old ones no longer work.")
+
+
+@bp.route("/account/two-factor/disable", methods=["POST"])
+@roles(*ALL_ROLES)
+def disable_two_factor() -> Page:
+    """Turn two-factor sign-in off; a current code (or a recovery code) proves it is the owner."""
+    user = current_user._get_current_object()
+    if not user.two_factor_enabled:
+        return redirect(url_for("account.two_factor"))
+    form = DisableTwoFactorForm(prefix="disable")
+    if not form.validate_on_submit():
+        return _manage(422, disable_form=form)
+    try:
+        second_factor.check_code(user, form.code.data, purpose="disable", recovery=True)
+    except second_factor.CodeRefused as refusal:
+        form.code.errors.append(str(refusal))
+        return _manage(refusal.status, disable_form=form)
+    second_factor.disable(user)
+    flash("Two-factor sign-in is off.", "success")
+    return redirect(url_for("account.two_factor"))
+
+
+def _manage(
+    status: int,
+    *,
+    recovery_form: RecoveryCodesForm | None = None,
+    disable_form: DisableTwoFactorForm | None = None,
+) -> tuple[str, int]:
+    """The page of a user with two-factor on: recovery codes left, new ones, turning it off."""
+    page = render_template(
+        "account/two_factor.html",
+        recovery_form=recovery_form or RecoveryCodesForm(),
+        disable_form=disable_form or DisableTwoFactorForm(prefix="disable"),
+        remaining=second_factor.remaining_recovery_codes(current_user),
+    )
+    return page, status
+
+
+def _recovery_codes(codes: list[str], message: str) -> str:
+    """The recovery codes, in the answer to the POST only: no page shows them again."""
+    return render_template("account/recovery_codes.html", codes=codes, message=message)

@@ -1,10 +1,10 @@
-"""The sign-in form."""
+"""The sign-in forms: email and password, then the two-factor code."""
 
 from __future__ import annotations
 
 from flask_wtf import FlaskForm
-from wtforms import EmailField, HiddenField, PasswordField, SubmitField
-from wtforms.validators import DataRequired, Length
+from wtforms import EmailField, HiddenField, PasswordField, StringField, SubmitField
+from wtforms.validators import DataRequired, Length, Optional
 
 
 class SignInForm(FlaskForm):
@@ -12,3 +12,18 @@ class SignInForm(FlaskForm):
     password = PasswordField("Password", validators=[DataRequired(), Length(max=1024)])
     next = HiddenField()
     submit = SubmitField("Sign in")
+
+
+class CodeField(StringField):
+    """A one-time code: 6 digits from the authenticator app, or a recovery code where accepted.
+
+    Optional for WTForms: `two_factor.check_code` says what is missing or wrong.
+    """
+
+    def __init__(self, label: str = "Authenticator code", **kwargs: object) -> None:
+        super().__init__(label, validators=[Optional(), Length(max=64)], **kwargs)
+
+
+class TwoFactorSignInForm(FlaskForm):
+    code = CodeField("Authenticator or recovery code")
+    submit = SubmitField("Verify")

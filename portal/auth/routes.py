@@ -1,8 +1,15 @@
-"""Sign in (rate-limited on failures, per account and per address) and sign out (POST only)."""
+"""Sign in (rate-limited on failures, per account and per address) and sign out (POST only).
+
+A user with two-factor sign-in on signs in in two steps: the right password only marks the
+(anonymous) session as waiting for a code, for a few minutes; the code then starts the real
+session, with a new key. Until then the session opens nothing but the code page.
+"""
 
 from __future__ import annotations
 
-from flask import current_app, flash, g, redirect, render_template, request, url_for
+import time
+
+from flask import current_app, flash, g, redirect, render_template, request, session, url_for
 from flask_login import current_user
 from werkzeug.security import check_password_hash, generate_password_hash
 from werkzeug.wrappers import Response
@@ -10,15 +17,20 @@ from werkzeug.wrappers import Response
 from portal import audit
 from portal.access import public
 from portal.auth import bp
-from portal.auth.forms import SignInForm
+from portal.auth import two_factor as second_factor
+from portal.auth.forms import SignInForm, TwoFactorSignInForm
 from portal.auth.sessions import end_session, start_session
-from portal.extensions import limiter
+from portal.extensions import db, limiter
+from portal.models import User
 from portal.security import safe_next
 from portal.services.accounts import find_user, normalise_email
 
 # Checked when the email is unknown, so that both answers take as long.
 _UNKNOWN_USER_HASH = generate_password_hash("not a password of anyone")
 INCORRECT = "The email or password is incorrect."
+# The session key of a sign-in waiting for its code, and how long it waits.
+PENDING = "two_factor_pending"
+PENDING_SECONDS = 300
 
 
 def _account_key() -> str:
@@ -57,13 +69,64 @@ def login() -> Response | tuple[str, int] | str:
     if user is None:
         check_password_hash(_UNKNOWN_USER_HASH, form.password.data)
     elif user.check_password(form.password.data):
-        start_session(user)
-        audit.record("sign_in", parameters={"email": user.email}, user=user)
-        return redirect(safe_next(form.next.data) or url_for("dashboard.index"))
+        next_url = safe_next(form.next.data) or url_for("dashboard.index")
+        if user.two_factor_enabled:
+            session.clear()
+            session[PENDING] = {"user_id": user.id, "since": time.time(), "next": next_url}
+            return redirect(url_for("auth.two_factor"))
+        return _signed_in(user, next_url, {"email": user.email})
     g.sign_in_failed = True
     audit.record("sign_in", parameters={"email": form.email.data}, error=INCORRECT, user=user)
     current_app.logger.info("Failed sign-in from %s", request.remote_addr)
     return render_template("auth/login.html", form=form, error=INCORRECT), 401
+
+
+def _signed_in(user: User, next_url: str, parameters: dict[str, str]) -> Response:
+    start_session(user)
+    audit.record("sign_in", parameters=parameters, user=user)
+    return redirect(next_url)
+
+
+def _waiting_user() -> User | None:
+    """The user whose password was right in this session, while the code may still come."""
+    pending = session.get(PENDING)
+    if not pending or time.time() - pending["since"] > PENDING_SECONDS:
+        return None
+    user = db.session.get(User, pending["user_id"])
+    return user if user is not None and user.two_factor_enabled else None
+
+
+@bp.route("/login/two-factor", methods=["GET", "POST"])
+@public
+def two_factor() -> Response | tuple[str, int] | str:
+    """The second step of signing in: a code from the authenticator app or a recovery code."""
+    if current_user.is_authenticated:
+        return redirect(url_for("dashboard.index"))
+    user = _waiting_user()
+    if user is None:
+        session.pop(PENDING, None)
+        flash("Sign in with your email and password, then enter your code.", "info")
+        return redirect(url_for("auth.login"))
+    form = TwoFactorSignInForm()
+    if request.method == "GET":
+        return render_template("auth/two_factor.html", form=form)
+    if not form.validate_on_submit():
+        return render_template("auth/two_factor.html", form=form), 422
+    try:
+        used = second_factor.check_code(user, form.code.data, purpose="sign_in", recovery=True)
+    except second_factor.CodeRefused as refusal:
+        form.code.errors.append(str(refusal))
+        return render_template("auth/two_factor.html", form=form), refusal.status
+    next_url = session[PENDING]["next"]
+    response = _signed_in(user, next_url, {"email": user.email, "second_factor": used})
+    if used == "recovery code":
+        left = second_factor.remaining_recovery_codes(user)
+        flash(
+            f"You signed in with a recovery code; {left} of them are left. If you lost your "
+            "authenticator, turn two-factor sign-in off and on again under Account.",
+            "info",
+        )
+    return response
 
 
 @bp.errorhandler(429)

@@ -6,10 +6,11 @@ import hashlib
 import secrets
 from datetime import timedelta
 
-from flask import current_app, flash, make_response, redirect, request, session, url_for
+from flask import current_app, flash, request, session, url_for
 from flask_login import login_user, logout_user
 from werkzeug.wrappers import Response
 
+from portal.access import redirect_to
 from portal.extensions import db, login_manager
 from portal.models import User, UserSession, utcnow
 
@@ -74,9 +75,4 @@ def unauthorized() -> Response:
     else:
         flash("Please sign in to continue.", "info")
     target = request.full_path.rstrip("?") if request.method == "GET" else None
-    login_url = url_for("auth.login", next=target)
-    if request.headers.get("HX-Request") == "true" and request.headers.get("HX-Boosted") != "true":
-        response = make_response("", 401)
-        response.headers["HX-Redirect"] = login_url
-        return response
-    return redirect(login_url)
+    return redirect_to(url_for("auth.login", next=target), htmx_status=401)

@@ -82,7 +82,15 @@ class EditUserForm(FlaskForm):
         "New password (optional)",
         validators=[Optional(), PASSWORD_LENGTH],
     )
+    turn_off_two_factor = BooleanField("Turn off their two-factor sign-in")
     submit = SubmitField("Save changes")
+
+
+class RequireTwoFactorForm(FlaskForm):
+    """On the users page beside `NewUserForm`, hence a submit field of another name."""
+
+    required = BooleanField("Require two-factor sign-in for every user")
+    save_requirement = SubmitField("Save requirement")
 
 
 class RemoveUserForm(FlaskForm):

@@ -9,6 +9,7 @@ from werkzeug.wrappers import Response
 
 from portal import audit
 from portal.access import roles
+from portal.auth import two_factor
 from portal.checkout.shop import save_settings
 from portal.extensions import db
 from portal.models import Environment, Role, User
@@ -27,6 +28,7 @@ from portal.settings.forms import (
     EditUserForm,
     NewUserForm,
     RemoveUserForm,
+    RequireTwoFactorForm,
 )
 
 Page = Response | str | tuple[str, int]
@@ -118,8 +120,49 @@ def users() -> Page:
             audit.record("user.add", parameters={"email": user.email, "role": user.role.value})
             flash(f"{user.email} can now sign in as {user.role.label.lower()}.", "success")
             return redirect(url_for("settings.users"))
-    page = render_template("settings/users.html", form=form, users=current_user.merchant.users)
-    return (page, 422) if form.is_submitted() else page
+    return _users_page(422 if form.is_submitted() else 200, form=form)
+
+
+@bp.route("/users/two-factor", methods=["POST"])
+@roles(Role.OWNER)
+def require_two_factor() -> Page:
+    """Require two-factor sign-in of every user; only an owner who has it on may turn it on."""
+    merchant = current_user.merchant
+    form = RequireTwoFactorForm()
+    if form.validate_on_submit():
+        required = form.required.data
+        if required and not current_user.two_factor_enabled:
+            refusal = "Turn on two-factor sign-in for yourself first, under Account."
+            form.required.errors.append(refusal)
+            audit.record("two_factor.requirement_on", error=refusal)
+        else:
+            if required != merchant.require_two_factor:
+                merchant.require_two_factor = required
+                db.session.commit()
+                audit.record(f"two_factor.requirement_{'on' if required else 'off'}")
+            if required:
+                flash("Every user must now sign in with two-factor sign-in.", "success")
+            else:
+                flash("Two-factor sign-in is no longer required.", "success")
+            return redirect(url_for("settings.users"))
+    return _users_page(422, requirement_form=form)
+
+
+def _users_page(
+    status: int,
+    *,
+    form: NewUserForm | None = None,
+    requirement_form: RequireTwoFactorForm | None = None,
+) -> Page:
+    merchant = current_user.merchant
+    page = render_template(
+        "settings/users.html",
+        form=form or NewUserForm(formdata=None),
+        requirement_form=requirement_form
+        or RequireTwoFactorForm(formdata=None, required=merchant.require_two_factor),
+        users=merchant.users,
+    )
+    return page, status
 
 
 def _merchant_user(user_id: int) -> User:
@@ -149,6 +192,13 @@ def edit_user(user_id: int) -> Page:
         else:
             changes = {"email": user.email, "role": form.role.data, "password": form.password.data}
             audit.record("user.change", parameters=changes)
+            # For a lost phone: they sign in with the password alone, and set it up again. Owners
+            # turn their own off at /account/two-factor, with a code.
+            reset = form.turn_off_two_factor.data and user.id != current_user.id
+            if reset and user.two_factor_enabled:
+                two_factor.disable(user, by=current_user)
+                accounts.revoke_sessions(user)
+                db.session.commit()
             flash(f"The changes to {user.email} are saved.", "success")
             return redirect(url_for("settings.users"))
     page = render_template("settings/edit_user.html", form=form, user=user)

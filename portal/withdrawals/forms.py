@@ -6,6 +6,7 @@ from flask_wtf import FlaskForm
 from wtforms import StringField, SubmitField
 from wtforms.validators import InputRequired, Length
 
+from portal.auth.forms import CodeField
 from portal.fields import AddressOf, AmountField, CurrencyField, strip
 
 
@@ -25,4 +26,7 @@ class WithdrawalForm(FlaskForm):
 
 
 class ConfirmWithdrawalForm(FlaskForm):
+    """`code` is asked for (and checked by the view) only of users with two-factor sign-in on."""
+
+    code = CodeField()
     submit = SubmitField("Confirm withdrawal")

@@ -8,10 +8,11 @@ from werkzeug.wrappers import Response
 
 from portal.access import roles
 from portal.api import ApiError, ApiUnavailable
+from portal.auth import two_factor
 from portal.explain import explain
 from portal.fields import add_api_field_errors
 from portal.listing import local_page
-from portal.models import Role, WithdrawalIntent
+from portal.models import IntentState, Role, WithdrawalIntent
 from portal.services.api import current_api
 from portal.withdrawals import bp, intents
 from portal.withdrawals.forms import ConfirmWithdrawalForm, WithdrawalForm
@@ -61,18 +62,36 @@ def show(key: str) -> str:
     )
 
 
+def _already_confirmed(key: str) -> Response:
+    flash("This withdrawal was already confirmed. Here is where it stands.", "info")
+    return redirect(url_for("withdrawals.show", key=key))
+
+
 @bp.route("/<key>/confirm", methods=["POST"])
 @roles(Role.OWNER)
 def confirm(key: str) -> Page:
-    """Send the intent once; any other confirmation (double click, resend) only sees it."""
+    """Send the intent once; any other confirmation (double click, resend) only sees it.
+
+    A user with two-factor sign-in on confirms with a fresh code (not even the one that signed
+    them in); a wrong or used code sends nothing and leaves the intent pending.
+    """
     intent = _intent(key)
     form = ConfirmWithdrawalForm()
     if not form.validate():
         abort(400)
+    if intent.state != IntentState.PENDING:
+        return _already_confirmed(key)
+    user = current_user._get_current_object()
+    if user.two_factor_enabled:
+        try:
+            two_factor.check_code(user, form.code.data, purpose="withdrawal")
+        except two_factor.CodeRefused as refusal:
+            form.code.errors.append(str(refusal))
+            page = render_template("withdrawals/show.html", intent=intent, form=form)
+            return page, refusal.status
     api = current_api()
-    if not intents.claim(intent, current_user):
-        flash("This withdrawal was already confirmed. Here is where it stands.", "info")
-        return redirect(url_for("withdrawals.show", key=key))
+    if not intents.claim(intent, user):
+        return _already_confirmed(key)
     try:
         intents.send(intent, api)
     except ApiUnavailable as error:

@@ -1,0 +1,233 @@
+"""Two-factor sign-in: TOTP codes (RFC 6238) from an authenticator app, and recovery codes.
+
+Codes are SHA-1, 6 digits, 30-second steps; the step before and after the current one are
+accepted too, for clocks that drift. A code is accepted once: the user's `totp_last_step` moves
+forward with one conditional UPDATE, so the same code (or an older one) is refused afterwards,
+across processes. The secret is stored encrypted with the API tokens' keys (`portal.crypto`),
+and `flask rotate-keys` re-encrypts it (`rotate_secrets`).
+
+Every check of a code goes through `check_code`, which also counts failures against the sign-in
+limits (per user and per client address) and writes failures to the audit log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import time
+
+import pyotp
+import segno
+import sqlalchemy as sa
+from flask import current_app, request
+from limits import parse
+
+from portal import audit, crypto
+from portal.extensions import db, limiter
+from portal.models import RecoveryCode, User, utcnow
+
+ISSUER = "Merchant Portal"
+WINDOW = 1  # steps accepted either side of the current one
+RECOVERY_CODE_COUNT = 10
+# 16 characters from 31 (no 0, o, 1, l, i) make 79 random bits; shown in groups of four.
+RECOVERY_ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"
+RECOVERY_LENGTH = 16
+
+THROTTLED = "Too many wrong codes. Wait a few minutes, then try again."
+MISSING = "Enter the 6-digit code your authenticator app shows."
+WRONG = "That code is not right. Enter the 6-digit code your authenticator app shows now."
+WRONG_OR_RECOVERY = (
+    "That code is not right. Enter the 6-digit code your authenticator app shows now, "
+    "or one of your recovery codes."
+)
+REUSED = "That code was already used. Wait for the next code in your authenticator app."
+
+
+class CodeRefused(Exception):
+    """A code that was not accepted; the message says why, for the person."""
+
+    def __init__(self, message: str, status: int = 422) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# --- The secret ------------------------------------------------------------------------------
+
+
+def pending_secret(user: User) -> str:
+    """The secret being enrolled: made and stored (encrypted) on the first visit, then kept.
+
+    Keeping it means a reload shows the same QR code as the one the person may have scanned.
+    """
+    if user.totp_secret_encrypted is None:
+        user.totp_secret_encrypted = crypto.encrypt(pyotp.random_base32())
+        db.session.commit()
+    return crypto.decrypt(user.totp_secret_encrypted)
+
+
+def provisioning_uri(user: User, secret: str) -> str:
+    """The `otpauth://` URI an authenticator app reads from the QR code."""
+    return pyotp.TOTP(secret).provisioning_uri(name=user.email, issuer_name=ISSUER)
+
+
+def qr_code(uri: str) -> str:
+    """The URI as a QR code: an SVG `data:` URI made on the server (the CSP allows no other)."""
+    return segno.make(uri, error="m").svg_data_uri(scale=5, border=2)
+
+
+def grouped(text: str) -> str:
+    """A secret or a recovery code in groups of four, easier to read and type."""
+    return " ".join(text[i : i + 4] for i in range(0, len(text), 4))
+
+
+def accepted_step(secret: str, code: str, now: float) -> int | None:
+    """The time step whose code `code` is, within the accepted window around `now`; or None."""
+    totp = pyotp.TOTP(secret)
+    current = int(now // totp.interval)
+    for step in range(current - WINDOW, current + WINDOW + 1):
+        if hmac.compare_digest(totp.generate_otp(step), code):
+            return step
+    return None
+
+
+def _use_step(user: User, step: int) -> bool:
+    """Record `step` as used; False when it (or a later one) was used already."""
+    unused = sa.or_(User.totp_last_step.is_(None), User.totp_last_step < step)
+    result = db.session.execute(
+        sa.update(User)
+        .where(User.id == user.id, unused)
+        .values(totp_last_step=step)
+        .execution_options(synchronize_session=False)
+    )
+    db.session.commit()
+    db.session.refresh(user)
+    return result.rowcount == 1
+
+
+def rotate_secrets() -> int:
+    """Re-encrypt every stored TOTP secret under the newest key; returns how many users."""
+    users = db.session.scalars(sa.select(User).where(User.totp_secret_encrypted.is_not(None))).all()
+    for user in users:
+        user.totp_secret_encrypted = crypto.rotate(user.totp_secret_encrypted)
+    db.session.commit()
+    return len(users)
+
+
+# --- Recovery codes --------------------------------------------------------------------------
+
+
+def _normalised(code: str) -> str:
+    return "".join(code.split()).replace("-", "").lower()
+
+
+def _hash(code: str) -> str:
+    return hashlib.sha256(code.encode()).hexdigest()
+
+
+def new_recovery_codes(user: User) -> list[str]:
+    """Replace the user's recovery codes with new ones; returns them, the only time in clear."""
+    codes = [
+        "".join(secrets.choice(RECOVERY_ALPHABET) for _ in range(RECOVERY_LENGTH))
+        for _ in range(RECOVERY_CODE_COUNT)
+    ]
+    db.session.execute(sa.delete(RecoveryCode).where(RecoveryCode.user_id == user.id))
+    db.session.add_all(RecoveryCode(user_id=user.id, code_hash=_hash(code)) for code in codes)
+    db.session.commit()
+    return [grouped(code) for code in codes]
+
+
+def remaining_recovery_codes(user: User) -> int:
+    return db.session.scalar(
+        sa.select(sa.func.count()).select_from(RecoveryCode).where(RecoveryCode.user_id == user.id)
+    )
+
+
+def _use_recovery_code(user: User, code: str) -> bool:
+    """Consume the code; True only for the one request whose DELETE removed it."""
+    result = db.session.execute(
+        sa.delete(RecoveryCode).where(
+            RecoveryCode.user_id == user.id, RecoveryCode.code_hash == _hash(code)
+        )
+    )
+    db.session.commit()
+    return result.rowcount == 1
+
+
+# --- Checking a code -------------------------------------------------------------------------
+
+
+def _throttles(user: User) -> list[tuple[object, tuple[str, ...]]]:
+    """The sign-in limits, counted apart for codes: per user and per client address."""
+    config = current_app.config
+    prefix = config.get("RATELIMIT_KEY_PREFIX") or ""
+    return [
+        (parse(config["SIGN_IN_LIMIT_PER_ACCOUNT"]), (prefix, "two-factor-user", str(user.id))),
+        (
+            parse(config["SIGN_IN_LIMIT_PER_ADDRESS"]),
+            (prefix, "two-factor-address", request.remote_addr or ""),
+        ),
+    ]
+
+
+def _throttled(user: User) -> bool:
+    if not limiter.enabled:
+        return False
+    return not all(limiter.limiter.test(item, *keys) for item, keys in _throttles(user))
+
+
+def _failed(user: User, purpose: str, message: str) -> CodeRefused:
+    """Count and record a wrong code; returns the refusal to raise."""
+    if limiter.enabled:
+        for item, keys in _throttles(user):
+            limiter.limiter.hit(item, *keys)
+    audit.record("two_factor.code", parameters={"purpose": purpose}, error=message, user=user)
+    current_app.logger.info("Wrong two-factor code (%s) from %s", purpose, request.remote_addr)
+    return CodeRefused(message)
+
+
+def check_code(user: User, code: str | None, *, purpose: str, recovery: bool = False) -> str:
+    """Accept a fresh authenticator code (or, with `recovery`, an unused recovery code).
+
+    Returns what was accepted, "authenticator" or "recovery code"; raises `CodeRefused`
+    otherwise. `purpose` names the check in the audit log ("sign_in", "withdrawal", ...).
+    """
+    code = _normalised(code or "")
+    if not code:
+        raise CodeRefused(MISSING)
+    if _throttled(user):
+        raise CodeRefused(THROTTLED, status=429)
+    secret = crypto.decrypt(user.totp_secret_encrypted) if user.totp_secret_encrypted else None
+    if secret and len(code) == 6 and code.isdigit():
+        step = accepted_step(secret, code, time.time())
+        if step is not None:
+            if _use_step(user, step):
+                return "authenticator"
+            raise _failed(user, purpose, REUSED)
+    elif recovery and len(code) == RECOVERY_LENGTH and _use_recovery_code(user, code):
+        audit.record("two_factor.recovery_code_used", parameters={"purpose": purpose}, user=user)
+        return "recovery code"
+    raise _failed(user, purpose, WRONG_OR_RECOVERY if recovery else WRONG)
+
+
+# --- Turning it on and off -------------------------------------------------------------------
+
+
+def enable(user: User, code: str | None) -> list[str]:
+    """Turn two-factor on after a code from the pending secret; returns the recovery codes."""
+    check_code(user, code, purpose="enrolment")
+    user.totp_enabled_at = utcnow()
+    db.session.commit()
+    codes = new_recovery_codes(user)
+    audit.record("two_factor.enable", user=user)
+    return codes
+
+
+def disable(user: User, *, by: User | None = None) -> None:
+    """Turn two-factor off: forget the secret, the last step and the recovery codes."""
+    user.totp_secret_encrypted = None
+    user.totp_enabled_at = None
+    user.totp_last_step = None
+    db.session.execute(sa.delete(RecoveryCode).where(RecoveryCode.user_id == user.id))
+    db.session.commit()
+    audit.record("two_factor.disable", parameters={"email": user.email}, user=by or user)

@@ -1,0 +1,97 @@
+"""A withdrawal confirmed by an owner with two-factor sign-in on needs a fresh code: a missing,
+wrong or already used one (the sign-in code included) sends nothing to the sandbox."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import requests
+
+from tests.support.money import connect, post, text
+from tests.support.sandbox_server import run_sandbox
+from tests.support.two_factor import enable_for, freeze, sign_in_with_code
+
+
+@pytest.fixture(scope="module")
+def withdrawal_sandbox(tmp_path_factory):
+    with run_sandbox(tmp_path_factory.mktemp("two-factor") / "sandbox.db") as server:
+        yield server
+
+
+def _withdrawals_to(sandbox, address: str) -> int:
+    response = requests.get(
+        f"{sandbox.api_url}/operations",
+        params={"address": address},
+        headers=sandbox.headers(),
+        timeout=10,
+    )
+    return response.json()["meta"]["total"]
+
+
+def _state(app, key: str) -> str:
+    from portal.extensions import db
+    from portal.models import WithdrawalIntent
+
+    with app.app_context():
+        query = db.select(WithdrawalIntent.state).where(WithdrawalIntent.key == key)
+        return db.session.scalar(query).value
+
+
+def test_confirming_needs_a_fresh_code(app, accounts, withdrawal_sandbox, monkeypatch):
+    clock = freeze(monkeypatch)
+    connect(app, withdrawal_sandbox)
+    secret = enable_for(app, accounts.owner)
+    owner = app.test_client()
+    sign_in_code = clock.code(secret)
+    assert sign_in_with_code(owner, accounts.owner, sign_in_code).status_code == 302
+
+    address = "0x" + uuid.uuid4().hex + uuid.uuid4().hex[:8]
+    form = {"amount": "0.01", "wallet": "ETH", "address": address}
+    review = post(owner, "/withdrawals/new", form)
+    key = review.location.rsplit("/", 1)[1]
+    page = owner.get(review.location).get_data(as_text=True)
+    assert "Authenticator code" in page
+
+    confirm = review.location + "/confirm"
+    wrong = f"{(int(sign_in_code) + 1) % 1_000_000:06d}"
+    for code, message in (
+        ("", "Enter the 6-digit code your authenticator app shows."),
+        (sign_in_code, "That code was already used."),
+        (wrong, "That code is not right."),
+    ):
+        response = post(owner, confirm, {"code": code})
+        assert response.status_code == 422
+        assert message in text(response)
+        assert 'value="Confirm withdrawal"' in response.get_data(as_text=True), "may try again"
+        assert _state(app, key) == "pending"
+    assert _withdrawals_to(withdrawal_sandbox, address) == 0
+
+    response = post(owner, confirm, {"code": clock.code(secret, 1)})
+    assert response.status_code == 302
+    assert _state(app, key) == "sent"
+    assert _withdrawals_to(withdrawal_sandbox, address) == 1
+
+    from portal.extensions import db
+    from portal.models import AuditEvent
+
+    with app.app_context():
+        refused = db.session.scalars(
+            db.select(AuditEvent).where(AuditEvent.action == "two_factor.code")
+        ).all()
+    assert [event.parameters["purpose"] for event in refused] == ["withdrawal", "withdrawal"]
+
+
+def test_without_two_factor_confirming_is_as_before(app, accounts, withdrawal_sandbox):
+    """The merchant does not require two-factor and the owner has it off: no code is asked."""
+    from tests.support.money import signed_in
+
+    connect(app, withdrawal_sandbox)
+    owner = signed_in(app, accounts.owner)
+    address = "0x" + uuid.uuid4().hex + uuid.uuid4().hex[:8]
+    review = post(
+        owner, "/withdrawals/new", {"amount": "0.01", "wallet": "ETH", "address": address}
+    )
+    assert "Authenticator code" not in owner.get(review.location).get_data(as_text=True)
+    assert post(owner, review.location + "/confirm").status_code == 302
+    assert _withdrawals_to(withdrawal_sandbox, address) == 1
