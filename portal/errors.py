@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import re
+
 from flask import Flask, current_app, request, url_for
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
@@ -105,6 +108,32 @@ def internal_error(_error: InternalServerError) -> Response:
     return error_page(500, *MESSAGES[500])
 
 
+class RedactCredentials(logging.Filter):
+    """Masks `Bearer <token>` in what the application logger writes, tracebacks included.
+
+    Flask logs an unhandled exception with its traceback before the 500 page is made, and an
+    exception's message can quote the request's Authorization header (http.client's "Invalid
+    header value b'Bearer ...'" for a token with a line break): the token must not reach the
+    log with it.
+    """
+
+    CREDENTIAL = re.compile(r"(Bearer)(\s+)[^\s'\"\\]+", re.IGNORECASE)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = self.CREDENTIAL.sub(r"\1\2••••", message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.CREDENTIAL.sub(r"\1\2••••", record.exc_text)
+        return True
+
+
+REDACT_CREDENTIALS = RedactCredentials()
+
+
 def _settings_action(label: str) -> tuple[str, str] | None:
     """A link to /settings/api for owners, who are the ones who can fix the connection."""
     if current_user.is_authenticated and current_user.role == Role.OWNER:
@@ -113,6 +142,7 @@ def _settings_action(label: str) -> tuple[str, str] | None:
 
 
 def init_app(app: Flask) -> None:
+    app.logger.addFilter(REDACT_CREDENTIALS)  # the same logger for every app: added once
     app.register_error_handler(HTTPException, http_error)
     app.register_error_handler(CSRFError, csrf_error)
     app.register_error_handler(InternalServerError, internal_error)

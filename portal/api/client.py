@@ -119,6 +119,8 @@ class MerchantApiClient:
             raise ValueError("a timeout is required: a call must never hang")
         if not base_url.startswith(("http://", "https://")):
             raise ValueError("base_url must be an http:// or https:// URL")
+        if any(char in (secret or "") for secret in (token, company_token) for char in "\r\n\0"):
+            raise ValueError("a token cannot contain a line break")  # nor be quoted in an error
         self.base_url = base_url.rstrip("/")
         self.environment = environment
         self.api_url = self.base_url + ENVIRONMENT_PREFIXES[environment]

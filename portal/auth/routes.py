@@ -19,7 +19,7 @@ from portal.access import public
 from portal.auth import bp
 from portal.auth import two_factor as second_factor
 from portal.auth.forms import SignInForm, TwoFactorSignInForm
-from portal.auth.sessions import end_session, start_session
+from portal.auth.sessions import discard_session, end_session, start_session
 from portal.extensions import db, limiter
 from portal.models import User
 from portal.security import safe_next
@@ -71,7 +71,7 @@ def login() -> Response | tuple[str, int] | str:
     elif user.check_password(form.password.data):
         next_url = safe_next(form.next.data) or url_for("dashboard.index")
         if user.two_factor_enabled:
-            session.clear()
+            discard_session()
             session[PENDING] = {"user_id": user.id, "since": time.time(), "next": next_url}
             return redirect(url_for("auth.two_factor"))
         return _signed_in(user, next_url, {"email": user.email})

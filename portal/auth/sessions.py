@@ -21,9 +21,22 @@ def _hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def start_session(user: User) -> None:
-    """Sign `user` in with a brand-new session (nothing of the anonymous session survives)."""
+def discard_session() -> None:
+    """Forget the session this cookie carries, on the server and in the cookie.
+
+    Signing in again on a browser that is signed in must not leave the old session alive for a
+    copy of its cookie.
+    """
+    key = session.get("_user_id")
+    if key:
+        db.session.execute(db.delete(UserSession).where(UserSession.key_hash == _hash(key)))
+        db.session.commit()
     session.clear()
+
+
+def start_session(user: User) -> None:
+    """Sign `user` in with a brand-new session (nothing of the previous session survives)."""
+    discard_session()
     key = secrets.token_urlsafe(32)
     db.session.add(UserSession(key_hash=_hash(key), user=user))
     db.session.commit()

@@ -26,6 +26,9 @@ PASSWORD_LENGTH = Length(
 )
 
 
+TOKEN_LENGTH = Length(min=8, max=512)
+
+
 def _base_url(_form: FlaskForm, field: URLField) -> None:
     problem = base_url_problem(field.data or "")
     if problem:
@@ -45,6 +48,12 @@ def _strip(value: str | None) -> str | None:
     return value.strip() if value else value
 
 
+def _token_characters(_form: FlaskForm, field: PasswordField) -> None:
+    """A token is one word: a space or line break inside it is a pasting mistake."""
+    if field.data and any(char.isspace() or not char.isprintable() for char in field.data):
+        raise ValidationError("A token has no spaces or line breaks: paste it again.")
+
+
 def _email(_form: FlaskForm, field: EmailField) -> None:
     if not looks_like_email(field.data or ""):
         raise ValidationError("Enter an email address such as name@example.com.")
@@ -61,9 +70,15 @@ class ApiSettingsForm(FlaskForm):
     environment = SelectField(
         "Environment", choices=[SelectChoice(env.value, env.label) for env in Environment]
     )
-    token = PasswordField("Application token", validators=[Optional(), Length(min=8, max=512)])
+    token = PasswordField(
+        "Application token",
+        validators=[Optional(), TOKEN_LENGTH, _token_characters],
+        filters=[_strip],
+    )
     company_token = PasswordField(
-        "Company token (optional)", validators=[Optional(), Length(min=8, max=512)]
+        "Company token (optional)",
+        validators=[Optional(), TOKEN_LENGTH, _token_characters],
+        filters=[_strip],
     )
     remove_company_token = BooleanField("Remove the stored company token")
     submit = SubmitField("Check and save")

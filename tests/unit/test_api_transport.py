@@ -53,6 +53,14 @@ def test_unknown_environment_and_bad_base_url_are_refused():
         MerchantApiClient("127.0.0.1:8100", token=TOKEN)
 
 
+def test_a_token_with_a_line_break_is_refused_without_being_quoted():
+    """http.client would refuse the header with the whole token in its message."""
+    for tokens in ({"token": TOKEN + "\n"}, {"token": TOKEN, "company_token": "a\r\nb"}):
+        with pytest.raises(ValueError, match="line break") as refused:
+            MerchantApiClient("http://127.0.0.1:1", **tokens)
+        assert TOKEN not in str(refused.value)
+
+
 def test_headers_of_get_post_and_bodiless_put(api):
     api.answer("GET", "/v1/operations/42", Answer(200, {"data": operation_json()}))
     api.answer("POST", "/v1/operations", OPERATION)

@@ -1,0 +1,232 @@
+"""What the attacker suite shares: hostile strings, URL building over url_map, and the checks.
+
+Not a test module: the fixtures that build the hostile world are in this folder's conftest.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import re
+from html.parser import HTMLParser
+from urllib.parse import quote, quote_plus, unquote, urljoin, urlsplit
+
+from flask import Flask, url_for
+from markupsafe import escape
+
+from tests.conftest import csrf_token, sign_in
+
+HTMX = {"HX-Request": "true"}
+STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+# Markup that would run if a page put it into the HTML unescaped.
+XSS = (
+    "<script>alert(1)</script>",
+    '"><img src=x onerror=alert(1)>',
+    "'><svg onload=alert(1)>",
+)
+# Cells a spreadsheet would run as formulas (OWASP CSV injection).
+FORMULAS = (
+    '=HYPERLINK("http://evil.test","x")',
+    "+1+cmd|' /C calc'!A0",
+    "-2+3",
+    "@SUM(1+1)",
+    "\t=1+1",
+    "\r=1+1",
+)
+HOSTILE = XSS + FORMULAS
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
+# An email that passes the portal's check and is markup all the same.
+HOSTILE_EMAIL = '"><img/src=x/onerror=alert(1)>@evil.test'
+
+
+def signed_in(app: Flask, email: str):
+    """A test client signed in as `email` through the real form."""
+    client = app.test_client()
+    response = sign_in(client, email)
+    assert response.status_code == 302, response.get_data(as_text=True)[:500]
+    return client
+
+
+def post_form(client, path: str, data: dict | None = None, **headers: str):
+    """POST a form with the session's own CSRF token, as the browser would."""
+    token = csrf_token(client, "/account")
+    return client.post(path, data={**(data or {}), "csrf_token": token}, headers=headers)
+
+
+def url_of(app: Flask, rule, ids: dict[str, object]) -> str:
+    """The rule's URL with a real value for each of its arguments (a KeyError names a new one)."""
+    with app.test_request_context():
+        return url_for(rule.endpoint, **{name: ids[name] for name in rule.arguments})
+
+
+def get_urls(app: Flask, ids: dict[str, object]) -> list[tuple[str, str]]:
+    """(endpoint, url) of every GET route of url_map, with real ids."""
+    return [
+        (rule.endpoint, url_of(app, rule, ids))
+        for rule in app.url_map.iter_rules()
+        if "GET" in rule.methods
+    ]
+
+
+# --- State ---------------------------------------------------------------------------------
+
+
+def snapshot(world) -> dict:
+    """Everything a forged request could change: every table of the portal, the sandbox."""
+    from portal.extensions import db
+
+    tables = {}
+    with world.app.app_context():
+        for table in db.metadata.sorted_tables:
+            columns = [c for c in table.columns if c.name != "last_seen_at"]
+            rows = db.session.execute(db.select(*columns)).all()
+            tables[table.name] = sorted(map(repr, rows))
+    api = world.api
+    sandbox = {
+        "operations": [(o.id, o.status, o.amount_paid) for o in api.iter_operations()],
+        "transactions": [(t.id, t.status, t.linked) for t in api.iter_transactions()],
+        "vouchers": [(v.id, v.status, v.type) for v in api.iter_vouchers()],
+        "wallets": world.sandbox.control("GET", "wallets").json()["data"],
+    }
+    return {"portal": tables, "sandbox": sandbox}
+
+
+# --- Inert HTML ------------------------------------------------------------------------------
+
+
+URL_ATTRIBUTES = frozenset({"href", "src", "action", "formaction", "hx-get", "hx-post"})
+
+
+def _runs_script(url: str) -> bool:
+    """A URL that runs script when followed (browsers ignore white space and controls in it)."""
+    scheme = re.sub(r"[\s\x00-\x1f]", "", url).lower()
+    return scheme.startswith(("javascript:", "vbscript:", "data:text/html"))
+
+
+class _ActiveContent(HTMLParser):
+    """Collects everything in a page that could run script."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            if name.startswith(("on", "hx-on")):
+                self.found.append(f"<{tag} {name}=...>")
+            if name in URL_ATTRIBUTES and _runs_script(value or ""):
+                self.found.append(f"<{tag} {name}={value!r}>")
+        if tag == "script":
+            if not dict(attrs).get("src"):
+                self.found.append("<script> without src")
+            self._in_script = True
+        if tag in ("iframe", "object", "embed", "base"):
+            self.found.append(f"<{tag}>")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._in_script = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script and data.strip():
+            self.found.append(f"inline script {data.strip()[:40]!r}")
+
+
+def active_content(html: str) -> list[str]:
+    """What in `html` could run script: event handlers, inline scripts, javascript: URLs."""
+    parser = _ActiveContent()
+    parser.feed(html)
+    parser.close()
+    raw = [payload for payload in XSS if payload in html]
+    return parser.found + [f"raw payload {payload!r}" for payload in raw]
+
+
+def shows_escaped(html: str, payload: str) -> bool:
+    """Whether the page shows `payload` as text (escaped, so visible and inert)."""
+    escaped = str(escape(payload))
+    return escaped in html or escaped.replace("&#39;", "&#x27;") in html
+
+
+# --- Headers ---------------------------------------------------------------------------------
+
+
+def header_problems(response) -> list[str]:
+    """What is missing from the response's security headers."""
+    headers = response.headers
+    problems = []
+    policy = headers.get("Content-Security-Policy", "")
+    if "frame-ancestors 'none'" not in policy and "frame-ancestors 'self'" not in policy:
+        problems.append(f"CSP without frame-ancestors: {policy!r}")
+    if "default-src" not in policy or "'unsafe-inline'" in policy or "'unsafe-eval'" in policy:
+        problems.append(f"weak CSP: {policy!r}")
+    if headers.get("X-Content-Type-Options") != "nosniff":
+        problems.append("no X-Content-Type-Options: nosniff")
+    if headers.get("Referrer-Policy") not in ("same-origin", "no-referrer", "strict-origin"):
+        problems.append(f"Referrer-Policy {headers.get('Referrer-Policy')!r}")
+    return problems
+
+
+# --- Redirects -------------------------------------------------------------------------------
+
+PORTAL = "http://localhost"
+
+
+def stays_on_portal(location: str) -> bool:
+    """Whether a browser following `location` from the portal stays on it, however it reads it.
+
+    Browsers treat backslashes as slashes and drop tabs and newlines, so those are applied
+    before resolving; any decoding of the path must not make it leave either.
+    """
+    for candidate in _readings(location):
+        cleaned = re.sub(r"[\t\n\r]", "", candidate).replace("\\", "/").strip()
+        resolved = urlsplit(urljoin(PORTAL + "/", cleaned))
+        if (resolved.scheme, resolved.netloc) != ("http", "localhost"):
+            return False
+    return True
+
+
+def _readings(location: str) -> list[str]:
+    readings = [location]
+    for _ in range(3):
+        readings.append(unquote(readings[-1]))
+    return readings
+
+
+# --- CSV -------------------------------------------------------------------------------------
+
+
+def csv_cells(text: str) -> list[str]:
+    return [cell for row in csv.reader(io.StringIO(text)) for cell in row]
+
+
+def formula_cells(text: str) -> list[str]:
+    """Cells a spreadsheet would evaluate; numbers (a negative amount) are not formulas."""
+    return [
+        cell
+        for cell in csv_cells(text)
+        if cell.startswith(FORMULA_STARTS) and not re.fullmatch(r"-?\d+(\.\d+)?", cell)
+    ]
+
+
+# --- Secrets ---------------------------------------------------------------------------------
+
+
+def encodings(secret: str) -> set[str]:
+    """The secret as it could show up: plain, URL-encoded, hex and base64 at every alignment."""
+    forms = {secret, quote(secret, safe=""), quote_plus(secret), secret.encode().hex()}
+    raw = secret.encode()
+    for offset in range(3):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            text = encode(b"\0" * offset + raw).decode().rstrip("=")
+            # drop the characters that mix in the padding bytes or what follows the secret
+            start = (offset * 4 + 2) // 3
+            forms.add(text[start : len(text) - 2])
+    return {form for form in forms if len(form) >= 8}
+
+
+def leaks(text: str, secrets: dict[str, str]) -> list[str]:
+    """Names of the secrets found in `text`, in any of their encodings."""
+    return [name for name, secret in secrets.items() if any(f in text for f in encodings(secret))]

@@ -1,0 +1,191 @@
+"""A hostile world, built once per worker: a sandbox whose records hold markup and formulas,
+and a portal connected to it whose own records (checkout link, shop name, user, audit events,
+withdrawal intents, cross exchange reference) were made through its forms with hostile input.
+
+Tests may add records but must leave the ones listed in `World.ids` as they are.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from flask import Flask
+
+from portal.api import MerchantApiClient
+from tests.conftest import PASSWORD
+from tests.security.attack import HOSTILE, HOSTILE_EMAIL, XSS, post_form, signed_in
+from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, connect
+from tests.support.portal_app import connected_portal, email
+from tests.support.sandbox_server import SandboxServer, run_sandbox
+
+OTHER_OWNER = "owner@other.test"
+VISITORS = ("anonymous", "owner", "operator", "accountant", "other")
+
+
+@dataclass
+class World:
+    app: Flask
+    sandbox: SandboxServer
+    api: MerchantApiClient
+    folder: Path
+    ids: dict[str, object] = field(default_factory=dict)
+    hostile_operations: dict[str, str] = field(default_factory=dict)  # payload -> operation id
+    checkout_order: str = ""
+    _clients: dict[str, object] = field(default_factory=dict)
+
+    def email(self, visitor: str) -> str:
+        return OTHER_OWNER if visitor == "other" else email(visitor)
+
+    def client(self, visitor: str):
+        """A client of `visitor`, signed in once per worker (do not sign it out)."""
+        if visitor == "anonymous":
+            return self.app.test_client()
+        if visitor not in self._clients:
+            self._clients[visitor] = signed_in(self.app, self.email(visitor))
+        return self._clients[visitor]
+
+    def fresh_client(self, visitor: str):
+        """A client with a session of its own, for tests that end it."""
+        return signed_in(self.app, self.email(visitor))
+
+    @property
+    def database(self) -> Path:
+        return Path(self.app.config["SQLALCHEMY_DATABASE_URI"].removeprefix("sqlite:///"))
+
+
+def _hostile_api_records(world: World) -> None:
+    """An operation per hostile string as its order number, a transaction with it as tx_id,
+    rejected with it as the reason; the first XSS operation keeps two undefined transactions."""
+    api, sandbox = world.api, world.sandbox
+    for payload in HOSTILE:
+        operation = api.create_operation("0.5", "BTC", payload)
+        world.hostile_operations[payload] = operation.id
+        body = {"amount": "0.1", "tx_id": payload[:120], "status": "undefined"}
+        transaction = sandbox.control("POST", f"operations/{operation.id}/transactions", body)
+        api.reject_transactions(operation.id, [transaction.json()["data"]["id"]], payload)
+    first = world.hostile_operations[XSS[0]]
+    pending = []
+    for payload in XSS[1:]:
+        body = {"amount": "0.1", "tx_id": payload + "-pending", "status": "undefined"}
+        pending.append(
+            sandbox.control("POST", f"operations/{first}/transactions", body).json()["data"]["id"]
+        )
+    world.ids.update(operation_id=first, transaction_id=pending[0])
+    world.ids["voucher_id"] = api.create_voucher("0.01", "BTC").id
+
+
+def _hostile_portal_records(world: World) -> None:
+    """Records of the portal itself, made through its forms by the owner."""
+    from portal.extensions import db
+    from portal.models import CheckoutLink
+    from portal.services import accounts
+
+    owner = world.client("owner")
+    world.checkout_order = XSS[1] + "-checkout"
+    made = post_form(
+        owner,
+        "/operations/new",
+        {"amount": "1", "currency": "BTC", "order_id": world.checkout_order},
+    )
+    assert made.status_code == 302, made.get_data(as_text=True)[:1000]
+    saved = post_form(owner, "/settings/checkout", {"display_name": XSS[0], "shop_url": ""})
+    assert saved.status_code == 302
+    added = post_form(
+        owner,
+        "/settings/users",
+        {"email": HOSTILE_EMAIL, "role": "accountant", "password": "a long enough password"},
+    )
+    assert added.status_code == 302, added.get_data(as_text=True)[:1000]
+    rejected = post_form(
+        owner,
+        f"/operations/{world.ids['operation_id']}/reject-transactions",
+        {"transaction_id": world.ids["transaction_id"], "reason": XSS[2], "confirm": "1"},
+    )
+    assert rejected.status_code == 302, rejected.get_data(as_text=True)[:1000]
+    # the first pending transaction is rejected now: the detail page keeps the other
+    transactions = world.api.get_operation(world.ids["operation_id"]).transactions
+    world.ids["transaction_id"] = next(t.id for t in transactions if t.status == "undefined")
+
+    keys = []
+    for _ in range(2):
+        review = post_form(
+            owner, "/withdrawals/new", {"amount": "0.001", "wallet": "BTC", "address": BTC_ADDRESS}
+        )
+        assert review.status_code == 302
+        keys.append(review.location.rsplit("/", 1)[1])
+    assert post_form(owner, f"/withdrawals/{keys[0]}/confirm").status_code == 302
+    cross = post_form(
+        owner,
+        "/cross-exchanges/new",
+        {
+            "sell_currency": "BTC",
+            "buy_currency": "ETH",
+            "sell_amount": "0.01",
+            "sell_address": BTC_ADDRESS,
+            "buy_address": ETH_ADDRESS,
+        },
+    )
+    assert cross.status_code == 302, cross.get_data(as_text=True)[:1000]
+
+    with world.app.app_context():
+        link = db.session.scalars(
+            db.select(CheckoutLink).where(CheckoutLink.order_id == world.checkout_order)
+        ).one()
+        world.ids.update(
+            token=link.token,
+            key=keys[1],  # still pending
+            confirmed_key=keys[0],
+            user_id=accounts.find_user(email("accountant")).id,
+            cross_exchange_id=cross.location.rsplit("/", 1)[1],
+            filename="portal.css",
+        )
+
+
+def _cheap_hash(password: str) -> str:
+    from werkzeug.security import generate_password_hash
+
+    return generate_password_hash(password, method="pbkdf2:sha256:1000")
+
+
+@pytest.fixture(scope="session")
+def world(tmp_path_factory) -> World:
+    """The hostile world of this worker (see the module docstring)."""
+    from portal import models
+    from portal.extensions import db
+    from portal.models import Role
+    from portal.services import accounts
+
+    folder = tmp_path_factory.mktemp("security")
+    with (
+        pytest.MonkeyPatch.context() as patch,
+        run_sandbox(folder / "sandbox.db") as sandbox,
+        connected_portal(folder, sandbox) as app,
+    ):
+        # Passwords are not what this world tests: hashes that take a millisecond to check,
+        # so that the many sign-ins stay cheap (the hash method travels with each hash).
+        patch.setattr(models, "generate_password_hash", _cheap_hash)
+        with app.app_context():
+            for role in ("owner", "operator", "accountant"):
+                accounts.find_user(email(role)).set_password(PASSWORD)
+            db.session.commit()
+        connect(app, sandbox)  # with the company token too
+        with app.app_context():
+            other = accounts.merchant_named("Other", create=True)
+            accounts.add_user(other, OTHER_OWNER, Role.OWNER, PASSWORD)
+        api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
+        built = World(app, sandbox, api, folder)
+        _hostile_api_records(built)
+        _hostile_portal_records(built)
+        yield built
+
+
+@pytest.fixture
+def unique() -> str:
+    return uuid.uuid4().hex[:10]
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "short_window: sign-in limits with a 1 second window")

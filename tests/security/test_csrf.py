@@ -1,0 +1,297 @@
+"""Point 1: every state-changing route of url_map refuses a request without a valid CSRF token
+(none, a forged one, another session's), as a plain form and as htmx, and nothing changes:
+not the portal's database (audit log included) nor the sandbox.
+
+Each route has a valid request in `VALID`, which the positive control proves valid (with the
+session's own token it does change something); a new state-changing route fails
+`test_every_state_changing_route_is_covered` until it has one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+import pyotp
+import pytest
+
+from tests.conftest import PASSWORD, csrf_token
+from tests.security.attack import STATE_CHANGING, snapshot
+from tests.security.attack import signed_in as signed_in_client
+from tests.support.money import BTC_ADDRESS, ETH_ADDRESS
+
+# Routes exempt from CSRF, with the reason. None today.
+EXEMPT: dict[str, str] = {}
+
+
+@dataclass
+class Case:
+    """A valid state-changing request: who sends it (a client with a token) and what."""
+
+    client: object
+    url: str
+    data: dict = field(default_factory=dict)
+    anonymous: bool = False
+    accepted: tuple[int, ...] = (200, 302)  # the statuses of the valid request
+
+
+def _throwaway(world, role: str = "operator", *, two_factor: bool = False, signed_in=True):
+    """A new user of Acme (optionally with two-factor on) and a client signed in as them."""
+    from portal import crypto
+    from portal.extensions import db
+    from portal.models import Role, utcnow
+    from portal.services import accounts
+
+    address = f"csrf-{uuid.uuid4().hex[:8]}@acme.test"
+    with world.app.app_context():
+        accounts.add_user(accounts.merchant_named("Acme"), address, Role(role), PASSWORD)
+    client = signed_in_client(world.app, address) if signed_in else world.app.test_client()
+    secret = pyotp.random_base32()
+    with world.app.app_context():
+        user = accounts.find_user(address)
+        user_id = user.id
+        if two_factor:
+            from portal.auth import two_factor as second_factor
+
+            user.totp_secret_encrypted = crypto.encrypt(secret)
+            user.totp_enabled_at = utcnow()
+            db.session.commit()
+            second_factor.new_recovery_codes(user)
+    return client, address, user_id, pyotp.TOTP(secret)
+
+
+def _as(world, visitor: str, url: str, data: dict | None = None) -> Case:
+    if visitor == "anonymous":
+        return Case(world.app.test_client(), url, data or {}, anonymous=True)
+    return Case(world.fresh_client(visitor), url, data or {})
+
+
+def _operation_with_transaction(world) -> tuple[str, str]:
+    operation = world.api.create_operation("0.5", "BTC", "csrf-order")
+    body = {"amount": "0.1", "status": "undefined"}
+    answer = world.sandbox.control("POST", f"operations/{operation.id}/transactions", body)
+    return operation.id, answer.json()["data"]["id"]
+
+
+def _transactions(world, action: str) -> Case:
+    operation, transaction = _operation_with_transaction(world)
+    data = {"transaction_id": transaction, "reason": "refund", "confirm": "1"}
+    return _as(world, "operator", f"/operations/{operation}/{action}-transactions", data)
+
+
+def _confirm_withdrawal(world) -> Case:
+    from portal.services import accounts
+    from portal.withdrawals import intents
+
+    with world.app.app_context():
+        owner = accounts.find_user(world.email("owner"))
+        key = intents.create(owner.merchant, owner, Decimal("0.001"), "BTC", BTC_ADDRESS)
+    return _as(world, "owner", f"/withdrawals/{key}/confirm")
+
+
+def _cancel_cross_exchange(world) -> Case:
+    created = world.api.create_cross_exchange(
+        "BTC", "ETH", BTC_ADDRESS, ETH_ADDRESS, sell_amount="0.01"
+    )
+    return _as(world, "operator", f"/cross-exchanges/{created.id}/cancel")
+
+
+def _edit_user(world, suffix: str = "", data: dict | None = None) -> Case:
+    _client, _address, user_id, _totp = _throwaway(world, "accountant", signed_in=False)
+    return _as(world, "owner", f"/settings/users/{user_id}{suffix}", data)
+
+
+def _enable_two_factor(world) -> Case:
+    client, address, _user_id, _totp = _throwaway(world)
+    client.get("/account/two-factor")  # makes the pending secret
+    from portal import crypto
+    from portal.services import accounts
+
+    with world.app.app_context():
+        secret = crypto.decrypt(accounts.find_user(address).totp_secret_encrypted)
+    return Case(client, "/account/two-factor", {"code": pyotp.TOTP(secret).now()})
+
+
+def _manage_two_factor(world, url: str, field: str) -> Case:
+    client, _address, _user_id, totp = _throwaway(world, two_factor=True)
+    return Case(client, url, {field: totp.now()})
+
+
+def _second_step(world) -> Case:
+    client, address, _user_id, totp = _throwaway(world, two_factor=True, signed_in=False)
+    first = client.post(
+        "/login",
+        data={"email": address, "password": PASSWORD, "csrf_token": csrf_token(client)},
+    )
+    assert first.status_code == 302 and "two-factor" in first.location
+    return Case(client, "/login/two-factor", {"code": totp.now()}, anonymous=True)
+
+
+def _require_two_factor(world) -> Case:
+    """The Other merchant's owner (two-factor off): the refusal is recorded in the audit log."""
+    case = _as(world, "other", "/settings/users/two-factor", {"required": "y"})
+    case.accepted = (422,)
+    return case
+
+
+CROSS = {
+    "sell_currency": "BTC",
+    "buy_currency": "ETH",
+    "sell_amount": "0.01",
+    "sell_address": BTC_ADDRESS,
+    "buy_address": ETH_ADDRESS,
+}
+
+# endpoint -> a valid request by a visitor allowed to make it
+VALID: dict[str, Callable[..., Case]] = {
+    "auth.login": lambda w: _as(
+        w, "anonymous", "/login", {"email": w.email("operator"), "password": PASSWORD}
+    ),
+    "auth.two_factor": _second_step,
+    "auth.logout": lambda w: _as(w, "owner", "/logout"),
+    "account.index": lambda w: Case(_throwaway(w)[0], "/account", {"time_zone": "Asia/Tokyo"}),
+    "account.two_factor": _enable_two_factor,
+    "account.recovery_codes": lambda w: _manage_two_factor(
+        w, "/account/two-factor/recovery-codes", "code"
+    ),
+    "account.disable_two_factor": lambda w: _manage_two_factor(
+        w, "/account/two-factor/disable", "disable-code"
+    ),
+    "operations.new": lambda w: _as(
+        w, "operator", "/operations/new", {"amount": "1", "currency": "BTC", "order_id": "csrf"}
+    ),
+    "operations.link_transactions": lambda w: _transactions(w, "link"),
+    "operations.reject_transactions": lambda w: _transactions(w, "reject"),
+    "operations.cancel": lambda w: _as(
+        w,
+        "operator",
+        f"/operations/{w.api.create_operation('1', 'BTC', 'csrf').id}/cancel",
+        {"confirm": "1"},
+    ),
+    "settings.api": lambda w: _as(
+        w,
+        "owner",
+        "/settings/api",
+        {"base_url": w.sandbox.base_url, "environment": "sandbox", "token": w.sandbox.token},
+    ),
+    # the other merchant's owner: the hostile shop name of Acme stays for the other tests
+    "settings.checkout": lambda w: _as(
+        w, "other", "/settings/checkout", {"display_name": f"Forged {uuid.uuid4()}", "shop_url": ""}
+    ),
+    "settings.users": lambda w: _as(
+        w,
+        "owner",
+        "/settings/users",
+        {
+            "email": f"forged-{uuid.uuid4().hex[:8]}@acme.test",
+            "role": "owner",
+            "password": "forged 1234",
+        },
+    ),
+    "settings.require_two_factor": _require_two_factor,
+    "settings.edit_user": lambda w: _edit_user(w, data={"role": "owner", "password": ""}),
+    "settings.remove_user": lambda w: _edit_user(w, "/remove"),
+    "withdrawals.new": lambda w: _as(
+        w, "owner", "/withdrawals/new", {"amount": "0.001", "wallet": "BTC", "address": BTC_ADDRESS}
+    ),
+    "withdrawals.confirm": _confirm_withdrawal,
+    "vouchers.new": lambda w: _as(
+        w, "operator", "/vouchers/new", {"amount": "0.01", "currency": "BTC"}
+    ),
+    "vouchers.cancel": lambda w: _as(
+        w, "operator", f"/vouchers/{w.api.create_voucher('0.01', 'BTC').id}/cancel"
+    ),
+    "vouchers.payoff": lambda w: _as(
+        w, "operator", "/vouchers/payoff", {"code": w.api.create_voucher("0.01", "BTC").code}
+    ),
+    "exchanges.create": lambda w: _as(
+        w,
+        "operator",
+        "/exchange",
+        {"sell_currency": "BTC", "buy_currency": "ETH", "sell_amount": "0.001"},
+    ),
+    "cross_exchanges.new": lambda w: _as(w, "operator", "/cross-exchanges/new", CROSS),
+    "cross_exchanges.cancel": _cancel_cross_exchange,
+}
+
+
+def state_changing_endpoints(app) -> set[str]:
+    return {rule.endpoint for rule in app.url_map.iter_rules() if rule.methods & STATE_CHANGING}
+
+
+def test_every_state_changing_route_is_covered(world):
+    """Derived from url_map: a new POST/PUT/PATCH/DELETE route fails here until it has a row."""
+    endpoints = state_changing_endpoints(world.app) - EXEMPT.keys()
+    assert endpoints - VALID.keys() == set(), "state-changing routes without a CSRF case"
+    assert VALID.keys() - endpoints == set(), "CSRF cases of routes that are gone"
+
+
+def _own_token(case: Case) -> str:
+    return csrf_token(case.client, "/login" if case.anonymous else "/account")
+
+
+def _stolen_token(world, case: Case) -> str:
+    """A valid token, of somebody else's session."""
+    other = world.app.test_client() if case.anonymous else world.client("owner")
+    token = csrf_token(other, "/login" if case.anonymous else "/account")
+    assert token and token != _own_token(case)
+    return token
+
+
+@pytest.mark.parametrize("endpoint", sorted(VALID))
+def test_forged_requests_are_refused_and_change_nothing(world, endpoint):
+    case = VALID[endpoint](world)
+    stolen = _stolen_token(world, case)
+    attempts = [("no token", None), ("forged token", "forged-" + stolen[7:]), ("other", stolen)]
+    before = snapshot(world)
+    for kind, token in attempts:
+        as_form = {**case.data, **({"csrf_token": token} if token else {})}
+        htmx = {"HX-Request": "true", **({"X-CSRFToken": token} if token else {})}
+        boosted = {**htmx, "HX-Boosted": "true"}
+        for how, response in (
+            ("form", case.client.post(case.url, data=as_form)),
+            ("htmx", case.client.post(case.url, data=case.data, headers=htmx)),
+            ("boosted", case.client.post(case.url, data=case.data, headers=boosted)),
+            ("json", case.client.post(case.url, json=as_form)),
+            ("text/plain", case.client.post(case.url, data="a=1", content_type="text/plain")),
+        ):
+            assert response.status_code == 400, f"{kind}, {how}: {response.status_code}"
+            assert "This form has expired" in response.get_data(as_text=True)
+    assert snapshot(world) == before, "a refused request changed something"
+    if not case.anonymous:
+        assert case.client.get("/account").status_code == 200, "still signed in"
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["form", "htmx"])
+@pytest.mark.parametrize("endpoint", sorted(VALID))
+def test_the_same_request_with_the_sessions_token_works(world, endpoint, htmx):
+    """Positive control: the request of the test above is valid, so CSRF alone refused it."""
+    case = VALID[endpoint](world)
+    token = _own_token(case)
+    before = snapshot(world)
+    if htmx:
+        headers = {"HX-Request": "true", "X-CSRFToken": token}
+        response = case.client.post(case.url, data=case.data, headers=headers)
+    else:
+        response = case.client.post(case.url, data={**case.data, "csrf_token": token})
+    assert response.status_code in case.accepted, response.get_data(as_text=True)[:1000]
+    assert snapshot(world) != before, "the valid request changed nothing: the case proves nothing"
+
+
+# Reads that write, on purpose (a GET must change nothing else: it needs no CSRF token).
+GET_WRITES = {"account.two_factor": "stores the pending secret its QR code shows"}
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
+def test_reads_change_nothing(world, htmx):
+    """Every GET route of url_map, as the owner: a cross-site GET (an <img>) does nothing."""
+    from tests.security.attack import HTMX, get_urls
+
+    owner = world.client("owner")
+    urls = [(e, url) for e, url in get_urls(world.app, world.ids) if e not in GET_WRITES]
+    before = snapshot(world)
+    for _endpoint, url in urls:
+        owner.get(url, headers=HTMX if htmx else {}).close()
+    assert snapshot(world) == before

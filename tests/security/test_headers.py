@@ -1,0 +1,135 @@
+"""Point 4: CSP with frame-ancestors, nosniff and a Referrer-Policy on every response: every route
+of url_map by every method for every visitor, as a page and as htmx, and every kind of error.
+(The 429 of the sign-in limits is checked in test_throttling.py, on an app with low limits.)
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.security.attack import HTMX, header_problems, url_of
+from tests.security.conftest import VISITORS
+
+
+@pytest.mark.parametrize("visitor", VISITORS)
+def test_every_route_method_and_visitor(world, visitor):
+    """Whatever the answer (page, fragment, redirect, 401, 403, 404, 400 CSRF, CSV, static)."""
+    client = world.client(visitor)
+    problems, statuses = [], set()
+    for rule in world.app.url_map.iter_rules():
+        url = url_of(world.app, rule, world.ids)
+        for method in sorted(rule.methods):
+            variants = ({}, HTMX, {**HTMX, "HX-Boosted": "true"}) if method == "GET" else ({},)
+            for headers in variants:
+                response = client.open(url, method=method, headers=headers)
+                statuses.add(response.status_code)
+                problems += [f"{method} {url} {headers}: {p}" for p in header_problems(response)]
+                response.close()
+    assert problems == []
+    assert {200, 302}.issubset(statuses)
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "status"),
+    [
+        ("/no-such-page", "GET", 404),
+        ("/operations/new/nothing", "GET", 404),
+        ("/static/no-such-file.css", "GET", 404),
+        ("/logout", "GET", 405),
+        ("/healthz", "POST", 405),
+        ("/settings/users", "POST", 400),  # no CSRF token
+        ("/withdrawals/no-such-key", "GET", 404),
+        ("/settings/users/999999", "GET", 404),
+    ],
+)
+@pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
+def test_error_pages(world, path, method, status, htmx):
+    response = world.client("owner").open(path, method=method, headers=HTMX if htmx else {})
+    assert response.status_code == status
+    assert header_problems(response) == []
+
+
+def test_forbidden_page(world):
+    response = world.client("accountant").get("/settings/api")
+    assert response.status_code == 403
+    assert header_problems(response) == []
+
+
+@pytest.mark.parametrize(("mode", "status"), [("error500", 502), ("malformed", 502)])
+@pytest.mark.parametrize("path", ["/operations", "/operations/export.csv", "/rates"])
+def test_upstream_fault_pages(world, mode, status, path):
+    world.sandbox.control("POST", "faults", {"mode": mode})
+    try:
+        for headers in ({}, HTMX):
+            response = world.client("owner").get(path, headers=headers)
+            assert response.status_code == status
+            assert header_problems(response) == []
+    finally:
+        world.sandbox.reset()
+
+
+def test_upstream_timeout_page(world, monkeypatch):
+    monkeypatch.setitem(world.app.config, "API_TIMEOUT_READ", 0.2)
+    world.sandbox.control("POST", "faults", {"mode": "slow", "delay_ms": 600})
+    try:
+        response = world.client("owner").get("/rates")
+    finally:
+        world.sandbox.reset()
+    assert response.status_code == 504, response.status_code
+    assert header_problems(response) == []
+
+
+def test_internal_error_page(world, monkeypatch):
+    """A 500: the stored token cannot be decrypted (a key removed before rotate-keys)."""
+    from cryptography.fernet import Fernet
+
+    monkeypatch.setitem(world.app.config, "TOKEN_KEYS", [Fernet.generate_key().decode()])
+    for headers in ({}, HTMX):
+        response = world.client("owner").get("/operations", headers=headers)
+        assert response.status_code == 500
+        assert header_problems(response) == []
+
+
+def test_unexpected_exception_page(world, monkeypatch):
+    """A bug in a view: Flask's own 500 path."""
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setitem(world.app.config, "PROPAGATE_EXCEPTIONS", False)  # as in production
+    monkeypatch.setitem(world.app.view_functions, "rates.index", broken)
+    monkeypatch.setattr(broken, "portal_access", "public", raising=False)
+    response = world.client("owner").get("/rates")
+    assert response.status_code == 500
+    assert header_problems(response) == []
+
+
+def test_throttled_checkout_page(world, monkeypatch):
+    monkeypatch.setitem(world.app.config, "CHECKOUT_LIMIT_PER_ADDRESS", "2 per minute")
+    client = world.app.test_client()
+    address = {"REMOTE_ADDR": "198.51.100.29"}
+    url = f"/checkout/{world.ids['token']}"
+    responses = [client.get(url, environ_base=address) for _ in range(3)]
+    responses.append(client.get(url, headers=HTMX, environ_base=address))
+    assert [r.status_code for r in responses] == [200, 200, 429, 429]
+    assert all(header_problems(r) == [] for r in responses)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/operations/export.csv",
+        "/transactions/export.csv",
+        "/audit/export.csv",
+        "/static/portal.css",
+        "/healthz",
+        "/checkout/{token}",
+        "/checkout/{token}/pay",
+        "/checkout/no-such-link",
+    ],
+)
+def test_special_responses(world, path):
+    response = world.client("owner").get(path.format(**world.ids))
+    assert response.status_code in (200, 303, 404)
+    assert header_problems(response) == []
+    response.close()
