@@ -41,6 +41,9 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         SESSION_COOKIE_NAME="portal_session",
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
+        # The server ends sessions (lifetime and idle time): re-signing the cookie on every
+        # response would change nothing.
+        SESSION_REFRESH_EACH_REQUEST=False,
         WTF_CSRF_TIME_LIMIT=None,
         SQLALCHEMY_ENGINE_OPTIONS={"pool_pre_ping": True},
     )

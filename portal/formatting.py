@@ -18,8 +18,6 @@ from markupsafe import Markup, escape
 
 from portal.api import OPERATION_STATUSES, TRANSACTION_STATUSES
 
-TIMESTAMP = "%Y-%m-%d %H:%M:%S"
-
 
 @lru_cache(maxsize=1)
 def time_zone_names() -> tuple[str, ...]:
@@ -39,50 +37,35 @@ def user_zone() -> tzinfo:
     """The signed-in user's zone; UTC for anyone else or an unknown name (once per request)."""
     if "user_zone" not in g:
         name = current_user.time_zone if current_user.is_authenticated else None
-        g.user_zone = _zone(name) if name else UTC
+        g.user_zone = _zone(name) if name and name != "UTC" else UTC
     return g.user_zone
-
-
-def local_time(moment: datetime | None) -> str:
-    """`2024-05-01 14:03:22 CEST`: the moment in the user's zone, with the zone shown."""
-    if moment is None:
-        return "—"
-    here = moment.astimezone(user_zone())
-    return f"{here.strftime(TIMESTAMP)} {here.tzname()}"
-
-
-def utc_time(moment: datetime | None) -> str:
-    """`2024-05-01 12:03:22 UTC`."""
-    if moment is None:
-        return "—"
-    return moment.astimezone(UTC).strftime(TIMESTAMP) + " UTC"
-
-
-def iso_utc(moment: datetime) -> str:
-    """ISO 8601 in UTC, for the `datetime` attribute of `<time>`."""
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def is_utc() -> bool:
-    return user_zone() in (UTC, _zone("UTC"))
 
 
 def when(moment: datetime | None, full: bool = False) -> Markup:
     """A `<time>` in the user's zone with the UTC value as its title (and, `full`, beside it).
 
-    Python rather than a macro, and plain escaping rather than `Markup.format`: a list shows
+    `2024-05-01 14:03:22 CEST`, titled `2024-05-01 12:03:22 UTC`. Python rather than a macro,
+    each conversion done once, and plain escaping rather than `Markup.format`: a list shows
     hundreds of them.
     """
     if moment is None:
         return Markup("—")
-    utc = escape(utc_time(moment))
+    utc = moment.astimezone(UTC)
+    zone = user_zone()
+    here = utc if zone is UTC else utc.astimezone(zone)
+    utc_text = f"{_seconds(utc)} UTC"
     html = (
-        f'<time datetime="{escape(iso_utc(moment))}" title="{utc}">'
-        f"{escape(local_time(moment))}</time>"
+        f'<time datetime="{utc.isoformat().replace("+00:00", "Z")}" title="{utc_text}">'
+        f"{_seconds(here)} {escape(here.tzname())}</time>"
     )
-    if full and not is_utc():
-        html += f' <span class="muted">({utc})</span>'
-    return Markup(html)  # noqa: S704  (every value above is escaped)
+    if full and here is not utc:
+        html += f' <span class="muted">({utc_text})</span>'
+    return Markup(html)  # noqa: S704  (digits and separators; the zone's name escaped)
+
+
+def _seconds(moment: datetime) -> str:
+    """`2024-05-01 14:03:22`, to the second (isoformat: 4 times faster than strftime)."""
+    return moment.isoformat(" ", "seconds")[:19]
 
 
 def badge(status: str, known: dict[int, str]) -> Markup:
@@ -110,11 +93,7 @@ def web_link(url: str | None) -> str | None:
 
 
 def init_app(app: Flask) -> None:
-    app.add_template_filter(local_time)
-    app.add_template_filter(utc_time)
-    app.add_template_filter(iso_utc)
     app.add_template_filter(money)
-    app.add_template_global(is_utc)
     app.add_template_global(when)
     app.add_template_global(badge)
     app.add_template_global(web_link)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
+from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -38,6 +39,28 @@ class GetOnlyRetry(Retry):
         return super().increment(method, url, response, error, _pool, _stacktrace)
 
 
+class PortalSession(requests.Session):
+    """A session that reads the proxy and CA settings of the environment once per API host.
+
+    requests reads them (all of `os.environ`) again for every request, which costs about as
+    much CPU as the request itself; the process's environment does not change.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._environment: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def merge_environment_settings(
+        self, url: str, proxies: Any, stream: Any, verify: Any, cert: Any
+    ) -> dict[str, Any]:
+        if proxies or verify is not None or cert is not None:
+            return super().merge_environment_settings(url, proxies, stream, verify, cert)
+        host = urlsplit(url)[:2]
+        if host not in self._environment:
+            self._environment[host] = super().merge_environment_settings(url, {}, None, None, None)
+        return {**self._environment[host], "stream": self.stream if stream is None else stream}
+
+
 def make_session(retries: int = 2, backoff: float = 0.25, pool_size: int = 10) -> requests.Session:
     """A session to share between clients: one connection pool per API host.
 
@@ -55,7 +78,7 @@ def make_session(retries: int = 2, backoff: float = 0.25, pool_size: int = 10) -
         raise_on_status=False,
         respect_retry_after_header=False,
     )
-    session = requests.Session()
+    session = PortalSession()
     adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=retry)
     session.mount("http://", adapter)
     session.mount("https://", adapter)

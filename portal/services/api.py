@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 import requests
@@ -14,7 +17,9 @@ from portal.api import ApiError, ApiUnavailable, MerchantApiClient, make_session
 from portal.extensions import db
 from portal.models import ApiConnection, Environment, Merchant
 
+T = TypeVar("T")
 SESSION_EXTENSION = "portal_api_session"
+CALLS_EXTENSION = "portal_api_calls"
 
 
 class ApiNotConnected(Exception):
@@ -70,6 +75,18 @@ def _shared_session() -> requests.Session:
     if SESSION_EXTENSION not in extensions:
         extensions[SESSION_EXTENSION] = make_session()
     return extensions[SESSION_EXTENSION]
+
+
+def in_background(call: Callable[..., T], /, **arguments: object) -> Future[T]:
+    """Start an API call on another thread, so that the page can render around it meanwhile.
+
+    The call needs no request context (the client holds everything it uses); its exception, if
+    any, is raised again by `result()`.
+    """
+    extensions = current_app.extensions
+    if CALLS_EXTENSION not in extensions:  # made in the worker process, at its first request
+        extensions.setdefault(CALLS_EXTENSION, ThreadPoolExecutor(thread_name_prefix="api-call"))
+    return extensions[CALLS_EXTENSION].submit(call, **arguments)
 
 
 def stored_credentials(connection: ApiConnection) -> Credentials:

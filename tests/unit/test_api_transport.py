@@ -331,3 +331,22 @@ def test_unresolvable_host_is_unavailable_and_not_sent():
     with pytest.raises(ApiUnavailable) as caught:
         client.ping()
     assert (caught.value.timeout, caught.value.request_sent) == (False, False)
+
+
+def test_the_proxy_of_the_environment_is_obeyed_and_read_once(api, monkeypatch):
+    """The session caches the environment's proxy settings per host; it still obeys them."""
+    api.answer("GET", "/v1/ping", Answer(200, ""))
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("http_proxy", api.base_url)
+    monkeypatch.setenv("no_proxy", "bypassed.invalid")
+    proxied = MerchantApiClient("http://api.invalid", environment="production", token=TOKEN)
+    proxied.ping()
+    assert api.last().headers["Host"] == "api.invalid"
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")  # the process's environment is fixed
+    proxied.ping()
+    assert api.count("GET", "/v1/ping") == 2
+    bypassed = MerchantApiClient("http://bypassed.invalid", environment="production", token=TOKEN)
+    with pytest.raises(ApiUnavailable):
+        bypassed.ping()
+    assert api.count("GET", "/v1/ping") == 2

@@ -25,6 +25,19 @@ def test_times_in_utc_by_default(app):
     )
 
 
+def test_a_user_who_chose_utc_sees_it_once(app, accounts):
+    from flask_login import login_user
+
+    from portal.services.accounts import find_user
+
+    with app.test_request_context():
+        user = find_user(accounts.operator)
+        user.time_zone = "UTC"
+        login_user(user)
+        html = when(MOMENT, full=True)
+    assert html.endswith("2024-07-01 12:30:05 UTC</time>")
+
+
 def test_times_in_the_users_zone_with_utc_beside(app, accounts):
     from flask_login import login_user
 

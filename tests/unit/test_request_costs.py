@@ -1,0 +1,37 @@
+"""What every signed-in page costs before its own work: the shared path is kept short."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from portal.extensions import db
+from tests.conftest import sign_in
+
+
+def test_a_signed_in_page_reads_the_database_once(app, client, accounts):
+    """The session, its user, the merchant and its API connection come in one query."""
+    sign_in(client, accounts.owner)
+    statements: list[str] = []
+
+    def record(_conn, _cursor, statement, *_args) -> None:
+        statements.append(statement)
+
+    with app.app_context():
+        engine = db.engine
+    sa.event.listen(engine, "before_cursor_execute", record)
+    try:
+        response = client.get("/settings/api")
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", record)
+    assert response.status_code == 200
+    assert len(statements) == 1, statements
+
+
+def test_the_session_cookie_is_set_at_sign_in_only(client, accounts):
+    """The server ends sessions itself, so pages do not re-sign and re-send the cookie."""
+    signed_in = sign_in(client, accounts.owner)
+    assert "portal_session=" in signed_in.headers.get("Set-Cookie", "")
+    client.get("/settings/api")  # shows the sign-in's message and makes the form's CSRF token
+    page = client.get("/settings/api")
+    assert page.status_code == 200
+    assert "Set-Cookie" not in page.headers
