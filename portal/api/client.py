@@ -16,6 +16,7 @@ import urllib3.exceptions
 from requests.auth import AuthBase
 
 from portal.api.errors import ApiError, ApiUnavailable, error_from_answer
+from portal.api.paging import read_pages
 from portal.api.records import (
     CrossExchange,
     Exchange,
@@ -440,27 +441,22 @@ class MerchantApiClient:
 
 
 def _every(list_page: Callable[..., Page[T]], filters: dict[str, Any]) -> Iterator[T]:
-    """Every record of a list, fetched page by page at the largest page size.
+    """Every record of a list, at the largest page size, the next pages read ahead.
 
     A record that moves to a later page while the pages are read (newest first, and new records
     arrive) would come twice: records are yielded once per id.
     """
     if "page" in filters:
         raise TypeError("iterators read every page; `page` is not a filter for them")
-    filters = {"per_page": MAX_PER_PAGE, **filters}
+    pages = read_pages(partial(list_page, **{"per_page": MAX_PER_PAGE, **filters}))
 
     def records() -> Iterator[T]:
         seen: set[str] = set()
-        number = 1
-        while True:
-            page = list_page(page=number, **filters)
+        for page in pages:
             for record in page.items:
                 if record.id not in seen:  # type: ignore[attr-defined]
                     seen.add(record.id)  # type: ignore[attr-defined]
                     yield record
-            if not page.items or number >= page.last_page:
-                return
-            number += 1
 
     return records()
 

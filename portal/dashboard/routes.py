@@ -12,7 +12,7 @@ from portal.dashboard import bp
 from portal.dashboard.summary import CHART_HEIGHT, CHART_WIDTH, summarise
 from portal.layout import render_page
 from portal.rates.pairs import rate_rows
-from portal.services.api import current_api, masked_tokens
+from portal.services.api import current_api, in_background, masked_tokens
 
 LATEST = 5
 
@@ -25,11 +25,13 @@ def index() -> Response:
     context: dict[str, object] = {"connection": connection}
     if connection is not None:
         api = current_api()
+        latest = in_background(api.list_operations, per_page=LATEST)
+        rates = in_background(api.get_rates)  # both asked while the summary reads its pages
         context |= {
             "token_mask": masked_tokens(connection)[0],
             "summary": summarise(api),
-            "latest": api.list_operations(per_page=LATEST).items,
-            "rows": rate_rows(api.get_rates()),
+            "latest": latest.result().items,
+            "rows": rate_rows(rates.result()),
             "fetched_at": datetime.now(UTC),
             "chart": {"width": CHART_WIDTH, "height": CHART_HEIGHT},
         }

@@ -12,15 +12,14 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from portal.api import ApiError
+from portal.api.paging import read_pages
 from portal.api.records import Page
 from portal.exports.csv_rows import Column, TimeZone, header, row
 
 PER_PAGE = 100
-PAGES_AHEAD = 3
 BYTE_ORDER_MARK = "\ufeff"
 INCOMPLETE_MARK = "EXPORT INCOMPLETE"
 
@@ -38,40 +37,15 @@ class Export:
     rows_of: Callable[[object], Iterable[object]] | None = None  # default: the record itself
     byte_order_mark: bool = False
 
+    def fetch(self, page: int) -> Page:
+        """One page of the export, at the export's page size."""
+        return self.list_page(page=page, per_page=PER_PAGE, **self.filters)
+
 
 def start(export: Export) -> tuple[Page, Iterator[str]]:
     """Fetch the first page (errors raise here, before any byte is sent) and the CSV stream."""
-    first = export.list_page(page=1, per_page=PER_PAGE, **export.filters)
+    first = export.fetch(page=1)
     return first, _csv_text(export, first)
-
-
-def _pages(export: Export, first: Page) -> Iterator[Page]:
-    """The first page, then the next ones in order, up to PAGES_AHEAD requested in advance.
-
-    The last page is re-read from every answer, so records that arrive during the export and
-    push others to a later page are still reached.
-    """
-    yield first
-    last_page = first.last_page
-    pending: dict[int, Future[Page]] = {}
-    with ThreadPoolExecutor(max_workers=PAGES_AHEAD, thread_name_prefix="export") as pool:
-        try:
-            number = 2
-            while number <= last_page:
-                for ahead in range(number, min(number + PAGES_AHEAD, last_page + 1)):
-                    if ahead not in pending:
-                        pending[ahead] = pool.submit(
-                            export.list_page, page=ahead, per_page=PER_PAGE, **export.filters
-                        )
-                page = pending.pop(number).result()
-                yield page
-                if not page.items:
-                    return
-                last_page = max(last_page, page.last_page)
-                number += 1
-        finally:
-            for future in pending.values():
-                future.cancel()
 
 
 def _csv_text(export: Export, first: Page) -> Iterator[str]:
@@ -89,7 +63,7 @@ def _csv_text(export: Export, first: Page) -> Iterator[str]:
     seen: set[str] = set()
     written = 0
     try:
-        for page in _pages(export, first):
+        for page in read_pages(export.fetch, first):
             for record in page.items:
                 if record.id in seen:  # moved to a later page while we read
                     continue
