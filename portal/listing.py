@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar
 
 import sqlalchemy as sa
-from flask import make_response, render_template, request, url_for
+from flask import request, url_for
 from flask_sqlalchemy.pagination import Pagination
 from werkzeug.datastructures import MultiDict
 from werkzeug.wrappers import Response
@@ -34,8 +33,7 @@ from wtforms.widgets import CheckboxInput, ListWidget
 
 from portal.api import ApiError, ApiUnavailable, Page
 from portal.extensions import db
-from portal.layout import wants_fragment
-from portal.services.api import in_background
+from portal.layout import render_page, wants_fragment
 
 PER_PAGE_CHOICES = (10, 25, 50, 100)
 DEFAULT_PER_PAGE = 50
@@ -298,50 +296,27 @@ def render_list(
 ) -> Response:
     """A list page (or, for htmx, its results) for the filters in the query string.
 
-    The API is asked on another thread while the page around the results renders: the page
-    template includes the results with `{% with page = answer() %}`, which waits for the
-    answer there. The htmx answer also carries the field errors out of band and the canonical
-    URL to push, so that the address bar, back, forward and reload show the same list.
+    The htmx answer also carries the field errors out of band and the canonical URL to push,
+    so that the address bar, back, forward and reload show the same list.
     """
     query = read_filters(form_class, request.args)
-    answer = PendingAnswer(
-        query.form, in_background(fetch, **query.filters) if query.filters is not None else None
-    )
-    if wants_fragment():
-        body = render_template(
-            fragment, form=query.form, page=answer(), out_of_band=True, **context
-        )
-    else:
-        body = render_template(template, form=query.form, answer=answer, **context)
-        if answer.refused:  # the filter form above the results must show the API's reasons
-            body = render_template(template, form=query.form, answer=answer, **context)
-    response = make_response(body, 200 if answer() is not None else 422)
-    response.vary.update(("HX-Request", "HX-Boosted"))
-    if wants_fragment():
-        response.headers["HX-Push-Url"] = url_for(request.endpoint or "", **query.form.query_args())
-    return response
-
-
-class PendingAnswer:
-    """The API's page for a list, once its answer is in; None when the filters were refused.
-
-    A refusal by the API (code 9) puts its reasons against the form's fields and sets `refused`;
-    any other failure is raised, for the error page.
-    """
-
-    def __init__(self, form: ListFilters, pending: Future[Page] | None) -> None:
-        self.form, self.pending = form, pending
-        self.refused = False
-
-    def __call__(self) -> Page | None:
-        if self.pending is None:
-            return None
+    page = None
+    if query.filters is not None:
         try:
-            return self.pending.result()
+            page = fetch(**query.filters)
         except ApiError as error:
             if isinstance(error, ApiUnavailable) or error.code != VALIDATION_ERROR:
                 raise
-            if not self.refused:
-                show_api_errors(self.form, error)
-                self.refused = True
-            return None
+            show_api_errors(query.form, error)
+    response = render_page(
+        template,
+        fragment,
+        200 if page is not None else 422,
+        form=query.form,
+        page=page,
+        out_of_band=wants_fragment(),
+        **context,
+    )
+    if wants_fragment():
+        response.headers["HX-Push-Url"] = url_for(request.endpoint or "", **query.form.query_args())
+    return response

@@ -78,7 +78,7 @@ def _shared_session() -> requests.Session:
 
 
 def in_background(call: Callable[..., T], /, **arguments: object) -> Future[T]:
-    """Start an API call on another thread, so that the page can render around it meanwhile.
+    """Start an API call on another thread, so that a page can wait on several at once.
 
     The call needs no request context (the client holds everything it uses); its exception, if
     any, is raised again by `result()`.
