@@ -60,16 +60,6 @@ def _intents(app) -> list:
         return list(db.session.scalars(db.select(WithdrawalIntent)))
 
 
-def _operations_to(sandbox, address: str) -> int:
-    response = requests.get(
-        f"{sandbox.api_url}/operations",
-        params={"address": address},
-        headers=sandbox.headers(),
-        timeout=10,
-    )
-    return response.json()["meta"]["total"]
-
-
 def _review(client, amount: str, wallet: str, address: str) -> str:
     response = post(
         client, "/withdrawals/new", {"amount": amount, "wallet": wallet, "address": address}
@@ -88,7 +78,7 @@ def test_withdrawal_review_confirm_and_list(app, owner, money_sandbox):
     assert f"You are about to withdraw 0.5 ETH from your ETH wallet to the address {address}" in (
         page
     )
-    assert _operations_to(money_sandbox, address) == 0, "nothing is sent before confirmation"
+    assert money_sandbox.operations_to(address) == 0, "nothing is sent before confirmation"
 
     confirmed = post(owner, review + "/confirm")
     assert confirmed.status_code == 302
@@ -98,7 +88,7 @@ def test_withdrawal_review_confirm_and_list(app, owner, money_sandbox):
     again = post(owner, review + "/confirm")  # a resend of the same form
     assert again.status_code == 302
     assert "already confirmed" in text(owner.get(review))
-    assert _operations_to(money_sandbox, address) == 1
+    assert money_sandbox.operations_to(address) == 1
 
     listing = text(owner.get("/withdrawals"))
     assert "1 withdrawal " in listing and address in listing and "Sent (processed)" in listing

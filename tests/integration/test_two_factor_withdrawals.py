@@ -6,7 +6,6 @@ from __future__ import annotations
 import uuid
 
 import pytest
-import requests
 
 from tests.support.money import connect, post, text
 from tests.support.sandbox_server import run_sandbox
@@ -17,16 +16,6 @@ from tests.support.two_factor import enable_for, freeze, sign_in_with_code
 def withdrawal_sandbox(tmp_path_factory):
     with run_sandbox(tmp_path_factory.mktemp("two-factor") / "sandbox.db") as server:
         yield server
-
-
-def _withdrawals_to(sandbox, address: str) -> int:
-    response = requests.get(
-        f"{sandbox.api_url}/operations",
-        params={"address": address},
-        headers=sandbox.headers(),
-        timeout=10,
-    )
-    return response.json()["meta"]["total"]
 
 
 def _state(app, key: str) -> str:
@@ -65,12 +54,12 @@ def test_confirming_needs_a_fresh_code(app, accounts, withdrawal_sandbox, monkey
         assert message in text(response)
         assert 'value="Confirm withdrawal"' in response.get_data(as_text=True), "may try again"
         assert _state(app, key) == "pending"
-    assert _withdrawals_to(withdrawal_sandbox, address) == 0
+    assert withdrawal_sandbox.operations_to(address) == 0
 
     response = post(owner, confirm, {"code": clock.code(secret, 1)})
     assert response.status_code == 302
     assert _state(app, key) == "sent"
-    assert _withdrawals_to(withdrawal_sandbox, address) == 1
+    assert withdrawal_sandbox.operations_to(address) == 1
 
     from portal.extensions import db
     from portal.models import AuditEvent
@@ -94,4 +83,4 @@ def test_without_two_factor_confirming_is_as_before(app, accounts, withdrawal_sa
     )
     assert "Authenticator code" not in owner.get(review.location).get_data(as_text=True)
     assert post(owner, review.location + "/confirm").status_code == 302
-    assert _withdrawals_to(withdrawal_sandbox, address) == 1
+    assert withdrawal_sandbox.operations_to(address) == 1

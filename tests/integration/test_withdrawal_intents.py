@@ -29,18 +29,6 @@ def portal_config(request, portal_config):
     return portal_config
 
 
-def _withdrawals_to(sandbox, address: str) -> int:
-    import requests
-
-    response = requests.get(
-        f"{sandbox.api_url}/operations",
-        params={"address": address},
-        headers=sandbox.headers(),
-        timeout=10,
-    )
-    return response.json()["meta"]["total"]
-
-
 def test_ten_concurrent_confirmations_make_one_withdrawal(app, accounts, intents_sandbox):
     connect(app, intents_sandbox)
     owner = signed_in(app, accounts.owner)
@@ -74,7 +62,7 @@ def test_ten_concurrent_confirmations_make_one_withdrawal(app, accounts, intents
         thread.join()
 
     assert statuses == [302] * 10
-    assert _withdrawals_to(intents_sandbox, address) == 1
+    assert intents_sandbox.operations_to(address) == 1
     page = owner.get(review.location).get_data(as_text=True)
     assert "Sent" in page and "Operation " in page
 

@@ -56,6 +56,17 @@ class SandboxServer:
         response.raise_for_status()
         return response
 
+    def operations_to(self, address: str) -> int:
+        """How many operations (withdrawals) the sandbox holds for `address`, read from its API."""
+        response = requests.get(
+            f"{self.api_url}/operations",
+            params={"address": address},
+            headers=self.headers(),
+            timeout=10,
+        )
+        response.raise_for_status()
+        return response.json()["meta"]["total"]
+
     def reset(self) -> None:
         """Put flags and faults back to their defaults."""
         self.control("POST", "faults", {"mode": "none"})
