@@ -3,11 +3,9 @@ wrong or already used one (the sign-in code included) sends nothing to the sandb
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
-from tests.support.money import connect, post, text
+from tests.support.money import connect, post, review_withdrawal, text
 from tests.support.sandbox_server import run_sandbox
 from tests.support.two_factor import enable_for, freeze, sign_in_with_code
 
@@ -35,14 +33,12 @@ def test_confirming_needs_a_fresh_code(app, accounts, withdrawal_sandbox, monkey
     sign_in_code = clock.code(secret)
     assert sign_in_with_code(owner, accounts.owner, sign_in_code).status_code == 302
 
-    address = "0x" + uuid.uuid4().hex + uuid.uuid4().hex[:8]
-    form = {"amount": "0.01", "wallet": "ETH", "address": address}
-    review = post(owner, "/withdrawals/new", form)
-    key = review.location.rsplit("/", 1)[1]
-    page = owner.get(review.location).get_data(as_text=True)
+    address, review = review_withdrawal(owner)
+    key = review.rsplit("/", 1)[1]
+    page = owner.get(review).get_data(as_text=True)
     assert "Authenticator code" in page
 
-    confirm = review.location + "/confirm"
+    confirm = review + "/confirm"
     wrong = f"{(int(sign_in_code) + 1) % 1_000_000:06d}"
     for code, message in (
         ("", "Enter the 6-digit code your authenticator app shows."),
@@ -77,10 +73,7 @@ def test_without_two_factor_confirming_is_as_before(app, accounts, withdrawal_sa
 
     connect(app, withdrawal_sandbox)
     owner = signed_in(app, accounts.owner)
-    address = "0x" + uuid.uuid4().hex + uuid.uuid4().hex[:8]
-    review = post(
-        owner, "/withdrawals/new", {"amount": "0.01", "wallet": "ETH", "address": address}
-    )
-    assert "Authenticator code" not in owner.get(review.location).get_data(as_text=True)
-    assert post(owner, review.location + "/confirm").status_code == 302
+    address, review = review_withdrawal(owner)
+    assert "Authenticator code" not in owner.get(review).get_data(as_text=True)
+    assert post(owner, review + "/confirm").status_code == 302
     assert withdrawal_sandbox.operations_to(address) == 1

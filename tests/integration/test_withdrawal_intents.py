@@ -7,12 +7,11 @@ workers would), on SQLite and on PostgreSQL; the sandbox must hold exactly one w
 from __future__ import annotations
 
 import threading
-import uuid
 
 import pytest
 
 from tests.conftest import csrf_token
-from tests.support.money import connect, post, signed_in
+from tests.support.money import connect, review_withdrawal, signed_in
 from tests.support.sandbox_server import run_sandbox
 
 
@@ -32,13 +31,9 @@ def portal_config(request, portal_config):
 def test_ten_concurrent_confirmations_make_one_withdrawal(app, accounts, intents_sandbox):
     connect(app, intents_sandbox)
     owner = signed_in(app, accounts.owner)
-    address = "0x" + uuid.uuid4().hex + uuid.uuid4().hex[:8]
-    review = post(
-        owner, "/withdrawals/new", {"amount": "0.01", "wallet": "ETH", "address": address}
-    )
-    assert review.status_code == 302
-    confirm_url = review.location + "/confirm"
-    token = csrf_token(owner, review.location)
+    address, review = review_withdrawal(owner)
+    confirm_url = review + "/confirm"
+    token = csrf_token(owner, review)
     cookie_name = app.config["SESSION_COOKIE_NAME"]
     cookie = owner.get_cookie(cookie_name).value
 
@@ -63,7 +58,7 @@ def test_ten_concurrent_confirmations_make_one_withdrawal(app, accounts, intents
 
     assert statuses == [302] * 10
     assert intents_sandbox.operations_to(address) == 1
-    page = owner.get(review.location).get_data(as_text=True)
+    page = owner.get(review).get_data(as_text=True)
     assert "Sent" in page and "Operation " in page
 
 

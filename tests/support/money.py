@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import html
 import re
+import uuid
 from collections.abc import Iterator
 
 from tests.conftest import csrf_token, sign_in
@@ -39,6 +40,16 @@ def post(client, path: str, data: dict | None = None, **headers: str):
     """POST a form as the browser would, with the session's CSRF token."""
     token = csrf_token(client, "/account")
     return client.post(path, data={**(data or {}), "csrf_token": token}, headers=headers)
+
+
+def review_withdrawal(client, amount: str = "0.01") -> tuple[str, str]:
+    """Fill in a withdrawal of ETH to a fresh address; its address and its review page's URL."""
+    address = "0x" + uuid.uuid4().hex + uuid.uuid4().hex[:8]
+    review = post(
+        client, "/withdrawals/new", {"amount": amount, "wallet": "ETH", "address": address}
+    )
+    assert review.status_code == 302, review.status_code
+    return address, review.location
 
 
 def text(response) -> str:

@@ -25,29 +25,25 @@ def test_times_in_utc_by_default(app):
     )
 
 
-def test_a_user_who_chose_utc_sees_it_once(app, accounts):
+def _full_time_for(app, accounts, zone: str) -> str:
+    """`when(MOMENT, full=True)` as the operator sees it with `zone` as their time zone."""
     from flask_login import login_user
 
     from portal.services.accounts import find_user
 
     with app.test_request_context():
         user = find_user(accounts.operator)
-        user.time_zone = "UTC"
+        user.time_zone = zone
         login_user(user)
-        html = when(MOMENT, full=True)
-    assert html.endswith("2024-07-01 12:30:05 UTC</time>")
+        return when(MOMENT, full=True)
+
+
+def test_a_user_who_chose_utc_sees_it_once(app, accounts):
+    assert _full_time_for(app, accounts, "UTC").endswith("2024-07-01 12:30:05 UTC</time>")
 
 
 def test_times_in_the_users_zone_with_utc_beside(app, accounts):
-    from flask_login import login_user
-
-    from portal.services.accounts import find_user
-
-    with app.test_request_context():
-        user = find_user(accounts.operator)
-        user.time_zone = "Europe/Berlin"
-        login_user(user)
-        html = when(MOMENT, full=True)
+    html = _full_time_for(app, accounts, "Europe/Berlin")
     assert ">2024-07-01 14:30:05 CEST</time>" in html
     assert '<span class="muted">(2024-07-01 12:30:05 UTC)</span>' in html
 
