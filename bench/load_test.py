@@ -164,7 +164,8 @@ def report(environment: Environment, throughput: float, arguments: argparse.Name
     total = stats.total
     print(
         f"{users} users, {duration:.0f} s after spawning ({SPAWN_RATE}/s), portal under gunicorn "
-        f"with {workers} workers, sandbox with {OPERATIONS:,} operations, all on 127.0.0.1"
+        f"with {workers} workers (threads per gunicorn.conf.py), sandbox with {OPERATIONS:,} "
+        "operations, all on 127.0.0.1"
     )
     print(f"requests   {total.num_requests}")
     print(f"failures   {total.num_failures}")
