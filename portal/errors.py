@@ -142,7 +142,10 @@ def _settings_action(label: str) -> tuple[str, str] | None:
 
 
 def init_app(app: Flask) -> None:
-    app.logger.addFilter(REDACT_CREDENTIALS)  # the same logger for every app: added once
+    # The loggers that may see a token: the application's (tracebacks) and the API client's.
+    # A logger's filters apply only to its own records, so each one gets it (added once).
+    for logger in (app.logger, logging.getLogger("portal.api.client")):
+        logger.addFilter(REDACT_CREDENTIALS)
     app.register_error_handler(HTTPException, http_error)
     app.register_error_handler(CSRFError, csrf_error)
     app.register_error_handler(InternalServerError, internal_error)

@@ -54,11 +54,12 @@ def when(moment: datetime | None, full: bool = False) -> Markup:
     zone = user_zone()
     here = utc if zone is UTC else utc.astimezone(zone)
     utc_text = f"{_seconds(utc)} UTC"
+    local_text = f"{_seconds(here)} {here.tzname()}"
     html = (
         f'<time datetime="{utc.isoformat().replace("+00:00", "Z")}" title="{utc_text}">'
-        f"{_seconds(here)} {escape(here.tzname())}</time>"
+        f"{escape(local_text)}</time>"
     )
-    if full and here is not utc:
+    if full and local_text != utc_text:  # Etc/UTC, Zulu and the like read as UTC already
         html += f' <span class="muted">({utc_text})</span>'
     return Markup(html)  # noqa: S704  (digits and separators; the zone's name escaped)
 

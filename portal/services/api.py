@@ -20,6 +20,9 @@ from portal.models import ApiConnection, Environment, Merchant
 T = TypeVar("T")
 SESSION_EXTENSION = "portal_api_session"
 CALLS_EXTENSION = "portal_api_calls"
+# Connections kept open to the API per worker process: its threads (gunicorn.conf.py), each
+# with a page that may read several pages ahead and ask for other parts at once.
+SHARED_POOL_SIZE = 32
 
 
 class ApiNotConnected(Exception):
@@ -71,10 +74,7 @@ def new_client(credentials: Credentials) -> MerchantApiClient:
 
 def _shared_session() -> requests.Session:
     """One pool of connections per application, shared by every client it makes."""
-    extensions = current_app.extensions
-    if SESSION_EXTENSION not in extensions:
-        extensions[SESSION_EXTENSION] = make_session()
-    return extensions[SESSION_EXTENSION]
+    return _per_application(SESSION_EXTENSION, lambda: make_session(pool_size=SHARED_POOL_SIZE))
 
 
 def in_background(call: Callable[..., T], /, **arguments: object) -> Future[T]:
@@ -83,10 +83,21 @@ def in_background(call: Callable[..., T], /, **arguments: object) -> Future[T]:
     The call needs no request context (the client holds everything it uses); its exception, if
     any, is raised again by `result()`.
     """
+    executor = _per_application(
+        CALLS_EXTENSION, lambda: ThreadPoolExecutor(thread_name_prefix="api")
+    )
+    return executor.submit(call, **arguments)
+
+
+def _per_application(key: str, make: Callable[[], T]) -> T:
+    """One `make()` per application in each worker process, made at its first use.
+
+    Threads of a worker may race to make it: `setdefault` keeps the first, the other is dropped.
+    """
     extensions = current_app.extensions
-    if CALLS_EXTENSION not in extensions:  # made in the worker process, at its first request
-        extensions.setdefault(CALLS_EXTENSION, ThreadPoolExecutor(thread_name_prefix="api-call"))
-    return extensions[CALLS_EXTENSION].submit(call, **arguments)
+    if key not in extensions:
+        extensions.setdefault(key, make())
+    return extensions[key]
 
 
 def stored_credentials(connection: ApiConnection) -> Credentials:

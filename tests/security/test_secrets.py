@@ -172,13 +172,17 @@ def test_a_token_with_a_line_break_is_refused_in_words(world, monkeypatch):
     assert response.status_code == 302
 
 
-def test_the_log_filter_masks_bearer_credentials_in_tracebacks(world, caplog):
-    """Unit check of the defence in portal/errors.py, with the exception http.client raises."""
+@pytest.mark.parametrize("logger_name", ["app", "portal.api.client"])
+def test_the_log_filter_masks_bearer_credentials_in_tracebacks(world, caplog, logger_name):
+    """Unit check of the defence in portal/errors.py, with the exception http.client raises,
+    on the application's logger and on the API client's (a logger filters its own records only).
+    """
     token = world.sandbox.token
+    logger = world.app.logger if logger_name == "app" else logging.getLogger(logger_name)
     try:
         raise ValueError(f"Invalid header value b'Bearer {token}\\n'")
     except ValueError:
-        world.app.logger.exception("Exception on /settings/api [POST] (Bearer %s)", token)
+        logger.exception("Exception on /settings/api [POST] (Bearer %s)", token)
     assert token not in _log_text(caplog.records)
     assert "Bearer ••••" in _log_text(caplog.records)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
+import pytest
+
 from portal.formatting import badge, money, web_link, when
 
 MOMENT = datetime(2024, 7, 1, 12, 30, 5, 123456, tzinfo=UTC)
@@ -38,8 +40,9 @@ def _full_time_for(app, accounts, zone: str) -> str:
         return when(MOMENT, full=True)
 
 
-def test_a_user_who_chose_utc_sees_it_once(app, accounts):
-    assert _full_time_for(app, accounts, "UTC").endswith("2024-07-01 12:30:05 UTC</time>")
+@pytest.mark.parametrize("zone", ["UTC", "Etc/UTC", "Zulu"])
+def test_a_user_who_chose_utc_sees_it_once(app, accounts, zone):
+    assert _full_time_for(app, accounts, zone).endswith("2024-07-01 12:30:05 UTC</time>")
 
 
 def test_times_in_the_users_zone_with_utc_beside(app, accounts):
