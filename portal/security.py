@@ -57,7 +57,10 @@ class PortalSessionInterface(SecureCookieSessionInterface):
 
 
 def set_security_headers(response: Response) -> Response:
-    """After every response: CSP and friends; never cache what a signed-in user sees."""
+    """After every response: CSP and friends; never cache what a signed-in user sees.
+
+    Nor any page of signing in: its second step is still anonymous but carries typed codes.
+    """
     headers = response.headers
     headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
     headers.setdefault("X-Content-Type-Options", "nosniff")
@@ -66,7 +69,8 @@ def set_security_headers(response: Response) -> Response:
     headers.setdefault("Cross-Origin-Opener-Policy", "same-origin")
     if request.is_secure:
         headers.setdefault("Strict-Transport-Security", "max-age=31536000")
-    if request.endpoint != "static" and current_user.is_authenticated:
+    private = current_user.is_authenticated or request.blueprint == "auth"
+    if request.endpoint != "static" and private:
         headers["Cache-Control"] = "no-store"
     return response
 

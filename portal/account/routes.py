@@ -16,6 +16,7 @@ from portal.account.forms import (
     TimeZoneForm,
 )
 from portal.auth import two_factor as second_factor
+from portal.auth.sessions import end_other_sessions
 from portal.extensions import db
 from portal.layout import render_page
 
@@ -39,7 +40,10 @@ def index() -> Response:
 @roles(*ALL_ROLES)
 @open_before_enrolment
 def two_factor() -> Page:
-    """Set two-factor sign-in up (scan, then confirm with a code), or manage it once it is on."""
+    """Set two-factor sign-in up (scan, then confirm with a code), or manage it once it is on.
+
+    Turning it on, new recovery codes and turning it off each end the user's other sessions.
+    """
     user = current_user._get_current_object()
     if user.two_factor_enabled:
         return _manage(200)
@@ -52,6 +56,7 @@ def two_factor() -> Page:
             form.code.errors.append(str(refusal))
             status = refusal.status
         else:
+            end_other_sessions(user)
             return _recovery_codes(codes, "Two-factor sign-in is on.")
     elif form.is_submitted():
         status = 422
@@ -75,12 +80,11 @@ def recovery_codes() -> Page:
     form = RecoveryCodesForm()
     if not form.validate_on_submit():
         return _manage(422, recovery_form=form)
-    try:
-        second_factor.check_code(user, form.code.data, purpose="recovery_codes")
-    except second_factor.CodeRefused as refusal:
-        form.code.errors.append(str(refusal))
-        return _manage(refusal.status, recovery_form=form)
+    status = second_factor.refusal_on(form.code, user, purpose="recovery_codes")
+    if status:
+        return _manage(status, recovery_form=form)
     codes = second_factor.new_recovery_codes(user)
+    end_other_sessions(user)
     audit.record("two_factor.recovery_codes", user=user)
     return _recovery_codes(codes, "New recovery codes are made; the old ones no longer work.")
 
@@ -95,12 +99,11 @@ def disable_two_factor() -> Page:
     form = DisableTwoFactorForm(prefix="disable")
     if not form.validate_on_submit():
         return _manage(422, disable_form=form)
-    try:
-        second_factor.check_code(user, form.code.data, purpose="disable", recovery=True)
-    except second_factor.CodeRefused as refusal:
-        form.code.errors.append(str(refusal))
-        return _manage(refusal.status, disable_form=form)
+    status = second_factor.refusal_on(form.code, user, purpose="disable", recovery=True)
+    if status:
+        return _manage(status, disable_form=form)
     second_factor.disable(user)
+    end_other_sessions(user)
     flash("Two-factor sign-in is off.", "success")
     return redirect(url_for("account.two_factor"))
 

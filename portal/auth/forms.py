@@ -17,11 +17,17 @@ class SignInForm(FlaskForm):
 class CodeField(StringField):
     """A one-time code: 6 digits from the authenticator app, or a recovery code where accepted.
 
-    Optional for WTForms: `two_factor.check_code` says what is missing or wrong.
+    Optional for WTForms: `two_factor.check_code` says what is missing or wrong. What was typed
+    is never written back into the page (as a password field does not): a refused code would
+    otherwise sit in the HTML, in the browser's history and in any cache on the way.
     """
 
     def __init__(self, label: str = "Authenticator code", **kwargs: object) -> None:
-        super().__init__(label, validators=[Optional(), Length(max=64)], **kwargs)
+        too_long = "That is longer than any code. Enter the code your authenticator app shows."
+        super().__init__(label, validators=[Optional(), Length(max=64, message=too_long)], **kwargs)
+
+    def _value(self) -> str:
+        return ""
 
 
 class TwoFactorSignInForm(FlaskForm):

@@ -61,6 +61,19 @@ def end_session(user: User) -> None:
     session.clear()
 
 
+def end_other_sessions(user: User) -> None:
+    """End every session of `user` but this one (the one `user` was loaded from).
+
+    After two-factor sign-in is turned on or off, or recovery codes are replaced, a session
+    started before (perhaps from a stolen password, or a lost phone's codes) must not live on.
+    """
+    other = UserSession.user_id == user.id
+    if user.session_key:
+        other &= UserSession.key_hash != _hash(user.session_key)
+    db.session.execute(db.delete(UserSession).where(other))
+    db.session.commit()
+
+
 @login_manager.user_loader
 def load_user(key: str) -> User | None:
     """The user of a live session; expired sessions are deleted and load nobody."""

@@ -6,8 +6,9 @@ forward with one conditional UPDATE, so the same code (or an older one) is refus
 across processes. The secret is stored encrypted with the API tokens' keys (`portal.crypto`),
 and `flask rotate-keys` re-encrypts it (`rotate_secrets`).
 
-Every check of a code goes through `check_code`, which also counts failures against the sign-in
-limits (per user and per client address) and writes failures to the audit log.
+Every check of a code goes through `check_code`, which also counts wrong codes under limits of
+their own with the sign-in limits' values (per user and per client address) and writes every
+refusal to the audit log. Forms ask through `refusal_on`, which puts the reason on the field.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import segno
 import sqlalchemy as sa
 from flask import current_app, request
 from limits import parse
+from wtforms import Field
 
 from portal import audit, crypto
 from portal.extensions import db, limiter
@@ -176,9 +178,13 @@ def _throttled(user: User) -> bool:
     return not all(limiter.limiter.test(item, *keys) for item, keys in _throttles(user))
 
 
-def _failed(user: User, purpose: str, message: str) -> CodeRefused:
-    """Count and record a wrong code; returns the refusal to raise."""
-    if limiter.enabled:
+def _failed(user: User, purpose: str, message: str, *, guess: bool = True) -> CodeRefused:
+    """Record a refused code, and count it when it was a wrong `guess`; returns the refusal.
+
+    An already used code was right once, so it is no guess: the person who resubmits it (a
+    double click, a code typed twice) must not lock themselves out.
+    """
+    if guess and limiter.enabled:
         for item, keys in _throttles(user):
             limiter.limiter.hit(item, *keys)
     audit.record("two_factor.code", parameters={"purpose": purpose}, error=message, user=user)
@@ -203,11 +209,25 @@ def check_code(user: User, code: str | None, *, purpose: str, recovery: bool = F
         if step is not None:
             if _use_step(user, step):
                 return "authenticator"
-            raise _failed(user, purpose, REUSED)
+            raise _failed(user, purpose, REUSED, guess=False)
     elif recovery and len(code) == RECOVERY_LENGTH and _use_recovery_code(user, code):
         audit.record("two_factor.recovery_code_used", parameters={"purpose": purpose}, user=user)
         return "recovery code"
     raise _failed(user, purpose, WRONG_OR_RECOVERY if recovery else WRONG)
+
+
+def refusal_on(field: Field, user: User, *, purpose: str, recovery: bool = False) -> int | None:
+    """Check the code typed in a form's `field`, as `check_code` does.
+
+    None when it was accepted; otherwise the reason is added to the field's errors and the
+    status to answer with (422, or 429 when throttled) is returned.
+    """
+    try:
+        check_code(user, field.data, purpose=purpose, recovery=recovery)
+    except CodeRefused as refusal:
+        field.errors = [*field.errors, str(refusal)]  # a tuple until the form was validated
+        return refusal.status
+    return None
 
 
 # --- Turning it on and off -------------------------------------------------------------------

@@ -15,6 +15,7 @@ from wtforms import (
 )
 from wtforms.validators import DataRequired, Length, Optional, ValidationError
 
+from portal.auth.forms import CodeField
 from portal.checkout.shop import is_web_url
 from portal.models import Environment, Role
 from portal.services.accounts import MIN_PASSWORD_LENGTH, looks_like_email
@@ -27,6 +28,9 @@ PASSWORD_LENGTH = Length(
 
 
 TOKEN_LENGTH = Length(min=8, max=512)
+# The step-up of an owner with two-factor on (settings.routes._step_up_refused); the templates
+# show the field only to them.
+STEP_UP_LABEL = "Your authenticator code"
 
 
 def _base_url(_form: FlaskForm, field: URLField) -> None:
@@ -88,6 +92,7 @@ class NewUserForm(FlaskForm):
     email = EmailField("Email", validators=[DataRequired(), Length(max=254), _email])
     role = SelectField("Role", choices=ROLE_CHOICES)
     password = PasswordField("Password", validators=[DataRequired(), PASSWORD_LENGTH])
+    code = CodeField(STEP_UP_LABEL)
     submit = SubmitField("Add user")
 
 
@@ -98,17 +103,20 @@ class EditUserForm(FlaskForm):
         validators=[Optional(), PASSWORD_LENGTH],
     )
     turn_off_two_factor = BooleanField("Turn off their two-factor sign-in")
+    code = CodeField(STEP_UP_LABEL)
     submit = SubmitField("Save changes")
 
 
 class RequireTwoFactorForm(FlaskForm):
-    """On the users page beside `NewUserForm`, hence a submit field of another name."""
+    """On the users page beside `NewUserForm`, hence fields of other names than its own."""
 
     required = BooleanField("Require two-factor sign-in for every user")
+    requirement_code = CodeField(STEP_UP_LABEL)
     save_requirement = SubmitField("Save requirement")
 
 
 class RemoveUserForm(FlaskForm):
+    code = CodeField(STEP_UP_LABEL)
     submit = SubmitField("Remove user")
 
 

@@ -1,4 +1,7 @@
-"""Owners connect the API and manage the merchant's users; every query stays in their merchant."""
+"""Owners connect the API and manage the merchant's users; every query stays in their merchant.
+
+An owner with two-factor sign-in on confirms every change to users with a fresh code.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from werkzeug.wrappers import Response
 from portal import audit
 from portal.access import roles
 from portal.auth import two_factor
+from portal.auth.forms import CodeField
 from portal.checkout.shop import save_settings
 from portal.extensions import db
 from portal.models import Environment, Role, User
@@ -103,49 +107,73 @@ def checkout() -> Page:
     return (page, 422) if form.is_submitted() else page
 
 
+def _step_up_refused(field: CodeField) -> int | None:
+    """Ask an owner who has two-factor on for a fresh code (in `field`) before a change to users.
+
+    A stolen session cookie alone must not add an owner with a password of the thief's, change a
+    role or a password, turn off a user's two-factor or the merchant's requirement, or remove a
+    user: with any of these it could go on to confirm withdrawals with no code. So these changes
+    ask for a code as a withdrawal does (not a recovery code). None when the change may go ahead;
+    otherwise the reason is on the field and the status to answer with is returned.
+    """
+    owner = current_user._get_current_object()
+    if not owner.two_factor_enabled:
+        return None
+    return two_factor.refusal_on(field, owner, purpose="users")
+
+
 @bp.route("/users", methods=["GET", "POST"])
 @roles(Role.OWNER)
 def users() -> Page:
     """The merchant's users, and a form to add one."""
     form = NewUserForm()
-    if form.validate_on_submit():
-        try:
-            user = accounts.add_user(
-                current_user.merchant, form.email.data, Role(form.role.data), form.password.data
-            )
-        except accounts.AccountError as refusal:
-            form.email.errors.append(str(refusal))
-            audit.record("user.add", parameters={"email": form.email.data}, error=str(refusal))
-        else:
-            audit.record("user.add", parameters={"email": user.email, "role": user.role.value})
-            flash(f"{user.email} can now sign in as {user.role.label.lower()}.", "success")
-            return redirect(url_for("settings.users"))
-    return _users_page(422 if form.is_submitted() else 200, form=form)
+    if not form.validate_on_submit():
+        return _users_page(422 if form.is_submitted() else 200, form=form)
+    refused = _step_up_refused(form.code)
+    if refused:
+        return _users_page(refused, form=form)
+    try:
+        user = accounts.add_user(
+            current_user.merchant, form.email.data, Role(form.role.data), form.password.data
+        )
+    except accounts.AccountError as refusal:
+        form.email.errors.append(str(refusal))
+        audit.record("user.add", parameters={"email": form.email.data}, error=str(refusal))
+        return _users_page(422, form=form)
+    audit.record("user.add", parameters={"email": user.email, "role": user.role.value})
+    flash(f"{user.email} can now sign in as {user.role.label.lower()}.", "success")
+    return redirect(url_for("settings.users"))
 
 
 @bp.route("/users/two-factor", methods=["POST"])
 @roles(Role.OWNER)
 def require_two_factor() -> Page:
-    """Require two-factor sign-in of every user; only an owner who has it on may turn it on."""
+    """Require two-factor sign-in of every user; only an owner who has it on may turn it on.
+
+    Turning it on or off asks that owner for a fresh code (`_step_up_refused`).
+    """
     merchant = current_user.merchant
     form = RequireTwoFactorForm()
-    if form.validate_on_submit():
-        required = form.required.data
-        if required and not current_user.two_factor_enabled:
-            refusal = "Turn on two-factor sign-in for yourself first, under Account."
-            form.required.errors.append(refusal)
-            audit.record("two_factor.requirement_on", error=refusal)
-        else:
-            if required != merchant.require_two_factor:
-                merchant.require_two_factor = required
-                db.session.commit()
-                audit.record(f"two_factor.requirement_{'on' if required else 'off'}")
-            if required:
-                flash("Every user must now sign in with two-factor sign-in.", "success")
-            else:
-                flash("Two-factor sign-in is no longer required.", "success")
-            return redirect(url_for("settings.users"))
-    return _users_page(422, requirement_form=form)
+    if not form.validate_on_submit():
+        return _users_page(422, requirement_form=form)
+    required = form.required.data
+    if required and not current_user.two_factor_enabled:
+        refusal = "Turn on two-factor sign-in for yourself first, under Account."
+        form.required.errors.append(refusal)
+        audit.record("two_factor.requirement_on", error=refusal)
+        return _users_page(422, requirement_form=form)
+    refused = _step_up_refused(form.requirement_code)
+    if refused:
+        return _users_page(refused, requirement_form=form)
+    if required != merchant.require_two_factor:
+        merchant.require_two_factor = required
+        db.session.commit()
+        audit.record(f"two_factor.requirement_{'on' if required else 'off'}")
+    if required:
+        flash("Every user must now sign in with two-factor sign-in.", "success")
+    else:
+        flash("Two-factor sign-in is no longer required.", "success")
+    return redirect(url_for("settings.users"))
 
 
 def _users_page(
@@ -181,28 +209,31 @@ def edit_user(user_id: int) -> Page:
     """Change a user's role, or set a new password."""
     user = _merchant_user(user_id)
     form = EditUserForm(role=user.role.value)
-    if form.validate_on_submit():
-        try:
-            accounts.change_user(
-                user, by=current_user, role=Role(form.role.data), password=form.password.data
-            )
-        except accounts.AccountError as refusal:
-            form.role.errors.append(str(refusal))
-            audit.record("user.change", parameters={"email": user.email}, error=str(refusal))
-        else:
-            changes = {"email": user.email, "role": form.role.data, "password": form.password.data}
-            audit.record("user.change", parameters=changes)
-            # For a lost phone: they sign in with the password alone, and set it up again. Owners
-            # turn their own off at /account/two-factor, with a code.
-            reset = form.turn_off_two_factor.data and user.id != current_user.id
-            if reset and user.two_factor_enabled:
-                two_factor.disable(user, by=current_user)
-                accounts.revoke_sessions(user)
-                db.session.commit()
-            flash(f"The changes to {user.email} are saved.", "success")
-            return redirect(url_for("settings.users"))
-    page = render_template("settings/edit_user.html", form=form, user=user)
-    return (page, 422) if form.is_submitted() else page
+    if not form.validate_on_submit():
+        page = render_template("settings/edit_user.html", form=form, user=user)
+        return (page, 422) if form.is_submitted() else page
+    refused = _step_up_refused(form.code)
+    if refused:
+        return render_template("settings/edit_user.html", form=form, user=user), refused
+    try:
+        accounts.change_user(
+            user, by=current_user, role=Role(form.role.data), password=form.password.data
+        )
+    except accounts.AccountError as refusal:
+        form.role.errors.append(str(refusal))
+        audit.record("user.change", parameters={"email": user.email}, error=str(refusal))
+        return render_template("settings/edit_user.html", form=form, user=user), 422
+    changes = {"email": user.email, "role": form.role.data, "password": form.password.data}
+    audit.record("user.change", parameters=changes)
+    # For a lost phone: they sign in with the password alone, and set it up again. Owners turn
+    # their own off at /account/two-factor, with a code.
+    reset = form.turn_off_two_factor.data and user.id != current_user.id
+    if reset and user.two_factor_enabled:
+        two_factor.disable(user, by=current_user)
+        accounts.revoke_sessions(user)
+        db.session.commit()
+    flash(f"The changes to {user.email} are saved.", "success")
+    return redirect(url_for("settings.users"))
 
 
 @bp.route("/users/<int:user_id>/remove", methods=["GET", "POST"])
@@ -211,17 +242,20 @@ def remove_user(user_id: int) -> Page:
     """Ask for confirmation on its own page, then remove the user."""
     user = _merchant_user(user_id)
     form = RemoveUserForm()
-    error = None
-    if form.validate_on_submit():
-        email = user.email
-        try:
-            accounts.remove_user(user, by=current_user)
-        except accounts.AccountError as refusal:
-            error = str(refusal)
-            audit.record("user.remove", parameters={"email": email}, error=error)
-        else:
-            audit.record("user.remove", parameters={"email": email})
-            flash(f"{email} was removed and can no longer sign in.", "success")
-            return redirect(url_for("settings.users"))
-    page = render_template("settings/remove_user.html", form=form, user=user, error=error)
-    return (page, 422) if form.is_submitted() else page
+    if not form.validate_on_submit():
+        page = render_template("settings/remove_user.html", form=form, user=user)
+        return (page, 422) if form.is_submitted() else page
+    refused = _step_up_refused(form.code)
+    if refused:
+        return render_template("settings/remove_user.html", form=form, user=user), refused
+    email = user.email
+    try:
+        accounts.remove_user(user, by=current_user)
+    except accounts.AccountError as refusal:
+        error = str(refusal)
+        audit.record("user.remove", parameters={"email": email}, error=error)
+        page = render_template("settings/remove_user.html", form=form, user=user, error=error)
+        return page, 422
+    audit.record("user.remove", parameters={"email": email})
+    flash(f"{email} was removed and can no longer sign in.", "success")
+    return redirect(url_for("settings.users"))

@@ -77,18 +77,15 @@ def confirm(key: str) -> Page:
     """
     intent = _intent(key)
     form = ConfirmWithdrawalForm()
-    if not form.validate():
-        abort(400)
+    # Only the code can be invalid (too long; CSRF is checked before any view): a field error.
+    status = None if form.validate() else 422
     if intent.state != IntentState.PENDING:
         return _already_confirmed(key)
     user = current_user._get_current_object()
-    if user.two_factor_enabled:
-        try:
-            two_factor.check_code(user, form.code.data, purpose="withdrawal")
-        except two_factor.CodeRefused as refusal:
-            form.code.errors.append(str(refusal))
-            page = render_template("withdrawals/show.html", intent=intent, form=form)
-            return page, refusal.status
+    if status is None and user.two_factor_enabled:
+        status = two_factor.refusal_on(form.code, user, purpose="withdrawal")
+    if status:
+        return render_template("withdrawals/show.html", intent=intent, form=form), status
     api = current_api()
     if not intents.claim(intent, user):
         return _already_confirmed(key)

@@ -1,5 +1,5 @@
 """A withdrawal confirmed by an owner with two-factor sign-in on needs a fresh code: a missing,
-wrong or already used one (the sign-in code included) sends nothing to the sandbox."""
+wrong, too long or already used one (the sign-in code included) sends nothing to the sandbox."""
 
 from __future__ import annotations
 
@@ -44,10 +44,12 @@ def test_confirming_needs_a_fresh_code(app, accounts, withdrawal_sandbox, monkey
         ("", "Enter the 6-digit code your authenticator app shows."),
         (sign_in_code, "That code was already used."),
         (wrong, "That code is not right."),
+        ("7" * 65, "That is longer than any code."),
     ):
         response = post(owner, confirm, {"code": code})
         assert response.status_code == 422
         assert message in text(response)
+        assert not code or code not in response.get_data(as_text=True), "typed codes stay out"
         assert 'value="Confirm withdrawal"' in response.get_data(as_text=True), "may try again"
         assert _state(app, key) == "pending"
     assert withdrawal_sandbox.operations_to(address) == 0

@@ -4,6 +4,8 @@ merchant's requirement, throttling and the audit log; the secret under key rotat
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import pyotp
 import pytest
@@ -220,6 +222,56 @@ def test_wrong_codes_are_throttled_like_passwords(tight_limits, app, client, acc
     )
 
 
+def test_an_already_used_code_is_no_wrong_guess(tight_limits, app, accounts, clock):
+    """Resubmitting a used code (a double click, a code typed twice) locks nobody out."""
+    secret = enable_for(app, accounts.owner)
+    assert (
+        sign_in_with_code(app.test_client(), accounts.owner, clock.code(secret)).status_code == 302
+    )
+    client = app.test_client()
+    response = sign_in_with_code(client, accounts.owner, clock.code(secret))
+    for _ in range(4):  # more than the limit of 3
+        assert response.status_code == 422 and REUSED in response.get_data(as_text=True)
+        response = submit_code(client, clock.code(secret))
+    assert submit_code(client, clock.code(secret, 1)).status_code == 302
+    assert len(_events(app, "two_factor.code")) == 5, "each one is still in the audit log"
+
+
+def test_typed_codes_are_never_written_back_into_the_page(tight_limits, app, accounts, clock):
+    secret = enable_for(app, accounts.owner)
+    client = app.test_client()
+    wrong = [f"{(int(clock.code(secret)) + n) % 1_000_000:06d}" for n in (1, 2, 3)]
+    response = sign_in_with_code(client, accounts.owner, wrong[0])
+    for typed in wrong[1:]:
+        assert response.status_code == 422 and WRONG in response.get_data(as_text=True)
+        response = submit_code(client, typed)
+    assert wrong[2] not in response.get_data(as_text=True)
+    right = clock.code(secret)
+    response = submit_code(client, right)
+    assert response.status_code == 429
+    assert right not in response.get_data(as_text=True), "not even when throttled"
+
+    sign_in(client, accounts.operator)
+    operator = enable_for(app, accounts.operator)
+    for path, field in (
+        ("/account/two-factor/recovery-codes", "code"),
+        ("/account/two-factor/disable", "disable-code"),
+    ):
+        typed = f"{(int(clock.code(operator)) + 7) % 1_000_000:06d}"
+        response = _post(client, path, {field: typed}, "/account/two-factor")
+        assert response.status_code == 422 and WRONG in response.get_data(as_text=True)
+        assert typed not in response.get_data(as_text=True), path
+
+
+def test_the_sign_in_pages_are_never_cached(app, client, accounts, clock):
+    """The second step is anonymous, yet it carries what was typed: no cache may keep it."""
+    assert client.get("/login").headers.get("Cache-Control") == "no-store"
+    enable_for(app, accounts.owner)
+    sign_in(client, accounts.owner)
+    assert client.get("/login/two-factor").headers.get("Cache-Control") == "no-store"
+    assert submit_code(client, "000000").headers.get("Cache-Control") == "no-store"
+
+
 # --- Managing it -----------------------------------------------------------------------------
 
 
@@ -271,11 +323,41 @@ def test_an_owner_turns_off_a_users_two_factor_for_a_lost_phone(app, accounts, c
     assert event.user_email == accounts.owner and event.parameters == {"email": accounts.operator}
 
 
+def test_turning_it_on_or_off_and_new_recovery_codes_end_the_other_sessions(app, accounts, clock):
+    """A session started before the change (a stolen password, a lost phone) does not live on."""
+    acting, other = app.test_client(), app.test_client()
+    sign_in(acting, accounts.operator)
+
+    def signed_out_elsewhere() -> bool:
+        return (
+            other.get("/account").status_code == 302 and acting.get("/account").status_code == 200
+        )
+
+    sign_in(other, accounts.operator)
+    secret, _ = enrol(acting, clock.code)
+    assert signed_out_elsewhere(), "turning it on"
+
+    assert sign_in_with_code(other, accounts.operator, clock.code(secret, 1)).status_code == 302
+    clock.advance(2)
+    path = "/account/two-factor/recovery-codes"
+    assert _post(acting, path, {"code": clock.code(secret)}, "/account").status_code == 200
+    assert signed_out_elsewhere(), "new recovery codes"
+
+    assert sign_in_with_code(other, accounts.operator, clock.code(secret, 1)).status_code == 302
+    clock.advance(2)
+    data = {"disable-code": clock.code(secret)}
+    response = _post(acting, "/account/two-factor/disable", data, "/account")
+    assert response.status_code == 302
+    assert signed_out_elsewhere(), "turning it off"
+
+
 # --- The merchant's requirement --------------------------------------------------------------
 
 
-def _require(client, required: bool):
+def _require(client, required: bool, code: str | None = None):
     data = {"required": "y"} if required else {}
+    if code is not None:
+        data["requirement_code"] = code
     return _post(client, "/settings/users/two-factor", data, "/settings/users")
 
 
@@ -286,12 +368,13 @@ def test_only_an_owner_with_two_factor_may_require_it(app, client, accounts, clo
     response = _require(client, True)
     assert response.status_code == 422
     assert "Turn on two-factor sign-in for yourself first" in response.get_data(as_text=True)
-    enrol(client, clock.code)
-    assert _require(client, True).status_code == 302
+    secret, _ = enrol(client, clock.code)
+    assert _require(client, True, clock.code(secret, 1)).status_code == 302
     with app.app_context():
         assert merchant_named("Acme").require_two_factor
         assert not merchant_named("Other").require_two_factor
-    assert _require(client, False).status_code == 302
+    clock.advance(2)
+    assert _require(client, False, clock.code(secret)).status_code == 302
     actions = [event.outcome for event in _events(app, "two_factor.requirement_on")]
     assert actions == ["refused", "success"]
     assert len(_events(app, "two_factor.requirement_off")) == 1
@@ -300,8 +383,8 @@ def test_only_an_owner_with_two_factor_may_require_it(app, client, accounts, clo
 def test_a_required_user_can_reach_nothing_but_enrolment(app, accounts, clock):
     owner = app.test_client()
     sign_in(owner, accounts.owner)
-    enrol(owner, clock.code)
-    _require(owner, True)
+    secret, _ = enrol(owner, clock.code)
+    assert _require(owner, True, clock.code(secret, 1)).status_code == 302
 
     operator = app.test_client()
     assert sign_in(operator, accounts.operator).status_code == 302
@@ -319,6 +402,141 @@ def test_a_required_user_can_reach_nothing_but_enrolment(app, accounts, clock):
     enrol(operator, lambda secret: clock.code(secret, 1))
     assert operator.get("/").status_code == 200
     assert app.test_client().get("/checkout/unknown").status_code != 302, "public stays public"
+
+
+# --- Changes to users need the owner's code --------------------------------------------------
+
+NEW_PASSWORD = "another long password"
+
+
+def _user_id(app, email: str) -> int:
+    return _user(app, email).id
+
+
+def _exists(app, email: str) -> bool:
+    from portal.services.accounts import find_user
+
+    with app.app_context():
+        return find_user(email) is not None
+
+
+def _acme_requires(app) -> bool:
+    from portal.services.accounts import merchant_named
+
+    with app.app_context():
+        return merchant_named("Acme").require_two_factor
+
+
+def _set_acme_requirement(app, required: bool) -> None:
+    from portal.extensions import db
+    from portal.services.accounts import merchant_named
+
+    with app.app_context():
+        merchant_named("Acme").require_two_factor = required
+        db.session.commit()
+
+
+@dataclass
+class UserChange:
+    path: str  # "{operator}" stands for the operator's id
+    data: dict
+    done: Callable  # (app, accounts) -> whether the change was made
+    field: str = "code"
+    page: str | None = None  # the form's page, when it is not `path`
+    required_before: bool = False  # whether Acme requires two-factor before the change
+
+
+USER_CHANGES = {
+    "add a user": UserChange(
+        "/settings/users",
+        {"email": "thief@acme.test", "role": "owner", "password": NEW_PASSWORD},
+        lambda app, a: _exists(app, "thief@acme.test"),
+    ),
+    "change a role": UserChange(
+        "/settings/users/{operator}",
+        {"role": "owner"},
+        lambda app, a: _user(app, a.operator).role.value == "owner",
+    ),
+    "set a password": UserChange(
+        "/settings/users/{operator}",
+        {"role": "operator", "password": NEW_PASSWORD},
+        lambda app, a: _user(app, a.operator).check_password(NEW_PASSWORD),
+    ),
+    "turn off a user's two-factor": UserChange(
+        "/settings/users/{operator}",
+        {"role": "operator", "turn_off_two_factor": "y"},
+        lambda app, a: not _user(app, a.operator).two_factor_enabled,
+    ),
+    "remove a user": UserChange(
+        "/settings/users/{operator}/remove",
+        {},
+        lambda app, a: not _exists(app, a.operator),
+    ),
+    "require two-factor": UserChange(
+        "/settings/users/two-factor",
+        {"required": "y"},
+        lambda app, a: _acme_requires(app),
+        field="requirement_code",
+        page="/settings/users",
+    ),
+    "stop requiring two-factor": UserChange(
+        "/settings/users/two-factor",
+        {},
+        lambda app, a: not _acme_requires(app),
+        field="requirement_code",
+        page="/settings/users",
+        required_before=True,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", USER_CHANGES)
+def test_an_owner_with_two_factor_confirms_changes_to_users_with_a_fresh_code(
+    name, app, accounts, clock
+):
+    """A stolen owner's session cookie alone changes no user and not the requirement."""
+    change = USER_CHANGES[name]
+    secret = enable_for(app, accounts.owner)
+    enable_for(app, accounts.operator)
+    _set_acme_requirement(app, change.required_before)
+    owner = app.test_client()
+    assert sign_in_with_code(owner, accounts.owner, clock.code(secret)).status_code == 302
+    path = change.path.format(operator=_user_id(app, accounts.operator))
+    page = change.page or path
+    assert "Your authenticator code" in owner.get(page).get_data(as_text=True)
+
+    wrong = f"{(int(clock.code(secret, 1)) + 1) % 1_000_000:06d}"
+    for code, message in (
+        (None, "Enter the 6-digit code your authenticator app shows."),
+        (clock.code(secret), REUSED),  # the one that signed the owner in
+        (wrong, WRONG),
+    ):
+        sent = {**change.data, change.field: code} if code is not None else change.data
+        response = _post(owner, path, sent, page)
+        assert response.status_code == 422, code
+        assert message in response.get_data(as_text=True)
+        assert not change.done(app, accounts), f"done with {code!r}"
+    assert wrong not in response.get_data(as_text=True), "the typed code is not in the page"
+
+    response = _post(owner, path, {**change.data, change.field: clock.code(secret, 1)}, page)
+    assert response.status_code == 302, response.get_data(as_text=True)
+    assert change.done(app, accounts)
+    purposes = [event.parameters["purpose"] for event in _events(app, "two_factor.code")]
+    assert purposes == ["users", "users"]
+
+
+def test_an_owner_without_two_factor_is_asked_for_no_code(app, client, accounts):
+    sign_in(client, accounts.owner)
+    user_id = _user_id(app, accounts.operator)
+    for page in (
+        "/settings/users",
+        f"/settings/users/{user_id}",
+        f"/settings/users/{user_id}/remove",
+    ):
+        assert "Your authenticator code" not in client.get(page).get_data(as_text=True), page
+    response = _post(client, f"/settings/users/{user_id}", {"role": "accountant"})
+    assert response.status_code == 302
+    assert _user(app, accounts.operator).role.value == "accountant"
 
 
 # --- Key rotation ----------------------------------------------------------------------------
