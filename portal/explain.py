@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from flask import current_app, request
+from collections.abc import Callable
+from typing import TypeVar
+
+from flask import abort, current_app, request
 from werkzeug.wrappers import Response
 
 from portal.api import ApiError, ApiUnavailable
 from portal.errors import api_unavailable, error_page
 
+T = TypeVar("T")
+
 EXPLANATIONS = {
     1: "The payment service no longer supports this action.",
+    5: "The payment service has no operation with this id for your merchant.",
+    6: "The payment service has no transaction with this id for your merchant.",
     9: "The payment service did not accept these details. Check them and try again.",
     11: "Withdrawals are switched off for your account at the payment service. "
     "Contact the payment service to have them allowed.",
@@ -40,6 +47,18 @@ EXPLANATIONS = {
 def explain(error: ApiError) -> str:
     """A sentence for the person, from the error's code; the API's own message otherwise."""
     return EXPLANATIONS.get(error.code) or f"The payment service refused: {error.describe()}."
+
+
+def record_or_404(fetch: Callable[[], T], not_found_code: int, title: str) -> T:
+    """The record `fetch()` reads from the API, or this page's own 404 when the API has no
+    record with that id (its error `not_found_code`); any other failure is raised.
+    """
+    try:
+        return fetch()
+    except ApiError as error:
+        if isinstance(error, ApiUnavailable) or error.code != not_found_code:
+            raise
+        abort(error_page(404, title, explain(error)))
 
 
 def unanswered(error: ApiUnavailable, where: str, url: str | None = None) -> Response:

@@ -10,7 +10,7 @@ from decimal import Decimal, InvalidOperation
 
 from flask_wtf import FlaskForm
 from wtforms import Field, SelectChoice, SelectField, StringField
-from wtforms.validators import ValidationError
+from wtforms.validators import InputRequired, Length, ValidationError
 
 # The currencies of the API (section 2.5 names BTC, ETH and USD; USDT is an ERC-20 token).
 # Which of them have wallets, pairs or limits is the API's to say, in its error codes.
@@ -101,6 +101,14 @@ class AddressOf:
         problem = address_problem(currency, field.data or "")
         if problem:
             raise ValidationError(problem)
+
+
+class AddressField(StringField):
+    """A required address, checked against the currency chosen in field `currency_field`."""
+
+    def __init__(self, label: str, currency_field: str, missing: str, **kwargs: object) -> None:
+        validators = [InputRequired(missing), Length(max=255), AddressOf(currency_field)]
+        super().__init__(label, validators=validators, filters=[strip], **kwargs)
 
 
 def strip(value: str | None) -> str | None:

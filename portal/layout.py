@@ -9,6 +9,9 @@ from werkzeug.wrappers import Response
 from portal.access import may_open
 from portal.models import Environment
 
+# What a view returns: a response, a rendered page, or a page with its status code.
+PageAnswer = Response | str | tuple[str, int]
+
 # The areas of design.md's URL map that exist so far, in menu order; each shows only to the
 # roles its view allows.
 NAVIGATION = (

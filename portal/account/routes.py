@@ -18,9 +18,7 @@ from portal.account.forms import (
 from portal.auth import two_factor as second_factor
 from portal.auth.sessions import end_other_sessions
 from portal.extensions import db
-from portal.layout import render_page
-
-Page = Response | str | tuple[str, int]
+from portal.layout import PageAnswer, render_page
 
 
 @bp.route("/account", methods=["GET", "POST"])
@@ -39,7 +37,7 @@ def index() -> Response:
 @bp.route("/account/two-factor", methods=["GET", "POST"])
 @roles(*ALL_ROLES)
 @open_before_enrolment
-def two_factor() -> Page:
+def two_factor() -> PageAnswer:
     """Set two-factor sign-in up (scan, then confirm with a code), or manage it once it is on.
 
     Turning it on, new recovery codes and turning it off each end the user's other sessions.
@@ -72,7 +70,7 @@ def two_factor() -> Page:
 
 @bp.route("/account/two-factor/recovery-codes", methods=["POST"])
 @roles(*ALL_ROLES)
-def recovery_codes() -> Page:
+def recovery_codes() -> PageAnswer:
     """Replace the recovery codes (after a fresh code), and show the new ones this once."""
     user = current_user._get_current_object()
     if not user.two_factor_enabled:
@@ -91,7 +89,7 @@ def recovery_codes() -> Page:
 
 @bp.route("/account/two-factor/disable", methods=["POST"])
 @roles(*ALL_ROLES)
-def disable_two_factor() -> Page:
+def disable_two_factor() -> PageAnswer:
     """Turn two-factor sign-in off; a current code (or a recovery code) proves it is the owner."""
     user = current_user._get_current_object()
     if not user.two_factor_enabled:

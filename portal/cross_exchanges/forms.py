@@ -7,27 +7,17 @@ from wtforms import StringField, SubmitField
 from wtforms.validators import InputRequired, Length, Regexp
 
 from portal.exchanges.forms import ExchangeForm
-from portal.fields import AddressOf, strip
+from portal.fields import AddressField, strip
 
 
 class CrossExchangeForm(ExchangeForm):
-    sell_address = StringField(
+    sell_address = AddressField(
         "Refund address",
-        validators=[
-            InputRequired("Enter the address to refund to if the cross exchange fails."),
-            Length(max=255),
-            AddressOf("sell_currency"),
-        ],
-        filters=[strip],
+        "sell_currency",
+        "Enter the address to refund to if the cross exchange fails.",
     )
-    buy_address = StringField(
-        "Payout address",
-        validators=[
-            InputRequired("Enter the address the bought currency is paid out to."),
-            Length(max=255),
-            AddressOf("buy_currency"),
-        ],
-        filters=[strip],
+    buy_address = AddressField(
+        "Payout address", "buy_currency", "Enter the address the bought currency is paid out to."
     )
     submit = SubmitField("Create cross exchange")
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from flask import abort, flash, redirect, render_template, request, url_for
+from functools import partial
+
+from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
@@ -11,21 +13,19 @@ from portal.access import ALL_ROLES, roles
 from portal.api import ApiError, ApiUnavailable, CrossExchange
 from portal.cross_exchanges import bp, references
 from portal.cross_exchanges.forms import CancelCrossExchangeForm, CrossExchangeForm, LookUpForm
-from portal.errors import error_page
-from portal.explain import explain, unanswered
+from portal.explain import explain, record_or_404, unanswered
 from portal.fields import add_api_field_errors
-from portal.layout import render_page
+from portal.layout import PageAnswer, render_page
 from portal.listing import local_page
 from portal.models import Role
 from portal.services.api import current_api
 
-Page = Response | str | tuple[str, int]
 MOVERS = (Role.OWNER, Role.OPERATOR)
 
 
 @bp.route("")
 @roles(*ALL_ROLES)
-def index() -> Page:
+def index() -> PageAnswer:
     """The cross exchanges created through the portal; a valid id looked up opens its page."""
     looking_up = "id" in request.args
     lookup = LookUpForm(formdata=request.args if looking_up else None)
@@ -38,7 +38,7 @@ def index() -> Page:
 
 @bp.route("/new", methods=["GET", "POST"])
 @roles(*MOVERS)
-def new() -> Page:
+def new() -> PageAnswer:
     form = CrossExchangeForm()
     error = None
     if form.validate_on_submit():
@@ -67,12 +67,9 @@ def new() -> Page:
 
 def _cross_exchange(cross_exchange_id: str) -> CrossExchange:
     """The cross exchange from the API; its own 404 page when the API does not know the id."""
-    try:
-        return current_api().get_cross_exchange(cross_exchange_id)
-    except ApiError as error:
-        if error.code == 18:
-            abort(error_page(404, "Cross exchange not found", explain(error)))
-        raise
+    return record_or_404(
+        partial(current_api().get_cross_exchange, cross_exchange_id), 18, "Cross exchange not found"
+    )
 
 
 @bp.route("/<cross_exchange_id>")
@@ -87,7 +84,7 @@ def show(cross_exchange_id: str) -> Response:
 
 @bp.route("/<cross_exchange_id>/cancel", methods=["GET", "POST"])
 @roles(*MOVERS)
-def cancel(cross_exchange_id: str) -> Page:
+def cancel(cross_exchange_id: str) -> PageAnswer:
     """Ask for confirmation on its own page, then cancel."""
     cross_exchange = _cross_exchange(cross_exchange_id)
     form = CancelCrossExchangeForm()

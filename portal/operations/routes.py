@@ -7,6 +7,8 @@ place; without JavaScript the browser is redirected to it (Post/Redirect/Get).
 
 from __future__ import annotations
 
+from functools import partial
+
 import segno
 from flask import abort, flash, redirect, url_for
 from flask_login import current_user
@@ -16,8 +18,7 @@ from portal import audit
 from portal.access import ALL_ROLES, roles
 from portal.api import ApiError, ApiUnavailable, Operation
 from portal.checkout.links import attach, checkout_url, reserve_link
-from portal.errors import error_page
-from portal.explain import unanswered
+from portal.explain import record_or_404, unanswered
 from portal.extensions import db
 from portal.layout import render_page, wants_fragment
 from portal.listing import VALIDATION_ERROR, render_list, show_api_errors
@@ -55,18 +56,11 @@ def index() -> Response:
 
 
 def _operation_or_404(operation_id: str) -> Operation:
-    try:
-        return current_api().get_operation(operation_id)
-    except ApiError as error:
-        if isinstance(error, ApiUnavailable) or error.code != OPERATION_NOT_FOUND:
-            raise
-        abort(
-            error_page(
-                404,
-                "Operation not found",
-                "The payment service has no operation with this id for your merchant.",
-            )
-        )
+    return record_or_404(
+        partial(current_api().get_operation, operation_id),
+        OPERATION_NOT_FOUND,
+        "Operation not found",
+    )
 
 
 def _show(operation: Operation, status: int = 200, **context: object) -> Response:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import sqlalchemy as sa
 from flask import abort, current_app, flash, redirect, render_template, url_for
 from flask_login import current_user
-from werkzeug.wrappers import Response
 
 from portal import audit
 from portal.access import roles
@@ -16,6 +15,7 @@ from portal.auth import two_factor
 from portal.auth.forms import CodeField
 from portal.checkout.shop import save_settings
 from portal.extensions import db
+from portal.layout import PageAnswer
 from portal.models import Environment, Role, User
 from portal.services import accounts
 from portal.services.api import (
@@ -35,12 +35,10 @@ from portal.settings.forms import (
     RequireTwoFactorForm,
 )
 
-Page = Response | str | tuple[str, int]
-
 
 @bp.route("/api", methods=["GET", "POST"])
 @roles(Role.OWNER)
-def api() -> Page:
+def api() -> PageAnswer:
     """Check the credentials against the API, then store them encrypted."""
     merchant = current_user.merchant
     connection = merchant.api_connection
@@ -95,7 +93,7 @@ def api() -> Page:
 
 @bp.route("/checkout", methods=["GET", "POST"])
 @roles(Role.OWNER)
-def checkout() -> Page:
+def checkout() -> PageAnswer:
     """The merchant's name on the public checkout page, and the shop it links back to."""
     merchant = current_user.merchant
     form = CheckoutSettingsForm(obj=merchant)
@@ -124,7 +122,7 @@ def _step_up_refused(field: CodeField) -> int | None:
 
 @bp.route("/users", methods=["GET", "POST"])
 @roles(Role.OWNER)
-def users() -> Page:
+def users() -> PageAnswer:
     """The merchant's users, and a form to add one."""
     form = NewUserForm()
     if not form.validate_on_submit():
@@ -147,7 +145,7 @@ def users() -> Page:
 
 @bp.route("/users/two-factor", methods=["POST"])
 @roles(Role.OWNER)
-def require_two_factor() -> Page:
+def require_two_factor() -> PageAnswer:
     """Require two-factor sign-in of every user; only an owner who has it on may turn it on.
 
     Turning it on or off asks that owner for a fresh code (`_step_up_refused`).
@@ -181,7 +179,7 @@ def _users_page(
     *,
     form: NewUserForm | None = None,
     requirement_form: RequireTwoFactorForm | None = None,
-) -> Page:
+) -> PageAnswer:
     merchant = current_user.merchant
     page = render_template(
         "settings/users.html",
@@ -205,7 +203,7 @@ def _merchant_user(user_id: int) -> User:
 
 @bp.route("/users/<int:user_id>", methods=["GET", "POST"])
 @roles(Role.OWNER)
-def edit_user(user_id: int) -> Page:
+def edit_user(user_id: int) -> PageAnswer:
     """Change a user's role, or set a new password."""
     user = _merchant_user(user_id)
     form = EditUserForm(role=user.role.value)
@@ -238,7 +236,7 @@ def edit_user(user_id: int) -> Page:
 
 @bp.route("/users/<int:user_id>/remove", methods=["GET", "POST"])
 @roles(Role.OWNER)
-def remove_user(user_id: int) -> Page:
+def remove_user(user_id: int) -> PageAnswer:
     """Ask for confirmation on its own page, then remove the user."""
     user = _merchant_user(user_id)
     form = RemoveUserForm()

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from flask import abort
+from functools import partial
+
 from werkzeug.wrappers import Response
 
 from portal.access import ALL_ROLES, roles
-from portal.api import ApiError, ApiUnavailable
-from portal.errors import error_page
+from portal.explain import record_or_404
 from portal.layout import render_page
 from portal.listing import render_list
 from portal.services.api import current_api
@@ -33,18 +33,11 @@ def index() -> Response:
 @roles(*ALL_ROLES)
 def detail(transaction_id: str) -> Response:
     """Every field of the transaction, with a link to its operation."""
-    try:
-        transaction = current_api().get_transaction(transaction_id)
-    except ApiError as error:
-        if isinstance(error, ApiUnavailable) or error.code != TRANSACTION_NOT_FOUND:
-            raise
-        abort(
-            error_page(
-                404,
-                "Transaction not found",
-                "The payment service has no transaction with this id for your merchant.",
-            )
-        )
+    transaction = record_or_404(
+        partial(current_api().get_transaction, transaction_id),
+        TRANSACTION_NOT_FOUND,
+        "Transaction not found",
+    )
     return render_page(
         "transactions/detail.html", "transactions/detail.html", transaction=transaction
     )

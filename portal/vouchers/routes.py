@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from flask import abort, flash, redirect, render_template, url_for
+from functools import partial
+
+from flask import flash, redirect, render_template, url_for
 from werkzeug.wrappers import Response
 
 from portal import audit
 from portal.access import ALL_ROLES, roles
 from portal.api import VOUCHER_STATUSES, ApiError, ApiUnavailable, Voucher
-from portal.errors import error_page
-from portal.explain import explain, unanswered
+from portal.explain import explain, record_or_404, unanswered
 from portal.fields import add_api_field_errors
-from portal.layout import render_page
+from portal.layout import PageAnswer, render_page
 from portal.listing import render_list
 from portal.models import Role
 from portal.services.api import current_api
 from portal.vouchers import bp
 from portal.vouchers.forms import CancelVoucherForm, NewVoucherForm, PayOffForm, VoucherFilters
 
-Page = Response | str | tuple[str, int]
 MOVERS = (Role.OWNER, Role.OPERATOR)
 
 
@@ -37,12 +37,7 @@ def index() -> Response:
 
 def _voucher(voucher_id: str) -> Voucher:
     """The voucher from the API; its own 404 page when the API does not know the id."""
-    try:
-        return current_api().get_voucher(voucher_id)
-    except ApiError as error:
-        if error.code == 14:
-            abort(error_page(404, "Voucher not found", explain(error)))
-        raise
+    return record_or_404(partial(current_api().get_voucher, voucher_id), 14, "Voucher not found")
 
 
 @bp.route("/<voucher_id>")
@@ -63,7 +58,7 @@ def code(voucher_id: str) -> Response:
 
 @bp.route("/new", methods=["GET", "POST"])
 @roles(*MOVERS)
-def new() -> Page:
+def new() -> PageAnswer:
     form = NewVoucherForm()
     error = None
     if form.validate_on_submit():
@@ -88,7 +83,7 @@ def new() -> Page:
 
 @bp.route("/<voucher_id>/cancel", methods=["GET", "POST"])
 @roles(*MOVERS)
-def cancel(voucher_id: str) -> Page:
+def cancel(voucher_id: str) -> PageAnswer:
     """Ask for confirmation on its own page, then cancel the voucher."""
     voucher = _voucher(voucher_id)
     form = CancelVoucherForm()
@@ -112,7 +107,7 @@ def cancel(voucher_id: str) -> Page:
 
 @bp.route("/payoff", methods=["GET", "POST"])
 @roles(*MOVERS)
-def payoff() -> Page:
+def payoff() -> PageAnswer:
     """Pay off a voucher by its code: the amount goes to the wallet of its currency."""
     form = PayOffForm()
     if form.validate_on_submit():

@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 from flask_wtf import FlaskForm
-from wtforms import StringField, SubmitField
-from wtforms.validators import InputRequired, Length
+from wtforms import SubmitField
+from wtforms.validators import InputRequired
 
 from portal.auth.forms import CodeField
-from portal.fields import AddressOf, AmountField, CurrencyField, strip
+from portal.fields import AddressField, AmountField, CurrencyField
 
 
 class WithdrawalForm(FlaskForm):
     amount = AmountField("Amount", validators=[InputRequired("Enter the amount to withdraw.")])
     wallet = CurrencyField("Wallet")
-    address = StringField(
-        "Address",
-        validators=[
-            InputRequired("Enter the destination address."),
-            Length(max=255),
-            AddressOf("wallet"),
-        ],
-        filters=[strip],
-    )
+    address = AddressField("Address", "wallet", "Enter the destination address.")
     submit = SubmitField("Review")
 
 

@@ -11,13 +11,12 @@ from portal.api import ApiError, ApiUnavailable
 from portal.auth import two_factor
 from portal.explain import explain
 from portal.fields import add_api_field_errors
+from portal.layout import PageAnswer
 from portal.listing import local_page
 from portal.models import IntentState, Role, WithdrawalIntent
 from portal.services.api import current_api
 from portal.withdrawals import bp, intents
 from portal.withdrawals.forms import ConfirmWithdrawalForm, WithdrawalForm
-
-Page = Response | str | tuple[str, int]
 
 
 @bp.route("")
@@ -30,7 +29,7 @@ def index() -> str:
 
 @bp.route("/new", methods=["GET", "POST"])
 @roles(Role.OWNER)
-def new() -> Page:
+def new() -> PageAnswer:
     """The form; a valid one becomes a pending intent, reviewed on its own page."""
     form = WithdrawalForm(formdata=request.form if request.method == "POST" else request.args)
     if request.method == "POST" and form.validate():
@@ -69,7 +68,7 @@ def _already_confirmed(key: str) -> Response:
 
 @bp.route("/<key>/confirm", methods=["POST"])
 @roles(Role.OWNER)
-def confirm(key: str) -> Page:
+def confirm(key: str) -> PageAnswer:
     """Send the intent once; any other confirmation (double click, resend) only sees it.
 
     A user with two-factor sign-in on confirms with a fresh code (not even the one that signed

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import requests
 
+from sandbox.db import DEFAULT_FLAGS
+
 APP_TOKEN = "sandbox-app-token-0123456789"
 COMPANY_TOKEN = "sandbox-company-token-9876543210"
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,19 +72,7 @@ class SandboxServer:
     def reset(self) -> None:
         """Put flags and faults back to their defaults."""
         self.control("POST", "faults", {"mode": "none"})
-        self.control(
-            "POST",
-            "flags",
-            {
-                "application_banned": False,
-                "company_banned": False,
-                "withdrawals_allowed": True,
-                "payment_gateways_available": True,
-                "payment_gateway_fails": False,
-                "exchange_daily_limit": 20,
-                "unknown_invoice_redirect_url": None,
-            },
-        )
+        self.control("POST", "flags", DEFAULT_FLAGS)
 
 
 def _wait_until_listening(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:
