@@ -5,22 +5,26 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.install-stamp
 VENDOR := static/vendor
-CHROMIUM ?= /usr/bin/chromium
 PYTEST_ARGS ?=
+# Debian packages the commands need, installed when missing and running as root.
+apt_install = { if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1); \
+  else echo "Missing: install Debian's $(1)" >&2; exit 1; fi; }
 # The checkout page's languages: the .po files are the source, the .mo files are built here.
 CATALOGS := $(wildcard portal/translations/*/LC_MESSAGES/messages.po)
 
-.PHONY: install run test lint chromium libreoffice messages
+.PHONY: install run test lint chromium libreoffice messages npm
 
 install: $(STAMP) $(VENDOR)/htmx.min.js $(CATALOGS:.po=.mo)
 
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); \
+	  $(call apt_install,python3-venv) && $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-node_modules/.package-lock.json: package.json package-lock.json
+node_modules/.package-lock.json: package.json package-lock.json | npm
 	npm ci --no-audit --no-fund
 	touch $@
 
@@ -36,11 +40,14 @@ messages: $(STAMP)
 	$(BIN)/pybabel extract -F babel.cfg -k _l --no-location --sort-output -o portal/translations/messages.pot .
 	$(BIN)/pybabel update --no-location -i portal/translations/messages.pot -d portal/translations
 
-# Playwright cannot download its own browser here: the tests drive Debian's Chromium.
+# Playwright cannot download its own browser here: the tests drive Debian's Chromium, or the
+# one PORTAL_TEST_CHROMIUM names (as tests/browser/conftest.py reads it).
 chromium:
-	@test -x "$(CHROMIUM)" || test -n "$$PORTAL_TEST_CHROMIUM" || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
-	  else echo "Chromium is missing: install Debian's chromium, or set PORTAL_TEST_CHROMIUM" >&2; exit 1; fi; }
+	@test -x "$${PORTAL_TEST_CHROMIUM:-/usr/bin/chromium}" || $(call apt_install,chromium)
+
+# htmx and the accessibility checker come from the npm registry.
+npm:
+	@command -v npm >/dev/null || $(call apt_install,nodejs npm)
 
 run: install
 	$(BIN)/flask --app portal demo

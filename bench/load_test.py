@@ -31,14 +31,14 @@ from locust.env import Environment
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.conftest import PASSWORD
+from tests.conftest import CSRF_FIELD, PASSWORD
+from tests.support.portal_app import ROLES, email
 from tests.support.portal_server import run_portal
 from tests.support.sandbox_server import run_sandbox
 
 OPERATIONS = 2000
 SPAWN_RATE = 10  # users started per second
-EMAILS = ("owner@acme.test", "operator@acme.test", "accountant@acme.test")
-CSRF_FIELD = re.compile(r'name="csrf_token"[^>]*?value="([^"]+)"')
+EMAILS = tuple(email(role) for role in ROLES)
 OPERATION_LINK = re.compile(r'href="/operations/([A-Za-z0-9]+)"')
 NOT_OPERATIONS = {"new", "export"}
 # Filters of the operations list, as the filter form sends them (status is repeated).

@@ -17,6 +17,7 @@ from flask_login import current_user
 from markupsafe import Markup, escape
 
 from portal.api import OPERATION_STATUSES, TRANSACTION_STATUSES
+from portal.checkout.shop import is_web_url
 
 
 @lru_cache(maxsize=1)
@@ -87,13 +88,17 @@ def money(amount: Decimal | None, currency: str | None = None) -> str:
 
 
 def web_link(url: str | None) -> str | None:
-    """`url` when it is an http(s) address, safe as a link; None for anything else."""
-    if url and url.lower().startswith(("http://", "https://")):
-        return url
-    return None
+    """`url` when `is_web_url` finds it an http(s) address, safe as a link; None otherwise."""
+    return url if is_web_url(url) else None
+
+
+def exact(value: object) -> object:
+    """What a template prints: a `Decimal` as its digits (`str` writes 0.00000042 as 4.2E-7)."""
+    return format(value, "f") if isinstance(value, Decimal) else value
 
 
 def init_app(app: Flask) -> None:
+    app.jinja_env.finalize = exact  # every {{ value }}, so no amount depends on a filter
     app.add_template_filter(money)
     app.add_template_global(when)
     app.add_template_global(badge)

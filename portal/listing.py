@@ -31,7 +31,7 @@ from wtforms import (
 from wtforms.validators import Optional, ValidationError
 from wtforms.widgets import CheckboxInput, ListWidget
 
-from portal.api import ApiError, ApiUnavailable, Page
+from portal.api import VALIDATION_ERROR, ApiError, ApiUnavailable, Page
 from portal.extensions import db
 from portal.layout import render_page, wants_fragment
 
@@ -39,7 +39,6 @@ PER_PAGE_CHOICES = (10, 25, 50, 100)
 DEFAULT_PER_PAGE = 50
 MAX_PAGE = 2_147_483_647
 MAX_BOUND_LENGTH = 100
-VALIDATION_ERROR = 9
 # Ids are strings in the API: letters, digits and a few separators, never a comma.
 ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,64}")
 CURRENCY_PATTERN = re.compile(r"[A-Z0-9]{2,10}")

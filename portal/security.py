@@ -69,8 +69,10 @@ def set_security_headers(response: Response) -> Response:
     headers.setdefault("Cross-Origin-Opener-Policy", "same-origin")
     if request.is_secure:
         headers.setdefault("Strict-Transport-Security", "max-age=31536000")
-    private = current_user.is_authenticated or request.blueprint == "auth"
-    if request.endpoint != "static" and private:
+    # Static files first: they need no session, and looking the user up costs a query.
+    if request.endpoint != "static" and (
+        request.blueprint == "auth" or current_user.is_authenticated
+    ):
         headers["Cache-Control"] = "no-store"
     return response
 

@@ -5,7 +5,6 @@ Its own Flask application with its own SQLite database; it never imports the por
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from flask import Flask, Response, request
@@ -13,11 +12,10 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from . import api, control, db, payment_page, treasury
 from .errors import ApiError
-from .faults import FaultInjector
+from .faults import VERSIONED_PATH, FaultInjector
 from .seed import seed as seed_database
 
 OPENAPI_DOCUMENT = Path(__file__).with_name("openapi.json")
-_VERSIONED_PATH = re.compile(r"^/(?:sandbox/)?v([0-9]+)(?:/|$)")
 _ROUTING_MESSAGES = {404: "Not found", 405: "Method not allowed"}
 
 
@@ -69,13 +67,13 @@ def _prepare_database(path: str, seed: int, random_seed: int, ttl_minutes: int) 
 
 def _refuse_other_versions() -> None:
     """Section 9: any version but v1 is a removed action (code 1, 410)."""
-    match = _VERSIONED_PATH.match(request.path)
+    match = VERSIONED_PATH.match(request.path)
     if match and match.group(1) != "1":
         raise ApiError(1)
 
 
 def _is_api_request() -> bool:
-    return bool(_VERSIONED_PATH.match(request.path)) or request.path.startswith("/_control")
+    return bool(VERSIONED_PATH.match(request.path)) or request.path.startswith("/_control")
 
 
 def _http_error(error: HTTPException):

@@ -11,7 +11,13 @@ from flask import Blueprint, Response, current_app, request
 from . import db, payments, records, treasury
 from .auth import bearer_token, same_secret
 from .currencies import exchange_pairs, exchange_rate, market_pairs, market_rate
-from .errors import ApiError
+from .errors import (
+    CROSS_EXCHANGE_NOT_FOUND,
+    OPERATION_NOT_FOUND,
+    TRANSACTION_NOT_FOUND,
+    VOUCHER_NOT_FOUND,
+    ApiError,
+)
 from .lists import ListQuery
 from .records import (
     OPERATION_CATEGORIES,
@@ -113,7 +119,7 @@ def show_operation(operation_id: str):
 
 @bp.put("/operations/<operation_id>/cancel")
 def cancel_operation(operation_id: str):
-    row = records.find("operations", operation_id, 5)
+    row = records.find("operations", operation_id, OPERATION_NOT_FOUND)
     json_body()  # no fields, but a body that is not JSON is still refused
     payments.end_operation(row["id"], records.CANCELED)
     return Response(status=204)
@@ -121,7 +127,7 @@ def cancel_operation(operation_id: str):
 
 @bp.put("/operations/<operation_id>/link-transactions")
 def link_transactions(operation_id: str):
-    row = records.find("operations", operation_id, 5)
+    row = records.find("operations", operation_id, OPERATION_NOT_FOUND)
     check = BodyCheck(json_body())
     ids = check.id_list("tx_id")
     check.done()
@@ -131,7 +137,7 @@ def link_transactions(operation_id: str):
 
 @bp.put("/operations/<operation_id>/reject-transactions")
 def reject_transactions(operation_id: str):
-    row = records.find("operations", operation_id, 5)
+    row = records.find("operations", operation_id, OPERATION_NOT_FOUND)
     check = BodyCheck(json_body())
     ids = check.id_list("tx_id")
     reason = check.text("reason")
@@ -166,7 +172,7 @@ def list_transactions():
 
 @bp.get("/transactions/<transaction_id>")
 def show_transaction(transaction_id: str):
-    row = records.find("transactions", transaction_id, 6)
+    row = records.find("transactions", transaction_id, TRANSACTION_NOT_FOUND)
     return _data(records.transaction(row, with_operation=True))
 
 
@@ -203,7 +209,7 @@ def list_vouchers():
 
 @bp.get("/vouchers/<voucher_id>")
 def show_voucher(voucher_id: str):
-    return _data(records.voucher(records.find("vouchers", voucher_id, 14)))
+    return _data(records.voucher(records.find("vouchers", voucher_id, VOUCHER_NOT_FOUND)))
 
 
 @bp.post("/vouchers")
@@ -213,15 +219,15 @@ def create_voucher():
     currency = check.currency("currency")
     check.done()
     voucher_id = treasury.create_voucher(amount, currency)
-    return _data(records.voucher(records.find("vouchers", str(voucher_id), 14)), 201)
+    return _data(records.voucher(records.find("vouchers", str(voucher_id), VOUCHER_NOT_FOUND)), 201)
 
 
 @bp.put("/vouchers/<voucher_id>/cancel")
 def cancel_voucher(voucher_id: str):
-    row = records.find("vouchers", voucher_id, 14)
+    row = records.find("vouchers", voucher_id, VOUCHER_NOT_FOUND)
     json_body()  # no fields, but a body that is not JSON is still refused
     treasury.cancel_voucher(row["id"])
-    return _data(records.voucher(records.find("vouchers", voucher_id, 14)))
+    return _data(records.voucher(records.find("vouchers", voucher_id, VOUCHER_NOT_FOUND)))
 
 
 @bp.post("/vouchers/payoff")
@@ -230,7 +236,7 @@ def pay_off_voucher():
     code = check.text("code", max_length=64)
     check.done()
     voucher_id = treasury.pay_off_voucher(code)
-    return _data(records.voucher(records.find("vouchers", str(voucher_id), 14)))
+    return _data(records.voucher(records.find("vouchers", str(voucher_id), VOUCHER_NOT_FOUND)))
 
 
 def _exchange_fields(check: BodyCheck) -> tuple:
@@ -265,18 +271,26 @@ def create_cross_exchange():
     cross_exchange_id = treasury.create_cross_exchange(
         sell, buy, sell_amount, buy_amount, sell_address, buy_address
     )
-    row = records.find("cross_exchanges", str(cross_exchange_id), 18)
+    row = records.find("cross_exchanges", str(cross_exchange_id), CROSS_EXCHANGE_NOT_FOUND)
     return _data(records.cross_exchange(row), 201)
 
 
 @bp.get("/cross-exchanges/<cross_exchange_id>")
 def show_cross_exchange(cross_exchange_id: str):
-    return _data(records.cross_exchange(records.find("cross_exchanges", cross_exchange_id, 18)))
+    return _data(
+        records.cross_exchange(
+            records.find("cross_exchanges", cross_exchange_id, CROSS_EXCHANGE_NOT_FOUND)
+        )
+    )
 
 
 @bp.put("/cross-exchanges/<cross_exchange_id>/cancel")
 def cancel_cross_exchange(cross_exchange_id: str):
-    row = records.find("cross_exchanges", cross_exchange_id, 18)
+    row = records.find("cross_exchanges", cross_exchange_id, CROSS_EXCHANGE_NOT_FOUND)
     json_body()  # no fields, but a body that is not JSON is still refused
     treasury.cancel_cross_exchange(row["id"])
-    return _data(records.cross_exchange(records.find("cross_exchanges", cross_exchange_id, 18)))
+    return _data(
+        records.cross_exchange(
+            records.find("cross_exchanges", cross_exchange_id, CROSS_EXCHANGE_NOT_FOUND)
+        )
+    )

@@ -11,7 +11,13 @@ from flask import Blueprint, current_app, request
 from . import db, payments, records
 from .auth import bearer_token, same_secret
 from .currencies import CURRENCIES, new_address
-from .errors import ApiError
+from .errors import (
+    CROSS_EXCHANGE_NOT_FOUND,
+    OPERATION_NOT_FOUND,
+    TRANSACTION_NOT_FOUND,
+    VOUCHER_NOT_FOUND,
+    ApiError,
+)
 from .faults import MODES, Fault
 from .money import format_units, parse_amount, to_units
 from .records import EXPIRED, TX_CONFIRMED, TX_UNDEFINED
@@ -43,7 +49,7 @@ def authenticate() -> None:
 
 @bp.post("/operations/<operation_id>/transactions")
 def receive_transaction(operation_id: str):
-    operation = records.find("operations", operation_id, 5)
+    operation = records.find("operations", operation_id, OPERATION_NOT_FOUND)
     body = json_body()
     check = BodyCheck(body)
     amount = check.amount("amount")
@@ -54,13 +60,13 @@ def receive_transaction(operation_id: str):
     check.done()
     status_code = TX_CONFIRMED if status == "confirmed" else TX_UNDEFINED
     tx = payments.receive_transaction(operation["id"], to_units(amount), tx_id, status_code)
-    row = records.find("transactions", str(tx), 6)
+    row = records.find("transactions", str(tx), TRANSACTION_NOT_FOUND)
     return {"data": records.transaction(row, with_operation=True)}, 201
 
 
 @bp.post("/operations/<operation_id>/expire")
 def expire_operation(operation_id: str):
-    operation = records.find("operations", operation_id, 5)
+    operation = records.find("operations", operation_id, OPERATION_NOT_FOUND)
     payments.end_operation(operation["id"], EXPIRED)
     return {"data": records.operation_by_id(operation_id)}
 
@@ -76,7 +82,7 @@ def _expire_now(table: str, column: str, record_id: int, condition: str) -> bool
 
 @bp.post("/cross-exchanges/<cross_exchange_id>/expire")
 def expire_cross_exchange(cross_exchange_id: str):
-    row = records.find("cross_exchanges", cross_exchange_id, 18)
+    row = records.find("cross_exchanges", cross_exchange_id, CROSS_EXCHANGE_NOT_FOUND)
     if not _expire_now("cross_exchanges", "expired_at", row["id"], "status = 'processed'"):
         raise ApiError(20)
     with db.write() as connection:
@@ -85,17 +91,21 @@ def expire_cross_exchange(cross_exchange_id: str):
             (db.now_text(), row["operation_id"]),
         )
     payments.expire_due()
-    return {"data": records.cross_exchange(records.find("cross_exchanges", cross_exchange_id, 18))}
+    return {
+        "data": records.cross_exchange(
+            records.find("cross_exchanges", cross_exchange_id, CROSS_EXCHANGE_NOT_FOUND)
+        )
+    }
 
 
 @bp.post("/vouchers/<voucher_id>/expire")
 def expire_voucher(voucher_id: str):
-    row = records.find("vouchers", voucher_id, 14)
+    row = records.find("vouchers", voucher_id, VOUCHER_NOT_FOUND)
     condition = f"status = {records.VOUCHER_SUCCESSFUL} AND type = 'issued'"
     if not _expire_now("vouchers", "expires_at", row["id"], condition):
         raise ApiError(16)
     payments.expire_due()
-    return {"data": records.voucher(records.find("vouchers", voucher_id, 14))}
+    return {"data": records.voucher(records.find("vouchers", voucher_id, VOUCHER_NOT_FOUND))}
 
 
 @bp.get("/flags")

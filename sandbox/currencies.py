@@ -91,24 +91,24 @@ def _drift_factor(code: str, now: float) -> Decimal:
     return 1 + DRIFT * Decimal(str(round(math.sin(minute / 7 + phase), 6)))
 
 
-def market_price(code: str, now: float | None = None) -> Decimal:
+def market_price(code: str) -> Decimal:
     currency = CURRENCIES[code]
     if code in ("USD", "USDT"):
         return currency.usd_price
-    return currency.usd_price * _drift_factor(code, time.time() if now is None else now)
+    return currency.usd_price * _drift_factor(code, time.time())
 
 
-def market_rate(base: str, quote: str, now: float | None = None) -> Decimal:
+def market_rate(base: str, quote: str) -> Decimal:
     """Price of one unit of `base` in `quote`, to 8 decimal places."""
     if base == quote:
         return Decimal(1)
-    rate = market_price(base, now) / market_price(quote, now)
+    rate = market_price(base) / market_price(quote)
     return rate.quantize(Decimal("1e-8"))
 
 
-def exchange_rate(sell: str, buy: str, now: float | None = None) -> Decimal:
+def exchange_rate(sell: str, buy: str) -> Decimal:
     """What one unit of `sell` buys in an exchange: the market rate less the spread."""
-    return (market_rate(sell, buy, now) * (1 - EXCHANGE_SPREAD)).quantize(Decimal("1e-8"))
+    return (market_rate(sell, buy) * (1 - EXCHANGE_SPREAD)).quantize(Decimal("1e-8"))
 
 
 def market_pairs() -> list[tuple[str, str]]:

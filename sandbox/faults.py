@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass
 from werkzeug.serving import WSGIRequestHandler
 
 MODES = ("none", "error500", "slow", "malformed", "reset")
-_API_PATH = re.compile(r"^/(sandbox/)?v[0-9]+(/|$)")
+# An API path of any version, `/v2/...` or `/sandbox/v2/...`; group 1 is the version number.
+VERSIONED_PATH = re.compile(r"^/(?:sandbox/)?v([0-9]+)(?:/|$)")
 _ERROR_PAGE = b"<!doctype html><title>500 Internal Server Error</title><h1>Server Error</h1>"
 
 
@@ -53,7 +54,7 @@ class FaultInjector:
         fault = self.fault
         if (
             fault.mode == "none"
-            or not _API_PATH.match(environ.get("PATH_INFO", ""))
+            or not VERSIONED_PATH.match(environ.get("PATH_INFO", ""))
             or (fault.methods and environ.get("REQUEST_METHOD") not in fault.methods)
             or not self._strikes(fault)
         ):

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 from flask import Blueprint, redirect, render_template, request, url_for
 
 from . import db, payments, records
-from .errors import ApiError
+from .errors import OPERATION_NOT_FOUND, ApiError
 from .money import format_units
 from .records import CANCELED, CONFIRMED, EXPIRED, FAILED, PROCESSED, TX_CONFIRMED
 
@@ -66,7 +66,7 @@ def _blocking_code(operation) -> int | None:
 def _load(operation_id: str):
     payments.expire_due()
     try:
-        return records.find("operations", operation_id, 5)
+        return records.find("operations", operation_id, OPERATION_NOT_FOUND)
     except ApiError:
         return None
 
@@ -75,19 +75,12 @@ def _unknown_invoice():
     fallback = db.flag("unknown_invoice_redirect_url")
     if fallback:
         return redirect(with_status(fallback, NOT_FOUND_CODE), 303)
-    return render_template("outcome.html", code=NOT_FOUND_CODE, message=OUTCOMES[2]), 404
+    message = OUTCOMES[NOT_FOUND_CODE]
+    return render_template("outcome.html", code=NOT_FOUND_CODE, message=message), 404
 
 
 def _remaining_units(operation) -> int:
-    paid = (
-        db.get()
-        .execute(
-            "SELECT COALESCE(SUM(amount), 0) FROM transactions "
-            "WHERE operation_id = ? AND status = ?",
-            (operation["id"], TX_CONFIRMED),
-        )
-        .fetchone()[0]
-    )
+    paid = payments.confirmed_units(db.get(), operation["id"])
     return max(payments.amount_due_units(operation) - paid, 0)
 
 

@@ -10,7 +10,7 @@ from flask import current_app
 
 from . import db
 from .currencies import CURRENCIES, market_rate, new_address
-from .errors import ApiError
+from .errors import TRANSACTION_NOT_FOUND, ApiError
 from .money import from_units, to_units
 from .records import (
     APPLICATION_ID,
@@ -74,11 +74,16 @@ def create_operation(
         return cursor.lastrowid
 
 
-def _refresh_amount_paid(connection: sqlite3.Connection, operation_id: int, now: str) -> int:
-    total = connection.execute(
+def confirmed_units(connection: sqlite3.Connection, operation_id: int) -> int:
+    """The sum of the operation's confirmed transactions, in units of the payment currency."""
+    return connection.execute(
         "SELECT COALESCE(SUM(amount), 0) FROM transactions WHERE operation_id = ? AND status = ?",
         (operation_id, TX_CONFIRMED),
     ).fetchone()[0]
+
+
+def _refresh_amount_paid(connection: sqlite3.Connection, operation_id: int, now: str) -> int:
+    total = confirmed_units(connection, operation_id)
     connection.execute(
         "UPDATE operations SET amount_paid = ?, updated_at = ? WHERE id = ?",
         (total, now, operation_id),
@@ -132,7 +137,7 @@ def _own_transactions(
             (operation_id, int(given) if is_canonical_id(given) else None, given),
         ).fetchone()
         if row is None:
-            raise ApiError(6)
+            raise ApiError(TRANSACTION_NOT_FOUND)
         found.append(row["id"])
     return found
 
@@ -162,7 +167,7 @@ def reject_transactions(operation_id: int, ids: list[str], reason: str) -> None:
         _refresh_amount_paid(connection, operation_id, now)
 
 
-def end_operation(operation_id: int, status: int, refusal_code: int = 8) -> None:
+def end_operation(operation_id: int, status: int) -> None:
     """Move a `new` operation to canceled, expired or failed; anything else is refused."""
     now = db.now_text()
     with db.write() as connection:
@@ -171,14 +176,13 @@ def end_operation(operation_id: int, status: int, refusal_code: int = 8) -> None
             (status, now, operation_id, NEW),
         )
         if cursor.rowcount == 0:
-            raise ApiError(refusal_code)
-        if status in (CANCELED, EXPIRED, FAILED):
-            ending = {CANCELED: "canceled", EXPIRED: "expired", FAILED: "failed"}[status]
-            connection.execute(
-                "UPDATE cross_exchanges SET status = ?, updated_at = ? "
-                "WHERE operation_id = ? AND status = 'processed'",
-                (ending, now, operation_id),
-            )
+            raise ApiError(8)
+        ending = {CANCELED: "canceled", EXPIRED: "expired", FAILED: "failed"}[status]
+        connection.execute(
+            "UPDATE cross_exchanges SET status = ?, updated_at = ? "
+            "WHERE operation_id = ? AND status = 'processed'",
+            (ending, now, operation_id),
+        )
 
 
 def expire_due() -> None:

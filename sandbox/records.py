@@ -8,7 +8,7 @@ import sqlite3
 from flask import request
 
 from .db import get
-from .errors import ApiError
+from .errors import OPERATION_NOT_FOUND, ApiError
 from .money import format_units
 
 APPLICATION_ID = "1"
@@ -88,7 +88,7 @@ def operations(rows: list[sqlite3.Row]) -> list[dict]:
 
 
 def operation_by_id(operation_id: str) -> dict:
-    return operations([find("operations", operation_id, 5)])[0]
+    return operations([find("operations", operation_id, OPERATION_NOT_FOUND)])[0]
 
 
 _CANONICAL_ID = re.compile(r"[1-9][0-9]{0,17}")

@@ -15,7 +15,15 @@ import requests
 import urllib3.exceptions
 from requests.auth import AuthBase
 
-from portal.api.errors import ApiError, ApiUnavailable, error_from_answer
+from portal.api.errors import (
+    NOT_FOUND_CROSS_EXCHANGE,
+    NOT_FOUND_OPERATION,
+    NOT_FOUND_TRANSACTION,
+    NOT_FOUND_VOUCHER,
+    ApiError,
+    ApiUnavailable,
+    error_from_answer,
+)
 from portal.api.paging import read_pages
 from portal.api.records import (
     CrossExchange,
@@ -39,10 +47,6 @@ Amount = Decimal | int | str
 
 ENVIRONMENT_PREFIXES = {"sandbox": "/sandbox/v1", "production": "/v1"}
 MAX_PER_PAGE = 100
-NOT_FOUND_OPERATION = 5
-NOT_FOUND_TRANSACTION = 6
-NOT_FOUND_VOUCHER = 14
-NOT_FOUND_CROSS_EXCHANGE = 18
 
 # Query parameters of the list endpoints (sections 4.4, 4.7 and 4.12).
 _COMMON_PARAMS = ("sort", "sort_type", "created_from", "created_to", "page", "per_page")

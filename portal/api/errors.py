@@ -9,6 +9,13 @@ from __future__ import annotations
 import json
 
 # Section 7 of the API documentation, word for word.
+# The codes the portal acts on by name (the whole table is ERROR_MESSAGES).
+NOT_FOUND_OPERATION = 5
+NOT_FOUND_TRANSACTION = 6
+VALIDATION_ERROR = 9
+NOT_FOUND_VOUCHER = 14
+NOT_FOUND_CROSS_EXCHANGE = 18
+
 ERROR_MESSAGES: dict[int, str] = {
     0: "Something went wrong",
     1: "Deprecated action",

@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime, time, timedelta
 import sqlalchemy as sa
 
 from portal.audit import ACTIONS, OUTCOMES
+from portal.exports.csv_rows import neutralise
 from portal.extensions import db
 from portal.models import AuditEvent, Merchant
 
@@ -23,7 +24,6 @@ CSV_COLUMNS = (
     "Error message",
     "Address",
 )
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
 def users_of(merchant: Merchant) -> list[str]:
@@ -66,8 +66,7 @@ def describe_parameters(parameters: dict) -> str:
 
 def safe_cell(value: object) -> str:
     """A cell a spreadsheet shows as text, never runs as a formula."""
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(_FORMULA_STARTS) else text
+    return neutralise("" if value is None else str(value))
 
 
 def csv_rows(found: Iterable[AuditEvent]) -> Iterator[str]:

@@ -230,6 +230,15 @@ def refusal_on(field: Field, user: User, *, purpose: str, recovery: bool = False
     return None
 
 
+def step_up_refused(field: Field, user: User, *, purpose: str) -> int | None:
+    """Before a sensitive change (a withdrawal, a change to users): a fresh code from `user`
+    when they have two-factor on, as `refusal_on` checks it; None for anyone without it.
+    """
+    if not user.two_factor_enabled:
+        return None
+    return refusal_on(field, user, purpose=purpose)
+
+
 # --- Turning it on and off -------------------------------------------------------------------
 
 

@@ -10,7 +10,13 @@ from werkzeug.wrappers import Response
 
 from portal import audit
 from portal.access import ALL_ROLES, roles
-from portal.api import ApiError, ApiUnavailable, CrossExchange
+from portal.api import (
+    NOT_FOUND_CROSS_EXCHANGE,
+    VALIDATION_ERROR,
+    ApiError,
+    ApiUnavailable,
+    CrossExchange,
+)
 from portal.cross_exchanges import bp, references
 from portal.cross_exchanges.forms import CancelCrossExchangeForm, CrossExchangeForm, LookUpForm
 from portal.explain import explain, record_or_404, unanswered
@@ -54,7 +60,7 @@ def new() -> PageAnswer:
         except ApiUnavailable as failure:
             return unanswered(failure, "the cross exchanges list", url_for("cross_exchanges.index"))
         except ApiError as refusal:
-            if refusal.code != 9 or not add_api_field_errors(form, refusal.errors):
+            if refusal.code != VALIDATION_ERROR or not add_api_field_errors(form, refusal.errors):
                 error = explain(refusal)
             page = render_template("cross_exchanges/new.html", form=form, error=error)
             return page, refusal.http_status or 400
@@ -68,7 +74,9 @@ def new() -> PageAnswer:
 def _cross_exchange(cross_exchange_id: str) -> CrossExchange:
     """The cross exchange from the API; its own 404 page when the API does not know the id."""
     return record_or_404(
-        partial(current_api().get_cross_exchange, cross_exchange_id), 18, "Cross exchange not found"
+        partial(current_api().get_cross_exchange, cross_exchange_id),
+        NOT_FOUND_CROSS_EXCHANGE,
+        "Cross exchange not found",
     )
 
 

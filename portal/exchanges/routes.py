@@ -8,14 +8,16 @@ from werkzeug.wrappers import Response
 
 from portal import audit
 from portal.access import ALL_ROLES, roles
-from portal.api import ApiError, ApiUnavailable
+from portal.api import VALIDATION_ERROR, ApiError, ApiUnavailable
 from portal.exchanges import bp
 from portal.exchanges.forms import ExchangeForm
 from portal.exchanges.quotes import quote
 from portal.explain import explain, unanswered
 from portal.fields import add_api_field_errors
+from portal.formatting import money
 from portal.layout import render_page
 from portal.models import Role
+from portal.rates.pairs import rate_rows
 from portal.services.api import current_api
 
 RESULT_KEY = "exchange_result"
@@ -32,7 +34,7 @@ def _page(form: ExchangeForm, status: int = 200, error: str | None = None) -> Re
         "exchanges/_quote.html",
         status,
         form=form,
-        rates=sorted(rates.items()),
+        rows=rate_rows(rates),
         quote=offer,
         error=error,
         result=session.pop(RESULT_KEY, None) if request.method == "GET" else None,
@@ -63,15 +65,15 @@ def create() -> Response:
     except ApiUnavailable as failure:
         return unanswered(failure, "your wallet balances with the payment service")
     except ApiError as refusal:
-        if refusal.code == 9 and add_api_field_errors(form, refusal.errors):
+        if refusal.code == VALIDATION_ERROR and add_api_field_errors(form, refusal.errors):
             return _page(form, 422)
         return _page(form, refusal.http_status or 400, explain(refusal))
     session[RESULT_KEY] = {
         "id": done.id,
-        "sell": f"{done.sell_amount} {done.sell_currency}",
-        "buy": f"{done.buy_amount} {done.buy_currency}",
-        "rate": str(done.rate) if done.rate is not None else None,
-        "fee": str(done.fee) if done.fee is not None else None,
+        "sell": money(done.sell_amount, done.sell_currency),
+        "buy": money(done.buy_amount, done.buy_currency),
+        "rate": money(done.rate) if done.rate is not None else None,
+        "fee": money(done.fee) if done.fee is not None else None,
         "status": done.status,
     }
     flash("The exchange is done.", "success")

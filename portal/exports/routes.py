@@ -10,13 +10,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from zoneinfo import ZoneInfo
+from datetime import UTC
 
 from flask import Response, request
 from flask_login import current_user
 
 from portal.access import ALL_ROLES, roles
-from portal.api import ApiError, ApiUnavailable, MerchantApiClient
+from portal.api import VALIDATION_ERROR, ApiError, ApiUnavailable, MerchantApiClient
 from portal.exports import bp
 from portal.exports.csv_rows import (
     OPERATION_COLUMNS,
@@ -27,7 +27,8 @@ from portal.exports.csv_rows import (
     operation_transactions,
 )
 from portal.exports.stream import Export, start
-from portal.listing import VALIDATION_ERROR, ListFilters, read_filters, render_list
+from portal.formatting import user_zone
+from portal.listing import ListFilters, read_filters, render_list
 from portal.operations.forms import OperationFilters
 from portal.services.api import current_api
 from portal.transactions.forms import TransactionFilters
@@ -125,8 +126,9 @@ def _list_page(listing: ListExport) -> Response:
 
 def _zone() -> TimeZone:
     """UTC, or with `tz=local` the user's own time zone."""
-    if request.args.get("tz") == "local" and current_user.time_zone != "UTC":
-        return TimeZone(ZoneInfo(current_user.time_zone), current_user.time_zone)
+    zone = user_zone()  # UTC for a zone name this host does not know
+    if request.args.get("tz") == "local" and zone is not UTC:
+        return TimeZone(zone, current_user.time_zone)
     return UTC_ZONE
 
 

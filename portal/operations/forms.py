@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import re
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import ClassVar
-from urllib.parse import urlsplit
 
 from flask_wtf import FlaskForm
 from wtforms import (
@@ -17,9 +15,11 @@ from wtforms import (
     SubmitField,
     URLField,
 )
-from wtforms.validators import DataRequired, Length, Optional, ValidationError
+from wtforms.validators import DataRequired, InputRequired, Length, Optional, ValidationError
 
 from portal.api import OPERATION_STATUSES
+from portal.checkout.shop import is_web_url
+from portal.fields import AmountField, strip
 from portal.listing import (
     CURRENCY_PATTERN,
     ID_PATTERN,
@@ -29,8 +29,11 @@ from portal.listing import (
     status_field,
 )
 
-# At most 8 decimals (the API's precision) and 12 digits before the point.
-AMOUNT_PATTERN = re.compile(r"\d{1,12}(\.\d{1,8})?")
+# An amount as `portal.fields.parse_amount` takes it (at most 8 decimals, the API's precision),
+# with at least one and at most 12 digits before the point, in this page's own words.
+MAX_WHOLE_DIGITS = 12
+AMOUNT_SHAPE = "Enter an amount such as 12.5, with at most 8 decimals."
+AMOUNT_NOT_POSITIVE = "The amount must be greater than zero."
 CATEGORIES = [
     SelectChoice("", "Any"),
     SelectChoice("application", "Application"),
@@ -76,39 +79,47 @@ class OperationFilters(ListFilters):
     address = StringField("Address", validators=[Optional(), Length(max=255)])
 
 
-def _amount(_form: FlaskForm, field: StringField) -> None:
-    text = (field.data or "").strip()
-    if not AMOUNT_PATTERN.fullmatch(text):
-        raise ValidationError("Enter an amount such as 12.5, with at most 8 decimals.")
-    if Decimal(text) <= 0:
-        raise ValidationError("The amount must be greater than zero.")
+def _is_zero(text: str) -> bool:
+    """Digits (a point allowed) that make zero: an amount, only not above zero."""
+    try:
+        return text.partition(".")[0].isdecimal() and Decimal(text) == 0
+    except InvalidOperation:
+        return False
+
+
+class OperationAmountField(AmountField):
+    """An `AmountField` that also wants a digit before the point, and at most 12 of them."""
+
+    def process_formdata(self, valuelist: list[str]) -> None:
+        try:
+            super().process_formdata(valuelist)
+        except ValueError:
+            zero = _is_zero(self.raw_text)
+            raise ValueError(AMOUNT_NOT_POSITIVE if zero else AMOUNT_SHAPE) from None
+        whole = self.raw_text.partition(".")[0]
+        if self.data is not None and not 1 <= len(whole) <= MAX_WHOLE_DIGITS:
+            self.data = None
+            raise ValueError(AMOUNT_SHAPE)
 
 
 def _http_url(_form: FlaskForm, field: URLField) -> None:
-    parts = urlsplit(field.data or "")
-    if parts.scheme not in ("http", "https") or not parts.hostname or " " in field.data:
+    if not is_web_url(field.data):
         raise ValidationError("Enter an address starting with http:// or https://.")
-
-
-def _strip(value: str | None) -> str | None:
-    return value.strip() if isinstance(value, str) else value
 
 
 class NewOperationForm(FlaskForm):
     """Create an operation; the currencies are those of the current rates."""
 
-    amount = StringField(
-        "Amount", validators=[DataRequired("Enter the amount."), _amount], filters=[_strip]
-    )
+    amount = OperationAmountField("Amount", validators=[InputRequired("Enter the amount.")])
     currency = SelectField("Currency", choices=[])
     payment_currency = SelectField("Payment currency", choices=[], default="")
     order_id = StringField(
         "Order number",
         validators=[DataRequired("Enter the order number."), Length(max=255)],
-        filters=[_strip],
+        filters=[strip],
     )
     redirect_url = URLField(
-        "Redirect URL", validators=[Optional(), Length(max=2048), _http_url], filters=[_strip]
+        "Redirect URL", validators=[Optional(), Length(max=2048), _http_url], filters=[strip]
     )
     submit = SubmitField("Create operation")
 
@@ -125,7 +136,7 @@ class TransactionsActionForm(FlaskForm):
     """Link or reject transactions of one operation; `confirm` is set on the confirmation step."""
 
     transaction_id = SelectMultipleField("Transactions", choices=[])
-    reason = StringField("Reason", validators=[Optional(), Length(max=255)], filters=[_strip])
+    reason = StringField("Reason", validators=[Optional(), Length(max=255)], filters=[strip])
     confirm = HiddenField()
 
     def offer(self, transaction_ids: list[str]) -> None:
@@ -140,7 +151,7 @@ class RejectForm(TransactionsActionForm):
     reason = StringField(
         "Reason",
         validators=[DataRequired("Enter the reason for the rejection."), Length(max=255)],
-        filters=[_strip],
+        filters=[strip],
     )
 
 

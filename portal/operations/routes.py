@@ -16,12 +16,19 @@ from werkzeug.wrappers import Response
 
 from portal import audit
 from portal.access import ALL_ROLES, roles
-from portal.api import ApiError, ApiUnavailable, Operation
+from portal.api import (
+    NOT_FOUND_OPERATION,
+    NOT_FOUND_TRANSACTION,
+    VALIDATION_ERROR,
+    ApiError,
+    ApiUnavailable,
+    Operation,
+)
 from portal.checkout.links import attach, checkout_url, reserve_link
 from portal.explain import record_or_404, unanswered
 from portal.extensions import db
 from portal.layout import render_page, wants_fragment
-from portal.listing import VALIDATION_ERROR, render_list, show_api_errors
+from portal.listing import render_list, show_api_errors
 from portal.models import Role
 from portal.operations import bp
 from portal.operations.forms import (
@@ -35,8 +42,6 @@ from portal.rates.pairs import currencies_of
 from portal.services.api import current_api
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
-OPERATION_NOT_FOUND = 5
-TRANSACTION_NOT_FOUND = 6
 OPERATION_NOT_CREATED = 7
 CANCEL_NOT_ALLOWED = 8
 CANCELABLE = "new"
@@ -58,7 +63,7 @@ def index() -> Response:
 def _operation_or_404(operation_id: str) -> Operation:
     return record_or_404(
         partial(current_api().get_operation, operation_id),
-        OPERATION_NOT_FOUND,
+        NOT_FOUND_OPERATION,
         "Operation not found",
     )
 
@@ -163,11 +168,12 @@ def _transactions_action(
     except ApiError as refusal:
         if isinstance(refusal, ApiUnavailable) or refusal.code not in (
             VALIDATION_ERROR,
-            TRANSACTION_NOT_FOUND,
+            NOT_FOUND_TRANSACTION,
         ):
             raise
-        show_api_errors(form, refusal)
-        return _show(api.get_operation(operation_id), 422, action_form=form)
+        show_api_errors(form, refusal)  # what names no field of the form is said above it
+        problem = " ".join(form.form_errors) or None
+        return _show(api.get_operation(operation_id), 422, action_form=form, problem=problem)
     count = len(ids)
     noun = "transaction" if count == 1 else "transactions"
     verb = "linked to the operation" if action == "link" else "rejected"

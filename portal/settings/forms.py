@@ -17,6 +17,7 @@ from wtforms.validators import DataRequired, Length, Optional, ValidationError
 
 from portal.auth.forms import CodeField
 from portal.checkout.shop import is_web_url
+from portal.fields import strip
 from portal.models import Environment, Role
 from portal.services.accounts import MIN_PASSWORD_LENGTH, looks_like_email
 from portal.services.api import base_url_problem
@@ -48,10 +49,6 @@ def _shop_url(_form: FlaskForm, field: URLField) -> None:
         raise ValidationError("Enter an address starting with http:// or https://.")
 
 
-def _strip(value: str | None) -> str | None:
-    return value.strip() if value else value
-
-
 def _token_characters(_form: FlaskForm, field: PasswordField) -> None:
     """A token is one word: a space or line break inside it is a pasting mistake."""
     if field.data and any(char.isspace() or not char.isprintable() for char in field.data):
@@ -77,12 +74,12 @@ class ApiSettingsForm(FlaskForm):
     token = PasswordField(
         "Application token",
         validators=[Optional(), TOKEN_LENGTH, _token_characters],
-        filters=[_strip],
+        filters=[strip],
     )
     company_token = PasswordField(
         "Company token (optional)",
         validators=[Optional(), TOKEN_LENGTH, _token_characters],
-        filters=[_strip],
+        filters=[strip],
     )
     remove_company_token = BooleanField("Remove the stored company token")
     submit = SubmitField("Check and save")
@@ -124,9 +121,9 @@ class CheckoutSettingsForm(FlaskForm):
     """What customers see on the public checkout page; both fields may be left empty."""
 
     display_name = StringField(
-        "Display name", validators=[Optional(), Length(max=120)], filters=[_strip]
+        "Display name", validators=[Optional(), Length(max=120)], filters=[strip]
     )
     shop_url = URLField(
-        "Shop URL", validators=[Optional(), Length(max=2048), _shop_url], filters=[_strip]
+        "Shop URL", validators=[Optional(), Length(max=2048), _shop_url], filters=[strip]
     )
     submit = SubmitField("Save")

@@ -111,13 +111,10 @@ def _step_up_refused(field: CodeField) -> int | None:
     A stolen session cookie alone must not add an owner with a password of the thief's, change a
     role or a password, turn off a user's two-factor or the merchant's requirement, or remove a
     user: with any of these it could go on to confirm withdrawals with no code. So these changes
-    ask for a code as a withdrawal does (not a recovery code). None when the change may go ahead;
-    otherwise the reason is on the field and the status to answer with is returned.
+    ask for a code as a withdrawal does (not a recovery code).
     """
     owner = current_user._get_current_object()
-    if not owner.two_factor_enabled:
-        return None
-    return two_factor.refusal_on(field, owner, purpose="users")
+    return two_factor.step_up_refused(field, owner, purpose="users")
 
 
 @bp.route("/users", methods=["GET", "POST"])

@@ -7,14 +7,13 @@ from functools import partial
 from werkzeug.wrappers import Response
 
 from portal.access import ALL_ROLES, roles
+from portal.api import NOT_FOUND_TRANSACTION
 from portal.explain import record_or_404
 from portal.layout import render_page
 from portal.listing import render_list
 from portal.services.api import current_api
 from portal.transactions import bp
 from portal.transactions.forms import TransactionFilters
-
-TRANSACTION_NOT_FOUND = 6
 
 
 @bp.route("")
@@ -35,7 +34,7 @@ def detail(transaction_id: str) -> Response:
     """Every field of the transaction, with a link to its operation."""
     transaction = record_or_404(
         partial(current_api().get_transaction, transaction_id),
-        TRANSACTION_NOT_FOUND,
+        NOT_FOUND_TRANSACTION,
         "Transaction not found",
     )
     return render_page(

@@ -9,9 +9,17 @@ from werkzeug.wrappers import Response
 
 from portal import audit
 from portal.access import ALL_ROLES, roles
-from portal.api import VOUCHER_STATUSES, ApiError, ApiUnavailable, Voucher
+from portal.api import (
+    NOT_FOUND_VOUCHER,
+    VALIDATION_ERROR,
+    VOUCHER_STATUSES,
+    ApiError,
+    ApiUnavailable,
+    Voucher,
+)
 from portal.explain import explain, record_or_404, unanswered
 from portal.fields import add_api_field_errors
+from portal.formatting import money
 from portal.layout import PageAnswer, render_page
 from portal.listing import render_list
 from portal.models import Role
@@ -37,7 +45,9 @@ def index() -> Response:
 
 def _voucher(voucher_id: str) -> Voucher:
     """The voucher from the API; its own 404 page when the API does not know the id."""
-    return record_or_404(partial(current_api().get_voucher, voucher_id), 14, "Voucher not found")
+    return record_or_404(
+        partial(current_api().get_voucher, voucher_id), NOT_FOUND_VOUCHER, "Voucher not found"
+    )
 
 
 @bp.route("/<voucher_id>")
@@ -70,11 +80,12 @@ def new() -> PageAnswer:
         except ApiUnavailable as failure:
             return unanswered(failure, "the voucher list", url_for("vouchers.index"))
         except ApiError as refusal:
-            if refusal.code != 9 or not add_api_field_errors(form, refusal.errors):
+            if refusal.code != VALIDATION_ERROR or not add_api_field_errors(form, refusal.errors):
                 error = explain(refusal)
             return render_template("vouchers/new.html", form=form, error=error), 400
         flash(
-            f"Voucher {voucher.id} for {voucher.amount} {voucher.currency} is created.", "success"
+            f"Voucher {voucher.id} for {money(voucher.amount, voucher.currency)} is created.",
+            "success",
         )
         return redirect(url_for("vouchers.show", voucher_id=voucher.id))
     page = render_template("vouchers/new.html", form=form)
@@ -121,7 +132,7 @@ def payoff() -> PageAnswer:
             form.code.errors.append(explain(refusal))
             return render_template("vouchers/payoff.html", form=form), 400
         flash(
-            f"Voucher {voucher.id} is paid off: {voucher.amount} {voucher.currency} "
+            f"Voucher {voucher.id} is paid off: {money(voucher.amount, voucher.currency)} "
             "went to your wallet.",
             "success",
         )

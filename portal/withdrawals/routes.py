@@ -7,7 +7,7 @@ from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from portal.access import roles
-from portal.api import ApiError, ApiUnavailable
+from portal.api import VALIDATION_ERROR, ApiError, ApiUnavailable
 from portal.auth import two_factor
 from portal.explain import explain
 from portal.fields import add_api_field_errors
@@ -81,8 +81,8 @@ def confirm(key: str) -> PageAnswer:
     if intent.state != IntentState.PENDING:
         return _already_confirmed(key)
     user = current_user._get_current_object()
-    if status is None and user.two_factor_enabled:
-        status = two_factor.refusal_on(form.code, user, purpose="withdrawal")
+    if status is None:
+        status = two_factor.step_up_refused(form.code, user, purpose="withdrawal")
     if status:
         return render_template("withdrawals/show.html", intent=intent, form=form), status
     api = current_api()
@@ -103,7 +103,7 @@ def confirm(key: str) -> PageAnswer:
         retry = WithdrawalForm(
             formdata=None, amount=intent.amount, wallet=intent.wallet, address=intent.address
         )
-        if error.code == 9:
+        if error.code == VALIDATION_ERROR:
             add_api_field_errors(retry, error.errors)
         page = render_template("withdrawals/new.html", form=retry, error=explain(error))
         return page, error.http_status or 400

@@ -20,7 +20,8 @@ from wtforms import DateField, Field, IntegerField, SelectField, SelectMultipleF
 
 from portal.fields import AmountField
 from portal.listing import BoundField
-from tests.conftest import sign_in
+from tests.support.htmx import HTMX
+from tests.support.money import signed_in
 from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import run_sandbox
 
@@ -32,7 +33,7 @@ PROPERTY_SETTINGS = settings(
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 # A plain request; an htmx request for part of a page; a boosted link or form (the whole page).
-PLAIN, HTMX, BOOSTED = {}, {"HX-Request": "true"}, {"HX-Request": "true", "HX-Boosted": "true"}
+PLAIN, BOOSTED = {}, {**HTMX, "HX-Boosted": "true"}
 # The sandbox's records, and the wallets whose balances money-moving forms change.
 UPSTREAM_TABLES = ("operations", "transactions", "vouchers", "exchanges", "cross_exchanges")
 
@@ -217,9 +218,7 @@ def app(tmp_path_factory, sandbox):
 @pytest.fixture(scope="module")
 def owner(app):
     """The owner may open every page and post every form."""
-    client = app.test_client()
-    assert sign_in(client, email("owner")).status_code == 302
-    return client
+    return signed_in(app, email("owner"))
 
 
 def field_values(app, form_path: str | None) -> dict[str, st.SearchStrategy[str]]:

@@ -9,9 +9,9 @@ from decimal import ROUND_DOWN, ROUND_UP, Decimal
 import pytest
 
 from tests.support.checkout import Checkout, new_checkout
+from tests.support.htmx import HTMX
 from tests.support.sandbox_server import free_port, run_sandbox
 
-HTMX = {"HX-Request": "true"}
 POLLING = 'hx-trigger="every'
 HEADINGS = {
     "": "Thank you for your payment",

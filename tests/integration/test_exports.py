@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from tests.conftest import sign_in
+from tests.support.money import connect
 
 FODS = {
     "table": "urn:oasis:names:tc:opendocument:xmlns:table:1.0",
@@ -33,17 +34,6 @@ def cells_of(row) -> list:
     for cell in row.findall("table:table-cell", FODS):
         cells += [cell] * int(cell.get(repeated, "1"))
     return cells
-
-
-def connect(app, server, merchant: str = "Acme") -> None:
-    from portal.models import Environment
-    from portal.services import accounts
-    from portal.services.api import Credentials
-    from portal.services.api import connect as connect_api
-
-    with app.app_context():
-        credentials = Credentials(server.base_url, Environment.SANDBOX, server.token)
-        connect_api(accounts.merchant_named(merchant), credentials)
 
 
 @pytest.fixture
@@ -119,6 +109,13 @@ def test_spreadsheet_options_byte_order_mark_and_time_zone(app, accountant, acco
     assert "created_at (Europe/Berlin)" in local[0]
     stamp = local[1][local[0].index("created_at (Europe/Berlin)")]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+0[12]:00", stamp)
+
+    with app.app_context():  # a zone this host does not know: UTC, as on the pages
+        find_user(accounts.accountant).time_zone = "Mars/Olympus_Mons"
+        db.session.commit()
+    response = accountant.get("/operations/export.csv?tz=local")
+    assert response.status_code == 200
+    assert "created_at (UTC)" in rows_of(response)[0]
 
 
 @pytest.mark.skipif(not shutil.which("soffice"), reason="LibreOffice (soffice) is not installed")

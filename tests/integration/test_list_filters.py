@@ -14,10 +14,10 @@ from decimal import Decimal
 import pytest
 
 from portal.api import MerchantApiClient
-from tests.conftest import sign_in
+from tests.support.htmx import HTMX
+from tests.support.money import signed_in
 from tests.support.portal_app import connected_portal, email
 
-HTMX = {"HX-Request": "true"}
 ROW_LINK = {
     "operations": re.compile(r'<td><a href="/operations/([^"/]+)">'),
     "transactions": re.compile(r'<td><a href="/transactions/([^"/]+)">'),
@@ -34,9 +34,7 @@ def app(tmp_path_factory, seeded_sandbox):
 
 @pytest.fixture(scope="module")
 def client(app):
-    client = app.test_client()
-    assert sign_in(client, email("accountant")).status_code == 302
-    return client
+    return signed_in(app, email("accountant"))
 
 
 @pytest.fixture(scope="module")
@@ -285,8 +283,7 @@ def test_a_page_past_the_end(client):
 
 def test_timestamps_in_the_users_zone(app, seeded_sandbox, sample):
     operation = sample["operations"][0]
-    client = app.test_client()
-    sign_in(client, email("operator"))
+    client = signed_in(app, email("operator"))
     assert client.post("/account", data={"time_zone": "Asia/Tokyo"}).status_code == 302
     html = client.get(f"/operations/{operation.id}").get_data(as_text=True)
     assert " JST</time>" in html

@@ -10,12 +10,11 @@ import uuid
 
 import pytest
 
-from portal.api import MerchantApiClient
-from tests.conftest import sign_in
+from portal.api import ApiError, MerchantApiClient
+from tests.support.htmx import HTMX
+from tests.support.money import signed_in
 from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import free_port, run_sandbox
-
-HTMX = {"HX-Request": "true"}
 
 
 @pytest.fixture(scope="module")
@@ -38,15 +37,9 @@ def api(sandbox) -> MerchantApiClient:
     return MerchantApiClient(sandbox.base_url, token=sandbox.token)
 
 
-def client_as(app, role: str):
-    client = app.test_client()
-    assert sign_in(client, email(role)).status_code == 302
-    return client
-
-
 @pytest.fixture(scope="module")
 def operator(app):
-    return client_as(app, "operator")
+    return signed_in(app, email("operator"))
 
 
 def new_operation(api, sandbox, transactions: int = 0):
@@ -183,6 +176,23 @@ def test_a_transaction_of_another_operation_is_refused(operator, api, sandbox):
     assert api.get_transaction(foreign).linked is False
 
 
+def test_a_refusal_that_names_no_field_is_said_on_the_page(operator, api, sandbox, monkeypatch):
+    """Code 6 (the API no longer finds a transaction the page offered) is shown, not just 422."""
+    operation, (first,) = new_operation(api, sandbox, transactions=1)
+
+    def refuse(_client, _operation_id, _ids):
+        raise ApiError(6, "Transaction not found")
+
+    monkeypatch.setattr(MerchantApiClient, "link_transactions", refuse)
+    response = operator.post(
+        f"/operations/{operation.id}/link-transactions",
+        data={"transaction_id": [first], "confirm": "1"},
+        headers=HTMX,
+    )
+    assert response.status_code == 422
+    assert re.search(r'class="form-error"[^>]*>[^<]*Transaction not found', response.get_data(True))
+
+
 def test_cancel_asks_first_and_explains_code_8(operator, api, sandbox):
     operation, _ = new_operation(api, sandbox)
     url = f"/operations/{operation.id}/cancel"
@@ -200,7 +210,7 @@ def test_cancel_asks_first_and_explains_code_8(operator, api, sandbox):
 
 
 def test_the_accountant_sees_no_controls_and_is_refused(app, api, sandbox):
-    accountant = client_as(app, "accountant")
+    accountant = signed_in(app, email("accountant"))
     operation, (first,) = new_operation(api, sandbox, transactions=1)
     page = accountant.get(f"/operations/{operation.id}").get_data(as_text=True)
     for control in ("Link selected", "Reject selected", "Cancel operation", 'type="checkbox"'):
@@ -234,7 +244,7 @@ def test_invalid_filters_never_reach_the_api(tmp_path, sandbox):
 
             db.session.scalar(db.select(ApiConnection)).base_url = unreachable.base_url
             db.session.commit()
-        client = client_as(application, "accountant")
+        client = signed_in(application, email("accountant"))
         for path, field, message in (
             ("/operations?amount_from=ten", "amount_from", "Enter a number such as 10 or 0.5."),
             ("/operations?amount_from=5&amount_to=1", "amount_to", "Must be at least"),

@@ -50,6 +50,18 @@ def test_an_empty_token_field_keeps_the_stored_token(app, owner, sandbox):
     assert _save(owner, sandbox.base_url, "").status_code == 302
 
 
+def test_the_company_token_can_be_removed_and_the_app_token_stays(app, owner, sandbox):
+    _save(owner, sandbox.base_url, sandbox.token, company_token=sandbox.company_token)
+    assert _connection(app).company_token_encrypted is not None
+    assert _save(owner, sandbox.base_url, "", remove_company_token="y").status_code == 302
+    connection = _connection(app)
+    assert connection.company_token_encrypted is None
+    assert connection.token_encrypted is not None
+    page = owner.get("/settings/api").get_data(as_text=True)
+    assert "••••" + sandbox.token[-4:] in page
+    assert "••••" + sandbox.company_token[-4:] not in page
+
+
 @pytest.mark.parametrize(
     ("case", "message"),
     [

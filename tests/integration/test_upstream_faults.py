@@ -14,13 +14,12 @@ import uuid
 import pytest
 
 from portal.api import MerchantApiClient
-from tests.conftest import sign_in
 from tests.support import sandbox_server
-from tests.support.money import BTC_ADDRESS, ETH_ADDRESS
+from tests.support.htmx import HTMX
+from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, signed_in
 from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import run_sandbox
 
-HTMX = {"HX-Request": "true"}
 READ_TIMEOUT = 1.0
 SLOW_MS = 2500
 FAULTS = {"error500": 502, "slow": 504, "malformed": 502, "reset": 502}
@@ -72,15 +71,9 @@ def ids(api) -> dict[str, str]:
     }
 
 
-def signed_in(app, role: str):
-    client = app.test_client()
-    assert sign_in(client, email(role)).status_code == 302
-    return client
-
-
 @pytest.fixture(scope="module")
 def owner(app):
-    return signed_in(app, "owner")
+    return signed_in(app, email("owner"))
 
 
 @pytest.fixture(autouse=True)
@@ -135,7 +128,7 @@ def revivable(tmp_path_factory):
     with contextlib.ExitStack() as stack:
         with run_sandbox(database, seed=20) as server:
             app = stack.enter_context(connected_portal(folder, server, WTF_CSRF_ENABLED=False))
-            client = signed_in(app, "owner")
+            client = signed_in(app, email("owner"))
             api = MerchantApiClient(server.base_url, token=server.token)
             record = {
                 "operation": api.list_operations(per_page=1).items[0].id,

@@ -73,9 +73,6 @@ CRYPTO = ("BTC", "ETH", "USDT")
 CURRENCIES = (*CRYPTO, "USD")
 WALLETS_AT_START = {"BTC": Decimal("25"), "ETH": Decimal("400"), "USDT": Decimal("1000000")}
 NETWORK_FEE = {"BTC": Decimal("0.0001"), "ETH": Decimal("0.001"), "USDT": Decimal("1")}
-WITHDRAWAL_DAILY_LIMIT = {"BTC": Decimal("10"), "ETH": Decimal("200"), "USDT": Decimal("500000")}
-EXCHANGE_LIMIT = {"BTC": Decimal("5"), "ETH": Decimal("100"), "USDT": Decimal("250000")}
-EXCHANGE_MINIMUM = {"BTC": Decimal("0.0001"), "ETH": Decimal("0.001"), "USDT": Decimal("1")}
 
 # Addresses of the right shape that the sandbox never hands out (outside addresses).
 EXTERNAL_ADDRESS = {
@@ -115,11 +112,6 @@ CROSS_EXCHANGE_FIELDS = {
 
 EIGHT = Decimal("0.00000001")
 _NO_BODY = object()
-
-
-def dec(value: str | None) -> Decimal | None:
-    """A record's decimal string as a Decimal (None stays None)."""
-    return None if value is None else Decimal(value)
 
 
 def q8(value: Decimal) -> str:

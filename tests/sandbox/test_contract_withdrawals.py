@@ -83,15 +83,11 @@ def test_withdrawal_to_a_sandbox_address_is_an_internal_transfer_without_fee(api
 
 def test_withdrawal_to_a_wallet_address_is_an_internal_transfer(api, sandbox):
     items = data_of(control(sandbox, "GET", "wallets"))
-    addresses = (
-        {item["currency"]: item.get("address") for item in items if isinstance(item, dict)}
-        if isinstance(items, list)
-        else {}
-    )
-    if not addresses.get("BTC"):
-        pytest.skip("the wallets of the control surface show no address")
+    addresses = {item["currency"]: item["address"] for item in items}
+    assert addresses["BTC"], "every wallet of the control surface has an address"
     op = data_of(withdraw(api, "1", "BTC", addresses["BTC"]), 200)
     assert op["category"] == "internal_transfer"
+    assert op["address"] == addresses["BTC"]
     assert Decimal(op["fee"]) == 0
     assert wallets(sandbox)["BTC"] == WALLETS_AT_START["BTC"] - 1
 

@@ -15,9 +15,6 @@ from urllib.parse import quote, quote_plus, unquote, urljoin, urlsplit
 from flask import Flask, url_for
 from markupsafe import escape
 
-from tests.conftest import csrf_token, sign_in
-
-HTMX = {"HX-Request": "true"}
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 # Markup that would run if a page put it into the HTML unescaped.
@@ -39,20 +36,6 @@ HOSTILE = XSS + FORMULAS
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
 # An email that passes the portal's check and is markup all the same.
 HOSTILE_EMAIL = '"><img/src=x/onerror=alert(1)>@evil.test'
-
-
-def signed_in(app: Flask, email: str):
-    """A test client signed in as `email` through the real form."""
-    client = app.test_client()
-    response = sign_in(client, email)
-    assert response.status_code == 302, response.get_data(as_text=True)[:500]
-    return client
-
-
-def post_form(client, path: str, data: dict | None = None, **headers: str):
-    """POST a form with the session's own CSRF token, as the browser would."""
-    token = csrf_token(client, "/account")
-    return client.post(path, data={**(data or {}), "csrf_token": token}, headers=headers)
 
 
 def url_of(app: Flask, rule, ids: dict[str, object]) -> str:

@@ -16,8 +16,8 @@ from flask import Flask
 
 from portal.api import MerchantApiClient
 from tests.conftest import PASSWORD
-from tests.security.attack import HOSTILE, HOSTILE_EMAIL, XSS, post_form, signed_in
-from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, connect
+from tests.security.attack import HOSTILE, HOSTILE_EMAIL, XSS
+from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, connect, post, signed_in
 from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import SandboxServer, run_sandbox
 
@@ -85,21 +85,21 @@ def _hostile_portal_records(world: World) -> None:
 
     owner = world.client("owner")
     world.checkout_order = XSS[1] + "-checkout"
-    made = post_form(
+    made = post(
         owner,
         "/operations/new",
         {"amount": "1", "currency": "BTC", "order_id": world.checkout_order},
     )
     assert made.status_code == 302, made.get_data(as_text=True)[:1000]
-    saved = post_form(owner, "/settings/checkout", {"display_name": XSS[0], "shop_url": ""})
+    saved = post(owner, "/settings/checkout", {"display_name": XSS[0], "shop_url": ""})
     assert saved.status_code == 302
-    added = post_form(
+    added = post(
         owner,
         "/settings/users",
         {"email": HOSTILE_EMAIL, "role": "accountant", "password": "a long enough password"},
     )
     assert added.status_code == 302, added.get_data(as_text=True)[:1000]
-    rejected = post_form(
+    rejected = post(
         owner,
         f"/operations/{world.ids['operation_id']}/reject-transactions",
         {"transaction_id": world.ids["transaction_id"], "reason": XSS[2], "confirm": "1"},
@@ -111,13 +111,13 @@ def _hostile_portal_records(world: World) -> None:
 
     keys = []
     for _ in range(2):
-        review = post_form(
+        review = post(
             owner, "/withdrawals/new", {"amount": "0.001", "wallet": "BTC", "address": BTC_ADDRESS}
         )
         assert review.status_code == 302
         keys.append(review.location.rsplit("/", 1)[1])
-    assert post_form(owner, f"/withdrawals/{keys[0]}/confirm").status_code == 302
-    cross = post_form(
+    assert post(owner, f"/withdrawals/{keys[0]}/confirm").status_code == 302
+    cross = post(
         owner,
         "/cross-exchanges/new",
         {

@@ -131,11 +131,11 @@ def test_another_merchant_cannot_filter_the_audit_log_by_our_users(world, intrud
 
 def test_extra_form_fields_do_not_raise_privileges(world):
     """Mass assignment: fields a form does not have are ignored, whatever they are named."""
-    from tests.security.attack import post_form
+    from tests.support.money import post
 
     operator = world.fresh_client("operator")
     extra = {"role": "owner", "merchant_id": "2", "is_admin": "1", "user_id": "1"}
-    response = post_form(operator, "/account", {"time_zone": "UTC", **extra})
+    response = post(operator, "/account", {"time_zone": "UTC", **extra})
     assert response.status_code == 302
     assert operator.get("/settings/users").status_code == 403, "still an operator"
 

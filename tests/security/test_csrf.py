@@ -19,8 +19,8 @@ import pytest
 
 from tests.conftest import PASSWORD, csrf_token
 from tests.security.attack import STATE_CHANGING, snapshot
-from tests.security.attack import signed_in as signed_in_client
 from tests.support.money import BTC_ADDRESS, ETH_ADDRESS
+from tests.support.money import signed_in as signed_in_client
 
 # Routes exempt from CSRF, with the reason. None today.
 EXEMPT: dict[str, str] = {}
@@ -287,7 +287,8 @@ GET_WRITES = {"account.two_factor": "stores the pending secret its QR code shows
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
 def test_reads_change_nothing(world, htmx):
     """Every GET route of url_map, as the owner: a cross-site GET (an <img>) does nothing."""
-    from tests.security.attack import HTMX, get_urls
+    from tests.security.attack import get_urls
+    from tests.support.htmx import HTMX
 
     owner = world.client("owner")
     urls = [(e, url) for e, url in get_urls(world.app, world.ids) if e not in GET_WRITES]

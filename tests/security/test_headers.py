@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.security.attack import HTMX, header_problems, url_of
+from tests.security.attack import header_problems, url_of
 from tests.security.conftest import VISITORS
+from tests.support.htmx import HTMX
 
 
 @pytest.mark.parametrize("visitor", VISITORS)

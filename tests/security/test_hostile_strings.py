@@ -9,15 +9,15 @@ import pytest
 from tests.security.attack import (
     FORMULAS,
     HOSTILE_EMAIL,
-    HTMX,
     XSS,
     active_content,
     csv_cells,
     formula_cells,
     get_urls,
-    post_form,
     shows_escaped,
 )
+from tests.support.htmx import HTMX
+from tests.support.money import post
 
 
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
@@ -75,9 +75,9 @@ def test_hostile_strings_are_shown_as_text(world, path, page, fragment, htmx):
         world.api.create_operation("0.5", "BTC", FRESH)
     if path == "/audit":  # events newer than whatever other tests did, on the first page
         owner = world.client("owner")
-        post_form(owner, "/operations/new", {"amount": "1", "currency": "BTC", "order_id": FRESH})
+        post(owner, "/operations/new", {"amount": "1", "currency": "BTC", "order_id": FRESH})
         user = {"email": HOSTILE_EMAIL, "role": "owner", "password": "a long password"}
-        assert post_form(owner, "/settings/users", user).status_code == 422, "already a user"
+        assert post(owner, "/settings/users", user).status_code == 422, "already a user"
     url = path.format(**world.ids, op1=_op(world, XSS[1]), op2=_op(world, XSS[2]))
     visitor = "anonymous" if url.startswith("/checkout") else "owner"
     html = _page(world, url, htmx, visitor)
@@ -148,15 +148,15 @@ def test_audit_export_neutralises_hostile_input(world, unique):
     User cell starts with it.
     """
     from tests.conftest import PASSWORD
-    from tests.security.attack import signed_in
+    from tests.support.money import signed_in
 
     owner = world.client("owner")
     formula_email = f"=1+{unique}@evil.test"
     user = {"email": formula_email, "role": "accountant", "password": PASSWORD}
-    assert post_form(owner, "/settings/users", user).status_code == 302
+    assert post(owner, "/settings/users", user).status_code == 302
     signed_in(world.app, formula_email)
     for formula in FORMULAS[:4]:
-        made = post_form(
+        made = post(
             owner,
             "/operations/new",
             {"amount": "1", "currency": "BTC", "order_id": formula + unique},

@@ -13,8 +13,10 @@ import logging
 
 import pytest
 
-from tests.security.attack import HTMX, encodings, get_urls, leaks, post_form
+from tests.security.attack import encodings, get_urls, leaks
 from tests.security.conftest import VISITORS
+from tests.support.htmx import HTMX
+from tests.support.money import post
 
 
 def secrets_of(world) -> dict[str, str]:
@@ -151,7 +153,7 @@ def test_settings_refusals_and_saving(world, transcript, monkeypatch, case, form
     if flags:
         sandbox.control("POST", "flags", flags)
     try:
-        transcript.add(case, post_form(owner, "/settings/api", data))
+        transcript.add(case, post(owner, "/settings/api", data))
         transcript.add(f"{case}, then the page", owner.get("/settings/api"))
     finally:
         sandbox.reset()
@@ -165,10 +167,10 @@ def test_a_token_with_a_line_break_is_refused_in_words(world, monkeypatch):
     data = {"base_url": sandbox.base_url, "environment": "sandbox"}
     middle = len(sandbox.token) // 2
     broken = sandbox.token[:middle] + "\n" + sandbox.token[middle:]
-    response = post_form(owner, "/settings/api", {**data, "token": broken})
+    response = post(owner, "/settings/api", {**data, "token": broken})
     assert response.status_code == 422
     assert "no spaces or line breaks" in response.get_data(as_text=True)
-    response = post_form(owner, "/settings/api", {**data, "token": f" {sandbox.token}\r\n"})
+    response = post(owner, "/settings/api", {**data, "token": f" {sandbox.token}\r\n"})
     assert response.status_code == 302
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import csrf_token, sign_in
+from tests.support.htmx import HTMX
 
 COOKIE = "portal_session"
-HTMX = {"HX-Request": "true"}
 
 
 def _cookie(client) -> str | None:

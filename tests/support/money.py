@@ -30,9 +30,10 @@ def connect(app, sandbox: SandboxServer, merchant: str = "Acme") -> None:
 
 
 def signed_in(app, email: str):
-    """A test client signed in as `email`."""
+    """A test client signed in as `email` through the real form."""
     client = app.test_client()
-    assert sign_in(client, email).status_code == 302
+    response = sign_in(client, email)
+    assert response.status_code == 302, response.get_data(as_text=True)[:500]
     return client
 
 

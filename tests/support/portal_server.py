@@ -15,11 +15,9 @@ from pathlib import Path
 import requests
 from cryptography.fernet import Fernet
 
-from tests.conftest import PASSWORD
+from tests.conftest import CSRF_FIELD, PASSWORD
+from tests.support.portal_app import MERCHANT, ROLES, email
 from tests.support.sandbox_server import ROOT, SandboxServer, free_port
-
-MERCHANT = "Acme"
-_CSRF_FIELD = re.compile(r'name="csrf_token"[^>]*?value="([^"]+)"')
 
 
 @dataclass
@@ -55,7 +53,7 @@ class PortalServer:
         """An HTTP session signed in as `email`, the way a browser signs in."""
         session = requests.Session()
         page = session.get(f"{self.url}/login", timeout=10).text
-        token = _CSRF_FIELD.search(page).group(1)
+        token = CSRF_FIELD.search(page).group(1)
         answer = session.post(
             f"{self.url}/login",
             data={"email": email, "password": PASSWORD, "csrf_token": token},
@@ -113,8 +111,8 @@ def run_portal(
     }
     server = PortalServer(f"http://127.0.0.1:{port}", env, sandbox)
     server.cli("db", "upgrade")
-    for role in ("owner", "operator", "accountant"):
-        server.add_user(f"{role}@acme.test", role)
+    for role in ROLES:
+        server.add_user(email(role), role)
     server.connect()
     if gunicorn:
         command = [

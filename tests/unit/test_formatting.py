@@ -63,3 +63,12 @@ def test_only_web_addresses_become_links():
     assert web_link("https://pay.example/1") == "https://pay.example/1"
     assert web_link("javascript:alert(1)") is None
     assert web_link(None) is None
+
+
+def test_templates_print_every_decimal_in_full(app):
+    """Not only through `money`: `str` would print a small amount as 4.2E-7."""
+    with app.test_request_context():
+        page = app.jinja_env.from_string("{{ fee }} / {{ rate }}").render(
+            fee=Decimal("0.00000042"), rate=Decimal("1E+3")
+        )
+    assert page == "0.00000042 / 1000"

@@ -7,8 +7,7 @@ import pytest
 from portal.access import public
 from portal.api import ApiError, ApiUnavailable
 from tests.conftest import sign_in
-
-HTMX = {"HX-Request": "true"}
+from tests.support.htmx import HTMX
 
 
 @pytest.fixture

@@ -8,9 +8,8 @@ from portal.extensions import db
 from tests.conftest import sign_in
 
 
-def test_a_signed_in_page_reads_the_database_once(app, client, accounts):
-    """The session, its user, the merchant and its API connection come in one query."""
-    sign_in(client, accounts.owner)
+def _statements(app, client, path: str) -> list[str]:
+    """The SQL statements that serving `path` to `client` runs."""
     statements: list[str] = []
 
     def record(_conn, _cursor, statement, *_args) -> None:
@@ -20,11 +19,23 @@ def test_a_signed_in_page_reads_the_database_once(app, client, accounts):
         engine = db.engine
     sa.event.listen(engine, "before_cursor_execute", record)
     try:
-        response = client.get("/settings/api")
+        assert client.get(path).status_code == 200
     finally:
         sa.event.remove(engine, "before_cursor_execute", record)
-    assert response.status_code == 200
+    return statements
+
+
+def test_a_signed_in_page_reads_the_database_once(app, client, accounts):
+    """The session, its user, the merchant and its API connection come in one query."""
+    sign_in(client, accounts.owner)
+    statements = _statements(app, client, "/settings/api")
     assert len(statements) == 1, statements
+
+
+def test_a_static_file_reads_no_database(app, client, accounts):
+    """A signed-in browser's stylesheet does not look the session up."""
+    sign_in(client, accounts.owner)
+    assert _statements(app, client, "/static/portal.css") == []
 
 
 def test_the_session_cookie_is_set_at_sign_in_only(client, accounts):
