@@ -16,6 +16,12 @@ class MalformedAnswer(ValueError):
     """A success answer whose body is not what the contract promises."""
 
 
+# The most digits an amount or rate may have before and after its point. Real amounts and rates
+# need far fewer; the bound keeps a hostile `1E+999999999`, a finite Decimal, from becoming a
+# billion digits when a page or an export writes it out.
+MAX_DIGITS_EACH_SIDE = 30
+
+
 def parse_json(content: bytes) -> object:
     """Decode a JSON body with every non-integer number as `Decimal` and no NaN/Infinity."""
     return json.loads(content, parse_float=Decimal, parse_constant=_reject_constant)
@@ -62,7 +68,22 @@ def to_decimal(value: object) -> Decimal:
         raise MalformedAnswer(f"expected a decimal number, got {value!r}") from None
     if not number.is_finite():
         raise MalformedAnswer(f"expected a finite number, got {value!r}")
+    if not _plainly_writable(number):
+        raise MalformedAnswer(
+            f"a number with more than {MAX_DIGITS_EACH_SIDE} digits before or after its point"
+        )
     return number
+
+
+def _plainly_writable(number: Decimal) -> bool:
+    """Written out in plain digits, the number fits MAX_DIGITS_EACH_SIDE on each side of the point.
+
+    Decided from the exponent and digit count alone: writing the number out is the cost avoided.
+    """
+    _sign, digits, exponent = number.as_tuple()
+    assert isinstance(exponent, int)  # finite numbers only
+    whole_digits = len(digits) + exponent
+    return whole_digits <= MAX_DIGITS_EACH_SIDE and -exponent <= MAX_DIGITS_EACH_SIDE
 
 
 def to_datetime(value: object) -> datetime:

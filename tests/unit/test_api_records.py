@@ -8,7 +8,15 @@ from decimal import Decimal
 
 import pytest
 
-from portal.api import CrossExchange, Exchange, Operation, Page, Transaction, Voucher
+from portal.api import (
+    ApiUnavailable,
+    CrossExchange,
+    Exchange,
+    Operation,
+    Page,
+    Transaction,
+    Voucher,
+)
 from tests.unit.test_api_support import (
     Answer,
     FakeApi,
@@ -230,3 +238,27 @@ def test_transaction_record_type(api):
     transaction = api.client().get_transaction("7")
     assert isinstance(transaction, Transaction)
     assert (transaction.status, transaction.reject_reason) == ("rejected", "wrong amount")
+
+
+# A finite Decimal that would be a billion digits written out, and the edges of what is kept.
+TOO_LONG = ["1E+999999999", "0E-1000000", "1" + "0" * 30, "0." + "0" * 30 + "1"]
+
+
+@pytest.mark.parametrize("amount", TOO_LONG)
+def test_an_amount_too_long_to_write_out_is_a_malformed_answer(api, amount):
+    api.answer("GET", "/v1/operations/42", Answer(200, {"data": operation_json(amount=amount)}))
+    with pytest.raises(ApiUnavailable, match="digits before or after its point"):
+        api.client().get_operation("42")
+
+
+def test_a_rate_too_long_to_write_out_is_a_malformed_answer(api):
+    body = '{"BTC:USD": 1E+999999999}'
+    api.answer("GET", "/v1/rates", Answer(200, body, content_type="application/json"))
+    with pytest.raises(ApiUnavailable, match="digits before or after its point"):
+        api.client().get_rates()
+
+
+def test_amounts_up_to_thirty_digits_each_side_are_kept_exactly(api):
+    amount = "9" * 30 + "." + "9" * 30
+    api.answer("GET", "/v1/operations/42", Answer(200, {"data": operation_json(amount=amount)}))
+    assert api.client().get_operation("42").amount == Decimal(amount)
