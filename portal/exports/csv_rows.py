@@ -2,11 +2,14 @@
 
 Text that a spreadsheet would run as a formula (OWASP "CSV injection": a cell starting with
 `=`, `+`, `-`, `@`, tab, carriage return or line feed) is prefixed with an apostrophe, which
-spreadsheets show as text. Amounts are never touched: a negative amount stays a number.
+spreadsheets show as text. A spreadsheet whose list separator is `;` (German Excel, LibreOffice)
+or `,` may split a cell where the file did not, so every piece between separators is treated as
+a cell of its own. Amounts are never touched: a negative amount stays a number.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
@@ -15,11 +18,25 @@ from decimal import Decimal
 from portal.api.records import Operation, Transaction
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\n")
+# The list separators spreadsheets split a line on, kept by the split.
+_SEPARATORS = re.compile(r"([,;])")
+_NUMBER = re.compile(r"[+-]?\d+(\.\d+)?")
 
 
 def neutralise(text: str) -> str:
-    """A text cell a spreadsheet shows as typed instead of evaluating it."""
-    return "'" + text if text.startswith(FORMULA_TRIGGERS) else text
+    """A text cell a spreadsheet shows as typed instead of evaluating it, however it splits it.
+
+    Each piece between `,` or `;` that starts like a formula (after any spaces or quotes, which
+    a split line may leave in front) gets the apostrophe; a piece that is a plain number (`-4`)
+    is left alone, since a spreadsheet reads it as that number.
+    """
+    pieces = _SEPARATORS.split(text)
+    for index in range(0, len(pieces), 2):  # the separators stand at the odd places
+        piece = pieces[index]
+        start = piece.lstrip(' "')
+        if start.startswith(FORMULA_TRIGGERS) and not _NUMBER.fullmatch(piece):
+            pieces[index] = "'" + piece
+    return "".join(pieces)
 
 
 def decimal_cell(value: Decimal | None) -> str:

@@ -118,12 +118,10 @@ def test_spreadsheet_options_byte_order_mark_and_time_zone(app, accountant, acco
     assert "created_at (UTC)" in rows_of(response)[0]
 
 
-@pytest.mark.skipif(not shutil.which("soffice"), reason="LibreOffice (soffice) is not installed")
-def test_a_spreadsheet_evaluates_no_formula_and_keeps_amounts_numbers(
-    app, client, accounts, sandbox, tmp_path
-):
-    hostile = ["=1+2", "+3", "-4+5", "@SUM(1,2)", "\t=9", '=HYPERLINK("http://x")']
-    for order_id in hostile:
+def create_operations(sandbox, order_ids) -> list[str]:
+    """Operations made straight through the API, with these order numbers; their ids."""
+    made = []
+    for order_id in order_ids:
         created = requests.post(
             f"{sandbox.api_url}/operations",
             json={"amount": "12.5", "currency": "USDT", "order_id": order_id},
@@ -131,25 +129,87 @@ def test_a_spreadsheet_evaluates_no_formula_and_keeps_amounts_numbers(
             timeout=10,
         )
         assert created.status_code == 201
-    connect(app, sandbox)
-    sign_in(client, accounts.accountant)
-    exported = tmp_path / "export.csv"
-    exported.write_bytes(client.get("/operations/export.csv?bom=1").get_data())
+        made.append(created.json()["data"]["id"])
+    return made
 
+
+def spreadsheet_rows(client, tmp_path, separator: str, path: str = "/operations/export.csv"):
+    """An export as LibreOffice reads it with `separator` as its list separator."""
+    exported = tmp_path / "export.csv"
+    response = client.get(path, query_string={"bom": "1"})
+    assert response.status_code == 200
+    exported.write_bytes(response.get_data())
     subprocess.run(
-        ["soffice", "--headless", "--infilter=CSV:44,34,76,1", "--convert-to", "fods",
-         "--outdir", str(tmp_path), str(exported)],
+        ["soffice", "--headless", f"--infilter=CSV:{ord(separator)},34,76,1", "--convert-to",
+         "fods", "--outdir", str(tmp_path), str(exported)],
         check=True, capture_output=True, timeout=120,
     )  # fmt: skip
     document = ET.parse(tmp_path / "export.fods")  # noqa: S314  (our own conversion)
     table = document.getroot().find(".//table:table", FODS)
-    rows = [cells_of(row) for row in table.findall(".//table:table-row", FODS)]
+    return [cells_of(row) for row in table.findall(".//table:table-row", FODS)]
+
+
+def formulas_in(rows: list[list]) -> list:
+    return [cell for row in rows for cell in row if cell.get(f"{{{FODS['table']}}}formula")]
+
+
+needs_soffice = pytest.mark.skipif(
+    not shutil.which("soffice"), reason="LibreOffice (soffice) is not installed"
+)
+
+
+@needs_soffice
+def test_a_spreadsheet_evaluates_no_formula_and_keeps_amounts_numbers(
+    app, client, accounts, sandbox, tmp_path
+):
+    hostile = ["=1+2", "+A3", "-4+5", "@SUM(1,2)", "\t=9", '=HYPERLINK("http://x")']
+    create_operations(sandbox, hostile)
+    connect(app, sandbox)
+    sign_in(client, accounts.accountant)
+    rows = spreadsheet_rows(client, tmp_path, ",")
     header = [text_of(cell) for cell in rows[0]]
-    formulas = [cell for row in rows for cell in row if cell.get(f"{{{FODS['table']}}}formula")]
-    assert formulas == []
+    assert formulas_in(rows) == []
     amount = header.index("amount")
     for row in rows[1 : 1 + len(hostile)]:
         assert row[amount].get(f"{{{FODS['office']}}}value-type") == "float"
         assert row[amount].get(f"{{{FODS['office']}}}value") == "12.5"
     order_ids = {text_of(row[header.index("order_id")]) for row in rows[1:]}
     assert order_ids == {"'" + text.replace("\t", "") for text in hostile}  # a tab is an element
+
+
+# Cells that hide a formula behind a list separator: one cell in the file, several in a
+# spreadsheet that splits on `;` (German Excel, LibreOffice) or on `,`.
+SEPARATED = ["INV-1;=1+1;@SUM(9*9)", "INV-2,=2+2", 'INV-3;"=3+3', "INV-4; +4+4", "INV-5;-5"]
+
+
+@needs_soffice
+@pytest.mark.parametrize("separator", [",", ";"])
+def test_no_cell_of_any_export_becomes_a_formula_whichever_separator_splits_it(
+    app, client, accounts, sandbox, tmp_path, separator
+):
+    from portal import audit
+    from portal.services.accounts import find_user
+
+    first, *_ = create_operations(sandbox, SEPARATED)
+    sandbox.control(
+        "POST",
+        f"operations/{first}/transactions",
+        {"amount": "1", "tx_id": "TX;=6+6", "status": "confirmed"},
+    )
+    with app.app_context():
+        owner = find_user(accounts.owner)
+        audit.record("transactions.reject", parameters={"reason": "late;=7+7"}, user=owner)
+    connect(app, sandbox)
+    sign_in(client, accounts.owner)
+    hidden = {
+        "/operations/export.csv": ("'=1+1", "'@SUM(9*9)", "'=2+2"),
+        "/transactions/export.csv": ("'=6+6",),
+        "/audit/export.csv": ("'=7+7",),
+    }
+    for path, neutralised in hidden.items():
+        rows = spreadsheet_rows(client, tmp_path, separator, path)
+        assert formulas_in(rows) == [], path
+        texts = [text_of(cell) for row in rows for cell in row]
+        for piece in neutralised:
+            assert any(piece in text for text in texts), (path, piece, texts)
+        assert not [text for text in texts if re.match(r"[ \"]*[=+@]", text)], path

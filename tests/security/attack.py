@@ -186,11 +186,14 @@ def csv_cells(text: str) -> list[str]:
 
 
 def formula_cells(text: str) -> list[str]:
-    """Cells a spreadsheet would evaluate; numbers (a negative amount) are not formulas."""
+    """Cells a spreadsheet would evaluate, also where it splits a cell on `,` or `;` (its list
+    separator); numbers (a negative amount) are not formulas."""
     return [
-        cell
+        piece
         for cell in csv_cells(text)
-        if cell.startswith(FORMULA_STARTS) and not re.fullmatch(r"-?\d+(\.\d+)?", cell)
+        for piece in re.split("[,;]", cell)
+        if piece.lstrip(' "').startswith(FORMULA_STARTS)
+        and not re.fullmatch(r"[+-]?\d+(\.\d+)?", piece)
     ]
 
 

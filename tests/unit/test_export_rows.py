@@ -51,18 +51,31 @@ def test_text_starting_with_a_formula_trigger_is_neutralised(trigger):
     assert neutralise(f"{trigger}SUM(A1:A9)") == f"'{trigger}SUM(A1:A9)"
 
 
-@pytest.mark.parametrize("text", ["ORD-1", "hello=world", "", "42", "Ünïcode"])
-def test_ordinary_text_is_unchanged(text):
+@pytest.mark.parametrize("text", ["ORD-1", "hello=world", "", "42", "Ünïcode", "-4", "a;+5.5"])
+def test_ordinary_text_and_plain_numbers_are_unchanged(text):
     assert neutralise(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("INV-1;=1+1;@SUM(9*9)", "INV-1;'=1+1;'@SUM(9*9)"),
+        ("INV-2,=2+2", "INV-2,'=2+2"),
+        ('INV-3;"=3+3', "INV-3;'\"=3+3"),
+        ("INV-4; -4+4", "INV-4;' -4+4"),
+    ],
+)
+def test_a_formula_behind_a_list_separator_is_neutralised(text, shown):
+    assert neutralise(text) == shown
 
 
 def test_every_text_column_of_an_operation_is_neutralised():
     hostile = operation(
-        order_id='=HYPERLINK("http://evil")', address="+1", status="@cmd", currency="-X"
+        order_id='=HYPERLINK("http://evil")', address="+1x", status="@cmd", currency="-X"
     )
     cells = by_header(OPERATION_COLUMNS, hostile, UTC_ZONE)
     assert cells["order_id"] == '\'=HYPERLINK("http://evil")'
-    assert cells["address"] == "'+1"
+    assert cells["address"] == "'+1x"
     assert cells["status"] == "'@cmd"
     assert cells["currency"] == "'-X"
 
