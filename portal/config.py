@@ -38,6 +38,8 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         SESSION_IDLE_MINUTES=120,
         API_TIMEOUT_CONNECT=3.05,
         API_TIMEOUT_READ=15.0,
+        # The largest request body accepted (a 413 page beyond): the portal's forms are small.
+        MAX_CONTENT_LENGTH=1024 * 1024,
         SESSION_COOKIE_NAME="portal_session",
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",

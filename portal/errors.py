@@ -13,8 +13,10 @@ from werkzeug.wrappers import Response
 
 from portal.api import ApiError, ApiUnavailable
 from portal.crypto import TokenKeyError
+from portal.extensions import db
 from portal.layout import render_page
 from portal.models import Role
+from portal.security import CONTROL_CHARACTER, ControlCharacterRefused
 from portal.services.api import ApiNotConnected, describe_rejection
 
 MESSAGES = {
@@ -26,6 +28,11 @@ MESSAGES = {
     ),
     404: ("Page not found", "There is no page at this address."),
     405: ("Not allowed", "This page does not accept that kind of request."),
+    413: (
+        "Too much data",
+        "The request was larger than the portal accepts, so nothing was done. Go back and "
+        "send less.",
+    ),
     429: ("Too many requests", "Wait a few minutes, then try again."),
     500: ("Something went wrong", "The error has been logged. Try again in a moment."),
 }
@@ -64,6 +71,26 @@ def csrf_error(_error: CSRFError) -> Response:
         "The form was too old or did not come from this site, so nothing was done. "
         "Reload the page and try again.",
     )
+
+
+def control_character(error: ControlCharacterRefused) -> Response:
+    """Which field (or the address) held the character, and that nothing happened."""
+    if error.field is None:
+        where = "The address of the page"
+    else:
+        where = f"The field “{_label(error.field)}”"
+    return error_page(
+        422,
+        "Characters that cannot be used",
+        f"{where} holds a control character (such as a NUL byte), which the portal does not "
+        "accept. Nothing was sent or saved. Go back, remove it and try again.",
+    )
+
+
+def _label(field_name: str) -> str:
+    """A form field's name as words (`order_id` → "Order id"), without what made it refused."""
+    words = CONTROL_CHARACTER.sub("", field_name).replace("_", " ").strip()[:40]
+    return words.capitalize() or "?"
 
 
 def api_unavailable(error: ApiUnavailable) -> Response:
@@ -105,6 +132,9 @@ def token_key_error(error: TokenKeyError) -> Response:
 
 
 def internal_error(_error: InternalServerError) -> Response:
+    """The 500 page. The failed request may have left its database transaction broken, and the
+    page asks the database who is signed in: roll back first."""
+    db.session.rollback()
     return error_page(500, *MESSAGES[500])
 
 
@@ -148,6 +178,7 @@ def init_app(app: Flask) -> None:
         logger.addFilter(REDACT_CREDENTIALS)
     app.register_error_handler(HTTPException, http_error)
     app.register_error_handler(CSRFError, csrf_error)
+    app.register_error_handler(ControlCharacterRefused, control_character)
     app.register_error_handler(InternalServerError, internal_error)
     app.register_error_handler(ApiUnavailable, api_unavailable)
     app.register_error_handler(ApiError, api_error)

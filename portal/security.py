@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from itertools import chain
 from urllib.parse import unquote, urlsplit
 
 from flask import Flask, Response, request
 from flask.sessions import SecureCookieSessionInterface
 from flask_login import current_user
+from werkzeug.exceptions import UnprocessableEntity
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 CONTENT_SECURITY_POLICY = "; ".join(
@@ -23,6 +26,32 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "object-src 'none'",
     ]
 )
+
+
+# C0 and C1 control characters and DEL; tab, line feed and carriage return are text. NUL among
+# them cannot be stored by PostgreSQL, and none of them belongs in anything a person types.
+CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+class ControlCharacterRefused(UnprocessableEntity):
+    """A request carried a control character; `field` names where (None: in the address)."""
+
+    def __init__(self, field: str | None) -> None:
+        super().__init__()
+        self.field = field
+
+
+def refuse_control_characters() -> None:
+    """Before any view: a control character in the address, the query or a form is refused.
+
+    Checked once here, for every field of every form and every query parameter (present and
+    future), before anything reads the database, calls the API or stores a thing.
+    """
+    if CONTROL_CHARACTER.search(request.path):
+        raise ControlCharacterRefused(None)
+    for name, value in chain(request.args.items(multi=True), request.form.items(multi=True)):
+        if CONTROL_CHARACTER.search(name) or CONTROL_CHARACTER.search(value):
+            raise ControlCharacterRefused(name)
 
 
 def safe_next(target: str | None) -> str | None:
@@ -85,4 +114,5 @@ def init_app(app: Flask) -> None:
             app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies, x_port=proxies
         )
     app.session_interface = PortalSessionInterface()
+    app.before_request(refuse_control_characters)
     app.after_request(set_security_headers)

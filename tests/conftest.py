@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -113,9 +115,9 @@ def sign_in(client, email: str, password: str = PASSWORD, **extra: str):
     return client.post("/login", data=data)
 
 
-@pytest.fixture
-def postgres_url() -> str:
-    """A fresh schema in PORTAL_TEST_DATABASE_URL for one test, dropped afterwards."""
+@contextlib.contextmanager
+def postgres_schema() -> Iterator[str]:
+    """A fresh schema in PORTAL_TEST_DATABASE_URL, as a URL whose search path is that schema."""
     base = os.environ.get("PORTAL_TEST_DATABASE_URL")
     if not base:
         pytest.skip("PORTAL_TEST_DATABASE_URL is not set: PostgreSQL tests skipped")
@@ -130,6 +132,13 @@ def postgres_url() -> str:
         with engine.begin() as connection:
             connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
         engine.dispose()
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh schema for one test, dropped afterwards."""
+    with postgres_schema() as url:
+        yield url
 
 
 @dataclass

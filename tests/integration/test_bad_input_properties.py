@@ -7,6 +7,7 @@ no balance changed. CSRF is off so that the forms can be posted; it has its own 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sqlite3
 from datetime import date
@@ -20,6 +21,7 @@ from wtforms import DateField, Field, IntegerField, SelectField, SelectMultipleF
 
 from portal.fields import AmountField
 from portal.listing import BoundField
+from tests.conftest import postgres_schema
 from tests.support.htmx import HTMX
 from tests.support.money import signed_in
 from tests.support.portal_app import connected_portal, email
@@ -180,15 +182,17 @@ EDGE_QUERIES = {
     "/transactions/export.csv": [f"page={BEYOND_FLOATS}"],
     "/withdrawals": [f"page={HUGE}", f"page={BEYOND_FLOATS}"],
     "/cross-exchanges": [f"page={HUGE}"],
-    "/audit": [f"page={HUGE}", "date_to=9999-12-31"],
+    "/audit": [f"page={HUGE}", "date_to=9999-12-31", "user=owner%00@acme.test"],
     "/audit/export.csv": ["date_to=9999-12-31"],
     "/exchange": [
         f"sell_currency=BTC&buy_currency=USDT&sell_amount={HUGE}",
         f"sell_currency=USDT&buy_currency=BTC&buy_amount={HUGE}",
     ],
 }
-# An amount of only spaces passed InputRequired as if it were an amount.
+# An amount of only spaces passed InputRequired as if it were an amount; a NUL byte in an order
+# number created the operation upstream before PostgreSQL refused to store it.
 EDGE_FORMS = {
+    "/operations/new": [{"amount": "1", "currency": "BTC", "order_id": "A-1\x00B"}],
     "/vouchers/new": [{"amount": " ", "currency": "BTC"}],
     "/withdrawals/new": [{"amount": "\u3000", "wallet": "BTC", "address": ADDRESS_EXAMPLES[1]}],
 }
@@ -208,10 +212,17 @@ def sandbox(tmp_path_factory):
         yield server
 
 
-@pytest.fixture(scope="module")
-def app(tmp_path_factory, sandbox):
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def app(request, tmp_path_factory, sandbox):
+    """The portal on SQLite, and on PostgreSQL (which cannot store a NUL byte in text)."""
     folder = tmp_path_factory.mktemp("bad-input-portal")
-    with connected_portal(folder, sandbox, WTF_CSRF_ENABLED=False) as application:
+    with contextlib.ExitStack() as stack:
+        database = {}
+        if request.param == "postgresql":
+            database["DATABASE_URL"] = stack.enter_context(postgres_schema())
+        application = stack.enter_context(
+            connected_portal(folder, sandbox, WTF_CSRF_ENABLED=False, **database)
+        )
         yield application
 
 
@@ -267,8 +278,13 @@ def assert_answered(client, response) -> str:
 
 
 def shows_a_problem(html: str) -> bool:
-    """A message next to a field, or an alert above the form that says what to correct."""
-    return '<ul class="errors"' in html or 'class="form-error" role="alert"' in html
+    """A message next to a field, or an alert above the form that says what to correct, or
+    the page that names the field holding a control character (refused before any form)."""
+    return (
+        '<ul class="errors"' in html
+        or 'class="form-error" role="alert"' in html
+        or "holds a control character (such as a NUL byte)" in html
+    )
 
 
 @st.composite

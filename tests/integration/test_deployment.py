@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import http.client
+import subprocess
+import sys
 from urllib.parse import urlsplit
 
 from tests.support.portal_server import run_portal
+from tests.support.sandbox_server import ROOT
 
 
 def test_gunicorn_keeps_the_browsers_connection_open(tmp_path, sandbox):
@@ -25,3 +28,18 @@ def test_gunicorn_keeps_the_browsers_connection_open(tmp_path, sandbox):
         finally:
             connection.close()
     assert sockets[0] is sockets[1] is sockets[2]
+
+
+def test_gunicorn_restarts_a_stuck_worker_and_lets_requests_finish_on_a_restart():
+    """The timeouts gunicorn resolves from the project's file, as an operator would check them."""
+    printed = subprocess.run(
+        [sys.executable, "-m", "gunicorn", "--print-config", "wsgi:app"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    settings = dict(
+        (name.strip(), value.strip())
+        for name, _, value in (line.partition("=") for line in printed.splitlines())
+    )
+    assert settings["worker_class"] == "gthread"
+    assert settings["timeout"] == "30"
+    assert settings["graceful_timeout"] == "25"
