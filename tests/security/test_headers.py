@@ -41,12 +41,20 @@ def test_every_route_method_and_visitor(world, visitor):
         ("/settings/users", "POST", 400),  # no CSRF token
         ("/withdrawals/no-such-key", "GET", 404),
         ("/settings/users/999999", "GET", 404),
+        ("/operations?order_id=A%00B", "GET", 422),  # a control character
+        ("/login?next=%01", "POST", 422),
     ],
 )
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
 def test_error_pages(world, path, method, status, htmx):
     response = world.client("owner").open(path, method=method, headers=HTMX if htmx else {})
     assert response.status_code == status
+    assert header_problems(response) == []
+
+
+def test_too_large_page(world):
+    response = world.client("owner").post("/login", data={"padding": "x" * 1_100_000})
+    assert response.status_code == 413
     assert header_problems(response) == []
 
 
