@@ -40,6 +40,7 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         API_TIMEOUT_READ=15.0,
         # The largest request body accepted (a 413 page beyond): the portal's forms are small.
         MAX_CONTENT_LENGTH=1024 * 1024,
+        API_ALLOWED_HOSTS="",
         SESSION_COOKIE_NAME="portal_session",
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
@@ -69,6 +70,7 @@ def _derive(app: Flask) -> None:
         config["SECRET_KEY"] = config.get("SECRET_KEY") or dev["secret_key"]
         config["TOKEN_KEYS"] = config.get("TOKEN_KEYS") or dev["token_key"]
     config["TOKEN_KEYS"] = parse_token_keys(config["TOKEN_KEYS"])
+    config["API_ALLOWED_HOSTS"] = parse_hosts(config["API_ALLOWED_HOSTS"])
     config["SQLALCHEMY_DATABASE_URI"] = database_uri(config["DATABASE_URL"])
     public_url = config.get("PUBLIC_URL") or ""
     config["SESSION_COOKIE_SECURE"] = public_url.startswith("https://")
@@ -91,6 +93,13 @@ def parse_token_keys(value: str | list[str]) -> list[str]:
                 f"PORTAL_TOKEN_KEYS: key {position} is not a Fernet key (32 url-safe base64 bytes)."
             ) from error
     return keys
+
+
+def parse_hosts(value: str | list[str]) -> tuple[str, ...]:
+    """Split `PORTAL_API_ALLOWED_HOSTS` (comma separated) into host names as `urlsplit` reads
+    them: lower case, IPv6 addresses without brackets. Empty means any host."""
+    hosts = value.split(",") if isinstance(value, str) else list(value)
+    return tuple(host.strip().strip("[]").lower() for host in hosts if host.strip())
 
 
 def database_uri(url: str) -> str:

@@ -8,6 +8,7 @@ from portal.extensions import db
 from portal.models import Merchant, Role, User, UserSession
 
 MIN_PASSWORD_LENGTH = 10
+CANNOT_ADD = "This address cannot be added. Ask the person for another email address."
 
 
 class AccountError(Exception):
@@ -38,13 +39,20 @@ def merchant_named(name: str, *, create: bool = False) -> Merchant | None:
 
 
 def add_user(merchant: Merchant, email: str, role: Role, password: str) -> User:
-    """A new user of `merchant`; emails are unique across the portal (they are the login)."""
+    """A new user of `merchant`; emails are unique across the portal (they are the login).
+
+    An address of another merchant's user gets `CANNOT_ADD`, which names no merchant and does
+    not say that the address is registered: one merchant must not learn who uses another.
+    """
     if not looks_like_email(email):
         raise AccountError(f"{email!r} is not an email address.")
     if len(password) < MIN_PASSWORD_LENGTH:
         raise AccountError(f"The password needs at least {MIN_PASSWORD_LENGTH} characters.")
-    if find_user(email) is not None:
-        raise AccountError(f"A user with the email {normalise_email(email)} already exists.")
+    existing = find_user(email)
+    if existing is not None and existing.merchant_id == merchant.id:
+        raise AccountError(f"{existing.email} is already a user of {merchant.name}.")
+    if existing is not None:
+        raise AccountError(CANNOT_ADD)
     user = User(merchant=merchant, email=normalise_email(email), role=role)
     user.set_password(password)
     db.session.add(user)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 from urllib.parse import urlsplit
 
@@ -23,6 +23,9 @@ CALLS_EXTENSION = "portal_api_calls"
 # Connections kept open to the API per worker process: its threads (gunicorn.conf.py), each
 # with a page that may read several pages ahead and ask for other parts at once.
 SHARED_POOL_SIZE = 32
+# Why an empty token field does not keep the stored token after the base URL or environment
+# changed.
+RETYPE = "stored tokens are only sent to the base URL and environment they were saved with."
 
 
 class ApiNotConnected(Exception):
@@ -31,6 +34,14 @@ class ApiNotConnected(Exception):
 
 class ConnectionRejected(Exception):
     """The API did not accept the credentials; the message says what failed, for the person."""
+
+
+class TokensNeeded(Exception):
+    """Tokens the person must type; `problems` maps a form field's name to what to say there."""
+
+    def __init__(self, problems: dict[str, str]) -> None:
+        super().__init__(" ".join(problems.values()))
+        self.problems = problems
 
 
 @dataclass(frozen=True)
@@ -44,7 +55,12 @@ class Credentials:
 
 
 def base_url_problem(url: str) -> str | None:
-    """Why `url` cannot be a base URL (an http(s) address, without what the portal adds)."""
+    """Why `url` cannot be a base URL (an http(s) address, without what the portal adds), or
+    why the portal may not send tokens there (a host not in `PORTAL_API_ALLOWED_HOSTS`).
+
+    A user name or a backslash is refused: Python's URL parser and the one that sends requests
+    read the host of `http://evil.test\\@api.example.com` differently.
+    """
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018  (raises ValueError for a port that is not a number)
@@ -52,10 +68,18 @@ def base_url_problem(url: str) -> str | None:
         return "Enter a valid address, such as https://api.example.com."
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "Enter an address starting with http:// or https://."
+    if "@" in parts.netloc or "\\" in url or any(char.isspace() for char in url):
+        return "Enter the address without a user name, spaces or backslashes."
     if parts.query or parts.fragment:
         return "Enter the address without a query (?) or fragment (#)."
     if parts.path.rstrip("/").endswith(("/v1", "/sandbox")):
         return "Enter the address without /sandbox or /v1: the portal adds them."
+    allowed = current_app.config["API_ALLOWED_HOSTS"]
+    if allowed and parts.hostname not in allowed:
+        return (
+            f"This portal connects only to {', '.join(allowed)}. "
+            "Ask the portal's operator to allow another host."
+        )
     return None
 
 
@@ -108,6 +132,40 @@ def stored_credentials(connection: ApiConnection) -> Credentials:
         token=crypto.decrypt(connection.token_encrypted),
         company_token=crypto.decrypt(company) if company else None,
     )
+
+
+def credentials_to_check(
+    connection: ApiConnection | None, typed: Credentials, *, remove_company_token: bool
+) -> Credentials:
+    """What a change of the connection is checked with: the `typed` tokens, or for an empty
+    field the stored one, but only while the base URL and environment stay those it was saved
+    with; TokensNeeded otherwise.
+
+    A stored token never goes anywhere else: an owner's session (a stolen cookie will do) could
+    otherwise send it to a server of its own and withdraw with it straight through the API.
+    """
+    same_place = connection is not None and (connection.base_url, connection.environment) == (
+        typed.base_url,
+        typed.environment,
+    )
+    kept = stored_credentials(connection) if same_place else None
+    token = typed.token or (kept.token if kept else "")
+    company_token = None
+    if not remove_company_token:
+        company_token = typed.company_token or (kept.company_token if kept else None)
+    problems = {}
+    if not token:
+        problems["token"] = (
+            f"Type the application token again: {RETYPE}"
+            if connection
+            else "Enter the application token."
+        )
+    had_company_token = connection is not None and connection.company_token_encrypted is not None
+    if had_company_token and not company_token and not remove_company_token:
+        problems["company_token"] = f"Type the company token again, or remove it: {RETYPE}"
+    if problems:
+        raise TokensNeeded(problems)
+    return replace(typed, token=token, company_token=company_token)
 
 
 def api_client_for(merchant: Merchant) -> MerchantApiClient:

@@ -61,7 +61,8 @@ def _email(_form: FlaskForm, field: EmailField) -> None:
 
 
 class ApiSettingsForm(FlaskForm):
-    """Tokens are never sent back to the browser: an empty field keeps the stored one."""
+    """Tokens are never sent back to the browser: an empty field keeps the stored one, as long
+    as the base URL and environment stay the same (`services.api.credentials_to_check`)."""
 
     base_url = URLField(
         "Base URL",
@@ -82,6 +83,7 @@ class ApiSettingsForm(FlaskForm):
         filters=[strip],
     )
     remove_company_token = BooleanField("Remove the stored company token")
+    code = CodeField(STEP_UP_LABEL)
     submit = SubmitField("Check and save")
 
 
@@ -126,4 +128,5 @@ class CheckoutSettingsForm(FlaskForm):
     shop_url = URLField(
         "Shop URL", validators=[Optional(), Length(max=2048), _shop_url], filters=[strip]
     )
+    code = CodeField(STEP_UP_LABEL)
     submit = SubmitField("Save")

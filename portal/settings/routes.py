@@ -1,6 +1,6 @@
 """Owners connect the API and manage the merchant's users; every query stays in their merchant.
 
-An owner with two-factor sign-in on confirms every change to users with a fresh code.
+An owner with two-factor sign-in on confirms every change here with a fresh code.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from flask import abort, current_app, flash, redirect, render_template, url_for
 from flask_login import current_user
+from flask_wtf import FlaskForm
 
 from portal import audit
 from portal.access import roles
@@ -21,9 +22,10 @@ from portal.services import accounts
 from portal.services.api import (
     ConnectionRejected,
     Credentials,
+    TokensNeeded,
     connect,
+    credentials_to_check,
     masked_tokens,
-    stored_credentials,
 )
 from portal.settings import bp
 from portal.settings.forms import (
@@ -39,46 +41,59 @@ from portal.settings.forms import (
 @bp.route("/api", methods=["GET", "POST"])
 @roles(Role.OWNER)
 def api() -> PageAnswer:
-    """Check the credentials against the API, then store them encrypted."""
+    """Check the credentials against the API, then store them encrypted.
+
+    Nothing is sent before the tokens a new base URL or environment needs are typed and the
+    owner's fresh code (with two-factor on) is accepted.
+    """
     merchant = current_user.merchant
-    connection = merchant.api_connection
-    form = ApiSettingsForm(obj=connection)
-    stored = stored_credentials(connection) if connection else None
-    error = None
-    if form.validate_on_submit():
-        token = form.token.data or (stored.token if stored else None)
-        company_token = None
-        if not form.remove_company_token.data:
-            company_token = form.company_token.data or (stored.company_token if stored else None)
-        if not token:
-            form.token.errors.append("Enter the application token.")
-        else:
-            credentials = Credentials(
-                form.base_url.data, Environment(form.environment.data), token, company_token
-            )
-            changes = {
-                "base_url": credentials.base_url,
-                "environment": credentials.environment.value,
-                "token": form.token.data or None,
-                "company_token": form.company_token.data or None,
-                "remove_company_token": "yes" if form.remove_company_token.data else None,
-            }
-            try:
-                connect(merchant, credentials)
-            except ConnectionRejected as rejection:
-                error = str(rejection)
-                audit.record("api_settings.change", parameters=changes, error=error)
-            else:
-                audit.record("api_settings.change", parameters=changes)
-                current_app.logger.info(
-                    "API connection of merchant %s saved by user %s (%s, %s)",
-                    merchant.id,
-                    current_user.id,
-                    credentials.environment,
-                    credentials.base_url,
-                )
-                flash("The payment service accepted the credentials. They are saved.", "success")
-                return redirect(url_for("settings.api"))
+    form = ApiSettingsForm(obj=merchant.api_connection)
+    if not form.validate_on_submit():
+        return _api_page(form, 422 if form.is_submitted() else 200)
+    typed = Credentials(
+        form.base_url.data,
+        Environment(form.environment.data),
+        form.token.data or "",
+        form.company_token.data or None,
+    )
+    changes = {
+        "base_url": typed.base_url,
+        "environment": typed.environment.value,
+        "token": typed.token or None,
+        "company_token": typed.company_token,
+        "remove_company_token": "yes" if form.remove_company_token.data else None,
+    }
+    try:
+        credentials = credentials_to_check(
+            merchant.api_connection, typed, remove_company_token=form.remove_company_token.data
+        )
+    except TokensNeeded as needed:
+        for name, problem in needed.problems.items():
+            form[name].errors.append(problem)
+        audit.record("api_settings.change", parameters=changes, error=str(needed))
+        return _api_page(form, 422)
+    refused = _step_up_refused(form.code, purpose="api_settings")
+    if refused:
+        return _api_page(form, refused)
+    try:
+        connect(merchant, credentials)
+    except ConnectionRejected as rejection:
+        audit.record("api_settings.change", parameters=changes, error=str(rejection))
+        return _api_page(form, 422, error=str(rejection))
+    audit.record("api_settings.change", parameters=changes)
+    current_app.logger.info(
+        "API connection of merchant %s saved by user %s (%s, %s)",
+        merchant.id,
+        current_user.id,
+        credentials.environment,
+        credentials.base_url,
+    )
+    flash("The payment service accepted the credentials. They are saved.", "success")
+    return redirect(url_for("settings.api"))
+
+
+def _api_page(form: ApiSettingsForm, status: int, error: str | None = None) -> PageAnswer:
+    connection = current_user.merchant.api_connection
     token_mask, company_mask = masked_tokens(connection) if connection else (None, None)
     page = render_template(
         "settings/api.html",
@@ -88,33 +103,53 @@ def api() -> PageAnswer:
         company_mask=company_mask,
         error=error,
     )
-    return (page, 422) if form.is_submitted() else page
+    return page, status
 
 
 @bp.route("/checkout", methods=["GET", "POST"])
 @roles(Role.OWNER)
 def checkout() -> PageAnswer:
-    """The merchant's name on the public checkout page, and the shop it links back to."""
+    """The merchant's name on the public checkout page, and the shop it links back to.
+
+    Customers trust that link: an owner with two-factor on confirms a change with a code.
+    """
     merchant = current_user.merchant
     form = CheckoutSettingsForm(obj=merchant)
-    if form.validate_on_submit():
-        save_settings(merchant, form.display_name.data, form.shop_url.data)
-        flash("The checkout page settings are saved.", "success")
-        return redirect(url_for("settings.checkout"))
-    page = render_template("settings/checkout.html", form=form, merchant=merchant)
-    return (page, 422) if form.is_submitted() else page
+    unconfirmed = _unless_confirmed(
+        form, "settings/checkout.html", purpose="checkout_settings", merchant=merchant
+    )
+    if unconfirmed:
+        return unconfirmed
+    save_settings(merchant, form.display_name.data, form.shop_url.data)
+    flash("The checkout page settings are saved.", "success")
+    return redirect(url_for("settings.checkout"))
 
 
-def _step_up_refused(field: CodeField) -> int | None:
-    """Ask an owner who has two-factor on for a fresh code (in `field`) before a change to users.
+def _step_up_refused(field: CodeField, *, purpose: str) -> int | None:
+    """Ask an owner who has two-factor on for a fresh code (in `field`) before a change under
+    settings; `purpose` names it in the audit log.
 
     A stolen session cookie alone must not add an owner with a password of the thief's, change a
     role or a password, turn off a user's two-factor or the merchant's requirement, or remove a
-    user: with any of these it could go on to confirm withdrawals with no code. So these changes
-    ask for a code as a withdrawal does (not a recovery code).
+    user: with any of these it could go on to confirm withdrawals with no code. Nor may it point
+    the API connection (and so its tokens) elsewhere, or the checkout page's shop link. So these
+    changes ask for a code as a withdrawal does (not a recovery code).
     """
     owner = current_user._get_current_object()
-    return two_factor.step_up_refused(field, owner, purpose="users")
+    return two_factor.step_up_refused(field, owner, purpose=purpose)
+
+
+def _unless_confirmed(
+    form: FlaskForm, template: str, *, purpose: str, **context: object
+) -> PageAnswer | None:
+    """The form's page (again) until it is valid and its `code` accepted; None to go on."""
+    if not form.validate_on_submit():
+        page = render_template(template, form=form, **context)
+        return (page, 422) if form.is_submitted() else page
+    refused = _step_up_refused(form.code, purpose=purpose)
+    if refused:
+        return render_template(template, form=form, **context), refused
+    return None
 
 
 @bp.route("/users", methods=["GET", "POST"])
@@ -124,7 +159,7 @@ def users() -> PageAnswer:
     form = NewUserForm()
     if not form.validate_on_submit():
         return _users_page(422 if form.is_submitted() else 200, form=form)
-    refused = _step_up_refused(form.code)
+    refused = _step_up_refused(form.code, purpose="users")
     if refused:
         return _users_page(refused, form=form)
     try:
@@ -157,7 +192,7 @@ def require_two_factor() -> PageAnswer:
         form.required.errors.append(refusal)
         audit.record("two_factor.requirement_on", error=refusal)
         return _users_page(422, requirement_form=form)
-    refused = _step_up_refused(form.requirement_code)
+    refused = _step_up_refused(form.requirement_code, purpose="users")
     if refused:
         return _users_page(refused, requirement_form=form)
     if required != merchant.require_two_factor:
@@ -204,12 +239,9 @@ def edit_user(user_id: int) -> PageAnswer:
     """Change a user's role, or set a new password."""
     user = _merchant_user(user_id)
     form = EditUserForm(role=user.role.value)
-    if not form.validate_on_submit():
-        page = render_template("settings/edit_user.html", form=form, user=user)
-        return (page, 422) if form.is_submitted() else page
-    refused = _step_up_refused(form.code)
-    if refused:
-        return render_template("settings/edit_user.html", form=form, user=user), refused
+    unconfirmed = _unless_confirmed(form, "settings/edit_user.html", purpose="users", user=user)
+    if unconfirmed:
+        return unconfirmed
     try:
         accounts.change_user(
             user, by=current_user, role=Role(form.role.data), password=form.password.data
@@ -237,12 +269,9 @@ def remove_user(user_id: int) -> PageAnswer:
     """Ask for confirmation on its own page, then remove the user."""
     user = _merchant_user(user_id)
     form = RemoveUserForm()
-    if not form.validate_on_submit():
-        page = render_template("settings/remove_user.html", form=form, user=user)
-        return (page, 422) if form.is_submitted() else page
-    refused = _step_up_refused(form.code)
-    if refused:
-        return render_template("settings/remove_user.html", form=form, user=user), refused
+    unconfirmed = _unless_confirmed(form, "settings/remove_user.html", purpose="users", user=user)
+    if unconfirmed:
+        return unconfirmed
     email = user.email
     try:
         accounts.remove_user(user, by=current_user)

@@ -3,10 +3,16 @@ nothing saved half-way, and the token never in clear anywhere."""
 
 from __future__ import annotations
 
-import pytest
+import re
 
-from tests.conftest import csrf_token, sign_in
-from tests.support.sandbox_server import free_port
+import pytest
+import requests
+
+from tests.conftest import CSRF_FIELD, csrf_token, sign_in
+from tests.support.portal_app import email
+from tests.support.portal_server import run_portal
+from tests.support.sandbox_server import free_port, run_sandbox
+from tests.unit.test_api_support import Answer, FakeApi
 
 
 @pytest.fixture
@@ -119,3 +125,155 @@ def test_connect_api_command(app, runner, accounts, sandbox):
     done = runner.invoke(args=[*args, "--token", sandbox.token])
     assert done.exit_code == 0, done.output
     assert sandbox.token not in done.output
+
+
+# --- Stored tokens go only where they were saved ----------------------------------------------
+
+RETYPE = "Type the application token again"
+RETYPE_COMPANY = "Type the company token again, or remove it"
+APP_STORED = "stored-app-token-kept-in-the-portal"
+COMPANY_STORED = "stored-company-token-kept-in-the-portal"
+
+
+@pytest.fixture
+def recorder():
+    """A server on loopback that records every request it gets, headers included (404s)."""
+    with FakeApi() as fake:
+        yield fake
+
+
+def _errors_of(html: str, field_id: str) -> str:
+    """The errors shown next to a field of the form."""
+    match = re.search(rf'<ul class="errors" id="{field_id}-errors">(.*?)</ul>', html, re.S)
+    return match.group(1) if match else ""
+
+
+def _store(app, base_url: str, environment: str = "sandbox") -> None:
+    """Acme's connection as an earlier, checked save left it, with both tokens."""
+    from portal import crypto
+    from portal.extensions import db
+    from portal.models import ApiConnection, Environment
+    from portal.services.accounts import merchant_named
+
+    with app.app_context():
+        connection = ApiConnection(
+            merchant=merchant_named("Acme"),
+            base_url=base_url,
+            environment=Environment(environment),
+            token_encrypted=crypto.encrypt(APP_STORED),
+            company_token_encrypted=crypto.encrypt(COMPANY_STORED),
+        )
+        db.session.add(connection)
+        db.session.commit()
+
+
+def _where(app) -> tuple[str, str, str]:
+    from portal import crypto
+
+    connection = _connection(app)
+    with app.app_context():
+        token = crypto.decrypt(connection.token_encrypted)
+    return connection.base_url, connection.environment.value, token
+
+
+@pytest.mark.parametrize("change", ["base URL", "environment"])
+def test_a_new_base_url_or_environment_needs_the_tokens_typed_again(app, owner, recorder, change):
+    """An owner's session (a stolen cookie will do) cannot have the stored tokens sent to a
+    server of its own: with the token fields empty, nothing at all is sent."""
+    _store(app, recorder.base_url)
+    data = {"base_url": recorder.base_url, "environment": "sandbox"}
+    if change == "base URL":
+        data["base_url"] = recorder.base_url + "/collector"
+    else:
+        data["environment"] = "production"
+    response = _save(owner, token="", **data)
+    assert response.status_code == 422
+    page = response.get_data(as_text=True)
+    assert RETYPE in _errors_of(page, "token")
+    assert RETYPE_COMPANY in _errors_of(page, "company_token")
+    assert "only sent to the base URL and environment they were saved with" in page
+    assert recorder.received == [], "no request leaves"
+    assert _where(app) == (recorder.base_url, "sandbox", APP_STORED)
+
+
+def test_a_new_base_url_with_the_tokens_typed_is_saved(app, owner, sandbox, tmp_path):
+    _save(owner, sandbox.base_url, sandbox.token, company_token=sandbox.company_token)
+    with run_sandbox(tmp_path / "second.db") as second:
+        typed = {"company_token": second.company_token}
+        assert _save(owner, second.base_url, second.token, **typed).status_code == 302
+        assert _where(app) == (second.base_url, "sandbox", second.token)
+        page = owner.get("/settings/api").get_data(as_text=True)
+        assert f"<dd>{second.base_url}</dd>" in page
+
+
+def test_the_check_follows_no_redirect(app, owner, recorder):
+    """A server that answers the check with a redirect does not get the tokens sent on."""
+    with FakeApi() as redirecting:
+        elsewhere = recorder.base_url.replace("127.0.0.1", "localhost") + "/sandbox/v1/ping"
+        redirect = Answer(307, {}, headers={"Location": elsewhere})
+        redirecting.answer("GET", "/sandbox/v1/ping", redirect)
+        response = _save(owner, redirecting.base_url, "a-typed-application-token")
+        assert redirecting.count("GET", "/sandbox/v1/ping") == 1
+    assert response.status_code == 422
+    assert "Check the base URL" in response.get_data(as_text=True)
+    assert recorder.received == []
+    assert _connection(app) is None
+
+
+def test_connect_api_keeps_to_the_allowed_hosts(app, runner, accounts, sandbox, recorder):
+    from portal.config import parse_hosts
+
+    args = ["connect-api", "--merchant", "Acme", "--environment", "sandbox",
+            "--token", sandbox.token]  # fmt: skip
+    app.config["API_ALLOWED_HOSTS"] = parse_hosts("localhost")
+    refused = runner.invoke(args=[*args, "--base-url", recorder.base_url])
+    assert refused.exit_code == 1
+    assert "--base-url: This portal connects only to localhost." in refused.output
+    assert recorder.received == []
+    app.config["API_ALLOWED_HOSTS"] = parse_hosts("127.0.0.1")
+    done = runner.invoke(args=[*args, "--base-url", sandbox.base_url])
+    assert done.exit_code == 0, done.output
+
+
+# --- Over HTTP, against the portal served as in production ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """The portal served by its own process, its operator having pinned the API to 127.0.0.1."""
+    folder = tmp_path_factory.mktemp("served")
+    with (
+        run_sandbox(folder / "sandbox.db") as sandbox,
+        run_portal(folder, sandbox, PORTAL_API_ALLOWED_HOSTS="127.0.0.1") as server,
+    ):
+        yield server
+
+
+def _save_over_http(server, data: dict) -> requests.Response:
+    owner = server.signed_in_session(email("owner"))
+    page = owner.get(f"{server.url}/settings/api", timeout=10).text
+    form = {**data, "csrf_token": CSRF_FIELD.search(page).group(1)}
+    return owner.post(f"{server.url}/settings/api", data=form, allow_redirects=False, timeout=30)
+
+
+def test_a_stolen_owner_session_cannot_send_the_stored_token_elsewhere(served, recorder):
+    answer = _save_over_http(served, {"base_url": recorder.base_url, "environment": "sandbox"})
+    assert answer.status_code == 422
+    assert RETYPE in _errors_of(answer.text, "token")
+    assert recorder.received == [], "no request leaves, with or without the stored token"
+    assert f"<dd>{served.sandbox.base_url}</dd>" in answer.text, "still connected as before"
+
+
+@pytest.mark.parametrize(
+    "disguise",
+    ["http://localhost:{port}", "http://localhost:{port}\\@127.0.0.1:{port}"],
+    ids=["another host", "a backslash before the allowed host"],
+)
+def test_a_host_the_operator_did_not_allow_gets_no_request(served, recorder, disguise):
+    base_url = disguise.format(port=recorder.base_url.rsplit(":", 1)[1])
+    data = {"base_url": base_url, "environment": "sandbox", "token": served.sandbox.token}
+    answer = _save_over_http(served, data)
+    assert answer.status_code == 422
+    assert _errors_of(answer.text, "base_url"), "the refusal is next to the Base URL field"
+    assert recorder.received == []
+    assert f"<dd>{served.sandbox.base_url}</dd>" in answer.text

@@ -94,11 +94,17 @@ def _wait_until_up(url: str, process: subprocess.Popen, timeout: float = 60.0) -
 
 @contextlib.contextmanager
 def run_portal(
-    instance: Path, sandbox: SandboxServer, *, gunicorn: bool = False, workers: int = 1
+    instance: Path,
+    sandbox: SandboxServer,
+    *,
+    gunicorn: bool = False,
+    workers: int = 1,
+    **variables: str,
 ) -> Iterator[PortalServer]:
     """The portal on a fresh database in `instance`, one user per role of Acme, connected.
 
-    Served by `flask run`, or with `gunicorn=True` by `workers` gunicorn workers as in production.
+    Served by `flask run`, or with `gunicorn=True` by `workers` gunicorn workers as in production;
+    `variables` are more of its environment (`PORTAL_API_ALLOWED_HOSTS="..."`).
     """
     port = free_port()
     env = {
@@ -108,6 +114,7 @@ def run_portal(
         "PORTAL_DATABASE_URL": f"sqlite:///{instance / 'portal.sqlite3'}",
         "PORTAL_SECRET_KEY": "test-server-secret",
         "PORTAL_TOKEN_KEYS": Fernet.generate_key().decode(),
+        **variables,
     }
     server = PortalServer(f"http://127.0.0.1:{port}", env, sandbox)
     server.cli("db", "upgrade")

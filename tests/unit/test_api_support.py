@@ -32,6 +32,7 @@ class Answer:
     content_type: str | None = None
     delay: float = 0.0
     reset: bool = False
+    headers: dict[str, str] = field(default_factory=dict)  # `Location`, for a redirect
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(answer.status)
         self.send_header("Content-Type", answer.content_type or content_type)
         self.send_header("Content-Length", str(len(payload)))
+        for name, value in answer.headers.items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(payload)
 

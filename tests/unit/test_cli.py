@@ -43,7 +43,7 @@ def test_duplicate_user(runner, accounts):
             "--password", PASSWORD]  # fmt: skip
     result = runner.invoke(args=args)
     assert result.exit_code == 1
-    assert "already exists" in result.output
+    assert "owner@acme.test is already a user of Acme." in result.output
 
 
 def test_create_user_on_a_database_without_tables(portal_config, tmp_path):

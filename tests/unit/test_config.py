@@ -30,6 +30,7 @@ def test_defaults_work_with_nothing_set(clean_env):
     assert app.config["SESSION_COOKIE_SECURE"] is False
     assert app.config["SESSION_COOKIE_HTTPONLY"] is True
     assert app.config["SESSION_COOKIE_SAMESITE"] == "Lax"
+    assert app.config["API_ALLOWED_HOSTS"] == (), "any host"
     assert (clean_env / "dev-secrets.json").stat().st_mode & 0o077 == 0
 
 
@@ -46,12 +47,14 @@ def test_portal_variables_are_read(clean_env, monkeypatch):
     monkeypatch.setenv("PORTAL_DATABASE_URL", "postgresql://portal@db.internal/portal")
     monkeypatch.setenv("PORTAL_PUBLIC_URL", "https://portal.example.com")
     monkeypatch.setenv("PORTAL_RATELIMIT_STORAGE_URI", "redis://cache.internal:6379/0")
+    monkeypatch.setenv("PORTAL_API_ALLOWED_HOSTS", " API.example.com, [::1] ,")
     app = create_app()
     assert app.config["SECRET_KEY"] == "from-the-environment"
     assert app.config["TOKEN_KEYS"] == keys
     assert app.config["SQLALCHEMY_DATABASE_URI"] == "postgresql+psycopg://portal@db.internal/portal"
     assert app.config["SESSION_COOKIE_SECURE"] is True
     assert app.config["RATELIMIT_STORAGE_URI"] == "redis://cache.internal:6379/0"
+    assert app.config["API_ALLOWED_HOSTS"] == ("api.example.com", "::1")
     assert not (clean_env / "dev-secrets.json").exists()
 
 

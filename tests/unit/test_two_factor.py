@@ -436,6 +436,17 @@ def _set_acme_requirement(app, required: bool) -> None:
         db.session.commit()
 
 
+def _refused_codes(clock, secret: str) -> list[tuple[str | None, str]]:
+    """What a step-up refuses, and what it says: no code, the code that signed the owner in,
+    and a wrong one (last)."""
+    wrong = f"{(int(clock.code(secret, 1)) + 1) % 1_000_000:06d}"
+    return [
+        (None, "Enter the 6-digit code your authenticator app shows."),
+        (clock.code(secret), REUSED),
+        (wrong, WRONG),
+    ]
+
+
 @dataclass
 class UserChange:
     path: str  # "{operator}" stands for the operator's id
@@ -505,17 +516,14 @@ def test_an_owner_with_two_factor_confirms_changes_to_users_with_a_fresh_code(
     page = change.page or path
     assert "Your authenticator code" in owner.get(page).get_data(as_text=True)
 
-    wrong = f"{(int(clock.code(secret, 1)) + 1) % 1_000_000:06d}"
-    for code, message in (
-        (None, "Enter the 6-digit code your authenticator app shows."),
-        (clock.code(secret), REUSED),  # the one that signed the owner in
-        (wrong, WRONG),
-    ):
+    refused = _refused_codes(clock, secret)
+    for code, message in refused:
         sent = {**change.data, change.field: code} if code is not None else change.data
         response = _post(owner, path, sent, page)
         assert response.status_code == 422, code
         assert message in response.get_data(as_text=True)
         assert not change.done(app, accounts), f"done with {code!r}"
+    wrong = refused[-1][0]
     assert wrong not in response.get_data(as_text=True), "the typed code is not in the page"
 
     response = _post(owner, path, {**change.data, change.field: clock.code(secret, 1)}, page)
@@ -525,6 +533,53 @@ def test_an_owner_with_two_factor_confirms_changes_to_users_with_a_fresh_code(
     assert purposes == ["users", "users"]
 
 
+def _api_connection(app):
+    from portal.services.accounts import merchant_named
+
+    with app.app_context():
+        return merchant_named("Acme").api_connection
+
+
+def _shop_url(app) -> str | None:
+    from portal.services.accounts import merchant_named
+
+    with app.app_context():
+        return merchant_named("Acme").shop_url
+
+
+@pytest.mark.parametrize(
+    ("path", "purpose"),
+    [("/settings/api", "api_settings"), ("/settings/checkout", "checkout_settings")],
+)
+def test_an_owner_with_two_factor_confirms_settings_changes_with_a_fresh_code(
+    app, accounts, clock, request, path, purpose
+):
+    """A stolen owner's session cookie alone neither points the API connection (and so the
+    tokens) elsewhere nor changes the shop link customers follow from the checkout page."""
+    if path == "/settings/api":
+        sandbox = request.getfixturevalue("sandbox")
+        data = {"base_url": sandbox.base_url, "environment": "sandbox", "token": sandbox.token}
+        done = lambda: _api_connection(app) is not None  # noqa: E731
+    else:
+        data = {"display_name": "Acme", "shop_url": "https://shop.example"}
+        done = lambda: _shop_url(app) == "https://shop.example"  # noqa: E731
+    secret = enable_for(app, accounts.owner)
+    owner = app.test_client()
+    assert sign_in_with_code(owner, accounts.owner, clock.code(secret)).status_code == 302
+    assert "Your authenticator code" in owner.get(path).get_data(as_text=True)
+    for code, message in _refused_codes(clock, secret):
+        sent = data if code is None else {**data, "code": code}
+        response = _post(owner, path, sent)
+        assert response.status_code == 422, code
+        assert message in response.get_data(as_text=True)
+        assert not done(), f"done with {code!r}"
+    response = _post(owner, path, {**data, "code": clock.code(secret, 1)})
+    assert response.status_code == 302, response.get_data(as_text=True)
+    assert done()
+    purposes = [event.parameters["purpose"] for event in _events(app, "two_factor.code")]
+    assert purposes == [purpose, purpose]
+
+
 def test_an_owner_without_two_factor_is_asked_for_no_code(app, client, accounts):
     sign_in(client, accounts.owner)
     user_id = _user_id(app, accounts.operator)
@@ -532,6 +587,8 @@ def test_an_owner_without_two_factor_is_asked_for_no_code(app, client, accounts)
         "/settings/users",
         f"/settings/users/{user_id}",
         f"/settings/users/{user_id}/remove",
+        "/settings/api",
+        "/settings/checkout",
     ):
         assert "Your authenticator code" not in client.get(page).get_data(as_text=True), page
     response = _post(client, f"/settings/users/{user_id}", {"role": "accountant"})

@@ -53,14 +53,29 @@ def test_add_change_remove(app, owner):
     assert "<td>new@acme.test" not in page
 
 
-def test_duplicate_email_is_refused(owner, accounts):
-    response = _post(
-        owner,
-        "/settings/users",
-        {"email": accounts.other_owner, "role": "owner", "password": "long enough password"},
-    )
+def _add(owner, email: str):
+    data = {"email": email, "role": "owner", "password": "long enough password"}
+    return _post(owner, "/settings/users", data)
+
+
+def test_an_address_of_this_merchant_is_said_to_be_a_user_already(owner, accounts):
+    response = _add(owner, accounts.operator.upper())
     assert response.status_code == 422
-    assert "already exists" in response.get_data(as_text=True)
+    assert f"{accounts.operator} is already a user of Acme." in response.get_data(as_text=True)
+
+
+def test_an_address_of_another_merchant_is_not_revealed(app, owner, accounts):
+    """Whether, and where, an address is registered elsewhere is not this owner's to learn."""
+    from portal.services.accounts import CANNOT_ADD, find_user
+
+    response = _add(owner, accounts.other_owner)
+    assert response.status_code == 422
+    page = response.get_data(as_text=True)
+    assert CANNOT_ADD in page
+    assert "Other" not in page and "already" not in page and "exists" not in page
+    with app.app_context():
+        assert find_user(accounts.other_owner).merchant.name == "Other"
+    assert f"<td>{accounts.other_owner}" not in owner.get("/settings/users").get_data(True)
 
 
 def test_owners_cannot_demote_or_remove_themselves(app, owner, accounts):
