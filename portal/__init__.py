@@ -7,7 +7,7 @@ from pathlib import Path
 
 from flask import Flask
 
-from portal import access, cli, errors, formatting, i18n, layout, security
+from portal import access, attempts, cli, errors, formatting, i18n, layout, security
 from portal.config import load_config
 from portal.extensions import csrf, db, htmx, limiter, login_manager, migrate
 
@@ -34,6 +34,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.before_request(access.enforce)  # before CSRF: the signed-out go to the sign-in page
     csrf.init_app(app)
     limiter.init_app(app)
+    attempts.init_app(app)
     i18n.init_app(app)
 
     from portal.account import bp as account_bp

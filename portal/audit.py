@@ -43,6 +43,8 @@ from portal.models import AuditEvent, Merchant, User
 ACTIONS = {
     "sign_in": "Sign-in",
     "sign_out": "Sign-out",
+    "password.check": "Current password asked",
+    "password.change": "Own password changed",
     "api_settings.change": "API settings changed",
     "user.add": "User added",
     "user.change": "User changed",

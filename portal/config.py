@@ -30,6 +30,8 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         TRUSTED_PROXIES=0,
         RATELIMIT_STORAGE_URI="memory://",
         RATELIMIT_HEADERS_ENABLED=False,
+        # An unreachable store must not stop sign-ins or checkout pages: count in memory meanwhile.
+        RATELIMIT_IN_MEMORY_FALLBACK_ENABLED=True,
         SIGN_IN_LIMIT_PER_ACCOUNT="5 per 15 minutes",
         SIGN_IN_LIMIT_PER_ADDRESS="20 per 15 minutes",
         CHECKOUT_LIMIT_PER_ADDRESS="120 per minute",
@@ -76,6 +78,10 @@ def _derive(app: Flask) -> None:
     config["SESSION_COOKIE_SECURE"] = public_url.startswith("https://")
     if public_url.startswith("https://"):
         config["PREFERRED_URL_SCHEME"] = "https"
+    if config["RATELIMIT_STORAGE_URI"].startswith(("redis://", "rediss://")):
+        # Without timeouts a Redis that stopped answering would hold every sign-in forever.
+        options = {"socket_connect_timeout": 2, "socket_timeout": 2}
+        config["RATELIMIT_STORAGE_OPTIONS"] = options | config.get("RATELIMIT_STORAGE_OPTIONS", {})
     config["PERMANENT_SESSION_LIFETIME"] = timedelta(hours=float(config["SESSION_LIFETIME_HOURS"]))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import hashlib
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -157,6 +158,11 @@ class RecoveryCode(db.Model):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     user: Mapped[User] = relationship(back_populates="recovery_codes")
+
+
+def session_key_hash(key: str) -> str:
+    """How a session's key is stored: its SHA-256, never the key that the cookie carries."""
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
 class UserSession(db.Model):

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from flask_wtf import FlaskForm
-from wtforms import SelectChoice, SelectField, SubmitField
+from wtforms import PasswordField, SelectChoice, SelectField, SubmitField
+from wtforms.validators import DataRequired, EqualTo, Length
 
 from portal.auth.forms import CodeField
 from portal.formatting import time_zone_names
+from portal.settings.forms import PASSWORD_LENGTH
+
+
+def _current_password() -> PasswordField:
+    """Asked again before a change to one's own security (`portal.auth.passwords`)."""
+    required = DataRequired(message="Enter your current password.")
+    return PasswordField("Current password", validators=[required, Length(max=1024)])
 
 
 class TimeZoneForm(FlaskForm):
@@ -25,7 +33,26 @@ class TimeZoneForm(FlaskForm):
         return valid
 
 
+class ChangePasswordForm(FlaskForm):
+    """Shown on the same page as `TimeZoneForm`: made with prefix="password" (unique ids).
+
+    The code is asked of users with two-factor on only (the template shows it to them).
+    """
+
+    current_password = _current_password()
+    new_password = PasswordField(
+        "New password", validators=[DataRequired(message="Enter a new password."), PASSWORD_LENGTH]
+    )
+    new_password_again = PasswordField(
+        "New password again",
+        validators=[EqualTo("new_password", message="Type the same new password twice.")],
+    )
+    code = CodeField()
+    submit = SubmitField("Change password")
+
+
 class EnableTwoFactorForm(FlaskForm):
+    password = _current_password()
     code = CodeField()
     submit = SubmitField("Turn on two-factor sign-in")
 
@@ -38,5 +65,6 @@ class RecoveryCodesForm(FlaskForm):
 class DisableTwoFactorForm(FlaskForm):
     """Shown on the same page as `RecoveryCodesForm`: made with prefix="disable" (unique ids)."""
 
+    password = _current_password()
     code = CodeField("Authenticator or recovery code")
     submit = SubmitField("Turn off two-factor sign-in")

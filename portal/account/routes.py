@@ -1,4 +1,5 @@
-"""`/account`: any signed-in user's own settings: the time zone and two-factor sign-in."""
+"""`/account`: any signed-in user's own settings: the password, the time zone and two-factor
+sign-in. Each change to its security asks for the current password again."""
 
 from __future__ import annotations
 
@@ -10,15 +11,18 @@ from portal import audit
 from portal.access import ALL_ROLES, open_before_enrolment, roles
 from portal.account import bp
 from portal.account.forms import (
+    ChangePasswordForm,
     DisableTwoFactorForm,
     EnableTwoFactorForm,
     RecoveryCodesForm,
     TimeZoneForm,
 )
+from portal.auth import passwords
 from portal.auth import two_factor as second_factor
 from portal.auth.sessions import end_other_sessions
 from portal.extensions import db
 from portal.layout import PageAnswer, render_page
+from portal.services import accounts
 
 
 @bp.route("/account", methods=["GET", "POST"])
@@ -30,15 +34,53 @@ def index() -> Response:
         db.session.commit()
         flash(f"Times are now shown in {form.time_zone.data}.", "success")
         return redirect(url_for("account.index"))
-    status = 422 if form.is_submitted() else 200
-    return render_page("account/index.html", "account/index.html", status, form=form)
+    return _account_page(422 if form.is_submitted() else 200, time_zone_form=form)
+
+
+@bp.route("/account/password", methods=["POST"])
+@roles(*ALL_ROLES)
+def change_password() -> PageAnswer:
+    """A new password, after the current one (and a fresh code, with two-factor on).
+
+    Every other session of the user ends; this one stays signed in.
+    """
+    user = current_user._get_current_object()
+    form = ChangePasswordForm(prefix="password")
+    if not form.validate_on_submit():
+        return _account_page(422, password_form=form)
+    refused = passwords.refusal_on(
+        form.current_password, user, purpose="password"
+    ) or second_factor.step_up_refused(form.code, user, purpose="password")
+    if refused:
+        return _account_page(refused, password_form=form)
+    accounts.change_password(user, form.new_password.data, keep_session=user.session_key)
+    audit.record("password.change", user=user)
+    flash("Your password is changed; every other session of yours is signed out.", "success")
+    return redirect(url_for("account.index"))
+
+
+def _account_page(
+    status: int,
+    *,
+    time_zone_form: TimeZoneForm | None = None,
+    password_form: ChangePasswordForm | None = None,
+) -> Response:
+    """The account page, with the form that was sent and its errors."""
+    return render_page(
+        "account/index.html",
+        "account/index.html",
+        status,
+        form=time_zone_form or TimeZoneForm(time_zone=current_user.time_zone),
+        password_form=password_form or ChangePasswordForm(prefix="password"),
+    )
 
 
 @bp.route("/account/two-factor", methods=["GET", "POST"])
 @roles(*ALL_ROLES)
 @open_before_enrolment
 def two_factor() -> PageAnswer:
-    """Set two-factor sign-in up (scan, then confirm with a code), or manage it once it is on.
+    """Set two-factor sign-in up (scan, then confirm with the password and a code), or manage it
+    once it is on. The setup key is this session's own (`setup_secret`).
 
     Turning it on, new recovery codes and turning it off each end the user's other sessions.
     """
@@ -46,19 +88,19 @@ def two_factor() -> PageAnswer:
     if user.two_factor_enabled:
         return _manage(200)
     form = EnableTwoFactorForm()
-    status = 200
+    secret = second_factor.setup_secret()
+    status = 422 if form.is_submitted() else 200
     if form.validate_on_submit():
-        try:
-            codes = second_factor.enable(user, form.code.data)
-        except second_factor.CodeRefused as refusal:
-            form.code.errors.append(str(refusal))
-            status = refusal.status
-        else:
-            end_other_sessions(user)
-            return _recovery_codes(codes, "Two-factor sign-in is on.")
-    elif form.is_submitted():
-        status = 422
-    secret = second_factor.pending_secret(user)
+        status = passwords.refusal_on(form.password, user, purpose="enrolment")
+        if not status:
+            try:
+                codes = second_factor.enable(user, secret, form.code.data)
+            except second_factor.CodeRefused as refusal:
+                form.code.errors.append(str(refusal))
+                status = refusal.status
+            else:
+                end_other_sessions(user)
+                return _recovery_codes(codes, "Two-factor sign-in is on.")
     page = render_template(
         "account/two_factor_setup.html",
         form=form,
@@ -90,14 +132,17 @@ def recovery_codes() -> PageAnswer:
 @bp.route("/account/two-factor/disable", methods=["POST"])
 @roles(*ALL_ROLES)
 def disable_two_factor() -> PageAnswer:
-    """Turn two-factor sign-in off; a current code (or a recovery code) proves it is the owner."""
+    """Turn two-factor sign-in off; the password and a current code (or a recovery code) prove it
+    is the account's owner."""
     user = current_user._get_current_object()
     if not user.two_factor_enabled:
         return redirect(url_for("account.two_factor"))
     form = DisableTwoFactorForm(prefix="disable")
     if not form.validate_on_submit():
         return _manage(422, disable_form=form)
-    status = second_factor.refusal_on(form.code, user, purpose="disable", recovery=True)
+    status = passwords.refusal_on(
+        form.password, user, purpose="disable"
+    ) or second_factor.refusal_on(form.code, user, purpose="disable", recovery=True)
     if status:
         return _manage(status, disable_form=form)
     second_factor.disable(user)

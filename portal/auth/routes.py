@@ -1,4 +1,7 @@
-"""Sign in (rate-limited on failures, per account and per address) and sign out (POST only).
+"""Sign in (wrong passwords limited per account and per address) and sign out (POST only).
+
+Each password is counted before it is checked and given back when right (`passwords`), so
+parallel guesses get no more checks than the limit and a right password never uses one up.
 
 A user with two-factor sign-in on signs in in two steps: the right password only marks the
 (anonymous) session as waiting for a code, for a few minutes; the code then starts the real
@@ -9,21 +12,22 @@ from __future__ import annotations
 
 import time
 
-from flask import current_app, flash, g, redirect, render_template, request, session, url_for
+from flask import current_app, flash, redirect, render_template, request, session, url_for
 from flask_login import current_user
 from werkzeug.security import check_password_hash, generate_password_hash
 from werkzeug.wrappers import Response
 
-from portal import audit
+from portal import attempts, audit
 from portal.access import public
 from portal.auth import bp
 from portal.auth import two_factor as second_factor
 from portal.auth.forms import SignInForm, TwoFactorSignInForm
+from portal.auth.passwords import THROTTLED, sign_in_limits
 from portal.auth.sessions import discard_session, end_session, start_session
-from portal.extensions import db, limiter
+from portal.extensions import db
 from portal.models import User
 from portal.security import safe_next
-from portal.services.accounts import find_user, normalise_email
+from portal.services.accounts import find_user
 
 # Checked when the email is unknown, so that both answers take as long.
 _UNKNOWN_USER_HASH = generate_password_hash("not a password of anyone")
@@ -33,28 +37,8 @@ PENDING = "two_factor_pending"
 PENDING_SECONDS = 300
 
 
-def _account_key() -> str:
-    return "sign-in:" + normalise_email(request.form.get("email", ""))
-
-
-def _sign_in_failed(_response: Response) -> bool:
-    """Only failed sign-ins count against the limits."""
-    return g.get("sign_in_failed", False)
-
-
 @bp.route("/login", methods=["GET", "POST"])
 @public
-@limiter.limit(
-    lambda: current_app.config["SIGN_IN_LIMIT_PER_ACCOUNT"],
-    key_func=_account_key,
-    methods=["POST"],
-    deduct_when=_sign_in_failed,
-)
-@limiter.limit(
-    lambda: current_app.config["SIGN_IN_LIMIT_PER_ADDRESS"],
-    methods=["POST"],
-    deduct_when=_sign_in_failed,
-)
 def login() -> Response | tuple[str, int] | str:
     """Sign in, then go to `next` when it is a page of this site."""
     form = SignInForm()
@@ -65,17 +49,20 @@ def login() -> Response | tuple[str, int] | str:
         return render_template("auth/login.html", form=form)
     if not form.validate_on_submit():
         return render_template("auth/login.html", form=form), 422
+    attempt = attempts.attempt(sign_in_limits(form.email.data))
+    if attempt is None:
+        return render_template("auth/login.html", form=form, error=THROTTLED), 429
     user = find_user(form.email.data)
     if user is None:
         check_password_hash(_UNKNOWN_USER_HASH, form.password.data)
     elif user.check_password(form.password.data):
+        attempt.give_back()
         next_url = safe_next(form.next.data) or url_for("dashboard.index")
         if user.two_factor_enabled:
             discard_session()
             session[PENDING] = {"user_id": user.id, "since": time.time(), "next": next_url}
             return redirect(url_for("auth.two_factor"))
         return _signed_in(user, next_url, {"email": user.email})
-    g.sign_in_failed = True
     audit.record("sign_in", parameters={"email": form.email.data}, error=INCORRECT, user=user)
     current_app.logger.info("Failed sign-in from %s", request.remote_addr)
     return render_template("auth/login.html", form=form, error=INCORRECT), 401
@@ -127,14 +114,6 @@ def two_factor() -> Response | tuple[str, int] | str:
             "info",
         )
     return response
-
-
-@bp.errorhandler(429)
-def too_many_attempts(_error: Exception) -> tuple[str, int]:
-    """The sign-in limits were reached: say so on the sign-in page itself."""
-    form = SignInForm(formdata=None, next=request.form.get("next", ""))
-    message = "Too many failed sign-in attempts. Wait a few minutes, then try again."
-    return render_template("auth/login.html", form=form, error=message), 429
 
 
 @bp.route("/logout", methods=["POST"])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from datetime import timedelta
 
@@ -13,17 +12,14 @@ from werkzeug.wrappers import Response
 
 from portal.access import redirect_to
 from portal.extensions import db, login_manager
-from portal.models import Merchant, User, UserSession, utcnow
+from portal.models import Merchant, User, UserSession, session_key_hash, utcnow
+from portal.services.accounts import revoke_sessions
 
 LAST_SEEN_RESOLUTION = timedelta(minutes=1)
 # Every signed-in page needs the user, the merchant and its API connection: one query, not four.
 WITH_USER = (
     joinedload(UserSession.user).joinedload(User.merchant).joinedload(Merchant.api_connection)
 )
-
-
-def _hash(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
 
 
 def discard_session() -> None:
@@ -34,7 +30,9 @@ def discard_session() -> None:
     """
     key = session.get("_user_id")
     if key:
-        db.session.execute(db.delete(UserSession).where(UserSession.key_hash == _hash(key)))
+        db.session.execute(
+            db.delete(UserSession).where(UserSession.key_hash == session_key_hash(key))
+        )
         db.session.commit()
     session.clear()
 
@@ -43,7 +41,7 @@ def start_session(user: User) -> None:
     """Sign `user` in with a brand-new session (nothing of the previous session survives)."""
     discard_session()
     key = secrets.token_urlsafe(32)
-    db.session.add(UserSession(key_hash=_hash(key), user=user))
+    db.session.add(UserSession(key_hash=session_key_hash(key), user=user))
     db.session.commit()
     user.session_key = key
     login_user(user)
@@ -54,7 +52,7 @@ def end_session(user: User) -> None:
     """Sign out: forget the session on the server and in the cookie."""
     if user.session_key:
         db.session.execute(
-            db.delete(UserSession).where(UserSession.key_hash == _hash(user.session_key))
+            db.delete(UserSession).where(UserSession.key_hash == session_key_hash(user.session_key))
         )
         db.session.commit()
     logout_user()
@@ -64,20 +62,17 @@ def end_session(user: User) -> None:
 def end_other_sessions(user: User) -> None:
     """End every session of `user` but this one (the one `user` was loaded from).
 
-    After two-factor sign-in is turned on or off, or recovery codes are replaced, a session
+    After a new password, two-factor sign-in turned on or off, or new recovery codes, a session
     started before (perhaps from a stolen password, or a lost phone's codes) must not live on.
     """
-    other = UserSession.user_id == user.id
-    if user.session_key:
-        other &= UserSession.key_hash != _hash(user.session_key)
-    db.session.execute(db.delete(UserSession).where(other))
+    revoke_sessions(user, keep=user.session_key)
     db.session.commit()
 
 
 @login_manager.user_loader
 def load_user(key: str) -> User | None:
     """The user of a live session; expired sessions are deleted and load nobody."""
-    record = db.session.get(UserSession, _hash(key), options=[WITH_USER])
+    record = db.session.get(UserSession, session_key_hash(key), options=[WITH_USER])
     if record is None or record.user is None:
         return None
     now = utcnow()

@@ -6,13 +6,16 @@ forward with one conditional UPDATE, so the same code (or an older one) is refus
 across processes. The secret is stored encrypted with the API tokens' keys (`portal.crypto`),
 and `flask rotate-keys` re-encrypts it (`rotate_secrets`).
 
-Every check of a code goes through `check_code`, which also counts wrong codes under limits of
-their own with the sign-in limits' values (per user and per client address) and writes every
-refusal to the audit log. Forms ask through `refusal_on`, which puts the reason on the field.
+Every check of a code goes through `check_code`, which counts each code before checking it
+(`portal.attempts`: parallel guesses get no more checks than the limit) under limits of their
+own with the sign-in limits' values (per user and per client address), gives it back unless it
+was a wrong guess, and writes every refusal to the audit log. Forms ask through `refusal_on`,
+which puts the reason on the field.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import secrets
@@ -21,12 +24,11 @@ import time
 import pyotp
 import segno
 import sqlalchemy as sa
-from flask import current_app, request
-from limits import parse
+from flask import current_app, request, session
 from wtforms import Field
 
-from portal import audit, crypto
-from portal.extensions import db, limiter
+from portal import attempts, audit, crypto
+from portal.extensions import db
 from portal.models import RecoveryCode, User, utcnow
 
 ISSUER = "Merchant Portal"
@@ -44,6 +46,9 @@ WRONG_OR_RECOVERY = (
     "or one of your recovery codes."
 )
 REUSED = "That code was already used. Wait for the next code in your authenticator app."
+ALREADY_ON = "Two-factor sign-in was turned on meanwhile, from another session."
+# The session key of the secret of a setup not confirmed yet (encrypted).
+SETUP = "two_factor_setup"
 
 
 class CodeRefused(Exception):
@@ -57,15 +62,21 @@ class CodeRefused(Exception):
 # --- The secret ------------------------------------------------------------------------------
 
 
-def pending_secret(user: User) -> str:
-    """The secret being enrolled: made and stored (encrypted) on the first visit, then kept.
+def setup_secret() -> str:
+    """The secret of this setup attempt: made for this browser session, kept in its cookie
+    encrypted (the browser cannot read it) until confirmed, then stored on the user.
 
-    Keeping it means a reload shows the same QR code as the one the person may have scanned.
+    A reload shows the same QR code as the one the person may have scanned; another session
+    (another browser, or someone else with the password) gets a secret of its own, so no key
+    shown before can be the one enrolled later.
     """
-    if user.totp_secret_encrypted is None:
-        user.totp_secret_encrypted = crypto.encrypt(pyotp.random_base32())
-        db.session.commit()
-    return crypto.decrypt(user.totp_secret_encrypted)
+    stored = session.get(SETUP)
+    if stored:
+        with contextlib.suppress(crypto.TokenKeyError):  # made before a key was removed
+            return crypto.decrypt(stored)
+    secret = pyotp.random_base32()
+    session[SETUP] = crypto.encrypt(secret)
+    return secret
 
 
 def provisioning_uri(user: User, secret: str) -> str:
@@ -159,61 +170,57 @@ def _use_recovery_code(user: User, code: str) -> bool:
 # --- Checking a code -------------------------------------------------------------------------
 
 
-def _throttles(user: User) -> list[tuple[object, tuple[str, ...]]]:
+def _limits(user: User) -> list[attempts.Limit]:
     """The sign-in limits, counted apart for codes: per user and per client address."""
     config = current_app.config
-    prefix = config.get("RATELIMIT_KEY_PREFIX") or ""
     return [
-        (parse(config["SIGN_IN_LIMIT_PER_ACCOUNT"]), (prefix, "two-factor-user", str(user.id))),
-        (
-            parse(config["SIGN_IN_LIMIT_PER_ADDRESS"]),
-            (prefix, "two-factor-address", request.remote_addr or ""),
+        attempts.limit(config["SIGN_IN_LIMIT_PER_ACCOUNT"], "two-factor-user", str(user.id)),
+        attempts.limit(
+            config["SIGN_IN_LIMIT_PER_ADDRESS"], "two-factor-address", request.remote_addr or ""
         ),
     ]
 
 
-def _throttled(user: User) -> bool:
-    if not limiter.enabled:
-        return False
-    return not all(limiter.limiter.test(item, *keys) for item, keys in _throttles(user))
-
-
-def _failed(user: User, purpose: str, message: str, *, guess: bool = True) -> CodeRefused:
-    """Record a refused code, and count it when it was a wrong `guess`; returns the refusal.
-
-    An already used code was right once, so it is no guess: the person who resubmits it (a
-    double click, a code typed twice) must not lock themselves out.
-    """
-    if guess and limiter.enabled:
-        for item, keys in _throttles(user):
-            limiter.limiter.hit(item, *keys)
+def _refused(user: User, purpose: str, message: str) -> CodeRefused:
+    """Record a refused code in the audit log; returns the refusal."""
     audit.record("two_factor.code", parameters={"purpose": purpose}, error=message, user=user)
     current_app.logger.info("Wrong two-factor code (%s) from %s", purpose, request.remote_addr)
     return CodeRefused(message)
 
 
-def check_code(user: User, code: str | None, *, purpose: str, recovery: bool = False) -> str:
+def check_code(
+    user: User, code: str | None, *, purpose: str, recovery: bool = False, secret: str | None = None
+) -> str:
     """Accept a fresh authenticator code (or, with `recovery`, an unused recovery code).
 
     Returns what was accepted, "authenticator" or "recovery code"; raises `CodeRefused`
     otherwise. `purpose` names the check in the audit log ("sign_in", "withdrawal", ...).
+    `secret` is the one being enrolled; otherwise the user's own.
+
+    The code is counted before it is checked and given back unless it was a wrong guess: an
+    already used code was right once, so the person who resubmits it (a double click, a code
+    typed twice) must not lock themselves out.
     """
     code = _normalised(code or "")
     if not code:
         raise CodeRefused(MISSING)
-    if _throttled(user):
+    attempt = attempts.attempt(_limits(user))
+    if attempt is None:
         raise CodeRefused(THROTTLED, status=429)
-    secret = crypto.decrypt(user.totp_secret_encrypted) if user.totp_secret_encrypted else None
+    if secret is None and user.totp_secret_encrypted:
+        secret = crypto.decrypt(user.totp_secret_encrypted)
     if secret and len(code) == 6 and code.isdigit():
         step = accepted_step(secret, code, time.time())
         if step is not None:
+            attempt.give_back()
             if _use_step(user, step):
                 return "authenticator"
-            raise _failed(user, purpose, REUSED, guess=False)
+            raise _refused(user, purpose, REUSED)
     elif recovery and len(code) == RECOVERY_LENGTH and _use_recovery_code(user, code):
+        attempt.give_back()
         audit.record("two_factor.recovery_code_used", parameters={"purpose": purpose}, user=user)
         return "recovery code"
-    raise _failed(user, purpose, WRONG_OR_RECOVERY if recovery else WRONG)
+    raise _refused(user, purpose, WRONG_OR_RECOVERY if recovery else WRONG)
 
 
 def refusal_on(field: Field, user: User, *, purpose: str, recovery: bool = False) -> int | None:
@@ -242,11 +249,22 @@ def step_up_refused(field: Field, user: User, *, purpose: str) -> int | None:
 # --- Turning it on and off -------------------------------------------------------------------
 
 
-def enable(user: User, code: str | None) -> list[str]:
-    """Turn two-factor on after a code from the pending secret; returns the recovery codes."""
-    check_code(user, code, purpose="enrolment")
-    user.totp_enabled_at = utcnow()
+def enable(user: User, secret: str, code: str | None) -> list[str]:
+    """Turn two-factor on with this setup's `secret` after a code from it; returns the recovery
+    codes. Only now is the secret stored on the user, and only if it is still off (a setup in
+    another session may have won meanwhile)."""
+    check_code(user, code, purpose="enrolment", secret=secret)
+    turned_on = db.session.execute(
+        sa.update(User)
+        .where(User.id == user.id, User.totp_enabled_at.is_(None))
+        .values(totp_secret_encrypted=crypto.encrypt(secret), totp_enabled_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
     db.session.commit()
+    db.session.refresh(user)
+    if turned_on.rowcount != 1:
+        raise CodeRefused(ALREADY_ON, status=409)
+    session.pop(SETUP, None)
     codes = new_recovery_codes(user)
     audit.record("two_factor.enable", user=user)
     return codes

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
+from portal import attempts
 from portal.access import ALL_ROLES, public, roles
 from portal.dashboard import bp
 from portal.dashboard.summary import CHART_HEIGHT, CHART_WIDTH, summarise
@@ -41,5 +42,9 @@ def index() -> Response:
 @bp.route("/healthz")
 @public
 def healthz() -> dict[str, str]:
-    """Liveness: the process answers (no login, no database, no API call)."""
-    return {"status": "ok"}
+    """Liveness: the process answers (no login, no database, no API call).
+
+    The limit store is reported but never fails it: while it is unreachable, sign-in attempts
+    are counted in each process's memory ("degraded").
+    """
+    return {"status": "ok", "limit_store": "ok" if attempts.store().healthy() else "degraded"}

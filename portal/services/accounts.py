@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from portal.extensions import db
-from portal.models import Merchant, Role, User, UserSession
+from portal.models import Merchant, Role, User, UserSession, session_key_hash
 
 MIN_PASSWORD_LENGTH = 10
 CANNOT_ADD = "This address cannot be added. Ask the person for another email address."
@@ -46,8 +46,7 @@ def add_user(merchant: Merchant, email: str, role: Role, password: str) -> User:
     """
     if not looks_like_email(email):
         raise AccountError(f"{email!r} is not an email address.")
-    if len(password) < MIN_PASSWORD_LENGTH:
-        raise AccountError(f"The password needs at least {MIN_PASSWORD_LENGTH} characters.")
+    _check_length(password)
     existing = find_user(email)
     if existing is not None and existing.merchant_id == merchant.id:
         raise AccountError(f"{existing.email} is already a user of {merchant.name}.")
@@ -61,14 +60,22 @@ def add_user(merchant: Merchant, email: str, role: Role, password: str) -> User:
 
 
 def change_user(user: User, *, by: User, role: Role, password: str | None) -> None:
-    """Change another user's role or password; a new password signs them out everywhere."""
+    """Change a user's role or password. A new password signs them out everywhere; an owner who
+    sets their own here stays signed in in this session only."""
     if user.id == by.id and role != user.role:
         raise AccountError("You cannot change your own role; another owner can.")
     user.role = role
     if password:
-        user.set_password(password)
-        if user.id != by.id:
-            revoke_sessions(user)
+        change_password(user, password, keep_session=by.session_key if user.id == by.id else None)
+    db.session.commit()
+
+
+def change_password(user: User, password: str, *, keep_session: str | None = None) -> None:
+    """A new password for `user`, who is signed out everywhere but in `keep_session` (the key of
+    the session that changed its own password): no session started with the old one lives on."""
+    _check_length(password)
+    user.set_password(password)
+    revoke_sessions(user, keep=keep_session)
     db.session.commit()
 
 
@@ -80,5 +87,14 @@ def remove_user(user: User, *, by: User) -> None:
     db.session.commit()
 
 
-def revoke_sessions(user: User) -> None:
-    db.session.execute(sa.delete(UserSession).where(UserSession.user_id == user.id))
+def revoke_sessions(user: User, *, keep: str | None = None) -> None:
+    """Sign `user` out everywhere, but in the session whose key is `keep`."""
+    doomed = UserSession.user_id == user.id
+    if keep:
+        doomed &= UserSession.key_hash != session_key_hash(keep)
+    db.session.execute(sa.delete(UserSession).where(doomed))
+
+
+def _check_length(password: str) -> None:
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise AccountError(f"The password needs at least {MIN_PASSWORD_LENGTH} characters.")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+import uuid
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import assert_accessible, sign_in_as
+from tests.browser.conftest import PortalServer, assert_accessible, sign_in_as
+from tests.conftest import PASSWORD
 
 
 def test_wrong_password_says_so(page: Page) -> None:
@@ -68,3 +70,24 @@ def test_a_foreign_next_is_ignored(page: Page) -> None:
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
     expect(page).to_have_url(re.compile(r"^http://127\.0\.0\.1:\d+/$"))
+
+
+def test_change_ones_own_password_on_the_account_page(page: Page, portal: PortalServer) -> None:
+    email = portal.add_user(f"password-{uuid.uuid4().hex[:8]}@acme.test", "accountant")
+    sign_in_as(page, email)
+    page.get_by_role("link", name="Account").click()
+    page.get_by_label("Current password").fill("not my password")
+    page.get_by_label("New password", exact=True).fill("a new passphrase")
+    page.get_by_label("New password again").fill("a new passphrase")
+    page.get_by_role("button", name="Change password").click()
+    expect(page.get_by_text("That is not your current password.")).to_be_visible()
+    assert_accessible(page)
+    page.get_by_label("Current password").fill(PASSWORD)
+    page.get_by_label("New password", exact=True).fill("a new passphrase")
+    page.get_by_label("New password again").fill("a new passphrase")
+    page.get_by_role("button", name="Change password").click()
+    expect(page.get_by_text("Your password is changed")).to_be_visible()
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_text("You have signed out.")).to_be_visible()
+    sign_in_as(page, email, "a new passphrase")
+    expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()

@@ -21,6 +21,7 @@ def test_set_up_two_factor_then_sign_in_with_a_code(page: Page, portal: PortalSe
     assert_accessible(page)
 
     secret = page.locator("#setup-key").inner_text().replace(" ", "")
+    page.get_by_label("Current password").fill(PASSWORD)
     page.get_by_label("Authenticator code").fill(code_at(secret, time.time()))
     page.get_by_role("button", name="Turn on two-factor sign-in").click()
     expect(page.get_by_role("heading", name="Your recovery codes")).to_be_visible()

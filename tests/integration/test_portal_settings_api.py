@@ -244,7 +244,7 @@ def served(tmp_path_factory):
     folder = tmp_path_factory.mktemp("served")
     with (
         run_sandbox(folder / "sandbox.db") as sandbox,
-        run_portal(folder, sandbox, PORTAL_API_ALLOWED_HOSTS="127.0.0.1") as server,
+        run_portal(folder, sandbox, env={"PORTAL_API_ALLOWED_HOSTS": "127.0.0.1"}) as server,
     ):
         yield server
 

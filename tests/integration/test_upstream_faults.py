@@ -100,7 +100,7 @@ def assert_error_page(response, status: int, htmx: bool) -> None:
 
 
 def assert_portal_still_serves(client) -> None:
-    assert client.get("/healthz").get_json() == {"status": "ok"}
+    assert client.get("/healthz").get_json() == {"status": "ok", "limit_store": "ok"}
     assert client.get("/account").status_code == 200
 
 

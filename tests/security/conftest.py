@@ -188,4 +188,4 @@ def unique() -> str:
 
 
 def pytest_configure(config) -> None:
-    config.addinivalue_line("markers", "short_window: sign-in limits with a 1 second window")
+    config.addinivalue_line("markers", "short_window: sign-in limits with a window of seconds")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import csrf_token
+from tests.conftest import csrf_token, sign_in
 from tests.security.attack import HOSTILE_EMAIL, XSS, snapshot, url_of
 from tests.support.money import connect
 from tests.support.sandbox_server import run_sandbox
@@ -138,6 +138,29 @@ def test_extra_form_fields_do_not_raise_privileges(world):
     response = post(operator, "/account", {"time_zone": "UTC", **extra})
     assert response.status_code == 302
     assert operator.get("/settings/users").status_code == 403, "still an operator"
+
+
+def test_a_password_change_is_always_ones_own(world, unique):
+    """Naming another user in the form changes nobody else's password (nor ends their sessions)."""
+    from portal.models import Role
+    from portal.services import accounts
+    from tests.conftest import PASSWORD
+    from tests.support.money import post, signed_in
+
+    address, new = f"own-{unique}@acme.test", "a new password of mine"
+    with world.app.app_context():
+        accounts.add_user(accounts.merchant_named("Acme"), address, Role.ACCOUNTANT, PASSWORD)
+    data = {
+        "password-current_password": PASSWORD,
+        "password-new_password": new,
+        "password-new_password_again": new,
+        "email": world.email("owner"),
+        "user_id": str(world.ids["user_id"]),
+    }
+    assert post(signed_in(world.app, address), "/account/password", data).status_code == 302
+    assert world.client("owner").get("/settings/users").status_code == 200, "still signed in"
+    assert sign_in(world.app.test_client(), world.email("owner")).status_code == 302
+    assert sign_in(world.app.test_client(), address, new).status_code == 302
 
 
 @pytest.mark.parametrize(

@@ -6,13 +6,11 @@ htmx fragment, and neither a dialog nor a script error may appear.
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from tests.browser.conftest import browser, sign_in_as  # noqa: F401  (the session's Chromium)
 from tests.security.attack import XSS
-from tests.support.sandbox_server import free_port
+from tests.support.portal_server import serve_in_thread
 
 pytestmark = pytest.mark.browser
 
@@ -25,14 +23,8 @@ def _script_error(message) -> bool:
 @pytest.fixture(scope="module")
 def served(world):
     """The world's portal (hostile records and all) served over HTTP from a thread."""
-    from werkzeug.serving import make_server
-
-    server = make_server("127.0.0.1", free_port(), world.app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join(timeout=10)
+    with serve_in_thread(world.app) as url:
+        yield url
 
 
 def test_no_script_runs_on_the_main_pages(browser, served, world):  # noqa: F811

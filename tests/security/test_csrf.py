@@ -21,6 +21,7 @@ from tests.conftest import PASSWORD, csrf_token
 from tests.security.attack import STATE_CHANGING, snapshot
 from tests.support.money import BTC_ADDRESS, ETH_ADDRESS
 from tests.support.money import signed_in as signed_in_client
+from tests.support.two_factor import SETUP_KEY
 
 # Routes exempt from CSRF, with the reason. None today.
 EXEMPT: dict[str, str] = {}
@@ -104,19 +105,16 @@ def _edit_user(world, suffix: str = "", data: dict | None = None) -> Case:
 
 
 def _enable_two_factor(world) -> Case:
-    client, address, _user_id, _totp = _throwaway(world)
-    client.get("/account/two-factor")  # makes the pending secret
-    from portal import crypto
-    from portal.services import accounts
-
-    with world.app.app_context():
-        secret = crypto.decrypt(accounts.find_user(address).totp_secret_encrypted)
-    return Case(client, "/account/two-factor", {"code": pyotp.TOTP(secret).now()})
+    client, _address, _user_id, _totp = _throwaway(world)
+    page = client.get("/account/two-factor").get_data(as_text=True)  # this session's key
+    secret = SETUP_KEY.search(page).group(1).replace(" ", "")
+    data = {"password": PASSWORD, "code": pyotp.TOTP(secret).now()}
+    return Case(client, "/account/two-factor", data)
 
 
-def _manage_two_factor(world, url: str, field: str) -> Case:
+def _manage_two_factor(world, url: str, prefix: str = "") -> Case:
     client, _address, _user_id, totp = _throwaway(world, two_factor=True)
-    return Case(client, url, {field: totp.now()})
+    return Case(client, url, {f"{prefix}code": totp.now(), f"{prefix}password": PASSWORD})
 
 
 def _second_step(world) -> Case:
@@ -153,11 +151,18 @@ VALID: dict[str, Callable[..., Case]] = {
     "auth.logout": lambda w: _as(w, "owner", "/logout"),
     "account.index": lambda w: Case(_throwaway(w)[0], "/account", {"time_zone": "Asia/Tokyo"}),
     "account.two_factor": _enable_two_factor,
-    "account.recovery_codes": lambda w: _manage_two_factor(
-        w, "/account/two-factor/recovery-codes", "code"
-    ),
+    "account.recovery_codes": lambda w: _manage_two_factor(w, "/account/two-factor/recovery-codes"),
     "account.disable_two_factor": lambda w: _manage_two_factor(
-        w, "/account/two-factor/disable", "disable-code"
+        w, "/account/two-factor/disable", "disable-"
+    ),
+    "account.change_password": lambda w: Case(
+        _throwaway(w)[0],
+        "/account/password",
+        {
+            "password-current_password": PASSWORD,
+            "password-new_password": "a forged new password",
+            "password-new_password_again": "a forged new password",
+        },
     ),
     "operations.new": lambda w: _as(
         w, "operator", "/operations/new", {"amount": "1", "currency": "BTC", "order_id": "csrf"}
@@ -280,8 +285,9 @@ def test_the_same_request_with_the_sessions_token_works(world, endpoint, htmx):
     assert snapshot(world) != before, "the valid request changed nothing: the case proves nothing"
 
 
-# Reads that write, on purpose (a GET must change nothing else: it needs no CSRF token).
-GET_WRITES = {"account.two_factor": "stores the pending secret its QR code shows"}
+# Reads that write, on purpose (a GET must change nothing else: it needs no CSRF token). None
+# today: the two-factor setup keeps its key in the session until it is confirmed.
+GET_WRITES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import requests
 from cryptography.fernet import Fernet
+from flask import Flask
 
 from tests.conftest import CSRF_FIELD, PASSWORD
 from tests.support.portal_app import MERCHANT, ROLES, email
@@ -93,28 +95,43 @@ def _wait_until_up(url: str, process: subprocess.Popen, timeout: float = 60.0) -
 
 
 @contextlib.contextmanager
+def serve_in_thread(app: Flask) -> Iterator[str]:
+    """An application of this process served over HTTP from a thread; yields its URL."""
+    from werkzeug.serving import make_server
+
+    server = make_server("127.0.0.1", free_port(), app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+
+
+@contextlib.contextmanager
 def run_portal(
     instance: Path,
     sandbox: SandboxServer,
     *,
     gunicorn: bool = False,
     workers: int = 1,
-    **variables: str,
+    env: dict[str, str] | None = None,
 ) -> Iterator[PortalServer]:
     """The portal on a fresh database in `instance`, one user per role of Acme, connected.
 
     Served by `flask run`, or with `gunicorn=True` by `workers` gunicorn workers as in production;
-    `variables` are more of its environment (`PORTAL_API_ALLOWED_HOSTS="..."`).
+    `env` adds `PORTAL_*` variables.
     """
     port = free_port()
     env = {
         **os.environ,
+        **(env or {}),
         "PYTHONUNBUFFERED": "1",
         "PORTAL_INSTANCE_PATH": str(instance),
         "PORTAL_DATABASE_URL": f"sqlite:///{instance / 'portal.sqlite3'}",
         "PORTAL_SECRET_KEY": "test-server-secret",
         "PORTAL_TOKEN_KEYS": Fernet.generate_key().decode(),
-        **variables,
     }
     server = PortalServer(f"http://127.0.0.1:{port}", env, sandbox)
     server.cli("db", "upgrade")

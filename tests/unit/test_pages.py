@@ -54,7 +54,7 @@ def test_pages_for_signed_in_users_are_not_cached(client, accounts):
 def test_healthz_needs_no_login(client):
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json == {"status": "ok"}
+    assert response.json == {"status": "ok", "limit_store": "ok"}
 
 
 def test_no_asset_comes_from_another_host(client, accounts):

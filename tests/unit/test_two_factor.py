@@ -102,11 +102,13 @@ def test_enrolment_shows_a_qr_code_and_the_key_and_turns_on_only_with_a_code(
     secret = key.replace(" ", "")
     assert key in client.get("/account/two-factor").get_data(as_text=True), "same key on reload"
 
-    response = _post(client, "/account/two-factor", {"code": "000000"})
+    response = _post(client, "/account/two-factor", {"password": PASSWORD, "code": "000000"})
     assert response.status_code == 422
     assert not _user(app, accounts.operator).two_factor_enabled
 
-    response = _post(client, "/account/two-factor", {"code": clock.code(secret)})
+    response = _post(
+        client, "/account/two-factor", {"password": PASSWORD, "code": clock.code(secret)}
+    )
     assert response.status_code == 200
     assert "Two-factor sign-in is on." in response.get_data(as_text=True)
     user = _user(app, accounts.operator)
@@ -253,12 +255,13 @@ def test_typed_codes_are_never_written_back_into_the_page(tight_limits, app, acc
 
     sign_in(client, accounts.operator)
     operator = enable_for(app, accounts.operator)
-    for path, field in (
-        ("/account/two-factor/recovery-codes", "code"),
-        ("/account/two-factor/disable", "disable-code"),
+    for path, prefix in (
+        ("/account/two-factor/recovery-codes", ""),
+        ("/account/two-factor/disable", "disable-"),
     ):
         typed = f"{(int(clock.code(operator)) + 7) % 1_000_000:06d}"
-        response = _post(client, path, {field: typed}, "/account/two-factor")
+        data = {f"{prefix}code": typed, f"{prefix}password": PASSWORD}
+        response = _post(client, path, data, "/account/two-factor")
         assert response.status_code == 422 and WRONG in response.get_data(as_text=True)
         assert typed not in response.get_data(as_text=True), path
 
@@ -294,7 +297,11 @@ def test_turning_off_needs_a_code(app, client, accounts, clock):
     sign_in(client, accounts.operator)
     secret, _ = enrol(client, clock.code)
     path = "/account/two-factor/disable"
-    data = {"disable-code": "999999", "disable-csrf_token": csrf_token(client, "/account")}
+    data = {
+        "disable-password": PASSWORD,
+        "disable-code": "999999",
+        "disable-csrf_token": csrf_token(client, "/account"),
+    }
     assert client.post(path, data=data).status_code == 422
     assert _user(app, accounts.operator).two_factor_enabled
     data["disable-code"] = clock.code(secret, 1)
@@ -345,7 +352,7 @@ def test_turning_it_on_or_off_and_new_recovery_codes_end_the_other_sessions(app,
 
     assert sign_in_with_code(other, accounts.operator, clock.code(secret, 1)).status_code == 302
     clock.advance(2)
-    data = {"disable-code": clock.code(secret)}
+    data = {"disable-password": PASSWORD, "disable-code": clock.code(secret)}
     response = _post(acting, "/account/two-factor/disable", data, "/account")
     assert response.status_code == 302
     assert signed_out_elsewhere(), "turning it off"
