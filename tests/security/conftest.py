@@ -17,7 +17,7 @@ from flask import Flask
 from portal.api import MerchantApiClient
 from tests.conftest import PASSWORD
 from tests.security.attack import HOSTILE, HOSTILE_EMAIL, XSS
-from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, connect, post, signed_in
+from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, connect, post, signed_in, submit
 from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import SandboxServer, run_sandbox
 
@@ -85,7 +85,7 @@ def _hostile_portal_records(world: World) -> None:
 
     owner = world.client("owner")
     world.checkout_order = XSS[1] + "-checkout"
-    made = post(
+    made = submit(
         owner,
         "/operations/new",
         {"amount": "1", "currency": "BTC", "order_id": world.checkout_order},
@@ -117,7 +117,7 @@ def _hostile_portal_records(world: World) -> None:
         assert review.status_code == 302
         keys.append(review.location.rsplit("/", 1)[1])
     assert post(owner, f"/withdrawals/{keys[0]}/confirm").status_code == 302
-    cross = post(
+    cross = submit(
         owner,
         "/cross-exchanges/new",
         {

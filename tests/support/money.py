@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from tests.conftest import csrf_token, sign_in
 from tests.support.sandbox_server import SandboxServer
 
+INTENT_FIELD = re.compile(r'name="intent"[^>]*?value="([^"]+)"')
 BTC_ADDRESS = "tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx"
 ETH_ADDRESS = "0x52908400098527886E0F7030069857D2E4169EE7"
 
@@ -41,6 +42,17 @@ def post(client, path: str, data: dict | None = None, **headers: str):
     """POST a form as the browser would, with the session's CSRF token."""
     token = csrf_token(client, "/account")
     return client.post(path, data={**(data or {}), "csrf_token": token}, headers=headers)
+
+
+def intent_key(client, path: str) -> str:
+    """The one-time key of the form on `path`, as the browser gets it ("" when there is none)."""
+    match = INTENT_FIELD.search(client.get(path).get_data(as_text=True))
+    return match.group(1) if match else ""
+
+
+def submit(client, path: str, data: dict | None = None, **headers: str):
+    """Open the form on `path` and send it as a person does: with its CSRF token and its key."""
+    return post(client, path, {"intent": intent_key(client, path), **(data or {})}, **headers)
 
 
 def review_withdrawal(client, amount: str = "0.01") -> tuple[str, str]:
