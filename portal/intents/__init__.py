@@ -108,21 +108,23 @@ def claim(
     with a won claim and dropped with a lost one.
     """
     now = utcnow()
-    won = (
-        db.session.execute(
-            _insert_unless_taken().values(
-                merchant_id=merchant.id,
-                kind=kind,
-                key=key,
-                user_id=user.id,
-                parameters=dict(parameters),
-                state=IntentState.SENDING,
-                created_at=now,
-                updated_at=now,
-            )
-        ).rowcount
-        == 1
-    ) or take_pending(FormIntent, *_of(merchant, kind, key), user_id=user.id)
+    inserted = db.session.scalar(
+        _insert_unless_taken()
+        .values(
+            merchant_id=merchant.id,
+            kind=kind,
+            key=key,
+            user_id=user.id,
+            parameters=dict(parameters),
+            state=IntentState.SENDING,
+            created_at=now,
+            updated_at=now,
+        )
+        .returning(FormIntent.id)
+    )
+    won = inserted is not None or take_pending(
+        FormIntent, *_of(merchant, kind, key), user_id=user.id
+    )
     if won:
         db.session.commit()
     else:

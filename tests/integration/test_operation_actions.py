@@ -102,6 +102,7 @@ def test_create_with_a_redirect_url_of_the_merchants_own(operator, api):
         ("amount", "1e5", "Enter an amount such as 12.5, with at most 8 decimals."),
         ("currency", "DOGE", "Not a valid choice."),
         ("order_id", "", "Enter the order number."),
+        ("order_id", "A-1,B-2", "An order number cannot contain a comma"),
         (
             "redirect_url",
             "javascript:alert(1)",

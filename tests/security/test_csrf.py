@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import PASSWORD, csrf_token
 from tests.security.attack import STATE_CHANGING, snapshot
-from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, intent_key
+from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, ETH_ADDRESS, intent_key
 from tests.support.money import signed_in as signed_in_client
 
 # Routes exempt from CSRF, with the reason. None today.
@@ -143,14 +143,6 @@ def _require_two_factor(world) -> Case:
     return case
 
 
-CROSS = {
-    "sell_currency": "BTC",
-    "buy_currency": "ETH",
-    "sell_amount": "0.01",
-    "sell_address": BTC_ADDRESS,
-    "buy_address": ETH_ADDRESS,
-}
-
 # endpoint -> a valid request by a visitor allowed to make it
 VALID: dict[str, Callable[..., Case]] = {
     "auth.login": lambda w: _as(
@@ -220,7 +212,7 @@ VALID: dict[str, Callable[..., Case]] = {
         "/exchange",
         {"sell_currency": "BTC", "buy_currency": "ETH", "sell_amount": "0.001"},
     ),
-    "cross_exchanges.new": lambda w: _form(w, "operator", "/cross-exchanges/new", CROSS),
+    "cross_exchanges.new": lambda w: _form(w, "operator", "/cross-exchanges/new", CROSS_EXCHANGE),
     "cross_exchanges.cancel": _cancel_cross_exchange,
 }
 
