@@ -155,7 +155,8 @@ def test_audit_export_neutralises_hostile_input(world, unique):
     user = {"email": formula_email, "role": "accountant", "password": PASSWORD}
     assert post(owner, "/settings/users", user).status_code == 302
     signed_in(world.app, formula_email)
-    for formula in FORMULAS[:4]:
+    # Order numbers take no comma (the operations list would split them), formulas aside.
+    for formula in [f for f in FORMULAS if "," not in f][:4]:
         made = submit(
             owner,
             "/operations/new",
