@@ -83,7 +83,8 @@ def send(spec: OneTimeForm, key: str, parameters: Mapping[str, object], call: Ca
 def _where_it_stands(spec: OneTimeForm, intent: FormIntent) -> None:
     if intent.state == IntentState.SENT:
         flash(f"This form was already sent: here is the {spec.noun} it made.", "info")
-        abort(redirect(spec.record_url(intent.record_id)))
+        record = spec.record_url(intent.record_id)
+        abort(redirect(record))
     if intent.state == IntentState.REFUSED:
         raise ApiError(intent.error_code or 0)
     abort(_unknown(spec, intent, 409))
