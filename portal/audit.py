@@ -64,6 +64,7 @@ ACTIONS = {
     "voucher.create": "Voucher created",
     "voucher.cancel": "Voucher canceled",
     "voucher.pay_off": "Voucher paid off",
+    "voucher.reveal_code": "Voucher code revealed",
     "exchange.create": "Exchange",
     "cross_exchange.create": "Cross exchange created",
     "cross_exchange.cancel": "Cross exchange canceled",

@@ -44,8 +44,10 @@ def error_page(
     message: str,
     *,
     action: tuple[str, str] | None = None,
+    fresh: tuple[str, str] | None = None,
 ) -> Response:
-    """The error page (or fragment) with a status, a title and what to do about it."""
+    """The error page (or fragment) with a status, a title and what to do about it (`action`,
+    and `fresh`: a link to start again, such as a new form)."""
     return render_page(
         "errors/error.html",
         "errors/_error.html",
@@ -54,6 +56,7 @@ def error_page(
         title=title,
         message=message,
         action=action,
+        fresh=fresh,
     )
 
 

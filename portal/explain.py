@@ -73,7 +73,14 @@ def unanswered(error: ApiUnavailable, where: str, url: str | None = None) -> Res
     return error_page(
         504 if error.timeout else 502,
         "Outcome unknown",
-        "The request reached the payment service but no answer came back, so it may or may "
-        f"not have taken effect. It will not be sent again: check {where} before you try again.",
+        outcome_unknown(where),
         action=(f"Check {where}", url) if url else None,
+    )
+
+
+def outcome_unknown(where: str) -> str:
+    """What a person reads when a change got no answer: it is not sent again; check first."""
+    return (
+        "The request reached the payment service but no answer came back, so it may or may "
+        f"not have taken effect. It will not be sent again: check {where} before you try again."
     )

@@ -232,13 +232,13 @@ class DecimalText(sa.TypeDecorator):
 
 
 class IntentState(enum.StrEnum):
-    """Where a withdrawal intent is: only a `pending` one may be sent, and only once."""
+    """Where an intent (withdrawal or form) is: only a `pending` one may be sent, and only once."""
 
-    PENDING = "pending"  # reviewed, waiting for confirmation
-    SENDING = "sending"  # claimed by one confirmation; the request is on its way
-    SENT = "sent"  # the API made the withdrawal (operation_id)
+    PENDING = "pending"  # not sent yet (a withdrawal under review, or nothing left the portal)
+    SENDING = "sending"  # claimed by one request; the request to the API is on its way
+    SENT = "sent"  # the API made what was asked (its id is kept)
     REFUSED = "refused"  # the API refused it (error_code); nothing moved
-    UNKNOWN = "unknown"  # sent, but no answer: check the operations list
+    UNKNOWN = "unknown"  # sent, but no answer: check the list before trying again
 
 
 class WithdrawalIntent(db.Model):
@@ -269,6 +269,42 @@ class WithdrawalIntent(db.Model):
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
 
     user: Mapped[User | None] = relationship()
+
+
+class IntentKind(enum.StrEnum):
+    """The forms that move money and are sent exactly once through `FormIntent`."""
+
+    EXCHANGE = "exchange"
+    VOUCHER = "voucher"
+    CROSS_EXCHANGE = "cross_exchange"
+    OPERATION = "operation"
+
+
+class FormIntent(db.Model):
+    """One sending of a form that moves money, under the one-time key the form carried.
+
+    The form page carries a fresh random `key`; the POST claims it by inserting this row (or by
+    moving a `pending` one to `sending`), so however often the same form arrives, by reload,
+    double click or in parallel on several workers, only one request goes to the API. Keys are
+    the merchant's own: another merchant's key finds nothing here.
+    """
+
+    __tablename__ = "form_intents"
+    __table_args__ = (sa.UniqueConstraint("merchant_id", "kind", "key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    kind: Mapped[IntentKind] = mapped_column(_enum_column(IntentKind))
+    key: Mapped[str] = mapped_column(sa.String(64))
+    user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
+    # What the form asked for, as text (amounts exactly), for the pages that say where it stands.
+    parameters: Mapped[dict] = mapped_column(sa.JSON)
+    state: Mapped[IntentState] = mapped_column(_enum_column(IntentState))
+    record_id: Mapped[str | None] = mapped_column(sa.String(64))  # what the API made
+    error_code: Mapped[int | None]
+    error_message: Mapped[str | None] = mapped_column(sa.Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
 
 
 class CrossExchangeReference(db.Model):

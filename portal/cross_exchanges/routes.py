@@ -21,12 +21,20 @@ from portal.cross_exchanges import bp, references
 from portal.cross_exchanges.forms import CancelCrossExchangeForm, CrossExchangeForm, LookUpForm
 from portal.explain import explain, record_or_404, unanswered
 from portal.fields import add_api_field_errors
+from portal.intents.pages import OneTimeForm, send
 from portal.layout import PageAnswer, render_page
 from portal.listing import local_page
-from portal.models import Role
+from portal.models import IntentKind, Role
 from portal.services.api import current_api
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
+CROSS_EXCHANGE = OneTimeForm(
+    IntentKind.CROSS_EXCHANGE,
+    form_endpoint="cross_exchanges.new",
+    check="the cross exchanges list",
+    check_url=lambda _parameters: url_for("cross_exchanges.index"),
+    record_url=lambda cross_id: url_for("cross_exchanges.show", cross_exchange_id=cross_id),
+)
 
 
 @bp.route("")
@@ -45,6 +53,7 @@ def index() -> PageAnswer:
 @bp.route("/new", methods=["GET", "POST"])
 @roles(*MOVERS)
 def new() -> PageAnswer:
+    """Create a cross exchange once per form shown, and keep its id in the portal's list."""
     form = CrossExchangeForm()
     error = None
     if form.validate_on_submit():
@@ -53,12 +62,9 @@ def new() -> PageAnswer:
             "sell_address": form.sell_address.data,
             "buy_address": form.buy_address.data,
         }
+        create = partial(current_api().create_cross_exchange, **parameters)
         try:
-            with audit.recorded("cross_exchange.create", parameters) as details:
-                created = current_api().create_cross_exchange(**parameters)
-                details["cross_exchange_id"] = created.id
-        except ApiUnavailable as failure:
-            return unanswered(failure, "the cross exchanges list", url_for("cross_exchanges.index"))
+            created = send(CROSS_EXCHANGE, form.intent.data, parameters, create)
         except ApiError as refusal:
             if refusal.code != VALIDATION_ERROR or not add_api_field_errors(form, refusal.errors):
                 error = explain(refusal)

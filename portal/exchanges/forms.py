@@ -7,6 +7,7 @@ from wtforms import SubmitField
 from wtforms.validators import Optional
 
 from portal.fields import AmountField, CurrencyField
+from portal.intents.fields import IntentField
 
 
 class ExchangeForm(FlaskForm):
@@ -16,6 +17,7 @@ class ExchangeForm(FlaskForm):
     buy_currency = CurrencyField("Buy currency")
     sell_amount = AmountField("Sell amount", validators=[Optional()])
     buy_amount = AmountField("Buy amount", validators=[Optional()])
+    intent = IntentField()
     submit = SubmitField("Exchange")
 
     def validate(self, extra_validators: dict | None = None) -> bool:
@@ -35,6 +37,13 @@ class ExchangeForm(FlaskForm):
             )
             valid = False
         return valid
+
+    def quotable(self) -> bool:
+        """A pair and an amount with no mistake (the form's key aside): enough for a quote."""
+        deal = (self.sell_currency, self.buy_currency, self.sell_amount, self.buy_amount)
+        return bool(self.sell_currency.data and self.buy_currency.data) and not any(
+            field.errors for field in deal
+        )
 
     def amounts(self) -> dict[str, object]:
         """The pair and the one amount, as the client's keyword arguments."""

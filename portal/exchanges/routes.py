@@ -3,32 +3,39 @@ those who move money."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from flask import flash, redirect, request, session, url_for
 from werkzeug.wrappers import Response
 
-from portal import audit
 from portal.access import ALL_ROLES, roles
-from portal.api import VALIDATION_ERROR, ApiError, ApiUnavailable
+from portal.api import VALIDATION_ERROR, ApiError
 from portal.exchanges import bp
 from portal.exchanges.forms import ExchangeForm
 from portal.exchanges.quotes import quote
-from portal.explain import explain, unanswered
+from portal.explain import explain
 from portal.fields import add_api_field_errors
 from portal.formatting import money
+from portal.intents.pages import OneTimeForm, send
 from portal.layout import render_page
-from portal.models import Role
+from portal.models import IntentKind, Role
 from portal.rates.pairs import rate_rows
 from portal.services.api import current_api
 
 RESULT_KEY = "exchange_result"
+EXCHANGE = OneTimeForm(
+    IntentKind.EXCHANGE,
+    form_endpoint="exchanges.exchange",
+    check="your wallet balances with the payment service",
+    check_url=lambda _parameters: None,  # the portal shows no balances: only the service can
+    record_url=lambda _exchange_id: url_for("exchanges.exchange"),
+)
 
 
 def _page(form: ExchangeForm, status: int = 200, error: str | None = None) -> Response:
     """The rates, the form with its quote (for htmx: only the quote), and the last result."""
     rates = current_api().get_exchange_rates()
-    offer = None
-    if form.sell_currency.data and form.buy_currency.data and not form.errors:
-        offer = quote(rates, **form.amounts())
+    offer = quote(rates, **form.amounts()) if form.quotable() else None
     return render_page(
         "exchanges/index.html",
         "exchanges/_quote.html",
@@ -54,16 +61,13 @@ def exchange() -> Response:
 @bp.route("", methods=["POST"])
 @roles(Role.OWNER, Role.OPERATOR)
 def create() -> Response:
-    """Make the exchange once; the result is shown on the page it redirects to."""
+    """Make the exchange once per form shown; the result is shown on the page it redirects to."""
     form = ExchangeForm()
     if not form.validate():
         return _page(form, 422)
     try:
-        with audit.recorded("exchange.create", form.amounts()) as details:
-            done = current_api().create_exchange(**form.amounts())
-            details["exchange_id"] = done.id
-    except ApiUnavailable as failure:
-        return unanswered(failure, "your wallet balances with the payment service")
+        call = partial(current_api().create_exchange, **form.amounts())
+        done = send(EXCHANGE, form.intent.data, form.amounts(), call)
     except ApiError as refusal:
         if refusal.code == VALIDATION_ERROR and add_api_field_errors(form, refusal.errors):
             return _page(form, 422)

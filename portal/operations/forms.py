@@ -20,6 +20,7 @@ from wtforms.validators import DataRequired, InputRequired, Length, Optional, Va
 from portal.api import OPERATION_STATUSES
 from portal.checkout.shop import is_web_url
 from portal.fields import AmountField, strip
+from portal.intents.fields import IntentField
 from portal.listing import (
     CURRENCY_PATTERN,
     ID_PATTERN,
@@ -102,6 +103,16 @@ class OperationAmountField(AmountField):
             raise ValueError(AMOUNT_SHAPE)
 
 
+def _no_comma(_form: FlaskForm, field: StringField) -> None:
+    """The operations list reads `A,B` as two order numbers: such an operation could not be
+    found again by its order number (after a lost answer, or from the checkout page)."""
+    if "," in (field.data or ""):
+        raise ValidationError(
+            "An order number cannot contain a comma: the operations list would read it as two "
+            "order numbers. Use another character, such as - or /."
+        )
+
+
 def _http_url(_form: FlaskForm, field: URLField) -> None:
     if not is_web_url(field.data):
         raise ValidationError("Enter an address starting with http:// or https://.")
@@ -115,12 +126,13 @@ class NewOperationForm(FlaskForm):
     payment_currency = SelectField("Payment currency", choices=[], default="")
     order_id = StringField(
         "Order number",
-        validators=[DataRequired("Enter the order number."), Length(max=255)],
+        validators=[DataRequired("Enter the order number."), Length(max=255), _no_comma],
         filters=[strip],
     )
     redirect_url = URLField(
         "Redirect URL", validators=[Optional(), Length(max=2048), _http_url], filters=[strip]
     )
+    intent = IntentField()
     submit = SubmitField("Create operation")
 
     def offer(self, currencies: list[str]) -> None:

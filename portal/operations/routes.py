@@ -22,14 +22,16 @@ from portal.api import (
     VALIDATION_ERROR,
     ApiError,
     ApiUnavailable,
+    MerchantApiClient,
     Operation,
 )
 from portal.checkout.links import attach, checkout_url, reserve_link
-from portal.explain import record_or_404, unanswered
+from portal.explain import record_or_404
 from portal.extensions import db
+from portal.intents.pages import OneTimeForm, refuse_used, send
 from portal.layout import render_page, wants_fragment
 from portal.listing import render_list, show_api_errors
-from portal.models import Role
+from portal.models import IntentKind, Role
 from portal.operations import bp
 from portal.operations.forms import (
     CancelForm,
@@ -46,6 +48,13 @@ OPERATION_NOT_CREATED = 7
 CANCEL_NOT_ALLOWED = 8
 CANCELABLE = "new"
 PAGE, FRAGMENT = "operations/detail.html", "operations/_operation.html"
+OPERATION = OneTimeForm(
+    IntentKind.OPERATION,
+    form_endpoint="operations.new",
+    check="the operations list",
+    check_url=lambda asked: url_for("operations.index", order_id=asked["order_id"]),
+    record_url=lambda operation_id: url_for("operations.detail", operation_id=operation_id),
+)
 
 
 @bp.route("")
@@ -106,28 +115,9 @@ def new() -> Response:
     form.offer(currencies_of(api.get_rates()))
     error = None
     if form.validate_on_submit():
-        link = (
-            None
-            if form.redirect_url.data
-            else reserve_link(current_user.merchant, form.order_id.data)
-        )
-        asked = {
-            "amount": form.amount.data,
-            "currency": form.currency.data,
-            "order_id": form.order_id.data,
-            "payment_currency": form.payment_currency.data or None,
-            "redirect_url": form.redirect_url.data or (checkout_url(link) if link else None),
-        }
         try:
-            operation = api.create_operation(**asked)
+            operation = _create_once(api, form)
         except ApiError as refusal:
-            if isinstance(refusal, ApiUnavailable) and refusal.request_sent:
-                db.session.commit()  # the operation may exist: keep the link it sends customers to
-            else:
-                db.session.rollback()  # the reserved link goes with the failed operation
-            audit.record("operation.create", parameters=asked, error=refusal)
-            if isinstance(refusal, ApiUnavailable):
-                return unanswered(refusal, "the operations list", url_for(".index"))
             if refusal.code == VALIDATION_ERROR:
                 show_api_errors(form, refusal)
             elif refusal.code == OPERATION_NOT_CREATED:
@@ -135,13 +125,44 @@ def new() -> Response:
             else:
                 raise
         else:
-            if link is not None:
-                attach(link, operation.id)
-            audit.record("operation.create", parameters={**asked, "operation_id": operation.id})
             flash(f"Operation {operation.id} was created. Give the customer its payment link.")
             return redirect(url_for(".detail", operation_id=operation.id))
     status = 422 if form.is_submitted() else 200
     return render_page("operations/new.html", "operations/new.html", status, form=form, error=error)
+
+
+def _create_once(api: MerchantApiClient, form: NewOperationForm) -> Operation:
+    """Create the operation once per form shown, after reserving its checkout link.
+
+    The link is kept when the operation may exist (its customers come back to it, and it finds
+    the operation by order number) and dropped with a request that surely made nothing.
+    """
+    refuse_used(OPERATION, form.intent.data)
+    link = None
+    if not form.redirect_url.data:
+        link = reserve_link(current_user.merchant, form.order_id.data)
+    asked = {
+        "amount": form.amount.data,
+        "currency": form.currency.data,
+        "order_id": form.order_id.data,
+        "payment_currency": form.payment_currency.data or None,
+        "redirect_url": form.redirect_url.data or (checkout_url(link) if link else None),
+    }
+
+    def create() -> Operation:
+        try:
+            operation = api.create_operation(**asked)
+        except ApiError as failure:
+            if link is not None and not (
+                isinstance(failure, ApiUnavailable) and failure.request_sent
+            ):
+                db.session.delete(link)
+            raise
+        if link is not None:
+            attach(link, operation.id)
+        return operation
+
+    return send(OPERATION, form.intent.data, asked, create)
 
 
 def _transactions_action(

@@ -10,7 +10,9 @@ from wtforms import StringField, SubmitField
 from wtforms.validators import InputRequired, Length, Regexp
 
 from portal.api import VOUCHER_STATUSES
+from portal.auth.forms import CodeField
 from portal.fields import AmountField, CurrencyField, strip
+from portal.intents.fields import IntentField
 from portal.listing import CURRENCY_PATTERN, ListField, ListFilters, bounds, status_field
 
 
@@ -32,9 +34,21 @@ class VoucherFilters(ListFilters):
 
 
 class NewVoucherForm(FlaskForm):
+    """A voucher's code pays out to whoever redeems it: `code` is asked of owners with
+    two-factor sign-in on, as for a withdrawal."""
+
     amount = AmountField("Amount", validators=[InputRequired("Enter the voucher's amount.")])
     currency = CurrencyField("Currency")
+    code = CodeField()
+    intent = IntentField()
     submit = SubmitField("Create voucher")
+
+
+class RevealCodeForm(FlaskForm):
+    """Revealing a voucher's code hands out its money: a fresh code first, with two-factor on."""
+
+    code = CodeField()
+    submit = SubmitField("Reveal code")
 
 
 class CancelVoucherForm(FlaskForm):

@@ -1,10 +1,13 @@
-"""Voucher pages. Codes are secrets: shown only on request, never logged or audited in clear."""
+"""Voucher pages. A code is bearer money: only owners create vouchers and reveal codes (with a
+fresh two-factor code when they have two-factor on), audited; codes are never logged or audited
+in clear. Operators and owners pay off the vouchers they receive."""
 
 from __future__ import annotations
 
 from functools import partial
 
 from flask import flash, redirect, render_template, url_for
+from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from portal import audit
@@ -17,17 +20,32 @@ from portal.api import (
     ApiUnavailable,
     Voucher,
 )
+from portal.auth import two_factor
 from portal.explain import explain, record_or_404, unanswered
 from portal.fields import add_api_field_errors
 from portal.formatting import money
+from portal.intents.pages import OneTimeForm, refuse_used, send
 from portal.layout import PageAnswer, render_page
 from portal.listing import render_list
-from portal.models import Role
+from portal.models import IntentKind, Role
 from portal.services.api import current_api
 from portal.vouchers import bp
-from portal.vouchers.forms import CancelVoucherForm, NewVoucherForm, PayOffForm, VoucherFilters
+from portal.vouchers.forms import (
+    CancelVoucherForm,
+    NewVoucherForm,
+    PayOffForm,
+    RevealCodeForm,
+    VoucherFilters,
+)
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
+VOUCHER = OneTimeForm(
+    IntentKind.VOUCHER,
+    form_endpoint="vouchers.new",
+    check="the voucher list",
+    check_url=lambda _parameters: url_for("vouchers.index"),
+    record_url=lambda voucher_id: url_for("vouchers.show", voucher_id=voucher_id),
+)
 
 
 @bp.route("")
@@ -54,42 +72,64 @@ def _voucher(voucher_id: str) -> Voucher:
 @roles(*ALL_ROLES)
 def show(voucher_id: str) -> Response:
     """A voucher, its code masked."""
-    voucher = _voucher(voucher_id)
-    return render_page("vouchers/show.html", "vouchers/_code.html", voucher=voucher)
+    return _voucher_page(voucher=_voucher(voucher_id))
 
 
-@bp.route("/<voucher_id>/code")
-@roles(*MOVERS)
+# The voucher page, or for htmx the code's part of it.
+_voucher_page = partial(render_page, "vouchers/show.html", "vouchers/_code.html")
+
+
+@bp.route("/<voucher_id>/code", methods=["GET", "POST"])
+@roles(Role.OWNER)
 def code(voucher_id: str) -> Response:
-    """The same page with the code revealed (for htmx, only the code's part of it)."""
+    """Ask to reveal the code (with two-factor on, for a fresh code); the POST shows it, audited.
+
+    For htmx, only the code's part of the voucher page.
+    """
     voucher = _voucher(voucher_id)
-    return render_page("vouchers/show.html", "vouchers/_code.html", voucher=voucher, reveal=True)
+    form = RevealCodeForm()
+    if not form.is_submitted():
+        return _voucher_page(voucher=voucher, reveal_form=form)
+    user = current_user._get_current_object()
+    status = (
+        two_factor.step_up_refused(form.code, user, purpose="voucher_code")
+        if form.validate()
+        else 422
+    )
+    if status:
+        return _voucher_page(status, voucher=voucher, reveal_form=form)
+    audit.record("voucher.reveal_code", parameters={"voucher_id": voucher.id})
+    return _voucher_page(voucher=voucher, reveal=True)
 
 
 @bp.route("/new", methods=["GET", "POST"])
-@roles(*MOVERS)
+@roles(Role.OWNER)
 def new() -> PageAnswer:
+    """Create a voucher once per form shown; with two-factor on, after a fresh code."""
     form = NewVoucherForm()
-    error = None
-    if form.validate_on_submit():
-        parameters = {"amount": form.amount.data, "currency": form.currency.data}
-        try:
-            with audit.recorded("voucher.create", parameters) as details:
-                voucher = current_api().create_voucher(form.amount.data, form.currency.data)
-                details["voucher_id"] = voucher.id
-        except ApiUnavailable as failure:
-            return unanswered(failure, "the voucher list", url_for("vouchers.index"))
-        except ApiError as refusal:
-            if refusal.code != VALIDATION_ERROR or not add_api_field_errors(form, refusal.errors):
-                error = explain(refusal)
-            return render_template("vouchers/new.html", form=form, error=error), 400
-        flash(
-            f"Voucher {voucher.id} for {money(voucher.amount, voucher.currency)} is created.",
-            "success",
-        )
-        return redirect(url_for("vouchers.show", voucher_id=voucher.id))
-    page = render_template("vouchers/new.html", form=form)
-    return (page, 422) if form.is_submitted() else page
+    if not form.validate_on_submit():
+        page = render_template("vouchers/new.html", form=form)
+        return (page, 422) if form.is_submitted() else page
+    amount, currency = form.amount.data, form.currency.data
+    try:
+        refuse_used(VOUCHER, form.intent.data)  # a form sent before needs no new code
+        user = current_user._get_current_object()
+        status = two_factor.step_up_refused(form.code, user, purpose="voucher")
+        if status:
+            return render_template("vouchers/new.html", form=form), status
+        parameters = {"amount": amount, "currency": currency}
+        create = partial(current_api().create_voucher, amount, currency)
+        voucher = send(VOUCHER, form.intent.data, parameters, create)
+    except ApiError as refusal:
+        error = None
+        if refusal.code != VALIDATION_ERROR or not add_api_field_errors(form, refusal.errors):
+            error = explain(refusal)
+        return render_template("vouchers/new.html", form=form, error=error), 400
+    flash(
+        f"Voucher {voucher.id} for {money(voucher.amount, voucher.currency)} is created.",
+        "success",
+    )
+    return redirect(url_for("vouchers.show", voucher_id=voucher.id))
 
 
 @bp.route("/<voucher_id>/cancel", methods=["GET", "POST"])

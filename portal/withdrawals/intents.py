@@ -1,9 +1,7 @@
 """One-time withdrawal intents: however many confirmations arrive, one request goes upstream.
 
-The guarantee lives in the database, so it holds across threads and gunicorn workers: `claim`
-moves a `pending` intent to `sending` with a conditional UPDATE, and only the request whose
-UPDATE changed the row sends it. The request is never retried: an answer that never came leaves
-the intent `unknown`, to be checked in the operations list.
+A reviewed form is a `pending` intent; confirming claims and settles it through `portal.intents`
+(a conditional UPDATE that one confirmation wins; never retried, `unknown` after a lost answer).
 """
 
 from __future__ import annotations
@@ -13,11 +11,11 @@ from decimal import Decimal
 
 import sqlalchemy as sa
 
-from portal import audit
-from portal.api import ApiError, ApiUnavailable, MerchantApiClient
+from portal import audit, intents
+from portal.api import MerchantApiClient
 from portal.explain import explain
 from portal.extensions import db
-from portal.models import IntentState, Merchant, User, WithdrawalIntent, utcnow
+from portal.models import IntentState, Merchant, User, WithdrawalIntent
 
 
 def create(merchant: Merchant, user: User, amount: Decimal, wallet: str, address: str) -> str:
@@ -58,15 +56,10 @@ def confirmed(merchant: Merchant) -> sa.Select:
 
 def claim(intent: WithdrawalIntent, user: User) -> bool:
     """Move the intent from pending to sending; True only for the one caller that did it."""
-    result = db.session.execute(
-        sa.update(WithdrawalIntent)
-        .where(WithdrawalIntent.id == intent.id, WithdrawalIntent.state == IntentState.PENDING)
-        .values(state=IntentState.SENDING, user_id=user.id, updated_at=utcnow())
-        .execution_options(synchronize_session=False)
-    )
+    won = intents.take_pending(WithdrawalIntent, WithdrawalIntent.id == intent.id, user_id=user.id)
     db.session.commit()
     db.session.refresh(intent)
-    return result.rowcount == 1
+    return won
 
 
 def send(intent: WithdrawalIntent, api: MerchantApiClient) -> None:
@@ -76,21 +69,10 @@ def send(intent: WithdrawalIntent, api: MerchantApiClient) -> None:
     (connection refused) puts the intent back to pending, so the person may confirm again.
     """
     parameters = {"amount": intent.amount, "wallet": intent.wallet, "address": intent.address}
-    try:
-        with audit.recorded("withdrawal.confirm", parameters) as details:
-            operation = api.withdraw(intent.amount, intent.wallet, intent.address)
-            details["operation_id"] = operation.id
-    except ApiUnavailable as error:
-        intent.state = IntentState.UNKNOWN if error.request_sent else IntentState.PENDING
-        intent.error_message = error.describe()
-        raise
-    except ApiError as error:
-        intent.state = IntentState.REFUSED
-        intent.error_code, intent.error_message = error.code, explain(error)
-        raise
-    else:
-        intent.state = IntentState.SENT
+    with (
+        intents.settling(intent, explain),
+        audit.recorded("withdrawal.confirm", parameters) as details,
+    ):
+        operation = api.withdraw(intent.amount, intent.wallet, intent.address)
+        details["operation_id"] = operation.id
         intent.operation_id, intent.operation_status = operation.id, operation.status
-        intent.error_code = intent.error_message = None
-    finally:
-        db.session.commit()

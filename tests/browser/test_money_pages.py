@@ -60,6 +60,8 @@ def test_voucher_create_reveal_cancel_and_pay_off(page: Page, portal: PortalServ
     assert_accessible(page)
 
     page.get_by_role("link", name="Reveal code").click()
+    expect(page.get_by_text("Revealing it is recorded in the audit log.")).to_be_visible()
+    page.get_by_role("button", name="Reveal code").click()
     code = page.locator("#voucher-code-value")
     expect(code).to_have_text(re.compile(r"^[A-Z0-9]{4}(-[A-Z0-9]{4}){3}$"))
     expect(page.get_by_role("button", name="Copy code")).to_be_visible()
@@ -146,6 +148,9 @@ def test_other_roles_get_no_money_actions(page: Page, portal: PortalServer) -> N
     expect(menu.get_by_role("link", name="Vouchers")).to_be_visible()
     expect(menu.get_by_role("link", name="Withdrawals")).to_have_count(0)
     expect(menu.get_by_role("link", name="Audit")).to_have_count(0)
+    page.goto("/vouchers")
+    expect(page.get_by_role("link", name="New voucher")).to_have_count(0)
+    expect(page.get_by_role("link", name="Pay off a voucher")).to_be_visible()
     page.goto("/withdrawals/new")
     expect(page.get_by_role("heading", name="You do not have access to this page")).to_be_visible()
 

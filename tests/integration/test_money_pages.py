@@ -18,6 +18,7 @@ from tests.support.money import (
     flags,
     post,
     signed_in,
+    submit,
     text,
     without_wallet,
 )
@@ -192,7 +193,7 @@ def test_an_unreachable_service_sends_nothing_and_the_intent_stays(app, owner):
 
 
 def _new_voucher(client, amount: str = "1", currency: str = "USDT") -> str:
-    response = post(client, "/vouchers/new", {"amount": amount, "currency": currency})
+    response = submit(client, "/vouchers/new", {"amount": amount, "currency": currency})
     assert response.status_code == 302, text(response)
     return response.location
 
@@ -207,12 +208,16 @@ def test_voucher_create_reveal_cancel(app, owner, money_sandbox, caplog):
 
     page = owner.get(url)
     assert "Reveal code" in text(page) and code not in page.get_data(as_text=True)
-    revealed = owner.get(url + "/code", headers=HTMX)
+    asking = owner.get(url + "/code", headers=HTMX).get_data(as_text=True)
+    assert code not in asking and 'value="Reveal code"' in asking and "<html" not in asking
+    revealed = post(owner, url + "/code", **HTMX)
     assert code in revealed.get_data(as_text=True) and "<html" not in revealed.get_data(
         as_text=True
     )
     assert "Copy code" in text(revealed)
-    assert code in owner.get(url + "/code").get_data(as_text=True), "works without htmx too"
+    assert code in post(owner, url + "/code").get_data(as_text=True), "works without htmx too"
+    reveals = _events(app, "voucher.reveal_code")
+    assert [e.parameters for e in reveals] == [{"voucher_id": voucher_id}] * 2
 
     assert "Cancel voucher" in text(owner.get(url + "/cancel"))
     assert post(owner, url + "/cancel").status_code == 302
@@ -269,7 +274,7 @@ def test_bad_voucher_codes_send_nothing(app, owner, form, message):
     ],
 )
 def test_voucher_refusals_in_words(app, owner, amount, currency, code, words):
-    response = post(owner, "/vouchers/new", {"amount": amount, "currency": currency})
+    response = submit(owner, "/vouchers/new", {"amount": amount, "currency": currency})
     assert response.status_code == 400
     assert words in text(response) or code == 9
     assert _events(app, "voucher.create")[0].error_code == code
@@ -299,7 +304,7 @@ def test_exchange_with_a_live_quote(app, owner):
     )
     assert "<html" not in quote.get_data(as_text=True)
     assert "Quote: about 0.01 BTC for about" in text(quote)
-    response = post(
+    response = submit(
         owner, "/exchange", {"sell_currency": "BTC", "buy_currency": "ETH", "sell_amount": "0.01"}
     )
     assert response.status_code == 302
@@ -322,7 +327,7 @@ def test_exchange_with_a_live_quote(app, owner):
     ],
 )
 def test_bad_exchange_input_sends_nothing(app, owner, form, message):
-    response = post(owner, "/exchange", form)
+    response = submit(owner, "/exchange", form)
     assert response.status_code == 422 and message in text(response)
     assert _events(app, "exchange.create") == []
 
@@ -349,7 +354,7 @@ def test_exchange_refusals_in_words(app, owner, money_sandbox, case, code, words
         flags(money_sandbox, exchange_daily_limit=0 if case == "count" else 20),
         without_wallet(money_sandbox, "ETH") if case == "wallet" else _nothing(),
     ):
-        response = post(owner, "/exchange", _refused_deal(case))
+        response = submit(owner, "/exchange", _refused_deal(case))
     assert response.status_code == (422 if code == 9 else 400)
     assert words in text(response) or code == 9
     assert "Exchange rates" in text(response), "the page stays usable"
@@ -371,7 +376,7 @@ def _cross(sell_amount: str = "0.01", **changes: str) -> dict[str, str]:
 
 
 def test_cross_exchange_create_follow_cancel(app, owner):
-    response = post(owner, "/cross-exchanges/new", _cross())
+    response = submit(owner, "/cross-exchanges/new", _cross())
     assert response.status_code == 302
     url = response.location
     identifier = url.rsplit("/", 1)[1]
@@ -410,7 +415,7 @@ def test_unknown_cross_exchange_is_a_page_of_its_own(owner):
     ],
 )
 def test_bad_cross_exchange_input_sends_nothing(app, owner, changes, message):
-    response = post(owner, "/cross-exchanges/new", _cross(**changes))
+    response = submit(owner, "/cross-exchanges/new", _cross(**changes))
     assert response.status_code == 422 and message in text(response)
     assert _events(app, "cross_exchange.create") == []
 
@@ -431,7 +436,7 @@ def test_cross_exchange_refusals_in_words(app, owner, money_sandbox, case, code,
         flags(money_sandbox, exchange_daily_limit=0 if case == "count" else 20),
         without_wallet(money_sandbox, "ETH") if case == "wallet" else _nothing(),
     ):
-        response = post(owner, "/cross-exchanges/new", _cross(amount))
+        response = submit(owner, "/cross-exchanges/new", _cross(amount))
     assert response.status_code == (422 if code == 9 else 400)
     assert words in text(response) or code == 9
     assert _events(app, "cross_exchange.create")[0].error_code == code
@@ -442,27 +447,34 @@ def test_cross_exchange_refusals_in_words(app, owner, money_sandbox, case, code,
 
 def test_accountants_see_records_but_no_actions(app, accounts, owner):
     voucher = _new_voucher(owner)
-    cross = post(owner, "/cross-exchanges/new", _cross()).location
+    cross = submit(owner, "/cross-exchanges/new", _cross()).location
     accountant = signed_in(app, accounts.accountant)
     page = text(accountant.get(voucher))
     assert "Voucher " in page and "Reveal code" not in page and "Cancel voucher" not in page
     assert accountant.get(voucher + "/code").status_code == 403
     assert post(accountant, voucher + "/cancel").status_code == 403
-    assert post(accountant, "/vouchers/new", {"amount": "1", "currency": "BTC"}).status_code == 403
+    assert (
+        submit(accountant, "/vouchers/new", {"amount": "1", "currency": "BTC"}).status_code == 403
+    )
     exchange = text(accountant.get("/exchange"))
     assert "Exchange rates" in exchange and "Sell amount" not in exchange
-    assert post(accountant, "/exchange", _refused_deal("minimum")).status_code == 403
+    assert submit(accountant, "/exchange", _refused_deal("minimum")).status_code == 403
     assert "Cancel cross exchange" not in text(accountant.get(cross))
     assert post(accountant, cross + "/cancel").status_code == 403
     assert accountant.get("/withdrawals").status_code == 403
     operator = signed_in(app, accounts.operator)
     assert operator.get("/withdrawals/new").status_code == 403
-    assert "Reveal code" in text(operator.get(voucher))
+    page = text(operator.get(voucher))
+    assert "Reveal code" not in page and "Cancel voucher" in page, "operators cancel, not reveal"
+    assert operator.get(voucher + "/code").status_code == 403
+    assert post(operator, voucher + "/code").status_code == 403
+    assert operator.get("/vouchers/new").status_code == 403
+    assert "New voucher" not in text(operator.get("/vouchers"))
 
 
 def test_a_cross_exchange_pair_the_service_does_not_offer_is_refused_in_words(app, owner):
     deal = _cross(sell_currency="USD", sell_address="refund-account-0001", sell_amount="50")
-    response = post(owner, "/cross-exchanges/new", deal)
+    response = submit(owner, "/cross-exchanges/new", deal)
     assert response.status_code == 400
     assert "This pair of currencies cannot be exchanged" in text(response)
     assert _events(app, "cross_exchange.create")[0].error_code == 21

@@ -12,7 +12,7 @@ import pytest
 
 from portal.api import ApiError, MerchantApiClient
 from tests.support.htmx import HTMX
-from tests.support.money import signed_in
+from tests.support.money import signed_in, submit
 from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import free_port, run_sandbox
 
@@ -54,9 +54,10 @@ def new_operation(api, sandbox, transactions: int = 0):
 
 def test_create_sends_the_checkout_page_as_redirect_url(app, operator, api):
     order = f"order-{uuid.uuid4().hex[:8]}"
-    response = operator.post(
+    response = submit(
+        operator,
         "/operations/new",
-        data={"amount": "12.5", "currency": "USDT", "payment_currency": "", "order_id": order},
+        {"amount": "12.5", "currency": "USDT", "payment_currency": "", "order_id": order},
     )
     assert response.status_code == 302
     operation_id = response.location.rsplit("/", 1)[1]
@@ -76,9 +77,10 @@ def test_create_sends_the_checkout_page_as_redirect_url(app, operator, api):
 
 
 def test_create_with_a_redirect_url_of_the_merchants_own(operator, api):
-    response = operator.post(
+    response = submit(
+        operator,
         "/operations/new",
-        data={
+        {
             "amount": "0.001",
             "currency": "BTC",
             "payment_currency": "ETH",
@@ -100,6 +102,7 @@ def test_create_with_a_redirect_url_of_the_merchants_own(operator, api):
         ("amount", "1e5", "Enter an amount such as 12.5, with at most 8 decimals."),
         ("currency", "DOGE", "Not a valid choice."),
         ("order_id", "", "Enter the order number."),
+        ("order_id", "A-1,B-2", "An order number cannot contain a comma"),
         (
             "redirect_url",
             "javascript:alert(1)",
@@ -110,7 +113,7 @@ def test_create_with_a_redirect_url_of_the_merchants_own(operator, api):
 def test_bad_input_never_reaches_the_api(operator, api, field, value, message):
     before = api.list_operations(per_page=1).total
     data = {"amount": "1", "currency": "BTC", "order_id": "bad-input", field: value}
-    response = operator.post("/operations/new", data=data)
+    response = submit(operator, "/operations/new", data)
     html = response.get_data(as_text=True)
     assert response.status_code == 422
     errors = re.search(rf'<ul class="errors" id="{field}-errors">(.*?)</ul>', html, re.S)
@@ -121,10 +124,10 @@ def test_bad_input_never_reaches_the_api(operator, api, field, value, message):
 def test_api_refusals_are_shown_on_the_form(operator):
     """USD cannot be paid in (code 7); an amount above the API's limit is its code 9."""
     data = {"amount": "5", "currency": "USD", "payment_currency": "USD", "order_id": "usd"}
-    html = operator.post("/operations/new", data=data).get_data(as_text=True)
+    html = submit(operator, "/operations/new", data).get_data(as_text=True)
     assert "The payment service did not create the operation" in html
     data = {"amount": "999999999999", "currency": "BTC", "order_id": "huge"}
-    response = operator.post("/operations/new", data=data)
+    response = submit(operator, "/operations/new", data)
     errors = re.search(r'<ul class="errors" id="amount-errors">(.*?)</ul>', response.text, re.S)
     assert response.status_code == 422 and errors, response.text
 
@@ -283,8 +286,8 @@ def test_every_action_on_operations_is_in_the_audit_log(app, operator, api, sand
         data={"transaction_id": [second], "reason": "Duplicate", "confirm": "1"},
     )
     operator.post(f"{base}/cancel", data={"confirm": "1"})  # confirmed now: refused, code 8
-    created = operator.post(
-        "/operations/new", data={"amount": "3", "currency": "USDT", "order_id": "audited"}
+    created = submit(
+        operator, "/operations/new", {"amount": "3", "currency": "USDT", "order_id": "audited"}
     )
     new_id = created.location.rsplit("/", 1)[1]
 

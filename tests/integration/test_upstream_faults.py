@@ -16,7 +16,7 @@ import pytest
 from portal.api import MerchantApiClient
 from tests.support import sandbox_server
 from tests.support.htmx import HTMX
-from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, signed_in
+from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, signed_in, submit
 from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import run_sandbox
 
@@ -183,14 +183,14 @@ def test_create_operation_during_500s_creates_nothing(app, sandbox, owner, api):
     assert owner.get("/operations/new").status_code == 200
 
     set_fault(sandbox, "error500")
-    response = owner.post("/operations/new", data=form)
+    response = submit(owner, "/operations/new", form)
     assert_error_page(response, 502, htmx=False)
     assert_portal_still_serves(owner)
 
     set_fault(sandbox, "none")
     assert (_operation_count(api), _rows(app, "CheckoutLink")) == before
     assert api.list_operations(order_id=order).total == 0
-    created = owner.post("/operations/new", data=form)
+    created = submit(owner, "/operations/new", form)
     assert created.status_code == 302, "the same form works once the service is back"
     assert _operation_count(api) == before[0] + 1
 
@@ -232,7 +232,7 @@ def test_create_operation_without_an_answer_is_outcome_unknown(app, sandbox, own
     before = _operation_count(api)
     sandbox.control("POST", "faults", {"mode": "reset", "methods": ["POST"]})
     form = {"amount": "0.5", "currency": "BTC", "order_id": "reset-after-create"}
-    response = owner.post("/operations/new", data=form)
+    response = submit(owner, "/operations/new", form)
     sandbox.control("POST", "faults", {"mode": "none"})
     assert _operation_count(api) == before + 1, "the sandbox created the operation"
     html = response.get_data(as_text=True)

@@ -6,12 +6,10 @@ workers would), on SQLite and on PostgreSQL; the sandbox must hold exactly one w
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from tests.conftest import csrf_token
-from tests.support.money import connect, review_withdrawal, signed_in
+from tests.support.money import connect, race, review_withdrawal, signed_in
 from tests.support.sandbox_server import run_sandbox
 
 
@@ -32,29 +30,8 @@ def test_ten_concurrent_confirmations_make_one_withdrawal(app, accounts, intents
     connect(app, intents_sandbox)
     owner = signed_in(app, accounts.owner)
     address, review = review_withdrawal(owner)
-    confirm_url = review + "/confirm"
     token = csrf_token(owner, review)
-    cookie_name = app.config["SESSION_COOKIE_NAME"]
-    cookie = owner.get_cookie(cookie_name).value
-
-    clients = []
-    for _ in range(10):
-        client = app.test_client()
-        client.set_cookie(cookie_name, cookie)
-        clients.append(client)
-    start = threading.Barrier(len(clients))
-    statuses: list[int] = []
-
-    def confirm(client) -> None:
-        start.wait()
-        response = client.post(confirm_url, data={"csrf_token": token})
-        statuses.append(response.status_code)
-
-    threads = [threading.Thread(target=confirm, args=(client,)) for client in clients]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    statuses = race(app, owner, review + "/confirm", {"csrf_token": token}, 10)
 
     assert statuses == [302] * 10
     assert intents_sandbox.operations_to(address) == 1

@@ -17,7 +17,7 @@ from flask import Flask
 from portal.api import MerchantApiClient
 from tests.conftest import PASSWORD
 from tests.security.attack import HOSTILE, HOSTILE_EMAIL, XSS
-from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, connect, post, signed_in
+from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, connect, post, signed_in, submit
 from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import SandboxServer, run_sandbox
 
@@ -85,7 +85,7 @@ def _hostile_portal_records(world: World) -> None:
 
     owner = world.client("owner")
     world.checkout_order = XSS[1] + "-checkout"
-    made = post(
+    made = submit(
         owner,
         "/operations/new",
         {"amount": "1", "currency": "BTC", "order_id": world.checkout_order},
@@ -117,17 +117,7 @@ def _hostile_portal_records(world: World) -> None:
         assert review.status_code == 302
         keys.append(review.location.rsplit("/", 1)[1])
     assert post(owner, f"/withdrawals/{keys[0]}/confirm").status_code == 302
-    cross = post(
-        owner,
-        "/cross-exchanges/new",
-        {
-            "sell_currency": "BTC",
-            "buy_currency": "ETH",
-            "sell_amount": "0.01",
-            "sell_address": BTC_ADDRESS,
-            "buy_address": ETH_ADDRESS,
-        },
-    )
+    cross = submit(owner, "/cross-exchanges/new", CROSS_EXCHANGE)
     assert cross.status_code == 302, cross.get_data(as_text=True)[:1000]
 
     with world.app.app_context():

@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import PASSWORD, csrf_token
 from tests.security.attack import STATE_CHANGING, snapshot
-from tests.support.money import BTC_ADDRESS, ETH_ADDRESS
+from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, ETH_ADDRESS, intent_key
 from tests.support.money import signed_in as signed_in_client
 from tests.support.two_factor import SETUP_KEY
 
@@ -67,6 +67,13 @@ def _as(world, visitor: str, url: str, data: dict | None = None) -> Case:
     if visitor == "anonymous":
         return Case(world.app.test_client(), url, data or {}, anonymous=True)
     return Case(world.fresh_client(visitor), url, data or {})
+
+
+def _form(world, visitor: str, url: str, data: dict) -> Case:
+    """A form that moves money, with the one-time key its page gave the visitor."""
+    case = _as(world, visitor, url, dict(data))
+    case.data["intent"] = intent_key(case.client, url)
+    return case
 
 
 def _operation_with_transaction(world) -> tuple[str, str]:
@@ -134,14 +141,6 @@ def _require_two_factor(world) -> Case:
     return case
 
 
-CROSS = {
-    "sell_currency": "BTC",
-    "buy_currency": "ETH",
-    "sell_amount": "0.01",
-    "sell_address": BTC_ADDRESS,
-    "buy_address": ETH_ADDRESS,
-}
-
 # endpoint -> a valid request by a visitor allowed to make it
 VALID: dict[str, Callable[..., Case]] = {
     "auth.login": lambda w: _as(
@@ -164,7 +163,7 @@ VALID: dict[str, Callable[..., Case]] = {
             "password-new_password_again": "a forged new password",
         },
     ),
-    "operations.new": lambda w: _as(
+    "operations.new": lambda w: _form(
         w, "operator", "/operations/new", {"amount": "1", "currency": "BTC", "order_id": "csrf"}
     ),
     "operations.link_transactions": lambda w: _transactions(w, "link"),
@@ -202,22 +201,23 @@ VALID: dict[str, Callable[..., Case]] = {
         w, "owner", "/withdrawals/new", {"amount": "0.001", "wallet": "BTC", "address": BTC_ADDRESS}
     ),
     "withdrawals.confirm": _confirm_withdrawal,
-    "vouchers.new": lambda w: _as(
-        w, "operator", "/vouchers/new", {"amount": "0.01", "currency": "BTC"}
+    "vouchers.new": lambda w: _form(
+        w, "owner", "/vouchers/new", {"amount": "0.01", "currency": "BTC"}
     ),
+    "vouchers.code": lambda w: _as(w, "owner", f"/vouchers/{w.ids['voucher_id']}/code"),
     "vouchers.cancel": lambda w: _as(
         w, "operator", f"/vouchers/{w.api.create_voucher('0.01', 'BTC').id}/cancel"
     ),
     "vouchers.payoff": lambda w: _as(
         w, "operator", "/vouchers/payoff", {"code": w.api.create_voucher("0.01", "BTC").code}
     ),
-    "exchanges.create": lambda w: _as(
+    "exchanges.create": lambda w: _form(
         w,
         "operator",
         "/exchange",
         {"sell_currency": "BTC", "buy_currency": "ETH", "sell_amount": "0.001"},
     ),
-    "cross_exchanges.new": lambda w: _as(w, "operator", "/cross-exchanges/new", CROSS),
+    "cross_exchanges.new": lambda w: _form(w, "operator", "/cross-exchanges/new", CROSS_EXCHANGE),
     "cross_exchanges.cancel": _cancel_cross_exchange,
 }
 

@@ -17,7 +17,7 @@ from tests.security.attack import (
     shows_escaped,
 )
 from tests.support.htmx import HTMX
-from tests.support.money import post
+from tests.support.money import post, submit
 
 
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
@@ -75,7 +75,7 @@ def test_hostile_strings_are_shown_as_text(world, path, page, fragment, htmx):
         world.api.create_operation("0.5", "BTC", FRESH)
     if path == "/audit":  # events newer than whatever other tests did, on the first page
         owner = world.client("owner")
-        post(owner, "/operations/new", {"amount": "1", "currency": "BTC", "order_id": FRESH})
+        submit(owner, "/operations/new", {"amount": "1", "currency": "BTC", "order_id": FRESH})
         user = {"email": HOSTILE_EMAIL, "role": "owner", "password": "a long password"}
         assert post(owner, "/settings/users", user).status_code == 422, "already a user"
     url = path.format(**world.ids, op1=_op(world, XSS[1]), op2=_op(world, XSS[2]))
@@ -155,8 +155,9 @@ def test_audit_export_neutralises_hostile_input(world, unique):
     user = {"email": formula_email, "role": "accountant", "password": PASSWORD}
     assert post(owner, "/settings/users", user).status_code == 302
     signed_in(world.app, formula_email)
-    for formula in FORMULAS[:4]:
-        made = post(
+    # Order numbers take no comma (the operations list would split them), formulas aside.
+    for formula in [f for f in FORMULAS if "," not in f][:4]:
+        made = submit(
             owner,
             "/operations/new",
             {"amount": "1", "currency": "BTC", "order_id": formula + unique},

@@ -197,6 +197,7 @@ VARIABLE_TARGETS = {
     ("checkout/routes.py", "target"): "the API's payment_url or url_for; test_checkout_pay_...",
     ("cross_exchanges/routes.py", "url"): "url_for of the cross exchange",
     ("access.py", "url"): "redirect_to's parameter: its callers pass url_for",
+    ("intents/pages.py", "record"): "a OneTimeForm's record_url: url_for of the record made",
 }
 
 

@@ -5,14 +5,24 @@ from __future__ import annotations
 import contextlib
 import html
 import re
+import threading
 import uuid
 from collections.abc import Iterator
 
 from tests.conftest import csrf_token, sign_in
 from tests.support.sandbox_server import SandboxServer
 
+INTENT_FIELD = re.compile(r'name="intent"[^>]*?value="([^"]+)"')
 BTC_ADDRESS = "tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx"
 ETH_ADDRESS = "0x52908400098527886E0F7030069857D2E4169EE7"
+# A valid cross exchange form: 0.01 BTC for ETH.
+CROSS_EXCHANGE = {
+    "sell_currency": "BTC",
+    "buy_currency": "ETH",
+    "sell_amount": "0.01",
+    "sell_address": BTC_ADDRESS,
+    "buy_address": ETH_ADDRESS,
+}
 
 
 def connect(app, sandbox: SandboxServer, merchant: str = "Acme") -> None:
@@ -41,6 +51,41 @@ def post(client, path: str, data: dict | None = None, **headers: str):
     """POST a form as the browser would, with the session's CSRF token."""
     token = csrf_token(client, "/account")
     return client.post(path, data={**(data or {}), "csrf_token": token}, headers=headers)
+
+
+def intent_key(client, path: str) -> str:
+    """The one-time key of the form on `path`, as the browser gets it ("" when there is none)."""
+    match = INTENT_FIELD.search(client.get(path).get_data(as_text=True))
+    return match.group(1) if match else ""
+
+
+def submit(client, path: str, data: dict | None = None, **headers: str):
+    """Open the form on `path` and send it as a person does: with its CSRF token and its key."""
+    return post(client, path, {"intent": intent_key(client, path), **(data or {})}, **headers)
+
+
+def race(app, client, url: str, data: dict, times: int) -> list[int]:
+    """POST the same form `times` at once, each on a client of its own in `client`'s session
+    (with its own database connection, as gunicorn workers would); the statuses."""
+    cookie_name = app.config["SESSION_COOKIE_NAME"]
+    cookie = client.get_cookie(cookie_name).value
+    clients = []
+    for _ in range(times):
+        clients.append(app.test_client())
+        clients[-1].set_cookie(cookie_name, cookie)
+    start = threading.Barrier(times)
+    statuses: list[int] = []
+
+    def send(one) -> None:
+        start.wait()
+        statuses.append(one.post(url, data=data).status_code)
+
+    threads = [threading.Thread(target=send, args=(one,)) for one in clients]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return statuses
 
 
 def review_withdrawal(client, amount: str = "0.01") -> tuple[str, str]:

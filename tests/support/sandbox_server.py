@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -68,6 +69,11 @@ class SandboxServer:
         )
         response.raise_for_status()
         return response.json()["meta"]["total"]
+
+    def count(self, table: str) -> int:
+        """How many rows the sandbox's own database holds in `table` (for records no API lists)."""
+        with contextlib.closing(sqlite3.connect(self.database)) as connection:
+            return connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]  # noqa: S608
 
     def reset(self) -> None:
         """Put flags and faults back to their defaults."""

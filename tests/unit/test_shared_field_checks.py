@@ -8,6 +8,7 @@ from decimal import Decimal
 import pytest
 
 from portal.formatting import web_link
+from portal.intents import new_key
 from portal.operations.forms import AMOUNT_NOT_POSITIVE, AMOUNT_SHAPE, NewOperationForm
 
 # Addresses the old checks let through: a link or redirect a browser would mangle.
@@ -22,7 +23,7 @@ NOT_WEB_ADDRESSES = [
 
 
 def _new_operation(app, **fields: str) -> NewOperationForm:
-    data = {"amount": "1", "currency": "BTC", "order_id": "A-1", **fields}
+    data = {"amount": "1", "currency": "BTC", "order_id": "A-1", "intent": new_key(), **fields}
     with app.test_request_context("/operations/new", method="POST", data=data):
         form = NewOperationForm(meta={"csrf": False})
         form.offer(["BTC", "ETH"])

@@ -1,0 +1,112 @@
+"""Sending a form that moves money exactly once, and the pages for a form sent before.
+
+A view validates its form (whose `intent` is an `IntentField`), then calls `send`: the key is
+claimed in the database and the API called once. Posting the same key again never sends: a made
+record is shown, a refusal is raised again for the view to show with its form (with a new key),
+and an unknown outcome gets the page that says where to check, with a button for a fresh form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from flask import abort, current_app, flash, redirect, request, url_for
+from flask_login import current_user
+from werkzeug.wrappers import Response
+
+from portal import audit, intents
+from portal.api import ApiError, ApiUnavailable
+from portal.errors import api_unavailable, error_page
+from portal.explain import explain, outcome_unknown
+from portal.models import FormIntent, IntentKind, IntentState
+
+
+class Made(Protocol):
+    id: str
+
+
+T = TypeVar("T", bound=Made)
+
+
+@dataclass(frozen=True)
+class OneTimeForm:
+    """One kind of form sent once: where a person checks its outcome, and finds what it made."""
+
+    kind: IntentKind
+    form_endpoint: str
+    check: str  # where to check, in words: "the voucher list"
+    check_url: Callable[[Mapping[str, str]], str | None]  # ... and its URL, from the parameters
+    record_url: Callable[[str], str]  # the page of what the API made, from its id
+
+    @property
+    def action(self) -> str:
+        """Its action in the audit log: "voucher.create"."""
+        return f"{self.kind.value}.create"
+
+    @property
+    def noun(self) -> str:
+        return self.kind.value.replace("_", " ")
+
+
+def refuse_used(spec: OneTimeForm, key: str) -> None:
+    """Abort with where an earlier sending of this key stands (a refusal is raised again);
+    nothing when the key was never sent. For views that ask more before sending (a code)."""
+    intent = intents.find(current_user.merchant, spec.kind, key)
+    if intent is not None and intent.state != IntentState.PENDING:
+        _where_it_stands(spec, intent)
+
+
+def send(spec: OneTimeForm, key: str, parameters: Mapping[str, object], call: Callable[[], T]) -> T:
+    """Claim the key and make `call` once, audited: what it made, or its refusal raised.
+
+    A lost answer aborts with "Outcome unknown" (502/504), a request that never left with the
+    unavailable page; another sending of the key aborts with where that one stands.
+    """
+    user = current_user._get_current_object()
+    intent, won = intents.claim(user.merchant, user, spec.kind, key, audit.masked(parameters))
+    if not won:
+        _where_it_stands(spec, intent)
+    try:
+        with intents.settling(intent, explain), audit.recorded(spec.action, parameters) as details:
+            made = call()
+            details[f"{spec.kind.value}_id"] = intent.record_id = made.id
+    except ApiUnavailable as failure:
+        if not failure.request_sent:
+            abort(api_unavailable(failure))
+        current_app.logger.warning("No answer to a change on %s: %r", request.path, failure)
+        abort(_unknown(spec, intent, 504 if failure.timeout else 502))
+    return made
+
+
+def _where_it_stands(spec: OneTimeForm, intent: FormIntent) -> None:
+    if intent.state == IntentState.SENT:
+        flash(f"This form was already sent: here is the {spec.noun} it made.", "info")
+        record = spec.record_url(intent.record_id)
+        abort(redirect(record))
+    if intent.state == IntentState.REFUSED:
+        raise ApiError(intent.error_code or 0)
+    abort(_unknown(spec, intent, 409))
+
+
+def _unknown(spec: OneTimeForm, intent: FormIntent, status: int) -> Response:
+    """The outcome of the key's one sending is not known (yet): where to check, a fresh form."""
+    check_url = spec.check_url(intent.parameters)
+    if intent.state == IntentState.SENDING:
+        title = "Being sent"
+        message = (
+            "This form was already sent and the payment service has not answered yet. It will "
+            f"not be sent again: check {spec.check} in a moment, before you try again."
+        )
+    else:
+        title = "Outcome unknown"
+        again = "This form was already sent. " if status == 409 else ""
+        message = again + outcome_unknown(spec.check)
+    return error_page(
+        status,
+        title,
+        message,
+        action=(f"Check {spec.check}", check_url) if check_url else None,
+        fresh=(f"New {spec.noun}", url_for(spec.form_endpoint)),
+    )

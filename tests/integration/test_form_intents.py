@@ -1,0 +1,223 @@
+"""Exactly one exchange, voucher, cross exchange or operation per form shown (issue item 5).
+
+Each form carries a one-time key. With the API's answer lost (slower than the portal's read
+timeout, or a reset connection) the page says the outcome is unknown, and posting the same form
+again sends nothing upstream (the sandbox's records are counted); a fresh form may be sent. Eight
+parallel posts of one key make one record, on SQLite and on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from tests.conftest import csrf_token
+from tests.support.money import (
+    CROSS_EXCHANGE,
+    connect,
+    intent_key,
+    post,
+    race,
+    signed_in,
+    submit,
+    text,
+)
+from tests.support.polling import wait_for
+from tests.support.portal_app import connected_portal, email
+from tests.support.sandbox_server import run_sandbox
+
+READ_TIMEOUT = 1.0
+SLOW_MS = 2500
+# form -> (its page, a valid form, the sandbox table of what it makes, the fresh form's button)
+FORMS = {
+    "exchange": (
+        "/exchange",
+        {"sell_currency": "BTC", "buy_currency": "ETH", "sell_amount": "0.001"},
+        "exchanges",
+        "New exchange",
+    ),
+    "voucher": ("/vouchers/new", {"amount": "0.01", "currency": "BTC"}, "vouchers", "New voucher"),
+    "cross_exchange": (
+        "/cross-exchanges/new",
+        CROSS_EXCHANGE,
+        "cross_exchanges",
+        "New cross exchange",
+    ),
+    "operation": (
+        "/operations/new",
+        {"amount": "1", "currency": "BTC"},
+        "operations",
+        "New operation",
+    ),
+}
+
+
+def _filled(form: str) -> tuple[str, dict[str, str], str, str]:
+    path, fields, table, button = FORMS[form]
+    if form == "operation":
+        fields = {**fields, "order_id": f"once-{uuid.uuid4().hex[:8]}"}
+    return path, fields, table, button
+
+
+@pytest.fixture(scope="module")
+def once_sandbox(tmp_path_factory):
+    with run_sandbox(tmp_path_factory.mktemp("once") / "sandbox.db") as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def many_exchanges(once_sandbox):
+    once_sandbox.control("POST", "flags", {"exchange_daily_limit": 1000})
+    yield
+    once_sandbox.reset()
+
+
+@pytest.fixture(scope="module")
+def portal(tmp_path_factory, once_sandbox):
+    folder = tmp_path_factory.mktemp("once-portal")
+    with connected_portal(folder, once_sandbox, API_TIMEOUT_READ=READ_TIMEOUT) as application:
+        connect(application, once_sandbox)  # with the company token
+        yield application
+
+
+@pytest.fixture(scope="module")
+def owner(portal):
+    return signed_in(portal, email("owner"))
+
+
+def _lose_answers(sandbox, mode: str) -> None:
+    """Answers of POSTs lost: the sandbox acts, then answers too late or resets the connection."""
+    fault = {"mode": mode, "delay_ms": SLOW_MS, "methods": ["POST"]}
+    sandbox.control("POST", "faults", fault)
+
+
+@pytest.mark.parametrize("mode", ["slow", "reset"])
+@pytest.mark.parametrize("form", FORMS)
+def test_a_lost_answer_is_never_sent_again(owner, once_sandbox, form, mode):
+    path, fields, table, button = _filled(form)
+    data = {**fields, "intent": intent_key(owner, path)}
+    before = once_sandbox.count(table)
+
+    _lose_answers(once_sandbox, mode)
+    first = post(owner, path, data)
+    assert first.status_code == (504 if mode == "slow" else 502), text(first)[:500]
+    assert "Outcome unknown" in text(first) and "It will not be sent again" in text(first)
+    assert button in text(first), "a button for a fresh form"
+    wait_for(lambda: once_sandbox.count(table) == before + 1)
+    once_sandbox.control("POST", "faults", {"mode": "none"})
+
+    for _ in range(2):  # a reload, a second click after the error
+        again = post(owner, path, data)
+        assert again.status_code == 409, text(again)[:500]
+        page = text(again)
+        assert "This form was already sent" in page and "Outcome unknown" in page
+        assert "Traceback" not in page and button in page
+    assert once_sandbox.count(table) == before + 1, "nothing sent again"
+
+    fresh = submit(owner, path, fields)
+    assert fresh.status_code == 302, text(fresh)[:500]
+    assert once_sandbox.count(table) == before + 2, "an honest second one, from a fresh form"
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_sent_form_posted_again_shows_what_it_made(owner, once_sandbox, form):
+    path, fields, table, _button = _filled(form)
+    data = {**fields, "intent": intent_key(owner, path)}
+    before = once_sandbox.count(table)
+    made = post(owner, path, data)
+    assert made.status_code == 302, text(made)[:500]
+    again = post(owner, path, data)
+    assert (again.status_code, again.location) == (302, made.location)
+    assert "This form was already sent" in text(owner.get(again.location))
+    assert once_sandbox.count(table) == before + 1
+
+
+@pytest.mark.parametrize("form", ["exchange", "voucher"])
+def test_a_refused_form_posted_again_is_refused_without_sending(owner, once_sandbox, form):
+    path, fields, table, _button = _filled(form)
+    refused = {**fields, "sell_amount" if form == "exchange" else "amount": "2000000000"}
+    data = {**refused, "intent": intent_key(owner, path)}
+    first = post(owner, path, data)
+    assert first.status_code in (400, 422)
+    key = data["intent"]
+    assert key not in first.get_data(as_text=True), "the form comes back with a new key"
+    before = once_sandbox.count(table)
+    again = post(owner, path, data)
+    assert again.status_code in (400, 422)
+    assert "did not accept these details" in text(again)
+    assert once_sandbox.count(table) == before
+
+
+def test_a_form_without_its_key_sends_nothing(owner, once_sandbox):
+    path, fields, table, _button = _filled("voucher")
+    before = once_sandbox.count(table)
+    response = post(owner, path, fields)
+    assert response.status_code == 422
+    assert "This form is out of date, so nothing was sent." in text(response)
+    assert once_sandbox.count(table) == before
+
+
+def test_a_request_that_never_left_may_be_sent_again(portal, owner, once_sandbox):
+    """Connection refused: nothing was made, so the same form (its key) may be sent again."""
+    from portal.extensions import db
+    from portal.models import ApiConnection
+
+    path, fields, table, _button = _filled("voucher")
+    data = {**fields, "intent": intent_key(owner, path)}
+    before = once_sandbox.count(table)
+    with portal.app_context():
+        connection = db.session.scalars(db.select(ApiConnection)).one()
+        base_url, connection.base_url = connection.base_url, "http://127.0.0.1:9"
+        db.session.commit()
+    try:
+        refused = post(owner, path, data)
+    finally:
+        with portal.app_context():
+            db.session.scalars(db.select(ApiConnection)).one().base_url = base_url
+            db.session.commit()
+    assert refused.status_code == 502 and "Nothing was shown or changed" in text(refused)
+    assert post(owner, path, data).status_code == 302
+    assert once_sandbox.count(table) == before + 1
+
+
+# --- Parallel posts of one key ---------------------------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def portal_config(request, portal_config):
+    if request.param == "postgresql":
+        portal_config["DATABASE_URL"] = request.getfixturevalue("postgres_url")
+    return portal_config
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_eight_parallel_posts_of_one_form_make_one_record(app, accounts, once_sandbox, form):
+    connect(app, once_sandbox)
+    owner = signed_in(app, accounts.owner)
+    path, fields, table, _button = _filled(form)
+    data = {**fields, "intent": intent_key(owner, path), "csrf_token": csrf_token(owner, path)}
+    before = once_sandbox.count(table)
+
+    statuses = race(app, owner, path, data, 8)
+
+    assert sorted(set(statuses)) <= [302, 409], statuses
+    assert once_sandbox.count(table) == before + 1
+
+
+def test_keys_are_the_merchants_own(app, accounts, once_sandbox):
+    """Another merchant's key finds nothing: it is not where that merchant's forms stand."""
+    from portal.extensions import db
+    from portal.intents import find
+    from portal.models import IntentKind
+    from portal.services.accounts import merchant_named
+
+    connect(app, once_sandbox)
+    owner = signed_in(app, accounts.owner)
+    key = intent_key(owner, "/vouchers/new")
+    assert post(owner, "/vouchers/new", {**FORMS["voucher"][1], "intent": key}).status_code == 302
+    with app.app_context():
+        assert find(merchant_named("Acme"), IntentKind.VOUCHER, key) is not None
+        assert find(merchant_named("Other"), IntentKind.VOUCHER, key) is None
+        assert find(merchant_named("Acme"), IntentKind.EXCHANGE, key) is None
+        db.session.rollback()
