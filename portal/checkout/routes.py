@@ -24,6 +24,7 @@ from portal.checkout.shop import display_name, return_url
 from portal.extensions import limiter
 from portal.layout import render_page
 from portal.models import CheckoutLink
+from portal.security import ControlCharacterRefused
 from portal.services.api import ApiNotConnected, api_client_for
 
 POLL_SECONDS = 5
@@ -126,6 +127,15 @@ def _message(kind: str, status: int) -> Response:
 @bp.errorhandler(NotFound)
 def not_found(error: NotFound) -> Response:
     return _message("expired" if isinstance(error, LinkExpired) else "not_found", 404)
+
+
+@bp.errorhandler(ControlCharacterRefused)
+def control_character(error: ControlCharacterRefused) -> Response:
+    """A control character never belongs in a customer's link: in the reference no link has
+    one; in the query the customer gets their page without it (it reads only a status code)."""
+    if error.field is None:
+        return _message("not_found", 404)
+    return redirect(request.path, 303)
 
 
 @bp.errorhandler(429)
