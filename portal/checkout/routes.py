@@ -135,7 +135,7 @@ def control_character(error: ControlCharacterRefused) -> Response:
     one; in the query the customer gets their page without it (it reads only a status code)."""
     if error.field is None:
         return _message("not_found", 404)
-    return redirect(request.path, 303)
+    return redirect(url_for(request.endpoint, **request.view_args), 303)
 
 
 @bp.errorhandler(429)

@@ -12,7 +12,12 @@ CANNOT_ADD = "This address cannot be added. Ask the person for another email add
 
 
 class AccountError(Exception):
-    """A change to users that is refused; the message says why, for the person."""
+    """A change to users that is refused; the message says why, for the person, next to the
+    form's field named `field` when there is one."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def looks_like_email(value: str) -> bool:
@@ -60,13 +65,21 @@ def add_user(merchant: Merchant, email: str, role: Role, password: str) -> User:
 
 
 def change_user(user: User, *, by: User, role: Role, password: str | None) -> None:
-    """Change a user's role or password. A new password signs them out everywhere; an owner who
-    sets their own here stays signed in in this session only."""
+    """Change another user's role or password; a new password signs them out everywhere.
+
+    One's own password is changed on the account page, which asks for the current one: a
+    stolen owner session must not set a password here and lock the owner out.
+    """
     if user.id == by.id and role != user.role:
-        raise AccountError("You cannot change your own role; another owner can.")
+        raise AccountError("You cannot change your own role; another owner can.", "role")
+    if user.id == by.id and password:
+        raise AccountError(
+            "Change your own password on the Account page: it asks for your current one.",
+            "password",
+        )
     user.role = role
     if password:
-        change_password(user, password, keep_session=by.session_key if user.id == by.id else None)
+        change_password(user, password)
     db.session.commit()
 
 

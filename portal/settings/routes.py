@@ -247,7 +247,7 @@ def edit_user(user_id: int) -> PageAnswer:
             user, by=current_user, role=Role(form.role.data), password=form.password.data
         )
     except accounts.AccountError as refusal:
-        form.role.errors.append(str(refusal))
+        form[refusal.field or "role"].errors.append(str(refusal))
         audit.record("user.change", parameters={"email": user.email}, error=str(refusal))
         return render_template("settings/edit_user.html", form=form, user=user), 422
     changes = {"email": user.email, "role": form.role.data, "password": form.password.data}

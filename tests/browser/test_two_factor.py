@@ -32,8 +32,9 @@ def test_set_up_two_factor_then_sign_in_with_a_code(page: Page, portal: PortalSe
     expect(page.get_by_role("heading", name="Two-factor sign-in is on")).to_be_visible()
 
     page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_label("Password", exact=True).fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", name="Two-factor sign-in")).to_be_visible()
     expect(page.get_by_role("button", name="Sign out")).to_have_count(0)

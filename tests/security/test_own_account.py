@@ -80,14 +80,18 @@ def test_changing_ones_own_password_ends_every_other_session(url, accounts):
     assert Visitor(url).sign_in(accounts.operator, NEW_PASSWORD).status_code == 302
 
 
-def test_an_owner_setting_their_own_password_under_users_ends_their_other_sessions(
+def test_an_owner_cannot_set_their_own_password_under_users_without_the_current_one(
     app, url, accounts
 ):
-    acting, thief = _signed_in(url, accounts.owner), _signed_in(url, accounts.owner)
+    """A stolen owner cookie would otherwise set a password and sign the owner out everywhere."""
+    thief, owner = _signed_in(url, accounts.owner), _signed_in(url, accounts.owner)
     path = f"/settings/users/{_user(app, accounts.owner).id}"
-    response = acting.post(path, {"role": "owner", "password": NEW_PASSWORD})
-    assert response.status_code == 302
-    assert acting.signed_in() and not thief.signed_in()
+    response = thief.post(path, {"role": "owner", "password": NEW_PASSWORD})
+    assert response.status_code == 422
+    assert "Change your own password on the Account page" in response.text
+    assert owner.signed_in() and thief.signed_in()
+    assert Visitor(url).sign_in(accounts.owner, NEW_PASSWORD).status_code != 302
+    assert Visitor(url).sign_in(accounts.owner).status_code == 302
 
 
 def test_a_wrong_current_password_changes_nothing_and_counts_as_a_failed_sign_in(url, accounts):
