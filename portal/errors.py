@@ -12,11 +12,12 @@ from werkzeug.exceptions import HTTPException, InternalServerError
 from werkzeug.wrappers import Response
 
 from portal.api import ApiError, ApiUnavailable
+from portal.api.wire import CONTROL_CHARACTER
 from portal.crypto import TokenKeyError
 from portal.extensions import db
 from portal.layout import render_page
 from portal.models import Role
-from portal.security import CONTROL_CHARACTER, ControlCharacterRefused
+from portal.security import ControlCharacterRefused
 from portal.services.api import ApiNotConnected, describe_rejection
 
 MESSAGES = {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from itertools import chain
 from urllib.parse import unquote, urlsplit
 
@@ -11,6 +10,8 @@ from flask.sessions import SecureCookieSessionInterface
 from flask_login import current_user
 from werkzeug.exceptions import UnprocessableEntity
 from werkzeug.middleware.proxy_fix import ProxyFix
+
+from portal.api.wire import CONTROL_CHARACTER
 
 CONTENT_SECURITY_POLICY = "; ".join(
     [
@@ -28,11 +29,6 @@ CONTENT_SECURITY_POLICY = "; ".join(
 )
 
 
-# C0 and C1 control characters and DEL; tab, line feed and carriage return are text. NUL among
-# them cannot be stored by PostgreSQL, and none of them belongs in anything a person types.
-CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-
-
 class ControlCharacterRefused(UnprocessableEntity):
     """A request carried a control character; `field` names where (None: in the address)."""
 
@@ -42,7 +38,9 @@ class ControlCharacterRefused(UnprocessableEntity):
 
 
 def refuse_control_characters() -> None:
-    """Before any view: a control character in the address, the query or a form is refused.
+    """Before any view: a control character in the address, the query or a form is refused
+    (the ones the API client refuses in answers: none belongs in what a person types, and
+    PostgreSQL cannot store NUL).
 
     Checked once here, for every field of every form and every query parameter (present and
     future), before anything reads the database, calls the API or stores a thing.

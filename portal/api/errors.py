@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+from portal.api.wire import CONTROL_CHARACTER
+
 # Section 7 of the API documentation, word for word.
 # The codes the portal acts on by name (the whole table is ERROR_MESSAGES).
 NOT_FOUND_OPERATION = 5
@@ -133,9 +135,10 @@ def error_from_answer(http_status: int, raw: str, not_found_code: int = 0) -> Ap
     if code is None:
         code = not_found_code if http_status == 404 else _CODE_BY_STATUS.get(http_status, 0)
     message = body.get("message")
+    message = _printable(message) if isinstance(message, str) else ""
     return ApiError(
         code,
-        message if isinstance(message, str) and message.strip() else None,
+        message if message.strip() else None,
         http_status=http_status,
         errors=_field_errors(body.get("errors")),
         raw=raw,
@@ -167,6 +170,13 @@ def _field_errors(value: object) -> dict[str, list[str]]:
     if not isinstance(value, dict):
         return {}
     return {
-        str(name): [str(m) for m in messages] if isinstance(messages, list) else [str(messages)]
+        _printable(name): [
+            _printable(m) for m in (messages if isinstance(messages, list) else [messages])
+        ]
         for name, messages in value.items()
     }
+
+
+def _printable(value: object) -> str:
+    """The API's words without control characters: they are shown, audited and stored."""
+    return CONTROL_CHARACTER.sub("", str(value))

@@ -7,9 +7,14 @@ plain decimal strings.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
+
+# C0 and C1 control characters and DEL; tab, line feed and carriage return are text. NUL among
+# them cannot even be stored by PostgreSQL: such text is no answer a page may show or keep.
+CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 class MalformedAnswer(ValueError):
@@ -32,8 +37,10 @@ def _reject_constant(name: str) -> object:
 
 
 def to_text(value: object) -> str:
-    """A string field; integer ids are accepted too."""
+    """A string field without control characters; integer ids are accepted too."""
     if isinstance(value, str):
+        if CONTROL_CHARACTER.search(value):
+            raise MalformedAnswer(f"a control character in {value!r}")
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)

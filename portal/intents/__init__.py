@@ -26,6 +26,7 @@ from portal.extensions import db
 from portal.models import FormIntent, IntentKind, IntentState, Merchant, User, utcnow
 
 KEY_BYTES = 24
+PORTAL_FAILURE = "The portal failed while it kept the answer: check before sending again."
 
 
 class Settled(Protocol):
@@ -59,7 +60,8 @@ def settling(intent: Settled, describe: Callable[[ApiError], str]) -> Iterator[N
 
     An exception of the block goes on to the caller: a refusal is `refused` (with `describe`'s
     words), no answer after the request left is `unknown`, and a request that surely never left
-    is `pending` again.
+    is `pending` again. Any other failure, the portal's own after the request may have left (an
+    answer it cannot store, say), is `unknown` too: never sent again, and never left `sending`.
     """
     try:
         yield
@@ -71,11 +73,25 @@ def settling(intent: Settled, describe: Callable[[ApiError], str]) -> Iterator[N
         intent.state = IntentState.REFUSED
         intent.error_code, intent.error_message = error.code, describe(error)
         raise
+    except Exception:
+        _unknown_after_failure(intent)
+        raise
     else:
         intent.state = IntentState.SENT
         intent.error_code = intent.error_message = None
     finally:
-        db.session.commit()
+        try:
+            db.session.commit()
+        except Exception:
+            _unknown_after_failure(intent)
+            db.session.commit()
+            raise
+
+
+def _unknown_after_failure(intent: Settled) -> None:
+    db.session.rollback()  # the failure may have broken the transaction
+    intent.state = IntentState.UNKNOWN
+    intent.error_message = PORTAL_FAILURE
 
 
 # --- Forms that carry their key ---------------------------------------------------------------

@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from portal.api import ERROR_MESSAGES, ApiError, ApiUnavailable
+from portal.api.errors import error_from_answer
 from tests.unit.test_api_support import TOKEN, Answer, FakeApi, operation_json
 
 # HTTP status of each code, from section 7 of the API documentation.
@@ -178,3 +179,14 @@ def test_the_token_never_shows_in_errors_or_logs(api, caplog):
     assert caplog.records, "failures are logged"
     assert TOKEN not in caplog.text
     assert TOKEN not in repr(client)
+
+
+def test_control_characters_are_dropped_from_the_apis_words():
+    """They are shown, audited and stored: PostgreSQL cannot keep a NUL byte."""
+    raw = (
+        '{"code": 9, "message": "Bad\\u0000 input",'
+        ' "errors": {"amount\\u0001": ["Too\\u001b big"]}}'
+    )
+    error = error_from_answer(422, raw)
+    assert error.message == "Bad input"
+    assert error.errors == {"amount": ["Too big"]}
