@@ -39,6 +39,7 @@ class LimitStore:
         )
         self.memory = MemoryStorage()
         self.unreachable_since: float | None = None
+        self.checked_at = -RETRY_SECONDS  # never
 
     def count(self, key: str, expiry: int) -> tuple[Storage, int]:
         """Add one to the counter; returns the store that counted it and the new value."""
@@ -60,8 +61,21 @@ class LimitStore:
         return self.memory, self.memory.incr(key, expiry)
 
     def healthy(self) -> bool:
-        """Whether the configured store answers (memory always does)."""
-        return self.main.check()
+        """Whether the configured store answered when last asked.
+
+        Asked at most every RETRY_SECONDS (a store that hangs costs its timeout), so a health
+        check probing often stays fast.
+        """
+        now = time.monotonic()
+        if now - self.checked_at > RETRY_SECONDS:
+            self.checked_at = now
+            reachable = self.main.check()
+            if reachable != (self.unreachable_since is None):
+                self.logger.warning(
+                    "Limit store %s", "reachable again" if reachable else "unreachable"
+                )
+            self.unreachable_since = None if reachable else now
+        return self.unreachable_since is None
 
 
 def init_app(app: Flask) -> None:

@@ -39,6 +39,13 @@ MESSAGES = {
 }
 
 
+# The 500 page when the layout cannot be made (it needs the database to know who is signed in).
+PLAIN_500 = (
+    '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{0}</title></head>'
+    "<body><h1>{0}</h1><p>{1}</p></body></html>".format(*MESSAGES[500])
+)
+
+
 def error_page(
     status: int,
     title: str,
@@ -137,9 +144,14 @@ def token_key_error(error: TokenKeyError) -> Response:
 
 def internal_error(_error: InternalServerError) -> Response:
     """The 500 page. The failed request may have left its database transaction broken, and the
-    page asks the database who is signed in: roll back first."""
-    db.session.rollback()
-    return error_page(500, *MESSAGES[500])
+    page asks the database who is signed in: roll back first. When the database itself is what
+    failed, the page is the same words without the portal's layout."""
+    try:
+        db.session.rollback()
+        return error_page(500, *MESSAGES[500])
+    except Exception:
+        current_app.logger.exception("The 500 page could not be made; sent in plain words")
+        return Response(PLAIN_500, 500, mimetype="text/html")
 
 
 class RedactCredentials(logging.Filter):

@@ -7,6 +7,8 @@ says so in the log, and `/healthz` answers 200 saying the limit store is degrade
 from __future__ import annotations
 
 import logging
+import socket
+import time
 from urllib.parse import urlsplit
 
 import pytest
@@ -61,3 +63,21 @@ def test_healthz_reports_the_degraded_store_without_failing(portal_down_store):
     response = portal_down_store.test_client().get("/healthz")
     assert response.status_code == 200
     assert response.get_json() == {"status": "ok", "limit_store": "degraded"}
+
+
+def test_healthz_stays_fast_while_the_store_hangs(tmp_path, sandbox, monkeypatch):
+    """A Redis that takes connections and never answers costs its 2 s timeout once, not on
+    every probe of a load balancer (whose own timeout is often 1 s)."""
+    from portal.extensions import limiter
+
+    monkeypatch.setattr(limiter, "_storage_dead", False)
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # listens, never answers
+        hanging = f"redis://127.0.0.1:{silent.getsockname()[1]}/0"
+        with connected_portal(tmp_path, sandbox, RATELIMIT_STORAGE_URI=hanging) as app:
+            client = app.test_client()
+            assert client.get("/healthz").get_json()["limit_store"] == "degraded"
+            started = time.monotonic()
+            for _ in range(5):
+                response = client.get("/healthz")
+                assert response.get_json() == {"status": "ok", "limit_store": "degraded"}
+            assert time.monotonic() - started < 2.0, "each probe waited for the store"

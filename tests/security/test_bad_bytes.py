@@ -91,3 +91,18 @@ def test_the_500_page_survives_a_broken_transaction_and_keeps_its_headers(app, a
     assert "Something went wrong" in response.get_data(as_text=True)
     assert header_problems(response) == []
     assert owner.get("/").status_code == 200  # the next request is served as usual
+
+
+def test_the_500_page_is_made_without_the_database_and_keeps_its_headers(app, accounts):
+    """The database went away under a signed-in user: the page cannot ask who is signed in."""
+    from portal.extensions import db
+
+    owner = signed_in(app, accounts.owner)
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+    with app.app_context():
+        db.session.execute(sa.text("DROP TABLE user_sessions"))
+        db.session.commit()
+    response = owner.get("/account")
+    assert response.status_code == 500
+    assert "Something went wrong" in response.get_data(as_text=True)
+    assert header_problems(response) == []
