@@ -33,7 +33,7 @@ class LookUpForm(FlaskForm):
         validators=[
             InputRequired("Enter the id of a cross exchange."),
             Length(max=64),
-            Regexp(r"^[A-Za-z0-9_-]+$", message="An id has only letters, digits, - and _."),
+            Regexp(r"^[A-Za-z0-9_-]+\Z", message="An id has only letters, digits, - and _."),
         ],
         filters=[strip],
     )

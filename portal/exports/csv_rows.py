@@ -18,17 +18,19 @@ from decimal import Decimal
 from portal.api.records import Operation, Transaction
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\n")
-# The list separators spreadsheets split a line on, kept by the split.
-_SEPARATORS = re.compile(r"([,;])")
+# The list separators spreadsheets split a line on (tab too, when they guess it), kept by the
+# split.
+_SEPARATORS = re.compile(r"([,;\t])")
 _NUMBER = re.compile(r"[+-]?\d+(\.\d+)?")
 
 
 def neutralise(text: str) -> str:
     """A text cell a spreadsheet shows as typed instead of evaluating it, however it splits it.
 
-    Each piece between `,` or `;` that starts like a formula (after any spaces or quotes, which
-    a split line may leave in front) gets the apostrophe; a piece that is a plain number (`-4`)
-    is left alone, since a spreadsheet reads it as that number.
+    Each piece between `,`, `;` or a tab that starts like a formula (after any spaces or quotes,
+    which a split line may leave in front) gets the apostrophe, and so does a cell that starts
+    with a tab or a line break; a piece that is a plain number (`-4`) is left alone, since a
+    spreadsheet reads it as that number.
     """
     pieces = _SEPARATORS.split(text)
     for index in range(0, len(pieces), 2):  # the separators stand at the odd places
@@ -36,7 +38,8 @@ def neutralise(text: str) -> str:
         start = piece.lstrip(' "')
         if start.startswith(FORMULA_TRIGGERS) and not _NUMBER.fullmatch(piece):
             pieces[index] = "'" + piece
-    return "".join(pieces)
+    cell = "".join(pieces)
+    return "'" + cell if cell.startswith(("\t", "\r", "\n")) else cell
 
 
 def decimal_cell(value: Decimal | None) -> str:

@@ -16,7 +16,7 @@ class IntentField(HiddenField):
     again is a new sending, while a reload of the same post is the same one)."""
 
     def __init__(self, **kwargs: object) -> None:
-        shape = Regexp(r"^[A-Za-z0-9_-]{16,64}$", message=STALE)
+        shape = Regexp(r"^[A-Za-z0-9_-]{16,64}\Z", message=STALE)
         super().__init__(validators=[InputRequired(STALE), shape], **kwargs)
 
     def _value(self) -> str:

@@ -103,14 +103,18 @@ class OperationAmountField(AmountField):
             raise ValueError(AMOUNT_SHAPE)
 
 
-def _no_comma(_form: FlaskForm, field: StringField) -> None:
+def _order_number_shape(_form: FlaskForm, field: StringField) -> None:
     """The operations list reads `A,B` as two order numbers: such an operation could not be
-    found again by its order number (after a lost answer, or from the checkout page)."""
-    if "," in (field.data or ""):
+    found again by its order number (after a lost answer, or from the checkout page). A tab or
+    a line break would split the number's cell in an accountant's spreadsheet."""
+    value = field.data or ""
+    if "," in value:
         raise ValidationError(
             "An order number cannot contain a comma: the operations list would read it as two "
             "order numbers. Use another character, such as - or /."
         )
+    if any(char in value for char in "\t\r\n"):
+        raise ValidationError("An order number is one line, without tabs or line breaks.")
 
 
 def _http_url(_form: FlaskForm, field: URLField) -> None:
@@ -126,7 +130,7 @@ class NewOperationForm(FlaskForm):
     payment_currency = SelectField("Payment currency", choices=[], default="")
     order_id = StringField(
         "Order number",
-        validators=[DataRequired("Enter the order number."), Length(max=255), _no_comma],
+        validators=[DataRequired("Enter the order number."), Length(max=255), _order_number_shape],
         filters=[strip],
     )
     redirect_url = URLField(

@@ -56,7 +56,7 @@ class CancelVoucherForm(FlaskForm):
 
 
 # Codes are letters and digits, maybe grouped by dashes (the sandbox's are XXXX-XXXX-XXXX-XXXX).
-CODE_SHAPE = re.compile(r"^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$")
+CODE_SHAPE = re.compile(r"^[A-Za-z0-9]+(-[A-Za-z0-9]+)*\Z")
 
 
 class PayOffForm(FlaskForm):

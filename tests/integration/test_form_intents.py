@@ -149,10 +149,13 @@ def test_a_refused_form_posted_again_is_refused_without_sending(owner, once_sand
     assert once_sandbox.count(table) == before
 
 
-def test_a_form_without_its_key_sends_nothing(owner, once_sandbox):
+@pytest.mark.parametrize(
+    "key", [None, "A" * 65, "A" * 64 + "\n", "short"], ids=["none", "long", "newline", "short"]
+)
+def test_a_form_without_its_key_sends_nothing(owner, once_sandbox, key):
     path, fields, table, _button = _filled("voucher")
     before = once_sandbox.count(table)
-    response = post(owner, path, fields)
+    response = post(owner, path, fields if key is None else {**fields, "intent": key})
     assert response.status_code == 422
     assert "This form is out of date, so nothing was sent." in text(response)
     assert once_sandbox.count(table) == before

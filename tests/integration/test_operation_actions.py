@@ -103,6 +103,7 @@ def test_create_with_a_redirect_url_of_the_merchants_own(operator, api):
         ("currency", "DOGE", "Not a valid choice."),
         ("order_id", "", "Enter the order number."),
         ("order_id", "A-1,B-2", "An order number cannot contain a comma"),
+        ("order_id", "A-1\t=1+1", "An order number is one line, without tabs"),
         (
             "redirect_url",
             "javascript:alert(1)",

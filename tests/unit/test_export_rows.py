@@ -63,6 +63,8 @@ def test_ordinary_text_and_plain_numbers_are_unchanged(text):
         ("INV-2,=2+2", "INV-2,'=2+2"),
         ('INV-3;"=3+3', "INV-3;'\"=3+3"),
         ("INV-4; -4+4", "INV-4;' -4+4"),
+        ("INV-5\t=5+5", "INV-5\t'=5+5"),
+        ("\t=6+6", "'\t'=6+6"),
     ],
 )
 def test_a_formula_behind_a_list_separator_is_neutralised(text, shown):
