@@ -28,7 +28,7 @@ EXCHANGE = OneTimeForm(
     form_endpoint="exchanges.exchange",
     check="your wallet balances with the payment service",
     check_url=lambda _parameters: None,  # the portal shows no balances: only the service can
-    record_url=lambda _exchange_id: url_for("exchanges.exchange"),
+    record_url=None,  # the API shows no exchange again
 )
 
 

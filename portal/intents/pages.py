@@ -38,7 +38,8 @@ class OneTimeForm:
     form_endpoint: str
     check: str  # where to check, in words: "the voucher list"
     check_url: Callable[[Mapping[str, str]], str | None]  # ... and its URL, from the parameters
-    record_url: Callable[[str], str]  # the page of what the API made, from its id
+    # The page of what the API made, from its id; None when the portal has no page for it.
+    record_url: Callable[[str], str] | None
 
     @property
     def action(self) -> str:
@@ -82,9 +83,12 @@ def send(spec: OneTimeForm, key: str, parameters: Mapping[str, object], call: Ca
 
 def _where_it_stands(spec: OneTimeForm, intent: FormIntent) -> None:
     if intent.state == IntentState.SENT:
+        if spec.record_url is None:
+            made = f"{spec.noun} {intent.record_id}"
+            flash(f"This form was already sent and made {made}; nothing was sent again.", "info")
+            abort(redirect(url_for(spec.form_endpoint)))
         flash(f"This form was already sent: here is the {spec.noun} it made.", "info")
-        record = spec.record_url(intent.record_id)
-        abort(redirect(record))
+        abort(redirect(spec.record_url(intent.record_id)))
     if intent.state == IntentState.REFUSED:
         raise ApiError(intent.error_code or 0)
     abort(_unknown(spec, intent, 409))
