@@ -6,9 +6,8 @@ from flask_wtf import FlaskForm
 from wtforms import PasswordField, SelectChoice, SelectField, SubmitField
 from wtforms.validators import DataRequired, EqualTo, Length
 
-from portal.auth.forms import CodeField
+from portal.auth.forms import PASSWORD_LENGTH, CodeField
 from portal.formatting import time_zone_names
-from portal.settings.forms import PASSWORD_LENGTH
 
 
 def _current_password() -> PasswordField:

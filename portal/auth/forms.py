@@ -6,6 +6,13 @@ from flask_wtf import FlaskForm
 from wtforms import EmailField, HiddenField, PasswordField, StringField, SubmitField
 from wtforms.validators import DataRequired, Length, Optional
 
+from portal.services.accounts import MIN_PASSWORD_LENGTH
+
+# A new password: long enough, and not so long that hashing it costs more than a sign-in.
+PASSWORD_LENGTH = Length(
+    min=MIN_PASSWORD_LENGTH, max=1024, message=f"Use at least {MIN_PASSWORD_LENGTH} characters."
+)
+
 
 class SignInForm(FlaskForm):
     email = EmailField("Email", validators=[DataRequired(), Length(max=254)])

@@ -88,7 +88,8 @@ def _where_it_stands(spec: OneTimeForm, intent: FormIntent) -> None:
             flash(f"This form was already sent and made {made}; nothing was sent again.", "info")
             abort(redirect(url_for(spec.form_endpoint)))
         flash(f"This form was already sent: here is the {spec.noun} it made.", "info")
-        abort(redirect(spec.record_url(intent.record_id)))
+        record = spec.record_url(intent.record_id)
+        abort(redirect(record))
     if intent.state == IntentState.REFUSED:
         raise ApiError(intent.error_code or 0)
     abort(_unknown(spec, intent, 409))

@@ -15,17 +15,14 @@ from wtforms import (
 )
 from wtforms.validators import DataRequired, Length, Optional, ValidationError
 
-from portal.auth.forms import CodeField
+from portal.auth.forms import PASSWORD_LENGTH, CodeField
 from portal.checkout.shop import is_web_url
 from portal.fields import strip
 from portal.models import Environment, Role
-from portal.services.accounts import MIN_PASSWORD_LENGTH, looks_like_email
+from portal.services.accounts import looks_like_email
 from portal.services.api import base_url_problem
 
 ROLE_CHOICES = [SelectChoice(role.value, role.label) for role in Role]
-PASSWORD_LENGTH = Length(
-    min=MIN_PASSWORD_LENGTH, max=1024, message=f"Use at least {MIN_PASSWORD_LENGTH} characters."
-)
 
 
 TOKEN_LENGTH = Length(min=8, max=512)

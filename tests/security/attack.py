@@ -186,12 +186,12 @@ def csv_cells(text: str) -> list[str]:
 
 
 def formula_cells(text: str) -> list[str]:
-    """Cells a spreadsheet would evaluate, also where it splits a cell on `,` or `;` (its list
-    separator); numbers (a negative amount) are not formulas."""
+    """Cells a spreadsheet would evaluate, also where it splits a cell on `,`, `;` or a tab (its
+    list separator); numbers (a negative amount) are not formulas."""
     return [
         piece
         for cell in csv_cells(text)
-        for piece in re.split("[,;]", cell)
+        for piece in re.split("[,;\t]", cell)
         if piece.lstrip(' "').startswith(FORMULA_STARTS)
         and not re.fullmatch(r"[+-]?\d+(\.\d+)?", piece)
     ]
