@@ -1,5 +1,6 @@
 # The README's commands: `make run` starts the portal with the bundled sandbox, `make test` runs
-# every test. Both install what is missing first; `make install` does nothing when nothing changed.
+# every test, `make lint` checks style and types. Each installs what is missing first;
+# `make install` does nothing when nothing changed.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -61,6 +62,8 @@ libreoffice:
 test: install chromium libreoffice
 	$(BIN)/pytest -n auto $(PYTEST_ARGS)
 
+# The same three commands run before each commit (.pre-commit-config.yaml) and in CI (.ci/run).
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy

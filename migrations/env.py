@@ -11,7 +11,8 @@ config = context.config
 # Interpret the config file for Python logging.
 # This line sets up loggers basically.
 # Keep the loggers the application configured (the default would disable them).
-fileConfig(config.config_file_name, disable_existing_loggers=False)
+if config.config_file_name is not None:  # None only when Alembic is run without its ini file
+    fileConfig(config.config_file_name, disable_existing_loggers=False)
 logger = logging.getLogger("alembic.env")
 
 

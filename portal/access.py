@@ -57,10 +57,14 @@ def may_open(endpoint: str) -> bool:
     access = access_of(endpoint)
     if access == PUBLIC:
         return True
-    return bool(access) and current_user.is_authenticated and current_user.role in access
+    return (
+        isinstance(access, frozenset)
+        and current_user.is_authenticated
+        and current_user.role in access
+    )
 
 
-def enforce() -> object | None:
+def enforce() -> Response | None:
     """Before every request: refuse what the endpoint does not allow to the current user."""
     if request.endpoint is None:
         return None

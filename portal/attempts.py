@@ -33,10 +33,12 @@ class LimitStore:
     def __init__(self, app: Flask) -> None:
         config = app.config
         self.logger = app.logger
-        self.main = storage_from_string(
+        main = storage_from_string(
             config["RATELIMIT_STORAGE_URI"],
             **{**config.get("RATELIMIT_STORAGE_OPTIONS", {}), "wrap_exceptions": True},
         )
+        assert isinstance(main, Storage)  # Flask-Limiter takes synchronous stores only
+        self.main = main
         self.memory = MemoryStorage()
         self.unreachable_since: float | None = None
         self.checked_at = -RETRY_SECONDS  # never

@@ -121,11 +121,12 @@ def demo(host: str, port: int, sandbox_port: int) -> None:
     """Start the sandbox, connect a demo merchant to it and serve the portal."""
     _stop_on_sigterm()
     flask_migrate.upgrade()
-    app = current_app._get_current_object()
+    # Flask annotates `current_app` as the application; it is a proxy to it, with this method.
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
     with running_sandbox(Path(app.instance_path), host, sandbox_port) as credentials:
         logins = demo_logins()
         try:
-            connect(accounts.merchant_named(MERCHANT), credentials)
+            connect(accounts.merchant_named(MERCHANT, create=True), credentials)
         except ConnectionRejected as rejection:
             raise click.ClickException(str(rejection)) from rejection
         click.echo(f"\nMerchant portal: http://{host}:{port}")

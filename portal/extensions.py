@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from flask_babel import Babel
@@ -21,12 +22,26 @@ class Base(DeclarativeBase):
 
 
 db = SQLAlchemy(model_class=Base)
+if TYPE_CHECKING:
+    # `db.Model` is a class built at run time from Base's body (plus Flask-SQLAlchemy's bind
+    # and naming mixins), which a type checker cannot use as a base: it checks Base instead.
+    Model = Base
+else:
+    Model = db.Model
 migrate = Migrate()
 login_manager = LoginManager()
 csrf = CSRFProtect()
 htmx = Htmx()
 limiter = Limiter(key_func=get_remote_address)
 babel = Babel()
+
+
+def rows_changed(statement: sa.Executable) -> int:
+    """Execute an UPDATE or DELETE; how many rows it changed. SQLAlchemy types the result of
+    `Session.execute` as a plain `Result`, which has no row count."""
+    result = db.session.execute(statement)
+    assert isinstance(result, sa.CursorResult)
+    return result.rowcount
 
 
 @sa.event.listens_for(sa.Engine, "connect")

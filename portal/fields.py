@@ -33,7 +33,9 @@ def parse_amount(text: str) -> Decimal:
     amount = Decimal(text)
     if amount <= 0:
         raise ValueError("Enter an amount greater than zero.")
-    if -amount.as_tuple().exponent > MAX_DECIMALS:
+    exponent = amount.as_tuple().exponent
+    assert isinstance(exponent, int)  # the pattern admits finite numbers only
+    if -exponent > MAX_DECIMALS:
         raise ValueError(f"Use at most {MAX_DECIMALS} decimal places.")
     return amount
 
@@ -42,6 +44,7 @@ class AmountField(StringField):
     """An amount as a `Decimal` (never a float); empty is None, for optional amounts."""
 
     data: Decimal | None
+    raw_data: list[str]
 
     def process_formdata(self, valuelist: list[str]) -> None:
         self.data = None
@@ -53,6 +56,12 @@ class AmountField(StringField):
                 self.data = parse_amount(self.raw_text)
             except (ValueError, InvalidOperation) as problem:
                 raise ValueError(str(problem)) from None
+
+    @property
+    def entered(self) -> Decimal:
+        """The amount of a field known to hold one: a required field of a validated form."""
+        assert self.data is not None, "an amount is read before its form was validated"
+        return self.data
 
     def _value(self) -> str:
         if self.raw_data:

@@ -103,5 +103,5 @@ def init_app(app: Flask) -> None:
     app.add_template_global(when)
     app.add_template_global(badge)
     app.add_template_global(web_link)
-    app.add_template_global(OPERATION_STATUSES, "operation_statuses")
-    app.add_template_global(TRANSACTION_STATUSES, "transaction_statuses")
+    app.jinja_env.globals["operation_statuses"] = OPERATION_STATUSES
+    app.jinja_env.globals["transaction_statuses"] = TRANSACTION_STATUSES

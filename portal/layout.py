@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Flask, make_response, render_template, request, url_for
 from flask_login import current_user
+from htmx_flask.requests import HtmxHeaders
 from werkzeug.wrappers import Response
 
 from portal.access import may_open
@@ -30,7 +31,8 @@ NAVIGATION = (
 
 def wants_fragment() -> bool:
     """An htmx request for part of a page (boosted navigation still gets the whole page)."""
-    return bool(request.htmx) and not request.htmx.boosted
+    htmx = HtmxHeaders(request.headers)  # what `request.htmx` holds, typed
+    return bool(htmx) and not htmx.boosted
 
 
 def render_page(template: str, fragment: str, status: int = 200, **context: object) -> Response:

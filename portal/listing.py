@@ -213,13 +213,13 @@ class ListFilters(Form):
             filters[field.name] = value
         return filters
 
-    def query_args(self, **changes: object) -> dict[str, object]:
+    def query_args(self, **changes: Any) -> dict[str, Any]:
         """The query string as entered, without empty values and defaults, plus `changes`.
 
         For links and the URL pushed to the address bar: the values stay as the person typed
         them, so that a reload shows the same list, or the same error.
         """
-        values: dict[str, object] = {}
+        values: dict[str, Any] = {}
         for field in self:
             raw = [value for value in field.raw_data or [] if value != ""]
             if isinstance(field, SelectMultipleField):

@@ -12,7 +12,7 @@ from flask_login import UserMixin
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from portal.extensions import db
+from portal.extensions import Model
 
 
 def utcnow() -> datetime:
@@ -68,7 +68,7 @@ def _enum_column(enum_class: type[enum.StrEnum]) -> sa.Enum:
     )
 
 
-class Merchant(db.Model):
+class Merchant(Model):
     """A merchant company: the unit that owns users and one API connection."""
 
     __tablename__ = "merchants"
@@ -90,7 +90,7 @@ class Merchant(db.Model):
     )
 
 
-class User(UserMixin, db.Model):
+class User(UserMixin, Model):
     """A person who signs in; belongs to exactly one merchant."""
 
     __tablename__ = "users"
@@ -121,7 +121,9 @@ class User(UserMixin, db.Model):
     )
 
     # The signed-in session this object was loaded for; Flask-Login keeps it in the cookie.
-    session_key = None
+    # Not a column: SQLAlchemy is told to leave annotations without `Mapped[]` unmapped.
+    __allow_unmapped__ = True
+    session_key: str | None = None
 
     def set_password(self, password: str) -> None:
         self.password_hash = generate_password_hash(password)
@@ -143,7 +145,7 @@ class User(UserMixin, db.Model):
         return self.merchant.require_two_factor and not self.two_factor_enabled
 
 
-class RecoveryCode(db.Model):
+class RecoveryCode(Model):
     """One unused recovery code of a user, as a SHA-256 hash; using it deletes the row.
 
     The codes are random with 79 bits, so a fast hash is enough (nothing to guess from it), and
@@ -165,7 +167,7 @@ def session_key_hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-class UserSession(db.Model):
+class UserSession(Model):
     """A signed-in browser session; deleting the row signs that browser out."""
 
     __tablename__ = "user_sessions"
@@ -178,7 +180,7 @@ class UserSession(db.Model):
     user: Mapped[User] = relationship(back_populates="sessions")
 
 
-class ApiConnection(db.Model):
+class ApiConnection(Model):
     """How a merchant reaches the Merchant API; tokens are stored encrypted, never in clear."""
 
     __tablename__ = "api_connections"
@@ -196,7 +198,7 @@ class ApiConnection(db.Model):
     merchant: Mapped[Merchant] = relationship(back_populates="api_connection")
 
 
-class CheckoutLink(db.Model):
+class CheckoutLink(Model):
     """The public checkout page's reference to one operation: a random token, nothing readable.
 
     Created before the operation (its URL is the operation's `redirect_url`); the operation id is
@@ -241,7 +243,7 @@ class IntentState(enum.StrEnum):
     UNKNOWN = "unknown"  # sent, but no answer: check the list before trying again
 
 
-class WithdrawalIntent(db.Model):
+class WithdrawalIntent(Model):
     """One reviewed withdrawal form: the server-side guarantee of exactly one upstream request.
 
     `key` is the unguessable reference in the review page's URL. Confirming moves the state from
@@ -280,7 +282,7 @@ class IntentKind(enum.StrEnum):
     OPERATION = "operation"
 
 
-class FormIntent(db.Model):
+class FormIntent(Model):
     """One sending of a form that moves money, under the one-time key the form carried.
 
     The form page carries a fresh random `key`; the POST claims it by inserting this row (or by
@@ -307,7 +309,7 @@ class FormIntent(db.Model):
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
 
 
-class CrossExchangeReference(db.Model):
+class CrossExchangeReference(Model):
     """A cross exchange created through the portal: the API has no list, so the portal keeps ids."""
 
     __tablename__ = "cross_exchange_references"
@@ -326,7 +328,7 @@ class CrossExchangeReference(db.Model):
     user: Mapped[User | None] = relationship()
 
 
-class AuditEvent(db.Model):
+class AuditEvent(Model):
     """One state-changing action, as `portal.audit.record` wrote it; never changed afterwards.
 
     `user_email` keeps who it was after the user is removed; `merchant_id` is null only for a

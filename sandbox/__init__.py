@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from flask import Flask, Response, request
+from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from . import api, control, db, payment_page, treasury
@@ -16,7 +17,7 @@ from .faults import VERSIONED_PATH, FaultInjector
 from .seed import seed as seed_database
 
 OPENAPI_DOCUMENT = Path(__file__).with_name("openapi.json")
-_ROUTING_MESSAGES = {404: "Not found", 405: "Method not allowed"}
+_ROUTING_MESSAGES: dict[int | None, str] = {404: "Not found", 405: "Method not allowed"}
 
 
 def create_app(
@@ -36,6 +37,7 @@ def create_app(
         OPERATION_TTL_MINUTES=operation_ttl_minutes,
         MAX_CONTENT_LENGTH=1024 * 1024,
     )
+    assert isinstance(app.json, DefaultJSONProvider)  # Flask's own, which has the setting
     app.json.sort_keys = False
     _prepare_database(database, seed, random_seed, operation_ttl_minutes)
 
@@ -51,7 +53,7 @@ def create_app(
 
     injector = FaultInjector(app.wsgi_app)
     app.extensions["fault_injector"] = injector
-    app.wsgi_app = injector
+    app.wsgi_app = injector  # type: ignore[method-assign]  # Flask's way to add middleware
     return app
 
 

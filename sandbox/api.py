@@ -6,6 +6,8 @@ Views stay thin: check the body or query, apply the rule in `payments` or `treas
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from flask import Blueprint, Response, current_app, request
 
 from . import db, payments, records, treasury
@@ -60,7 +62,7 @@ def _data(record: object, status: int = 200) -> tuple[dict, int]:
     return {"data": record}, status
 
 
-def _rates_response(rates: dict[str, object]) -> Response:
+def _rates_response(rates: dict[str, Decimal]) -> Response:
     """Rates are JSON numbers (section 2.5), written from Decimals without a float in between."""
     body = ", ".join(f'"{pair}": {format(rate.normalize(), "f")}' for pair, rate in rates.items())
     return Response("{" + body + "}", mimetype="application/json")
@@ -131,6 +133,7 @@ def link_transactions(operation_id: str):
     check = BodyCheck(json_body())
     ids = check.id_list("tx_id")
     check.done()
+    assert ids is not None  # done() refused the body otherwise
     payments.link_transactions(row["id"], ids)
     return _data(records.operation_by_id(operation_id))
 
@@ -142,6 +145,7 @@ def reject_transactions(operation_id: str):
     ids = check.id_list("tx_id")
     reason = check.text("reason")
     check.done()
+    assert ids is not None and reason is not None  # done() refused the body otherwise
     payments.reject_transactions(row["id"], ids, reason)
     return _data(records.operation_by_id(operation_id))
 

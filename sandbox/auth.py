@@ -15,4 +15,6 @@ def bearer_token() -> str:
 
 def same_secret(given: str, expected: str | None) -> bool:
     """Constant-time comparison; an unset credential matches nothing."""
-    return bool(expected) and hmac.compare_digest(given.encode(), expected.encode())
+    if not expected:
+        return False
+    return hmac.compare_digest(given.encode(), expected.encode())

@@ -58,6 +58,7 @@ def receive_transaction(operation_id: str):
     if status not in ("confirmed", "undefined"):
         check.fail("status", "The status must be confirmed or undefined.")
     check.done()
+    assert amount is not None  # done() refused the body otherwise
     status_code = TX_CONFIRMED if status == "confirmed" else TX_UNDEFINED
     tx = payments.receive_transaction(operation["id"], to_units(amount), tx_id, status_code)
     row = records.find("transactions", str(tx), TRANSACTION_NOT_FOUND)

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from flask import current_app, g
 
@@ -228,11 +229,17 @@ def write() -> Iterator[sqlite3.Connection]:
         connection.execute("COMMIT")
 
 
+def inserted_id(cursor: sqlite3.Cursor) -> int:
+    """The id of the row the cursor's INSERT added (typed as possibly None by sqlite3)."""
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
+
+
 def flags() -> dict[str, object]:
     rows = get().execute("SELECT name, value FROM flags").fetchall()
     return {**DEFAULT_FLAGS, **{row["name"]: json.loads(row["value"]) for row in rows}}
 
 
-def flag(name: str) -> object:
+def flag(name: str) -> Any:  # a JSON value: its type is the flag's own
     row = get().execute("SELECT value FROM flags WHERE name = ?", (name,)).fetchone()
     return json.loads(row["value"]) if row else DEFAULT_FLAGS[name]

@@ -71,7 +71,7 @@ def create_operation(
                 db.later_text(minutes=ttl),
             ),
         )
-        return cursor.lastrowid
+        return db.inserted_id(cursor)
 
 
 def confirmed_units(connection: sqlite3.Connection, operation_id: int) -> int:
@@ -121,7 +121,7 @@ def receive_transaction(
             paid = _refresh_amount_paid(connection, operation_id, now)
             if paid >= amount_due_units(operation):
                 _set_status(connection, operation_id, CONFIRMED, now)
-        return cursor.lastrowid
+        return db.inserted_id(cursor)
 
 
 def _own_transactions(

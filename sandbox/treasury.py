@@ -103,7 +103,7 @@ def withdraw(amount: Decimal, wallet_currency: str, address: str) -> int:
             ),
         )
         _move(connection, wallet_currency, -to_units(amount + fee))
-        return cursor.lastrowid
+        return db.inserted_id(cursor)
 
 
 def _voucher_code() -> str:
@@ -131,7 +131,7 @@ def create_voucher(amount: Decimal, currency: str) -> int:
             ),
         )
         _move(connection, currency, -to_units(amount))
-        return cursor.lastrowid
+        return db.inserted_id(cursor)
 
 
 def _redeemable(voucher: sqlite3.Row | None) -> bool:
@@ -178,6 +178,7 @@ def _quote(
     """Sell amount, buy amount, rate and fee (in the sell currency) of an exchange."""
     rate = exchange_rate(sell, buy)
     if sell_amount is None:
+        assert buy_amount is not None  # the body check asks for one of the two
         net = buy_amount / rate
         sell_amount = quantize(net / (1 - EXCHANGE_FEE_RATE), ROUND_CEILING)
     else:
@@ -216,6 +217,7 @@ def create_exchange(
         sell_amount, buy_amount, rate, fee = _quote(sell, buy, sell_amount, buy_amount)
         _check_exchange(connection, sell, buy, sell_amount)
         wallet = _wallet(connection, sell)
+        assert wallet is not None  # _check_exchange refused a missing wallet
         if sell_amount < CURRENCIES[sell].exchange_minimum or buy_amount <= 0:
             raise ApiError(25, message="Exchange not created: the amount is below the minimum")
         if wallet["balance"] < to_units(sell_amount):
@@ -237,7 +239,7 @@ def create_exchange(
         )
         _move(connection, sell, -to_units(sell_amount))
         _move(connection, buy, to_units(buy_amount))
-        return cursor.lastrowid
+        return db.inserted_id(cursor)
 
 
 def create_cross_exchange(
@@ -302,7 +304,7 @@ def create_cross_exchange(
             "UPDATE operations SET order_id = ? WHERE id = ?",
             (f"cross-exchange-{cursor.lastrowid}", operation),
         )
-        return cursor.lastrowid
+        return db.inserted_id(cursor)
 
 
 def cancel_cross_exchange(cross_exchange_id: int) -> None:

@@ -100,8 +100,9 @@ class BodyCheck:
 
     def address(self, field: str, currency: str | None) -> str | None:
         value = self.text(field, max_length=128)
-        shape_known = currency is not None and CURRENCIES[currency].crypto
-        if value is not None and shape_known and not is_valid_address(currency, value):
+        if value is None or currency is None or not CURRENCIES[currency].crypto:
+            return value
+        if not is_valid_address(currency, value):
             self.fail(field, f"The {field} is not a valid {currency} address.")
             return None
         return value

@@ -91,8 +91,10 @@ def two_factor() -> PageAnswer:
     secret = second_factor.setup_secret()
     status = 422 if form.is_submitted() else 200
     if form.validate_on_submit():
-        status = passwords.refusal_on(form.password, user, purpose="enrolment")
-        if not status:
+        refused = passwords.refusal_on(form.password, user, purpose="enrolment")
+        if refused:
+            status = refused
+        else:
             try:
                 codes = second_factor.enable(user, secret, form.code.data)
             except second_factor.CodeRefused as refusal:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 from urllib.parse import quote
 
 import requests
@@ -28,6 +28,7 @@ from portal.api.paging import read_pages
 from portal.api.records import (
     CrossExchange,
     Exchange,
+    Identified,
     Operation,
     Page,
     Rates,
@@ -40,9 +41,14 @@ from portal.api.records import (
 from portal.api.session import make_session
 from portal.api.wire import encode_amount, encode_query, parse_json
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
+T = TypeVar("T", bound="DataclassInstance")
+R = TypeVar("R")
+Record = TypeVar("Record", bound=Identified)
 Amount = Decimal | int | str
 
 ENVIRONMENT_PREFIXES = {"sandbox": "/sandbox/v1", "production": "/v1"}
@@ -85,6 +91,15 @@ def mask_token(token: str | None) -> str | None:
     if token is None:
         return None
     return "••••" + token[-4:] if len(token) >= 12 else "••••"
+
+
+class _Options(TypedDict, total=False):
+    """What `_call` passes on to `_send`, besides the method and path."""
+
+    params: dict[str, str] | None
+    body: dict[str, Any] | None
+    not_found: int
+    company: bool
 
 
 class _Bearer(AuthBase):
@@ -156,7 +171,7 @@ class MerchantApiClient:
 
     def ping(self) -> None:
         """Check the API answers and accepts the token; any 2xx is fine."""
-        self._call("GET", "/ping")
+        self._send("GET", "/ping")
 
     def get_rates(self) -> Rates:
         return self._call("GET", "/rates", parse=parse_rates)
@@ -203,7 +218,7 @@ class MerchantApiClient:
 
     def cancel_operation(self, operation_id: str) -> None:
         """Cancel a new operation (204; a 200 with a body is accepted too)."""
-        self._call(
+        self._send(
             "PUT",
             f"/operations/{_segment(operation_id)}/cancel",
             body=None,
@@ -353,18 +368,17 @@ class MerchantApiClient:
             "GET", path, params=params, parse=partial(parse_page, kind), company=company
         )
 
-    def _call(
+    def _send(
         self,
         method: str,
         path: str,
         *,
         params: dict[str, str] | None = None,
         body: dict[str, Any] | None = None,
-        parse: Callable[[object], Any] | None = None,
         not_found: int = 0,
         company: bool = False,
-    ) -> Any:
-        """Send one request and return `parse(json body)`; without `parse` the body is ignored.
+    ) -> requests.Response:
+        """Send one request; its response when the API answered 2xx, an `ApiError` otherwise.
 
         A bodiless POST or PUT still carries `Content-Type: application/json`.
         """
@@ -394,8 +408,13 @@ class MerchantApiClient:
             )
             self._log_error(method, path, error)
             raise error
-        if parse is None:
-            return None
+        return response
+
+    def _call(
+        self, method: str, path: str, *, parse: Callable[[object], R], **options: Unpack[_Options]
+    ) -> R:
+        """Send one request (see `_send`) and return `parse(json body)`."""
+        response = self._send(method, path, **options)
         try:
             payload = parse_json(response.content) if response.content.strip() else None
             return parse(payload)
@@ -444,7 +463,7 @@ class MerchantApiClient:
         return text
 
 
-def _every(list_page: Callable[..., Page[T]], filters: dict[str, Any]) -> Iterator[T]:
+def _every(list_page: Callable[..., Page[Record]], filters: dict[str, Any]) -> Iterator[Record]:
     """Every record of a list, at the largest page size, the next pages read ahead.
 
     A record that moves to a later page while the pages are read (newest first, and new records
@@ -454,12 +473,12 @@ def _every(list_page: Callable[..., Page[T]], filters: dict[str, Any]) -> Iterat
         raise TypeError("iterators read every page; `page` is not a filter for them")
     pages = read_pages(partial(list_page, **{"per_page": MAX_PER_PAGE, **filters}))
 
-    def records() -> Iterator[T]:
+    def records() -> Iterator[Record]:
         seen: set[str] = set()
         for page in pages:
             for record in page.items:
-                if record.id not in seen:  # type: ignore[attr-defined]
-                    seen.add(record.id)  # type: ignore[attr-defined]
+                if record.id not in seen:
+                    seen.add(record.id)
                     yield record
 
     return records()

@@ -145,7 +145,7 @@ def error_from_answer(http_status: int, raw: str, not_found_code: int = 0) -> Ap
     )
 
 
-def _error_body(raw: str) -> dict:
+def _error_body(raw: str) -> dict[str, object]:
     """The error object: top level or nested under `error`; {} for a body that is not one."""
     try:
         body = json.loads(raw)

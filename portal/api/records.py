@@ -14,11 +14,15 @@ from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from portal.api.wire import MalformedAnswer, to_bool, to_datetime, to_decimal, to_int, to_text
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 T = TypeVar("T")
+D = TypeVar("D", bound="DataclassInstance")
 
 # Numeric codes taken by the `status` list filters, with the text the sandbox answers.
 OPERATION_STATUSES = {
@@ -34,6 +38,13 @@ VOUCHER_STATUSES = {0: "new", 1: "successful", 2: "cancelled", 3: "expired"}
 
 Rates = dict[tuple[str, str], Decimal]
 """Price of one unit of the first currency in the second: `rates["BTC", "USD"]`."""
+
+
+class Identified(Protocol):
+    """A record the API names by its `id` (every record here but a page)."""
+
+    @property
+    def id(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -160,7 +171,7 @@ def unwrap(payload: object) -> object:
     return payload
 
 
-def parse_record(kind: type[T], payload: object) -> T:
+def parse_record(kind: type[D], payload: object) -> D:
     """A record of `kind` from a JSON object (wrapped in `data` or not)."""
     obj = unwrap(payload)
     if not isinstance(obj, dict):
@@ -179,7 +190,7 @@ def parse_record(kind: type[T], payload: object) -> T:
     return kind(**values)
 
 
-def parse_page(kind: type[T], payload: object) -> Page[T]:
+def parse_page(kind: type[D], payload: object) -> Page[D]:
     """A list answer: `{data: [...], meta: {...}}`."""
     if not isinstance(payload, dict):
         raise MalformedAnswer("expected a list answer object")
@@ -218,7 +229,9 @@ def parse_rates(payload: object) -> Rates:
 
 
 @functools.cache
-def _readers(kind: type) -> tuple[tuple[str, Callable[[object], object], bool], ...]:
+def _readers(
+    kind: type[DataclassInstance],
+) -> tuple[tuple[str, Callable[[object], object], bool], ...]:
     """(field name, converter, required) of each field, worked out once per record type."""
     hints = typing.get_type_hints(kind)
     return tuple(
@@ -235,12 +248,12 @@ def _converter(hint: Any) -> Callable[[object], object]:
     if origin is tuple:
         item = _converter(typing.get_args(hint)[0])
 
-        def array(raw: object) -> tuple:
+        def array(raw: object) -> tuple[object, ...]:
             if not isinstance(raw, list):
                 raise MalformedAnswer(f"expected an array, got {type(raw).__name__}")
             return tuple(item(element) for element in raw)
 
         return array
-    if is_dataclass(hint):
+    if isinstance(hint, type) and is_dataclass(hint):
         return functools.partial(parse_record, hint)
     return _SCALARS[hint]

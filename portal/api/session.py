@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Self
 from urllib.parse import urlsplit
 
 import requests
@@ -12,6 +12,9 @@ from urllib3 import BaseHTTPResponse
 from urllib3.connectionpool import ConnectionPool
 from urllib3.exceptions import MaxRetryError, ReadTimeoutError
 from urllib3.util.retry import Retry
+
+if TYPE_CHECKING:  # types of requests' stubs only
+    from requests.sessions import _Cert, _Settings, _TextMapping, _Verify
 
 RETRY_STATUSES = (502, 503, 504)
 
@@ -35,6 +38,7 @@ class GetOnlyRetry(Retry):
     ) -> Self:
         retryable = method is not None and method.upper() in (self.allowed_methods or ())
         if error is not None and (not retryable or isinstance(error, ReadTimeoutError)):
+            # urllib3 itself passes the pool it got, None included; its annotation omits None.
             raise MaxRetryError(_pool, url, error) from error  # type: ignore[arg-type]
         return super().increment(method, url, response, error, _pool, _stacktrace)
 
@@ -48,12 +52,17 @@ class PortalSession(requests.Session):
 
     def __init__(self) -> None:
         super().__init__()
-        self._environment: dict[tuple[str, str], dict[str, Any]] = {}
+        self._environment: dict[tuple[str, str], _Settings] = {}
 
     def merge_environment_settings(
-        self, url: str, proxies: Any, stream: Any, verify: Any, cert: Any
-    ) -> dict[str, Any]:
-        if proxies or verify is not None or cert is not None:
+        self,
+        url: str | bytes | None,
+        proxies: _TextMapping | None,
+        stream: bool | None,
+        verify: _Verify | None,
+        cert: _Cert | None,
+    ) -> _Settings:
+        if proxies or verify is not None or cert is not None or not isinstance(url, str):
             return super().merge_environment_settings(url, proxies, stream, verify, cert)
         host = urlsplit(url)[:2]
         if host not in self._environment:

@@ -28,7 +28,7 @@ from flask import current_app, request, session
 from wtforms import Field
 
 from portal import attempts, audit, crypto
-from portal.extensions import db
+from portal.extensions import db, rows_changed
 from portal.models import RecoveryCode, User, utcnow
 
 ISSUER = "Merchant Portal"
@@ -107,7 +107,7 @@ def accepted_step(secret: str, code: str, now: float) -> int | None:
 def _use_step(user: User, step: int) -> bool:
     """Record `step` as used; False when it (or a later one) was used already."""
     unused = sa.or_(User.totp_last_step.is_(None), User.totp_last_step < step)
-    result = db.session.execute(
+    changed = rows_changed(
         sa.update(User)
         .where(User.id == user.id, unused)
         .values(totp_last_step=step)
@@ -115,14 +115,16 @@ def _use_step(user: User, step: int) -> bool:
     )
     db.session.commit()
     db.session.refresh(user)
-    return result.rowcount == 1
+    return changed == 1
 
 
 def rotate_secrets() -> int:
     """Re-encrypt every stored TOTP secret under the newest key; returns how many users."""
     users = db.session.scalars(sa.select(User).where(User.totp_secret_encrypted.is_not(None))).all()
     for user in users:
-        user.totp_secret_encrypted = crypto.rotate(user.totp_secret_encrypted)
+        secret = user.totp_secret_encrypted
+        assert secret is not None  # selected for having one
+        user.totp_secret_encrypted = crypto.rotate(secret)
     db.session.commit()
     return len(users)
 
@@ -151,20 +153,20 @@ def new_recovery_codes(user: User) -> list[str]:
 
 
 def remaining_recovery_codes(user: User) -> int:
-    return db.session.scalar(
+    return db.session.scalars(
         sa.select(sa.func.count()).select_from(RecoveryCode).where(RecoveryCode.user_id == user.id)
-    )
+    ).one()
 
 
 def _use_recovery_code(user: User, code: str) -> bool:
     """Consume the code; True only for the one request whose DELETE removed it."""
-    result = db.session.execute(
+    changed = rows_changed(
         sa.delete(RecoveryCode).where(
             RecoveryCode.user_id == user.id, RecoveryCode.code_hash == _hash(code)
         )
     )
     db.session.commit()
-    return result.rowcount == 1
+    return changed == 1
 
 
 # --- Checking a code -------------------------------------------------------------------------
@@ -254,7 +256,7 @@ def enable(user: User, secret: str, code: str | None) -> list[str]:
     codes. Only now is the secret stored on the user, and only if it is still off (a setup in
     another session may have won meanwhile)."""
     check_code(user, code, purpose="enrolment", secret=secret)
-    turned_on = db.session.execute(
+    turned_on = rows_changed(
         sa.update(User)
         .where(User.id == user.id, User.totp_enabled_at.is_(None))
         .values(totp_secret_encrypted=crypto.encrypt(secret), totp_enabled_at=utcnow())
@@ -262,7 +264,7 @@ def enable(user: User, secret: str, code: str | None) -> list[str]:
     )
     db.session.commit()
     db.session.refresh(user)
-    if turned_on.rowcount != 1:
+    if turned_on != 1:
         raise CodeRefused(ALREADY_ON, status=409)
     session.pop(SETUP, None)
     codes = new_recovery_codes(user)

@@ -113,8 +113,10 @@ def show(token: str) -> Response:
 def pay(token: str) -> Response:
     """To the hosted payment page while the payment is open; otherwise back to its result."""
     payment = payment_of(_open(token))
-    target = payment.payment_url if payment.payable else url_for(".show", token=token)
-    return redirect(target, 303)
+    if not payment.payable:
+        return redirect(url_for(".show", token=token), 303)
+    assert payment.payment_url is not None  # payable: the URL is a web address
+    return redirect(payment.payment_url, 303)
 
 
 def _message(kind: str, status: int) -> Response:
@@ -135,7 +137,7 @@ def control_character(error: ControlCharacterRefused) -> Response:
     one; in the query the customer gets their page without it (it reads only a status code)."""
     if error.field is None:
         return _message("not_found", 404)
-    return redirect(url_for(request.endpoint, **request.view_args), 303)
+    return redirect(url_for(request.endpoint or "", **(request.view_args or {})), 303)
 
 
 @bp.errorhandler(429)

@@ -36,7 +36,7 @@ def index() -> Response:
             "fetched_at": datetime.now(UTC),
             "chart": {"width": CHART_WIDTH, "height": CHART_HEIGHT},
         }
-    return render_page("dashboard/index.html", "dashboard/index.html", **context)
+    return render_page("dashboard/index.html", "dashboard/index.html", 200, **context)
 
 
 @bp.route("/healthz")

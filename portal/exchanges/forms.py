@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+from typing import TypedDict
+
 from flask_wtf import FlaskForm
 from wtforms import SubmitField
 from wtforms.validators import Optional
 
 from portal.fields import AmountField, CurrencyField
 from portal.intents.fields import IntentField
+
+
+class ExchangeAmounts(TypedDict):
+    """The pair and the one amount of an exchange, as the client's keyword arguments."""
+
+    sell_currency: str
+    buy_currency: str
+    sell_amount: Decimal | None
+    buy_amount: Decimal | None
 
 
 class ExchangeForm(FlaskForm):
@@ -45,7 +57,7 @@ class ExchangeForm(FlaskForm):
             field.errors for field in deal
         )
 
-    def amounts(self) -> dict[str, object]:
+    def amounts(self) -> ExchangeAmounts:
         """The pair and the one amount, as the client's keyword arguments."""
         return {
             "sell_currency": self.sell_currency.data,

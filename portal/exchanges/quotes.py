@@ -42,4 +42,5 @@ def quote(
             buy_amount = (sell_amount * rate).quantize(STEP, rounding=ROUND_DOWN)
         else:
             sell_amount = (given / rate).quantize(STEP, rounding=ROUND_UP)
+            buy_amount = given
     return Quote(sell_currency, buy_currency, sell_amount, buy_amount, rate)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
 from decimal import Decimal
+from typing import Any
 
 from portal.api.records import Operation, Transaction
 
@@ -71,7 +72,7 @@ class Column:
 
     name: str
     kind: str  # "text", "decimal", "timestamp" or "bool"
-    read: Callable[[object], object]
+    read: Callable[[Any], Any]  # records of every type, read field by field
 
     def header(self, zone: TimeZone) -> str:
         return f"{self.name} ({zone.name})" if self.kind == "timestamp" else self.name

@@ -8,9 +8,10 @@ and no file.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC
+from typing import Any
 
 from flask import Response, request
 from flask_login import current_user
@@ -28,6 +29,7 @@ from portal.exports.csv_rows import (
 )
 from portal.exports.stream import Export, start
 from portal.formatting import user_zone
+from portal.layout import PageAnswer
 from portal.listing import ListFilters, read_filters, render_list
 from portal.operations.forms import OperationFilters
 from portal.services.api import current_api
@@ -65,7 +67,7 @@ TRANSACTIONS = ListExport(
 
 @bp.get("/operations/export.csv")
 @roles(*ALL_ROLES)
-def operations_csv() -> Response:
+def operations_csv() -> PageAnswer:
     """Operations, or with `detail=transactions` one row per transaction of those operations."""
     if request.args.get("detail") == "transactions":
         return _export(
@@ -76,16 +78,16 @@ def operations_csv() -> Response:
 
 @bp.get("/transactions/export.csv")
 @roles(*ALL_ROLES)
-def transactions_csv() -> Response:
+def transactions_csv() -> PageAnswer:
     return _export(TRANSACTIONS, TRANSACTION_COLUMNS)
 
 
 def _export(
     listing: ListExport,
     columns: tuple[Column, ...],
-    rows_of: Callable[[object], object] | None = None,
+    rows_of: Callable[[Any], Iterable[object]] | None = None,
     title: str | None = None,
-) -> Response:
+) -> PageAnswer:
     query = read_filters(listing.filters, request.args)
     if query.filters is None:
         return _list_page(listing)
@@ -114,7 +116,7 @@ def _export(
     return response
 
 
-def _list_page(listing: ListExport) -> Response:
+def _list_page(listing: ListExport) -> PageAnswer:
     """The list page itself, which shows why the filters (or the API) refused them."""
     return render_list(
         listing.filters,

@@ -13,6 +13,7 @@ import csv
 import io
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from portal.api import ApiError
 from portal.api.paging import read_pages
@@ -34,7 +35,7 @@ class Export:
     filters: dict
     columns: tuple[Column, ...]
     zone: TimeZone
-    rows_of: Callable[[object], Iterable[object]] | None = None  # default: the record itself
+    rows_of: Callable[[Any], Iterable[object]] | None = None  # default: the record itself
     byte_order_mark: bool = False
 
     def fetch(self, page: int) -> Page:

@@ -22,8 +22,16 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from portal.api import ApiError, ApiUnavailable
-from portal.extensions import db
-from portal.models import FormIntent, IntentKind, IntentState, Merchant, User, utcnow
+from portal.extensions import db, rows_changed
+from portal.models import (
+    FormIntent,
+    IntentKind,
+    IntentState,
+    Merchant,
+    User,
+    WithdrawalIntent,
+    utcnow,
+)
 
 KEY_BYTES = 24
 PORTAL_FAILURE = "The portal failed while it kept the answer: check before sending again."
@@ -42,16 +50,20 @@ def new_key() -> str:
     return secrets.token_urlsafe(KEY_BYTES)
 
 
-def take_pending(model: type, *criteria: sa.ColumnElement[bool], **values: object) -> bool:
+def take_pending(
+    model: type[FormIntent] | type[WithdrawalIntent],
+    *criteria: sa.ColumnElement[bool],
+    **values: object,
+) -> bool:
     """Move the pending row of `model` that matches `criteria` to sending, within the caller's
     transaction; True only for the one caller whose statement changed it."""
-    result = db.session.execute(
+    changed = rows_changed(
         sa.update(model)
         .where(*criteria, model.state == IntentState.PENDING)
         .values(state=IntentState.SENDING, updated_at=utcnow(), **values)
         .execution_options(synchronize_session=False)
     )
-    return result.rowcount == 1
+    return changed == 1
 
 
 @contextmanager
@@ -146,5 +158,6 @@ def claim(
     else:
         db.session.rollback()
     intent = find(merchant, kind, key)
+    assert intent is not None  # inserted or found by the statements above
     db.session.refresh(intent)
     return intent, won

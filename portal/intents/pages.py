@@ -10,24 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from flask import abort, current_app, flash, redirect, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from portal import audit, intents
-from portal.api import ApiError, ApiUnavailable
+from portal.api import ApiError, ApiUnavailable, Identified
 from portal.errors import api_unavailable, error_page
 from portal.explain import explain, outcome_unknown
 from portal.models import FormIntent, IntentKind, IntentState
 
-
-class Made(Protocol):
-    id: str
-
-
-T = TypeVar("T", bound=Made)
+T = TypeVar("T", bound=Identified)
 
 
 @dataclass(frozen=True)
@@ -88,6 +83,7 @@ def _where_it_stands(spec: OneTimeForm, intent: FormIntent) -> None:
             flash(f"This form was already sent and made {made}; nothing was sent again.", "info")
             abort(redirect(url_for(spec.form_endpoint)))
         flash(f"This form was already sent: here is the {spec.noun} it made.", "info")
+        assert intent.record_id is not None  # a sent intent keeps the id of what it made
         record = spec.record_url(intent.record_id)
         abort(redirect(record))
     if intent.state == IntentState.REFUSED:

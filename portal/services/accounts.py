@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal, overload
+
 import sqlalchemy as sa
 
 from portal.extensions import db
@@ -34,6 +36,10 @@ def find_user(email: str) -> User | None:
     return db.session.scalar(sa.select(User).where(User.email == normalise_email(email)))
 
 
+@overload
+def merchant_named(name: str, *, create: Literal[True]) -> Merchant: ...
+@overload
+def merchant_named(name: str, *, create: bool = False) -> Merchant | None: ...
 def merchant_named(name: str, *, create: bool = False) -> Merchant | None:
     """The merchant with this name; with `create`, a new one when there is none."""
     merchant = db.session.scalar(sa.select(Merchant).where(Merchant.name == name.strip()))

@@ -144,11 +144,10 @@ def credentials_to_check(
     A stored token never goes anywhere else: an owner's session (a stolen cookie will do) could
     otherwise send it to a server of its own and withdraw with it straight through the API.
     """
-    same_place = connection is not None and (connection.base_url, connection.environment) == (
-        typed.base_url,
-        typed.environment,
-    )
-    kept = stored_credentials(connection) if same_place else None
+    kept = None
+    place = (typed.base_url, typed.environment)
+    if connection is not None and (connection.base_url, connection.environment) == place:
+        kept = stored_credentials(connection)
     token = typed.token or (kept.token if kept else "")
     company_token = None
     if not remove_company_token:

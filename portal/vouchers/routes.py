@@ -110,7 +110,7 @@ def new() -> PageAnswer:
     if not form.validate_on_submit():
         page = render_template("vouchers/new.html", form=form)
         return (page, 422) if form.is_submitted() else page
-    amount, currency = form.amount.data, form.currency.data
+    amount, currency = form.amount.entered, form.currency.data
     try:
         refuse_used(VOUCHER, form.intent.data)  # a form sent before needs no new code
         user = current_user._get_current_object()

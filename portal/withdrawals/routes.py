@@ -36,7 +36,7 @@ def new() -> PageAnswer:
         key = intents.create(
             current_user.merchant,
             current_user,
-            form.amount.data,
+            form.amount.entered,
             form.wallet.data,
             form.address.data,
         )
