@@ -155,10 +155,10 @@ def test_iterator_reads_every_page_once(api):
         Answer(200, page_json(records[i : i + 100], page=i // 100 + 1, per_page=100, total=250))
         for i in range(0, 250, 100)
     ]
-    api.answer("GET", "/v1/transactions", *pages)
+    api.answer_pages("GET", "/v1/transactions", *pages)
     ids = [t.id for t in api.client().iter_transactions(linked=False)]
     assert ids == [str(n) for n in range(1, 251)]
-    queries = [r.query for r in api.received]
+    queries = sorted((r.query for r in api.received), key=lambda query: query["page"])
     assert queries == [{"linked": "0", "per_page": "100", "page": str(n)} for n in (1, 2, 3)]
 
 

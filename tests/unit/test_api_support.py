@@ -50,10 +50,12 @@ class Received:
 
 @dataclass
 class FakeApi:
-    """Answers `(method, path)` with its canned answers in order, the last one repeating."""
+    """Answers `(method, path)` with its canned answers in order, the last one repeating, or
+    (`answer_pages`) page N of a list whatever order the pages are asked in."""
 
     received: list[Received] = field(default_factory=list)
     routes: dict[tuple[str, str], list[Answer]] = field(default_factory=dict)
+    pages: dict[tuple[str, str], list[Answer]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -79,6 +81,10 @@ class FakeApi:
     def answer(self, method: str, path: str, *answers: Answer) -> None:
         self.routes[method, path] = list(answers)
 
+    def answer_pages(self, method: str, path: str, *pages: Answer) -> None:
+        """Answer `?page=N` with the Nth of `pages`: clients read pages ahead, concurrently."""
+        self.pages[method, path] = list(pages)
+
     def count(self, method: str, path: str) -> int:
         with self._lock:
             return sum(1 for r in self.received if (r.method, r.path) == (method, path))
@@ -100,6 +106,9 @@ class FakeApi:
     def next_answer(self, request: Received) -> Answer:
         with self._lock:
             self.received.append(request)
+            pages = self.pages.get((request.method, request.path))
+            if pages:
+                return pages[int(request.query.get("page", "1")) - 1]
             answers = self.routes.get((request.method, request.path))
             if not answers:
                 return Answer(404, {"code": 0, "message": "Not found"})
