@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import sqlalchemy as sa
+from flask import current_app
 from flask_login import UserMixin
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 from werkzeug.security import check_password_hash, generate_password_hash
@@ -126,7 +127,9 @@ class User(UserMixin, Model):
     session_key: str | None = None
 
     def set_password(self, password: str) -> None:
-        self.password_hash = generate_password_hash(password)
+        """Hashed by PASSWORD_HASH_METHOD; each hash names its method, so any still checks."""
+        method = current_app.config["PASSWORD_HASH_METHOD"]
+        self.password_hash = generate_password_hash(password, method=method)
 
     def check_password(self, password: str) -> bool:
         return check_password_hash(self.password_hash, password)

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-import sqlalchemy as sa
 from cryptography.fernet import Fernet
 
+from tests.support.databases import TEST_PASSWORD_HASH_METHOD, migrated, postgres_schema
+from tests.support.forms import PASSWORD
 from tests.support.sandbox_server import SandboxServer, run_sandbox
 
 
@@ -32,10 +31,8 @@ def sandbox(tmp_path) -> SandboxServer:
 
 
 # --- The portal ------------------------------------------------------------------------------
-# An application per test on its own SQLite file (or PostgreSQL schema), built by the migrations.
-
-PASSWORD = "correct horse battery staple"
-CSRF_FIELD = re.compile(r'name="csrf_token"[^>]*?value="([^"]+)"')
+# An application per test on its own SQLite file (a copy of one the migrations made for this
+# worker), or on a PostgreSQL schema of its own that the migrations make.
 
 
 @pytest.fixture
@@ -46,20 +43,17 @@ def portal_config(tmp_path) -> dict:
         "SECRET_KEY": "test-secret-key",
         "TOKEN_KEYS": Fernet.generate_key().decode(),
         "DATABASE_URL": f"sqlite:///{tmp_path / 'portal.sqlite3'}",
+        "PASSWORD_HASH_METHOD": TEST_PASSWORD_HASH_METHOD,
     }
 
 
 @pytest.fixture
 def app(portal_config):
     """The portal with its schema made by the migrations."""
-    import flask_migrate
-
     from portal import create_app
     from portal.extensions import db
 
-    application = create_app(portal_config)
-    with application.app_context():
-        flask_migrate.upgrade()
+    application = migrated(create_app(portal_config))
     yield application
     with application.app_context():
         db.engine.dispose()
@@ -101,37 +95,6 @@ def accounts(app) -> Accounts:
         other = service.merchant_named("Other", create=True)
         service.add_user(other, made.other_owner, Role.OWNER, PASSWORD)
     return made
-
-
-def csrf_token(client, path: str = "/login") -> str:
-    """The CSRF token of the form on `path`, as a browser would have it ("" when CSRF is off)."""
-    match = CSRF_FIELD.search(client.get(path).get_data(as_text=True))
-    return match.group(1) if match else ""
-
-
-def sign_in(client, email: str, password: str = PASSWORD, **extra: str):
-    """Sign in through the form; returns the response of the POST."""
-    data = {"email": email, "password": password, "csrf_token": csrf_token(client), **extra}
-    return client.post("/login", data=data)
-
-
-@contextlib.contextmanager
-def postgres_schema() -> Iterator[str]:
-    """A fresh schema in PORTAL_TEST_DATABASE_URL, as a URL whose search path is that schema."""
-    base = os.environ.get("PORTAL_TEST_DATABASE_URL")
-    if not base:
-        pytest.skip("PORTAL_TEST_DATABASE_URL is not set: PostgreSQL tests skipped")
-    schema = f"portal_test_{uuid.uuid4().hex[:12]}"
-    engine = sa.create_engine(base)
-    with engine.begin() as connection:
-        connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    separator = "&" if "?" in base else "?"
-    try:
-        yield f"{base}{separator}options=-csearch_path%3D{schema}"
-    finally:
-        with engine.begin() as connection:
-            connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-        engine.dispose()
 
 
 @pytest.fixture

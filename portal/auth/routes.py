@@ -10,6 +10,7 @@ session, with a new key. Until then the session opens nothing but the code page.
 
 from __future__ import annotations
 
+import functools
 import time
 
 from flask import current_app, flash, redirect, render_template, request, session, url_for
@@ -29,8 +30,6 @@ from portal.models import User
 from portal.security import safe_next
 from portal.services.accounts import find_user
 
-# Checked when the email is unknown, so that both answers take as long.
-_UNKNOWN_USER_HASH = generate_password_hash("not a password of anyone")
 INCORRECT = "The email or password is incorrect."
 # The session key of a sign-in waiting for its code, and how long it waits.
 PENDING = "two_factor_pending"
@@ -54,7 +53,9 @@ def login() -> Response | tuple[str, int] | str:
         return render_template("auth/login.html", form=form, error=THROTTLED), 429
     user = find_user(form.email.data)
     if user is None:
-        check_password_hash(_UNKNOWN_USER_HASH, form.password.data)
+        check_password_hash(
+            _unknown_user_hash(current_app.config["PASSWORD_HASH_METHOD"]), form.password.data
+        )
     elif user.check_password(form.password.data):
         attempt.give_back()
         next_url = safe_next(form.next.data) or url_for("dashboard.index")
@@ -66,6 +67,12 @@ def login() -> Response | tuple[str, int] | str:
     audit.record("sign_in", parameters={"email": form.email.data}, error=INCORRECT, user=user)
     current_app.logger.info("Failed sign-in from %s", request.remote_addr)
     return render_template("auth/login.html", form=form, error=INCORRECT), 401
+
+
+@functools.cache
+def _unknown_user_hash(method: str) -> str:
+    """Checked when the email is unknown, so that both answers take as long."""
+    return generate_password_hash("not a password of anyone", method=method)
 
 
 def _signed_in(user: User, next_url: str, parameters: dict[str, str]) -> Response:

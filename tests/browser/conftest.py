@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.conftest import PASSWORD
+from tests.support.forms import PASSWORD
 from tests.support.portal_server import PortalServer, run_portal
 from tests.support.sandbox_server import ROOT, SandboxServer, run_sandbox
 

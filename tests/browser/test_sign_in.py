@@ -8,7 +8,7 @@ import uuid
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import PortalServer, assert_accessible, sign_in_as
-from tests.conftest import PASSWORD
+from tests.support.forms import PASSWORD
 
 
 def test_wrong_password_says_so(page: Page) -> None:

@@ -7,7 +7,7 @@ import csv
 import io
 from datetime import date, timedelta
 
-from tests.conftest import sign_in
+from tests.support.forms import sign_in
 from tests.support.money import post, signed_in, text
 
 

@@ -21,7 +21,7 @@ from wtforms import DateField, Field, IntegerField, SelectField, SelectMultipleF
 
 from portal.fields import AmountField
 from portal.listing import BoundField
-from tests.conftest import postgres_schema
+from tests.support.databases import postgres_schema
 from tests.support.htmx import HTMX
 from tests.support.money import signed_in
 from tests.support.portal_app import connected_portal, email

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import requests
 
-from tests.conftest import sign_in
+from tests.support.forms import sign_in
 from tests.support.money import connect
 
 FODS = {

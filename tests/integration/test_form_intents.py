@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from tests.conftest import csrf_token
+from tests.support.forms import csrf_token
 from tests.support.money import (
     CROSS_EXCHANGE,
     connect,

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
-from tests.conftest import PASSWORD, csrf_token
+from tests.support.databases import TEST_PASSWORD_HASH_METHOD, migrated
+from tests.support.forms import PASSWORD, csrf_token
 from tests.support.money import signed_in
 from tests.support.sandbox_server import ROOT, SandboxServer
 
@@ -38,19 +39,17 @@ def _portal(folder: Path, keys: str):
             "SECRET_KEY": SECRET_KEY,
             "TOKEN_KEYS": keys,
             "DATABASE_URL": f"sqlite:///{folder / 'portal.sqlite3'}",
+            "PASSWORD_HASH_METHOD": TEST_PASSWORD_HASH_METHOD,
         }
     )
 
 
 def _set_up(app, sandbox: SandboxServer) -> None:
     """Users of Acme, then the owner connects the API (both tokens) at /settings/api."""
-    import flask_migrate
-
     from portal.models import Role
     from portal.services import accounts
 
-    with app.app_context():
-        flask_migrate.upgrade()
+    with migrated(app).app_context():
         acme = accounts.merchant_named("Acme", create=True)
         accounts.add_user(acme, OWNER, Role.OWNER, PASSWORD)
         accounts.add_user(acme, ACCOUNTANT, Role.ACCOUNTANT, PASSWORD)

@@ -13,8 +13,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.conftest import sign_in
 from tests.support.checkout import new_checkout
+from tests.support.forms import sign_in
 from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import free_port
 

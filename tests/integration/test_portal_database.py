@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from tests.conftest import sign_in
+from tests.support.forms import sign_in
 
 TABLES = {"alembic_version", "merchants", "users", "user_sessions", "api_connections"}
 

@@ -8,7 +8,7 @@ import re
 import pytest
 import requests
 
-from tests.conftest import CSRF_FIELD, csrf_token, sign_in
+from tests.support.forms import CSRF_FIELD, csrf_token, sign_in
 from tests.support.portal_app import email
 from tests.support.portal_server import run_portal
 from tests.support.sandbox_server import free_port, run_sandbox

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import csrf_token
+from tests.support.forms import csrf_token
 from tests.support.money import connect, race, review_withdrawal, signed_in
 from tests.support.sandbox_server import run_sandbox
 

@@ -15,8 +15,8 @@ import pytest
 from flask import Flask
 
 from portal.api import MerchantApiClient
-from tests.conftest import PASSWORD
 from tests.security.attack import HOSTILE, HOSTILE_EMAIL, XSS
+from tests.support.forms import PASSWORD
 from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, connect, post, signed_in, submit
 from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import SandboxServer, run_sandbox
@@ -134,33 +134,17 @@ def _hostile_portal_records(world: World) -> None:
         )
 
 
-def _cheap_hash(password: str) -> str:
-    from werkzeug.security import generate_password_hash
-
-    return generate_password_hash(password, method="pbkdf2:sha256:1000")
-
-
 @pytest.fixture(scope="session")
 def world(tmp_path_factory) -> World:
     """The hostile world of this worker (see the module docstring)."""
-    from portal import models
-    from portal.extensions import db
     from portal.models import Role
     from portal.services import accounts
 
     folder = tmp_path_factory.mktemp("security")
     with (
-        pytest.MonkeyPatch.context() as patch,
         run_sandbox(folder / "sandbox.db") as sandbox,
         connected_portal(folder, sandbox) as app,
     ):
-        # Passwords are not what this world tests: hashes that take a millisecond to check,
-        # so that the many sign-ins stay cheap (the hash method travels with each hash).
-        patch.setattr(models, "generate_password_hash", _cheap_hash)
-        with app.app_context():
-            for role in ("owner", "operator", "accountant"):
-                accounts.find_user(email(role)).set_password(PASSWORD)
-            db.session.commit()
         connect(app, sandbox)  # with the company token too
         with app.app_context():
             other = accounts.merchant_named("Other", create=True)

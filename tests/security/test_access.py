@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import csrf_token, sign_in
 from tests.security.attack import HOSTILE_EMAIL, XSS, snapshot, url_of
+from tests.support.forms import csrf_token, sign_in
 from tests.support.money import connect
 from tests.support.sandbox_server import run_sandbox
 
@@ -144,7 +144,7 @@ def test_a_password_change_is_always_ones_own(world, unique):
     """Naming another user in the form changes nobody else's password (nor ends their sessions)."""
     from portal.models import Role
     from portal.services import accounts
-    from tests.conftest import PASSWORD
+    from tests.support.forms import PASSWORD
     from tests.support.money import post, signed_in
 
     address, new = f"own-{unique}@acme.test", "a new password of mine"

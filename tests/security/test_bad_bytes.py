@@ -12,8 +12,8 @@ import pytest
 import sqlalchemy as sa
 
 from portal.access import public
-from tests.conftest import PASSWORD, csrf_token
 from tests.security.attack import header_problems
+from tests.support.forms import PASSWORD, csrf_token
 from tests.support.money import signed_in
 
 CONTROL_CHARACTERS = ["\x00", "\x01", "\x1b", "\x7f", "\x85"]

@@ -17,8 +17,8 @@ from decimal import Decimal
 import pyotp
 import pytest
 
-from tests.conftest import PASSWORD, csrf_token
 from tests.security.attack import STATE_CHANGING, snapshot
+from tests.support.forms import PASSWORD, csrf_token
 from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, ETH_ADDRESS, intent_key
 from tests.support.money import signed_in as signed_in_client
 from tests.support.two_factor import SETUP_KEY

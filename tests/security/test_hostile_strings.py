@@ -149,7 +149,7 @@ def test_audit_export_neutralises_hostile_input(world, unique):
     The owner adds a user whose email starts with `=`; that user's sign-in is an event whose
     User cell starts with it.
     """
-    from tests.conftest import PASSWORD
+    from tests.support.forms import PASSWORD
     from tests.support.money import signed_in
 
     owner = world.client("owner")

@@ -15,7 +15,7 @@ import time
 import pyotp
 import pytest
 
-from tests.conftest import PASSWORD
+from tests.support.forms import PASSWORD
 from tests.support.portal_server import serve_in_thread
 from tests.support.two_factor import SETUP_KEY, enable_for
 from tests.support.visitor import Visitor

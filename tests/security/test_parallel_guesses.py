@@ -12,7 +12,7 @@ import sqlite3
 
 import pyotp
 
-from tests.conftest import PASSWORD
+from tests.support.forms import PASSWORD
 from tests.support.portal_app import email
 from tests.support.portal_server import run_portal, serve_in_thread
 from tests.support.two_factor import SETUP_KEY, enable_for, wrong_code

@@ -11,8 +11,8 @@ from urllib.parse import quote, unquote
 
 import pytest
 
-from tests.conftest import PASSWORD, csrf_token
 from tests.security.attack import stays_on_portal
+from tests.support.forms import PASSWORD, csrf_token
 
 PORTAL_PACKAGE = Path(__file__).resolve().parents[2] / "portal"
 

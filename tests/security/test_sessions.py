@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import csrf_token, sign_in
+from tests.support.forms import csrf_token, sign_in
 from tests.support.htmx import HTMX
 
 COOKIE = "portal_session"

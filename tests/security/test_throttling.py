@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from tests.conftest import PASSWORD, csrf_token
 from tests.security.attack import header_problems
+from tests.support.forms import PASSWORD, csrf_token
 
 ACCOUNT_LIMIT = 3
 ADDRESS_LIMIT = 5

@@ -9,7 +9,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 
-from tests.conftest import csrf_token, sign_in
+from tests.support.forms import csrf_token, sign_in
 from tests.support.sandbox_server import SandboxServer
 
 INTENT_FIELD = re.compile(r'name="intent"[^>]*?value="([^"]+)"')

@@ -9,7 +9,8 @@ from pathlib import Path
 from cryptography.fernet import Fernet
 from flask import Flask
 
-from tests.conftest import PASSWORD
+from tests.support.databases import TEST_PASSWORD_HASH_METHOD, migrated
+from tests.support.forms import PASSWORD
 from tests.support.sandbox_server import SandboxServer
 
 MERCHANT = "Acme"
@@ -23,25 +24,25 @@ def email(role: str) -> str:
 @contextmanager
 def connected_portal(folder: Path, sandbox: SandboxServer, **config: object) -> Iterator[Flask]:
     """The portal on its own SQLite file, one user per role, connected to `sandbox`."""
-    import flask_migrate
-
     from portal import create_app
     from portal.extensions import db
     from portal.models import Environment, Role
     from portal.services import accounts
     from portal.services.api import Credentials, connect
 
-    app = create_app(
-        {
-            "TESTING": True,
-            "SECRET_KEY": "integration-secret",
-            "TOKEN_KEYS": Fernet.generate_key().decode(),
-            "DATABASE_URL": f"sqlite:///{folder / 'portal.sqlite3'}",
-            **config,
-        }
+    app = migrated(
+        create_app(
+            {
+                "TESTING": True,
+                "SECRET_KEY": "integration-secret",
+                "TOKEN_KEYS": Fernet.generate_key().decode(),
+                "DATABASE_URL": f"sqlite:///{folder / 'portal.sqlite3'}",
+                "PASSWORD_HASH_METHOD": TEST_PASSWORD_HASH_METHOD,
+                **config,
+            }
+        )
     )
     with app.app_context():
-        flask_migrate.upgrade()
         merchant = accounts.merchant_named(MERCHANT, create=True)
         for role in ROLES:
             accounts.add_user(merchant, email(role), Role(role), PASSWORD)

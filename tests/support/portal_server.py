@@ -1,4 +1,4 @@
-"""Run the portal as a real server process (`flask run`) on a fresh database, set up by its CLI."""
+"""Run the portal as a real server process (`flask run` or gunicorn) on a fresh database."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ import requests
 from cryptography.fernet import Fernet
 from flask import Flask
 
-from tests.conftest import CSRF_FIELD, PASSWORD
-from tests.support.portal_app import MERCHANT, ROLES, email
+from tests.support.databases import TEST_PASSWORD_HASH_METHOD
+from tests.support.forms import CSRF_FIELD, PASSWORD
+from tests.support.portal_app import MERCHANT, connected_portal
 from tests.support.sandbox_server import ROOT, SandboxServer, free_port
 
 
@@ -118,12 +119,14 @@ def run_portal(
     workers: int = 1,
     env: dict[str, str] | None = None,
 ) -> Iterator[PortalServer]:
-    """The portal on a fresh database in `instance`, one user per role of Acme, connected.
+    """The portal on a fresh database in `instance`, one user per role of Acme, connected (set
+    up in this process, as `connected_portal` does; `PortalServer.cli` adds more).
 
     Served by `flask run`, or with `gunicorn=True` by `workers` gunicorn workers as in production;
     `env` adds `PORTAL_*` variables.
     """
     port = free_port()
+    token_keys = Fernet.generate_key().decode()
     env = {
         **os.environ,
         **(env or {}),
@@ -131,13 +134,12 @@ def run_portal(
         "PORTAL_INSTANCE_PATH": str(instance),
         "PORTAL_DATABASE_URL": f"sqlite:///{instance / 'portal.sqlite3'}",
         "PORTAL_SECRET_KEY": "test-server-secret",
-        "PORTAL_TOKEN_KEYS": Fernet.generate_key().decode(),
+        "PORTAL_TOKEN_KEYS": token_keys,
+        "PORTAL_PASSWORD_HASH_METHOD": TEST_PASSWORD_HASH_METHOD,
     }
     server = PortalServer(f"http://127.0.0.1:{port}", env, sandbox)
-    server.cli("db", "upgrade")
-    for role in ROLES:
-        server.add_user(email(role), role)
-    server.connect()
+    with connected_portal(instance, sandbox, TOKEN_KEYS=token_keys):
+        pass
     if gunicorn:
         command = [
             sys.executable, "-m", "gunicorn", "--workers", str(workers),

@@ -11,7 +11,7 @@ import time
 
 import pyotp
 
-from tests.conftest import PASSWORD, csrf_token
+from tests.support.forms import PASSWORD, csrf_token
 
 STEP = 30
 SETUP_KEY = re.compile(r'id="setup-key">([A-Z2-7 ]+)<')

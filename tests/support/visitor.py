@@ -9,7 +9,7 @@ from threading import Barrier
 
 import requests
 
-from tests.conftest import CSRF_FIELD, PASSWORD
+from tests.support.forms import CSRF_FIELD, PASSWORD
 
 TIMEOUT = 60
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import sign_in
+from tests.support.forms import sign_in
 
 PUBLIC = "public"
 ALL_ROLES = frozenset({"owner", "operator", "accountant"})

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.conftest import PASSWORD, csrf_token, sign_in
+from tests.support.forms import PASSWORD, csrf_token, sign_in
 
 
 def test_wrong_password_and_unknown_email_say_the_same(client, accounts):

@@ -14,7 +14,7 @@ from portal.checkout.outcomes import OUTCOMES, SUCCESS, UNKNOWN, outcome_key
 from portal.checkout.payments import Payment, State, state_of
 from portal.checkout.shop import is_web_url
 from portal.i18n import preferred_locale
-from tests.conftest import csrf_token, sign_in
+from tests.support.forms import csrf_token, sign_in
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from cryptography.fernet import Fernet
 
-from tests.conftest import PASSWORD
+from tests.support.forms import PASSWORD
 
 
 def test_create_user_creates_the_merchant(runner, client):
@@ -15,7 +15,7 @@ def test_create_user_creates_the_merchant(runner, client):
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "Created ann@shop.test, owner of Shop." in result.output
-    from tests.conftest import sign_in
+    from tests.support.forms import sign_in
 
     assert sign_in(client, "ann@shop.test").status_code == 302
 

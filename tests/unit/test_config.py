@@ -96,3 +96,17 @@ def test_the_cli_refuses_to_start_in_production_without_keys(clean_env, monkeypa
 )
 def test_database_urls(url, expected):
     assert database_uri(url) == expected
+
+
+def test_passwords_are_hashed_with_scrypt_unless_a_method_is_set(clean_env, monkeypatch):
+    from portal.models import User
+
+    user = User()
+    with create_app().app_context():
+        user.set_password("a long enough password")
+    assert user.password_hash.startswith("scrypt:")
+    monkeypatch.setenv("PORTAL_PASSWORD_HASH_METHOD", "pbkdf2:sha256:1")
+    with create_app().app_context():
+        user.set_password("a long enough password")
+    assert user.password_hash.startswith("pbkdf2:sha256:1$")
+    assert user.check_password("a long enough password")

@@ -6,7 +6,7 @@ import pytest
 
 from portal.access import public
 from portal.api import ApiError, ApiUnavailable
-from tests.conftest import sign_in
+from tests.support.forms import sign_in
 from tests.support.htmx import HTMX
 
 

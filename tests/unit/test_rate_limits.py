@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import PASSWORD, csrf_token, sign_in
+from tests.support.forms import PASSWORD, csrf_token, sign_in
 
 LIMITED = "Too many failed sign-in attempts"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from portal.extensions import db
-from tests.conftest import sign_in
+from tests.support.forms import sign_in
 
 
 def _statements(app, client, path: str) -> list[str]:

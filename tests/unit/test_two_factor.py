@@ -11,7 +11,7 @@ import pyotp
 import pytest
 from cryptography.fernet import Fernet
 
-from tests.conftest import PASSWORD, csrf_token, sign_in
+from tests.support.forms import PASSWORD, csrf_token, sign_in
 from tests.support.two_factor import (
     code_at,
     enable_for,

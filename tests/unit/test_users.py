@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import csrf_token, sign_in
+from tests.support.forms import csrf_token, sign_in
 
 
 @pytest.fixture
