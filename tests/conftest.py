@@ -12,7 +12,7 @@ from cryptography.fernet import Fernet
 
 from tests.support.databases import TEST_PASSWORD_HASH_METHOD, migrated, postgres_schema
 from tests.support.forms import PASSWORD
-from tests.support.sandbox_server import SandboxServer, run_sandbox
+from tests.support.sandbox_server import ReusedSandbox, SandboxServer, run_sandbox
 
 
 @pytest.fixture(scope="session")
@@ -23,11 +23,17 @@ def seeded_sandbox(tmp_path_factory) -> SandboxServer:
         yield server
 
 
+@pytest.fixture(scope="session")
+def reused_sandbox(tmp_path_factory) -> Iterator[ReusedSandbox]:
+    reused = ReusedSandbox(tmp_path_factory.mktemp("sandbox"))
+    yield reused
+    reused.close()
+
+
 @pytest.fixture
-def sandbox(tmp_path) -> SandboxServer:
-    """A fresh, empty sandbox for one test: change anything."""
-    with run_sandbox(tmp_path / "sandbox.db") as server:
-        yield server
+def sandbox(reused_sandbox) -> SandboxServer:
+    """An empty sandbox for one test, as just started: change anything, faults and flags too."""
+    return reused_sandbox.fresh()
 
 
 # --- The portal ------------------------------------------------------------------------------

@@ -5,7 +5,9 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from tests.sandbox.contract import (
+    DEFAULT_FLAGS,
     EXTERNAL_ADDRESS,
+    WALLETS_AT_START,
     Api,
     add_transaction,
     control,
@@ -13,9 +15,10 @@ from tests.sandbox.contract import (
     fetch_all,
     ids,
     set_flags,
+    set_wallet,
     wallets,
 )
-from tests.support.sandbox_server import run_sandbox
+from tests.support.sandbox_server import ReusedSandbox, run_sandbox
 
 
 def portable(op: dict) -> dict:
@@ -128,3 +131,31 @@ def test_seed_is_deterministic_for_a_random_seed(tmp_path):
     assert len(snapshots[0][1]) == 25
     assert snapshots[0] == snapshots[1]
     assert snapshots[0][1] != snapshots[2][1]
+
+
+def test_a_reused_sandbox_comes_back_as_it_started(tmp_path):
+    """What the `sandbox` fixture relies on: records, wallets and flags put back, ids from 1."""
+    reused = ReusedSandbox(tmp_path)
+    try:
+        server = reused.fresh()
+        api = Api(server)
+        first = api.create_operation(order_id="before")
+        set_flags(server, withdrawals_allowed=False)
+        set_wallet(server, "BTC", "1")
+        control(server, "POST", "faults", {"mode": "error500", "methods": ["PUT"]})
+        # a fault left on: a new process instead
+        replaced = reused.fresh()
+        assert replaced.base_url != server.base_url
+        assert server.process.poll() is not None
+        Api(replaced).create_operation(order_id="before")
+        set_flags(replaced, withdrawals_allowed=False)
+        set_wallet(replaced, "BTC", "1")
+        # no fault: the same process, with its records put back
+        again = reused.fresh()
+        assert again.base_url == replaced.base_url
+        assert Api(again).total("/operations") == 0
+        assert wallets(again) == WALLETS_AT_START
+        assert data_of(control(again, "GET", "flags")) == DEFAULT_FLAGS
+        assert Api(again).create_operation(order_id="after")["id"] == first["id"]
+    finally:
+        reused.close()

@@ -134,3 +134,62 @@ def run_sandbox(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+class ReusedSandbox:
+    """One sandbox process per worker, handed to each test as if just started: its records put
+    back to those it started with (ids count from 1 again), faults off.
+
+    A process that stopped, or that a test left with a fault on (a `slow` request may still be
+    held up and change records later), is replaced by a new one instead.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.server: SandboxServer | None = None
+        self._running = contextlib.ExitStack()
+        self._started = 0
+
+    def fresh(self) -> SandboxServer:
+        if self.server is not None and self._reusable(self.server):
+            self._restore(self.server)
+        else:
+            self.close()
+            self._start()
+        return self.server
+
+    def close(self) -> None:
+        self._running.close()
+        self.server = None
+
+    @staticmethod
+    def _reusable(server: SandboxServer) -> bool:
+        if server.process.poll() is not None:
+            return False
+        try:
+            fault = server.control("GET", "faults").json()["data"]
+        except requests.RequestException:
+            return False
+        return fault["mode"] == "none"
+
+    def _start(self) -> None:
+        self._started += 1
+        database = self.folder / f"sandbox-{self._started}.db"
+        self.server = self._running.enter_context(run_sandbox(database))
+        _copy_database(database, self._pristine)
+
+    def _restore(self, server: SandboxServer) -> None:
+        _copy_database(self._pristine, server.database)
+
+    @property
+    def _pristine(self) -> Path:
+        return self.folder / f"sandbox-{self._started}-at-start.db"
+
+
+def _copy_database(source: Path, target: Path) -> None:
+    """Every page of `source` into `target`, safely while a process uses either (SQLite backup)."""
+    with (
+        contextlib.closing(sqlite3.connect(source)) as reading,
+        contextlib.closing(sqlite3.connect(target, timeout=30)) as writing,
+    ):
+        reading.backup(writing)
