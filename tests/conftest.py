@@ -14,6 +14,8 @@ from tests.support.databases import TEST_PASSWORD_HASH_METHOD, migrated, postgre
 from tests.support.forms import PASSWORD
 from tests.support.sandbox_server import ReusedSandbox, SandboxServer, run_sandbox
 
+pytest_plugins = ["tests.support.browser"]
+
 
 @pytest.fixture(scope="session")
 def seeded_sandbox(tmp_path_factory) -> SandboxServer:

@@ -13,8 +13,9 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import PortalServer, assert_accessible, sign_in_as
+from tests.support.browser import assert_accessible, sign_in_as
 from tests.support.checkout import Checkout, new_checkout
+from tests.support.portal_server import PortalServer
 
 SHOP = "Checkout Shop"
 OWNER = "owner@checkout-shop.test"

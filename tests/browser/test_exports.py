@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import assert_accessible, sign_in_as
+from tests.support.browser import assert_accessible, sign_in_as
 from tests.support.portal_server import PortalServer
 
 

@@ -7,8 +7,9 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import PortalServer, assert_accessible, sign_in_as
+from tests.support.browser import assert_accessible, sign_in_as
 from tests.support.money import BTC_ADDRESS, ETH_ADDRESS
+from tests.support.portal_server import PortalServer
 
 OWNER = "owner@acme.test"
 

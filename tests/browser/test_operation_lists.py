@@ -8,7 +8,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from portal.api import MerchantApiClient
-from tests.browser.conftest import PortalServer, assert_accessible, sign_in_as
+from tests.support.browser import assert_accessible, sign_in_as
+from tests.support.portal_server import PortalServer
 
 
 @pytest.fixture

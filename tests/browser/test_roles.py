@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import assert_accessible, sign_in_as
+from tests.support.browser import assert_accessible, sign_in_as
 
 
 @pytest.mark.parametrize("role", ["operator", "accountant"])

@@ -7,7 +7,8 @@ import uuid
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import PortalServer, assert_accessible, sign_in_as
+from tests.support.browser import assert_accessible, sign_in_as
+from tests.support.portal_server import PortalServer
 from tests.support.sandbox_server import free_port
 
 

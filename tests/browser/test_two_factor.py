@@ -7,8 +7,9 @@ import uuid
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import PortalServer, assert_accessible, sign_in_as
+from tests.support.browser import assert_accessible, sign_in_as
 from tests.support.forms import PASSWORD
+from tests.support.portal_server import PortalServer
 from tests.support.two_factor import code_at
 
 

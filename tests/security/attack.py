@@ -15,6 +15,8 @@ from urllib.parse import quote, quote_plus, unquote, urljoin, urlsplit
 from flask import Flask, url_for
 from markupsafe import escape
 
+# Who asks: nobody signed in, each role of the world's merchant, and the owner of another one.
+VISITORS = ("anonymous", "owner", "operator", "accountant", "other")
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 # Markup that would run if a page put it into the HTML unescaped.

@@ -22,7 +22,6 @@ from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import SandboxServer, run_sandbox
 
 OTHER_OWNER = "owner@other.test"
-VISITORS = ("anonymous", "owner", "operator", "accountant", "other")
 
 
 @dataclass

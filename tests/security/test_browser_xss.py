@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import browser, sign_in_as  # noqa: F401  (the session's Chromium)
 from tests.security.attack import XSS
+from tests.support.browser import sign_in_as
 from tests.support.portal_server import serve_in_thread
 
 pytestmark = pytest.mark.browser
@@ -27,7 +27,7 @@ def served(world):
         yield url
 
 
-def test_no_script_runs_on_the_main_pages(browser, served, world):  # noqa: F811
+def test_no_script_runs_on_the_main_pages(browser, served, world):
     context = browser.new_context(base_url=served)
     page = context.new_page()
     fired: list[str] = []

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.security.attack import header_problems, url_of
-from tests.security.conftest import VISITORS
+from tests.security.attack import VISITORS, header_problems, url_of
 from tests.support.htmx import HTMX
 
 

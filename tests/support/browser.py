@@ -1,0 +1,65 @@
+"""Chromium for every suite that drives a browser, as a pytest plugin (see tests/conftest.py):
+one per worker, however many folders ask for it.
+
+Chromium is Debian's (`/usr/bin/chromium`) unless PORTAL_TEST_CHROMIUM names another; the
+machine has no network, so everything that would phone home is switched off.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from tests.support.forms import PASSWORD
+from tests.support.sandbox_server import ROOT
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    executable = os.environ.get("PORTAL_TEST_CHROMIUM") or "/usr/bin/chromium"
+    if not Path(executable).exists():
+        pytest.fail(
+            f"Chromium not found at {executable}: run `make test`, or set PORTAL_TEST_CHROMIUM"
+        )
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=executable, headless=True, args=CHROMIUM_ARGS
+        )
+        yield browser
+        browser.close()
+
+
+def sign_in_as(page: Page, email: str, password: str = PASSWORD) -> None:
+    page.goto("/login")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    signed_in = page.get_by_role("button", name="Sign out")
+    expect(signed_in.or_(page.get_by_role("alert"))).to_be_visible()
+
+
+def assert_accessible(page: Page) -> None:
+    """axe-core finds no serious or critical violation on the current page."""
+    page.evaluate(AXE.read_text())
+    result = page.evaluate("() => axe.run(document, {resultTypes: ['violations']})")
+    serious = [
+        f"{violation['id']} ({violation['impact']}): {violation['help']} "
+        f"at {[node['target'] for node in violation['nodes']]}"
+        for violation in result["violations"]
+        if violation["impact"] in ("serious", "critical")
+    ]
+    assert serious == [], f"accessibility violations on {page.url}"
