@@ -360,6 +360,7 @@ def test_every_error_code(server, api, code):
 def test_the_bodiless_put_carries_its_content_type(api):
     operation = new_operation(api, "PUT-CT")
     api.cancel_operation(operation.id)  # code 10 without the header, see above
+    assert api.get_operation(operation.id).status == "canceled"
 
 
 # --- The API unavailable ------------------------------------------------------------------------

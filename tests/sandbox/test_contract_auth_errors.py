@@ -232,7 +232,7 @@ def test_json_content_type_with_charset_is_accepted(module_api):
         {"amount": "1", "currency": "BTC", "order_id": "charset"},
         headers={"Content-Type": "application/json; charset=utf-8"},
     )
-    data_of(response, 201)
+    assert data_of(response, 201)["order_id"] == "charset"
 
 
 def test_empty_body_with_the_header_is_an_empty_object(module_api):

@@ -112,13 +112,14 @@ def test_exchange_rates_are_the_crypto_pairs_less_one_percent(module_api):
 def test_rates_are_the_same_under_both_prefixes(module_sandbox):
     sandbox_api, production_api = Api(module_sandbox), Api(module_sandbox, "/v1")
     for _ in range(3):
-        first = rates_of(sandbox_api.get("/rates"))
-        second = rates_of(production_api.get("/rates"))
-        if first == rates_of(sandbox_api.get("/rates")):
-            assert first == second
-            assert rates_of(production_api.get("/exchange/rates")) == rates_of(
-                sandbox_api.get("/exchange/rates")
-            )
+        before = rates_of(sandbox_api.get("/rates"))
+        (rates, production_rates), (exchange, production_exchange) = (
+            (rates_of(sandbox_api.get(path)), rates_of(production_api.get(path)))
+            for path in ("/rates", "/exchange/rates")
+        )
+        if rates_of(sandbox_api.get("/rates")) == before:  # all read within the same minute
+            assert rates == production_rates
+            assert exchange == production_exchange
             return
     raise AssertionError("rates kept changing")
 

@@ -30,17 +30,26 @@ def secrets_of(world) -> dict[str, str]:
 
 
 class Transcript:
-    """Everything an attacker could read: bodies, status lines and headers (cookies too)."""
+    """Everything an attacker could read: bodies, status lines and headers (cookies too), and
+    the log records of the test."""
 
-    def __init__(self) -> None:
+    def __init__(self, secrets: dict[str, str], caplog) -> None:
+        self.secrets = secrets
+        self.caplog = caplog
         self.texts: list[tuple[str, str]] = []
 
     def add(self, what: str, response) -> None:
         body = response.get_data(as_text=True)
         self.texts.append((what, f"{response.status}\n{response.headers}\n{body}"))
 
-    def leaks(self, secrets: dict[str, str]) -> list[tuple[str, list[str]]]:
-        return [(what, found) for what, text in self.texts if (found := leaks(text, secrets))]
+    def assert_no_secret(self) -> None:
+        """No secret in what was read, nor in a log line so far; both were not empty."""
+        assert self.texts, "nothing was looked at"
+        found = [(what, hit) for what, text in self.texts if (hit := leaks(text, self.secrets))]
+        assert found == []
+        records = self.caplog.get_records("setup") + self.caplog.get_records("call")
+        assert records, "the check needs log lines to look at"
+        assert leaks(_log_text(records), self.secrets) == [], "a secret in the log"
 
 
 def _log_text(records) -> str:
@@ -66,17 +75,9 @@ def test_the_encodings_find_what_they_look_for():
 
 
 @pytest.fixture
-def transcript(world, caplog):
+def transcript(world, caplog) -> Transcript:
     caplog.set_level(logging.DEBUG)
-    record = Transcript()
-    yield record
-    secrets = secrets_of(world)
-    assert record.texts, "nothing was looked at"
-    assert record.leaks(secrets) == []
-    records = caplog.get_records("setup") + caplog.get_records("call")
-    assert records, "the check needs log lines to look at"
-    log = _log_text(records)
-    assert leaks(log, secrets) == [], "a secret in the log"
+    return Transcript(secrets_of(world), caplog)
 
 
 @pytest.mark.parametrize("visitor", VISITORS)
@@ -85,6 +86,7 @@ def test_every_page_and_fragment(world, transcript, visitor):
     for _endpoint, url in get_urls(world.app, world.ids):
         for headers in ({}, HTMX):
             transcript.add(f"{visitor} {url} {headers}", client.get(url, headers=headers))
+    transcript.assert_no_secret()
 
 
 def test_error_pages(world, transcript, monkeypatch):
@@ -113,6 +115,7 @@ def test_error_pages(world, transcript, monkeypatch):
     with monkeypatch.context() as patch:
         patch.setitem(world.app.view_functions, "rates.index", broken)
         transcript.add("unexpected exception", owner.get("/rates"))
+    transcript.assert_no_secret()
 
 
 def test_timeouts(world, transcript, monkeypatch):
@@ -122,6 +125,7 @@ def test_timeouts(world, transcript, monkeypatch):
         transcript.add("timeout", world.client("owner").get("/rates"))
     finally:
         world.sandbox.reset()
+    transcript.assert_no_secret()
 
 
 @pytest.mark.parametrize(
@@ -156,6 +160,7 @@ def test_settings_refusals_and_saving(world, transcript, monkeypatch, case, form
         transcript.add(f"{case}, then the page", owner.get("/settings/api"))
     finally:
         sandbox.reset()
+    transcript.assert_no_secret()
     assert owner.get("/operations").status_code == 200, "still connected"
 
 
@@ -192,6 +197,7 @@ def test_exports(world, transcript):
     for visitor in ("owner", "accountant"):
         for path in ("/operations/export.csv", "/transactions/export.csv", "/audit/export.csv"):
             transcript.add(f"{visitor} {path}", world.client(visitor).get(path))
+    transcript.assert_no_secret()
 
 
 def test_the_database_file(world):
