@@ -6,15 +6,23 @@ import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from cryptography.fernet import Fernet
 
-from tests.support.databases import TEST_PASSWORD_HASH_METHOD, migrated, postgres_schema
+from tests.support.databases import TEST_PASSWORD_HASH_METHOD, postgres_schema
 from tests.support.forms import PASSWORD
+from tests.support.portal_app import ready_portal
 from tests.support.sandbox_server import ReusedSandbox, SandboxServer, run_sandbox
 
 pytest_plugins = ["tests.support.browser"]
+
+# The portal's and the sandboxes' SQLite files commit thousands of times: on a RAM disk no commit
+# waits for the disk (no test is about surviving a power cut).
+RAM_DISK = Path("/dev/shm")  # noqa: S108 (pytest makes its own numbered folders in it)
+if RAM_DISK.is_dir() and os.access(RAM_DISK, os.W_OK):
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", str(RAM_DISK))
 
 
 @pytest.fixture(scope="session")
@@ -61,7 +69,7 @@ def app(portal_config):
     from portal import create_app
     from portal.extensions import db
 
-    application = migrated(create_app(portal_config))
+    application = ready_portal(create_app(portal_config))
     yield application
     with application.app_context():
         db.engine.dispose()

@@ -32,7 +32,9 @@ def _migrated_template() -> Path:
     from portal import create_app
     from portal.extensions import db
 
-    folder = tempfile.TemporaryDirectory(prefix="portal-migrated-")
+    folder = tempfile.TemporaryDirectory(
+        prefix="portal-migrated-", dir=os.environ.get("PYTEST_DEBUG_TEMPROOT")
+    )
     atexit.register(folder.cleanup)
     template = Path(folder.name) / "migrated.sqlite3"
     app = create_app(

@@ -8,17 +8,41 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet
 from flask import Flask
+from jinja2.bccache import Bucket, BytecodeCache
 
 from tests.support.databases import TEST_PASSWORD_HASH_METHOD, migrated
 from tests.support.forms import PASSWORD
 from tests.support.sandbox_server import SandboxServer
 
+
+class _CompiledTemplates(BytecodeCache):
+    """Templates compiled once per process, for the many portal applications tests create
+    (Jinja checks each template's source against its checksum before using its code)."""
+
+    def __init__(self) -> None:
+        self.compiled: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        if bucket.key in self.compiled:
+            bucket.bytecode_from_string(self.compiled[bucket.key])
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        self.compiled[bucket.key] = bucket.bytecode_to_string()
+
+
+COMPILED_TEMPLATES = _CompiledTemplates()
 MERCHANT = "Acme"
 ROLES = ("owner", "operator", "accountant")
 
 
 def email(role: str) -> str:
     return f"{role}@acme.test"
+
+
+def ready_portal(app: Flask) -> Flask:
+    """`app` with its schema (see `migrated`) and the process's compiled templates."""
+    app.jinja_env.bytecode_cache = COMPILED_TEMPLATES
+    return migrated(app)
 
 
 @contextmanager
@@ -30,7 +54,7 @@ def connected_portal(folder: Path, sandbox: SandboxServer, **config: object) -> 
     from portal.services import accounts
     from portal.services.api import Credentials, connect
 
-    app = migrated(
+    app = ready_portal(
         create_app(
             {
                 "TESTING": True,
