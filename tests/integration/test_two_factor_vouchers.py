@@ -9,7 +9,7 @@ import requests
 
 from tests.support.money import connect, intent_key, post, submit, text
 from tests.support.sandbox_server import run_sandbox
-from tests.support.two_factor import enable_for, freeze, sign_in_with_code
+from tests.support.two_factor import signed_in_with_two_factor
 
 VOUCHER = {"amount": "0.01", "currency": "BTC"}
 
@@ -23,13 +23,8 @@ def voucher_sandbox(tmp_path_factory):
 @pytest.fixture
 def owner_with_code(app, accounts, voucher_sandbox, monkeypatch):
     """The owner, signed in with two-factor on; the clock and the secret to make codes."""
-    clock = freeze(monkeypatch)
     connect(app, voucher_sandbox)
-    secret = enable_for(app, accounts.owner)
-    owner = app.test_client()
-    sign_in_code = clock.code(secret)
-    assert sign_in_with_code(owner, accounts.owner, sign_in_code).status_code == 302
-    return owner, clock, secret, sign_in_code
+    return signed_in_with_two_factor(app, accounts.owner, monkeypatch)
 
 
 def _events(app, action: str) -> list:

@@ -7,7 +7,7 @@ import pytest
 
 from tests.support.money import connect, post, review_withdrawal, text
 from tests.support.sandbox_server import run_sandbox
-from tests.support.two_factor import enable_for, freeze, sign_in_with_code
+from tests.support.two_factor import signed_in_with_two_factor
 
 
 @pytest.fixture(scope="module")
@@ -26,12 +26,8 @@ def _state(app, key: str) -> str:
 
 
 def test_confirming_needs_a_fresh_code(app, accounts, withdrawal_sandbox, monkeypatch):
-    clock = freeze(monkeypatch)
     connect(app, withdrawal_sandbox)
-    secret = enable_for(app, accounts.owner)
-    owner = app.test_client()
-    sign_in_code = clock.code(secret)
-    assert sign_in_with_code(owner, accounts.owner, sign_in_code).status_code == 302
+    owner, clock, secret, sign_in_code = signed_in_with_two_factor(app, accounts.owner, monkeypatch)
 
     address, review = review_withdrawal(owner)
     key = review.rsplit("/", 1)[1]

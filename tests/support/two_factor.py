@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import time
+from typing import NamedTuple
 
 import pyotp
 
@@ -106,3 +107,22 @@ def sign_in_with_code(client, email: str, code: str, password: str = PASSWORD):
     )
     assert response.location == "/login/two-factor", response.status_code
     return submit_code(client, code)
+
+
+class TwoFactorOwner(NamedTuple):
+    """A client signed in with two-factor on, the frozen clock and the secret to make codes."""
+
+    client: object
+    clock: Clock
+    secret: str
+    sign_in_code: str
+
+
+def signed_in_with_two_factor(app, email: str, monkeypatch) -> TwoFactorOwner:
+    """Turn two-factor on for `email`, freeze the clock, and sign in with a code."""
+    clock = freeze(monkeypatch)
+    secret = enable_for(app, email)
+    client = app.test_client()
+    sign_in_code = clock.code(secret)
+    assert sign_in_with_code(client, email, sign_in_code).status_code == 302
+    return TwoFactorOwner(client, clock, secret, sign_in_code)
