@@ -7,9 +7,11 @@ from pathlib import Path
 
 from flask import Flask
 
-from portal import access, attempts, cli, errors, formatting, i18n, layout, security
+from portal import cli
 from portal.config import load_config
 from portal.extensions import csrf, db, htmx, limiter, login_manager, migrate
+from portal.rules import attempts
+from portal.web import access, errors, formatting, i18n, navigation, security
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,7 +46,6 @@ def create_app(test_config: dict | None = None) -> Flask:
     from portal.cross_exchanges import bp as cross_exchanges_bp
     from portal.dashboard import bp as dashboard_bp
     from portal.exchanges import bp as exchanges_bp
-    from portal.exports import bp as exports_bp
     from portal.operations import bp as operations_bp
     from portal.rates import bp as rates_bp
     from portal.settings import bp as settings_bp
@@ -54,7 +55,6 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     app.register_blueprint(auth_bp)
     app.register_blueprint(dashboard_bp)
-    app.register_blueprint(exports_bp)
     app.register_blueprint(operations_bp, url_prefix="/operations")
     app.register_blueprint(transactions_bp, url_prefix="/transactions")
     app.register_blueprint(rates_bp)
@@ -69,6 +69,6 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     errors.init_app(app)
     formatting.init_app(app)
-    layout.init_app(app)
+    navigation.init_app(app)
     cli.init_app(app)
     return app

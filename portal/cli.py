@@ -10,19 +10,19 @@ import flask_migrate
 from flask import Flask
 from flask.cli import with_appcontext
 
-from portal.auth.two_factor import rotate_secrets
-from portal.crypto import TokenKeyError
 from portal.demo import demo
 from portal.extensions import db
 from portal.models import Environment, Role
-from portal.services import accounts
-from portal.services.api import (
+from portal.rules import accounts
+from portal.rules.connection import (
     ConnectionRejected,
     Credentials,
     base_url_problem,
     connect,
     rotate_stored_tokens,
 )
+from portal.rules.crypto import TokenKeyError
+from portal.rules.two_factor import rotate_secrets
 
 
 @click.command("create-user")

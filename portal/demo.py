@@ -20,8 +20,8 @@ from werkzeug.serving import run_simple
 
 from portal.extensions import db
 from portal.models import Environment, Role
-from portal.services import accounts
-from portal.services.api import ConnectionRejected, Credentials, connect
+from portal.rules import accounts
+from portal.rules.connection import ConnectionRejected, Credentials, connect
 
 MERCHANT = "Demo Shop"
 SEED = 300

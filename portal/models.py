@@ -332,7 +332,7 @@ class CrossExchangeReference(Model):
 
 
 class AuditEvent(Model):
-    """One state-changing action, as `portal.audit.record` wrote it; never changed afterwards.
+    """One state-changing action, as `portal.rules.audit.record` wrote it; never changed afterwards.
 
     `user_email` keeps who it was after the user is removed; `merchant_id` is null only for a
     failed sign-in with an email nobody has.

@@ -101,7 +101,7 @@ class Accounts:
 @pytest.fixture
 def accounts(app) -> Accounts:
     from portal.models import Role
-    from portal.services import accounts as service
+    from portal.rules import accounts as service
 
     made = Accounts()
     with app.app_context():

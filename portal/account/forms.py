@@ -6,12 +6,12 @@ from flask_wtf import FlaskForm
 from wtforms import PasswordField, SelectChoice, SelectField, SubmitField
 from wtforms.validators import DataRequired, EqualTo, Length
 
-from portal.auth.forms import PASSWORD_LENGTH, CodeField
-from portal.formatting import time_zone_names
+from portal.web.fields import PASSWORD_LENGTH, CodeField
+from portal.web.formatting import time_zone_names
 
 
 def _current_password() -> PasswordField:
-    """Asked again before a change to one's own security (`portal.auth.passwords`)."""
+    """Asked again before a change to one's own security (`portal.rules.passwords`)."""
     required = DataRequired(message="Enter your current password.")
     return PasswordField("Current password", validators=[required, Length(max=1024)])
 

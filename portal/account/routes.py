@@ -7,8 +7,6 @@ from flask import flash, redirect, render_template, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from portal import audit
-from portal.access import ALL_ROLES, open_before_enrolment, roles
 from portal.account import bp
 from portal.account.forms import (
     ChangePasswordForm,
@@ -17,12 +15,12 @@ from portal.account.forms import (
     RecoveryCodesForm,
     TimeZoneForm,
 )
-from portal.auth import passwords
-from portal.auth import two_factor as second_factor
-from portal.auth.sessions import end_other_sessions
 from portal.extensions import db
-from portal.layout import PageAnswer, render_page
-from portal.services import accounts
+from portal.rules import accounts, audit, passwords
+from portal.rules import two_factor as second_factor
+from portal.web.access import ALL_ROLES, open_before_enrolment, roles
+from portal.web.pages import PageAnswer, render_page
+from portal.web.sessions import end_other_sessions
 
 
 @bp.route("/account", methods=["GET", "POST"])

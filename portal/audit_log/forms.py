@@ -6,7 +6,7 @@ from flask_wtf import FlaskForm
 from wtforms import DateField, SelectChoice, SelectField, SubmitField
 from wtforms.validators import Optional, ValidationError
 
-from portal.audit import ACTIONS
+from portal.rules.audit import ACTIONS
 
 
 class AuditFilterForm(FlaskForm):

@@ -9,10 +9,10 @@ from datetime import UTC, date, datetime, time, timedelta
 
 import sqlalchemy as sa
 
-from portal.audit import ACTIONS, OUTCOMES
-from portal.exports.csv_rows import neutralise
 from portal.extensions import db
 from portal.models import AuditEvent, Merchant
+from portal.rules.audit import ACTIONS, OUTCOMES
+from portal.rules.csv_rows import neutralise
 
 CSV_COLUMNS = (
     "Time (UTC)",

@@ -8,14 +8,14 @@ from flask import Response, render_template, request, stream_with_context
 from flask_login import current_user
 from wtforms import SelectChoice
 
-from portal.access import roles
-from portal.audit import ACTIONS, OUTCOMES
 from portal.audit_log import bp, queries
 from portal.audit_log.forms import AuditFilterForm
 from portal.audit_log.queries import describe_parameters
 from portal.extensions import db
-from portal.listing import local_page
 from portal.models import Role
+from portal.rules.audit import ACTIONS, OUTCOMES
+from portal.web.access import roles
+from portal.web.lists import local_page
 
 
 def _filters() -> tuple[AuditFilterForm, dict | None]:

@@ -18,17 +18,17 @@ from flask_login import current_user
 from werkzeug.security import check_password_hash, generate_password_hash
 from werkzeug.wrappers import Response
 
-from portal import attempts, audit
-from portal.access import public
 from portal.auth import bp
-from portal.auth import two_factor as second_factor
 from portal.auth.forms import SignInForm, TwoFactorSignInForm
-from portal.auth.passwords import THROTTLED, sign_in_limits
-from portal.auth.sessions import discard_session, end_session, start_session
 from portal.extensions import db
 from portal.models import User
-from portal.security import safe_next
-from portal.services.accounts import find_user
+from portal.rules import attempts, audit
+from portal.rules import two_factor as second_factor
+from portal.rules.accounts import find_user
+from portal.rules.passwords import THROTTLED, sign_in_limits
+from portal.web.access import public
+from portal.web.security import safe_next
+from portal.web.sessions import discard_session, end_session, start_session
 
 INCORRECT = "The email or password is incorrect."
 # The session key of a sign-in waiting for its code, and how long it waits.

@@ -15,9 +15,9 @@ from flask_babel import lazy_gettext as _l
 from flask_babel.speaklater import LazyString
 
 from portal.api import ApiError, ApiUnavailable, Operation
-from portal.checkout.shop import is_web_url
 from portal.models import CheckoutLink
-from portal.services.api import ApiNotConnected, api_client_for
+from portal.rules.connection import ApiNotConnected, api_client_for
+from portal.rules.web_urls import is_web_url
 
 
 class State(enum.StrEnum):

@@ -14,18 +14,18 @@ from flask_babel import lazy_gettext as _l
 from werkzeug.exceptions import InternalServerError, NotFound
 from werkzeug.wrappers import Response
 
-from portal.access import public
 from portal.api import ApiError
 from portal.checkout import bp
-from portal.checkout.links import find_link, is_expired, recover_operation
 from portal.checkout.outcomes import outcome_for
 from portal.checkout.payments import payment_of
-from portal.checkout.shop import display_name, return_url
 from portal.extensions import limiter
-from portal.layout import render_page
 from portal.models import CheckoutLink
-from portal.security import ControlCharacterRefused
-from portal.services.api import ApiNotConnected, api_client_for
+from portal.rules.checkout_links import find_link, is_expired, recover_operation
+from portal.rules.connection import ApiNotConnected, api_client_for
+from portal.rules.shops import display_name, return_url
+from portal.web.access import public
+from portal.web.pages import render_page
+from portal.web.security import ControlCharacterRefused
 
 POLL_SECONDS = 5
 checkout_limit = limiter.shared_limit(

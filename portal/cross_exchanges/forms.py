@@ -7,7 +7,7 @@ from wtforms import StringField, SubmitField
 from wtforms.validators import InputRequired, Length, Regexp
 
 from portal.exchanges.forms import ExchangeForm
-from portal.fields import AddressField, strip
+from portal.web.fields import AddressField, strip
 
 
 class CrossExchangeForm(ExchangeForm):

@@ -8,8 +8,6 @@ from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from portal import audit
-from portal.access import ALL_ROLES, roles
 from portal.api import (
     NOT_FOUND_CROSS_EXCHANGE,
     VALIDATION_ERROR,
@@ -17,15 +15,18 @@ from portal.api import (
     ApiUnavailable,
     CrossExchange,
 )
-from portal.cross_exchanges import bp, references
+from portal.cross_exchanges import bp
 from portal.cross_exchanges.forms import CancelCrossExchangeForm, CrossExchangeForm, LookUpForm
-from portal.explain import explain, record_or_404, unanswered
-from portal.fields import add_api_field_errors
-from portal.intents.pages import OneTimeForm, send
-from portal.layout import PageAnswer, render_page
-from portal.listing import local_page
 from portal.models import IntentKind, Role
-from portal.services.api import current_api
+from portal.rules import audit
+from portal.rules import cross_exchanges as references
+from portal.web.access import ALL_ROLES, roles
+from portal.web.fields import add_api_field_errors
+from portal.web.lists import local_page
+from portal.web.merchant import current_api
+from portal.web.one_time import OneTimeForm, send
+from portal.web.pages import PageAnswer, render_page
+from portal.web.refusals import explain, record_or_404, unanswered
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
 CROSS_EXCHANGE = OneTimeForm(

@@ -7,13 +7,14 @@ from datetime import UTC, datetime
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from portal import attempts
-from portal.access import ALL_ROLES, public, roles
 from portal.dashboard import bp
-from portal.dashboard.summary import CHART_HEIGHT, CHART_WIDTH, summarise
-from portal.layout import render_page
-from portal.rates.pairs import rate_rows
-from portal.services.api import current_api, in_background, masked_tokens
+from portal.rules import attempts
+from portal.rules.connection import in_background, masked_tokens
+from portal.rules.dashboard import CHART_HEIGHT, CHART_WIDTH, summarise
+from portal.rules.rates import rate_rows
+from portal.web.access import ALL_ROLES, public, roles
+from portal.web.merchant import current_api
+from portal.web.pages import render_page
 
 LATEST = 5
 

@@ -9,8 +9,8 @@ from flask_wtf import FlaskForm
 from wtforms import SubmitField
 from wtforms.validators import Optional
 
-from portal.fields import AmountField, CurrencyField
-from portal.intents.fields import IntentField
+from portal.web.fields import AmountField, CurrencyField
+from portal.web.one_time import IntentField
 
 
 class ExchangeAmounts(TypedDict):

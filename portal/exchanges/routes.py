@@ -8,19 +8,19 @@ from functools import partial
 from flask import flash, redirect, request, session, url_for
 from werkzeug.wrappers import Response
 
-from portal.access import ALL_ROLES, roles
 from portal.api import VALIDATION_ERROR, ApiError
 from portal.exchanges import bp
 from portal.exchanges.forms import ExchangeForm
-from portal.exchanges.quotes import quote
-from portal.explain import explain
-from portal.fields import add_api_field_errors
-from portal.formatting import money
-from portal.intents.pages import OneTimeForm, send
-from portal.layout import render_page
 from portal.models import IntentKind, Role
-from portal.rates.pairs import rate_rows
-from portal.services.api import current_api
+from portal.rules.quotes import quote
+from portal.rules.rates import rate_rows
+from portal.web.access import ALL_ROLES, roles
+from portal.web.fields import add_api_field_errors
+from portal.web.formatting import money
+from portal.web.merchant import current_api
+from portal.web.one_time import OneTimeForm, send
+from portal.web.pages import render_page
+from portal.web.refusals import explain
 
 RESULT_KEY = "exchange_result"
 EXCHANGE = OneTimeForm(

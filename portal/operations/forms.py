@@ -18,10 +18,9 @@ from wtforms import (
 from wtforms.validators import DataRequired, InputRequired, Length, Optional, ValidationError
 
 from portal.api import OPERATION_STATUSES
-from portal.checkout.shop import is_web_url
-from portal.fields import AmountField, strip
-from portal.intents.fields import IntentField
-from portal.listing import (
+from portal.rules.web_urls import is_web_url
+from portal.web.fields import AmountField, strip
+from portal.web.filters import (
     CURRENCY_PATTERN,
     ID_PATTERN,
     ListField,
@@ -29,8 +28,9 @@ from portal.listing import (
     bounds,
     status_field,
 )
+from portal.web.one_time import IntentField
 
-# An amount as `portal.fields.parse_amount` takes it (at most 8 decimals, the API's precision),
+# An amount as `portal.web.fields.parse_amount` takes it (at most 8 decimals, the API's precision),
 # with at least one and at most 12 digits before the point, in this page's own words.
 MAX_WHOLE_DIGITS = 12
 AMOUNT_SHAPE = "Enter an amount such as 12.5, with at most 8 decimals."

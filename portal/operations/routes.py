@@ -10,12 +10,10 @@ from __future__ import annotations
 from functools import partial
 
 import segno
-from flask import abort, flash, redirect, url_for
+from flask import abort, flash, redirect, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from portal import audit
-from portal.access import ALL_ROLES, roles
 from portal.api import (
     NOT_FOUND_OPERATION,
     NOT_FOUND_TRANSACTION,
@@ -25,12 +23,7 @@ from portal.api import (
     MerchantApiClient,
     Operation,
 )
-from portal.checkout.links import attach, checkout_url, reserve_link
-from portal.explain import record_or_404
 from portal.extensions import db
-from portal.intents.pages import OneTimeForm, refuse_used, send
-from portal.layout import render_page, wants_fragment
-from portal.listing import render_list, show_api_errors
 from portal.models import IntentKind, Role
 from portal.operations import bp
 from portal.operations.forms import (
@@ -40,14 +33,29 @@ from portal.operations.forms import (
     RejectForm,
     TransactionsActionForm,
 )
-from portal.rates.pairs import currencies_of
-from portal.services.api import current_api
+from portal.rules import audit
+from portal.rules.checkout_links import attach, checkout_url, reserve_link
+from portal.rules.csv_rows import OPERATION_COLUMNS, TRANSACTION_COLUMNS, operation_transactions
+from portal.rules.rates import currencies_of
+from portal.web.access import ALL_ROLES, roles
+from portal.web.exports import csv_download
+from portal.web.lists import ApiList, render_list, show_api_errors
+from portal.web.merchant import current_api
+from portal.web.one_time import OneTimeForm, refuse_used, send
+from portal.web.pages import render_page, wants_fragment
+from portal.web.refusals import record_or_404
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
 OPERATION_NOT_CREATED = 7
 CANCEL_NOT_ALLOWED = 8
 CANCELABLE = "new"
 PAGE, FRAGMENT = "operations/detail.html", "operations/_operation.html"
+OPERATIONS = ApiList(
+    OperationFilters,
+    lambda api: api.list_operations,
+    "operations/index.html",
+    "operations/_results.html",
+)
 OPERATION = OneTimeForm(
     IntentKind.OPERATION,
     form_endpoint="operations.new",
@@ -61,12 +69,18 @@ OPERATION = OneTimeForm(
 @roles(*ALL_ROLES)
 def index() -> Response:
     """The operations matching the filters of the query string."""
-    return render_list(
-        OperationFilters,
-        current_api().list_operations,
-        "operations/index.html",
-        "operations/_results.html",
-    )
+    return render_list(OPERATIONS)
+
+
+@bp.get("/export.csv")
+@roles(*ALL_ROLES)
+def export_csv() -> Response:
+    """Operations, or with `detail=transactions` one row per transaction of those operations."""
+    if request.args.get("detail") == "transactions":
+        return csv_download(
+            OPERATIONS, "transactions-of-operations", TRANSACTION_COLUMNS, operation_transactions
+        )
+    return csv_download(OPERATIONS, "operations", OPERATION_COLUMNS)
 
 
 def _operation_or_404(operation_id: str) -> Operation:

@@ -6,11 +6,11 @@ from datetime import UTC, datetime
 
 from werkzeug.wrappers import Response
 
-from portal.access import ALL_ROLES, roles
-from portal.layout import render_page
 from portal.rates import bp
-from portal.rates.pairs import rate_rows
-from portal.services.api import current_api
+from portal.rules.rates import rate_rows
+from portal.web.access import ALL_ROLES, roles
+from portal.web.merchant import current_api
+from portal.web.pages import render_page
 
 
 @bp.route("/rates")

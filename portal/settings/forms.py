@@ -15,12 +15,11 @@ from wtforms import (
 )
 from wtforms.validators import DataRequired, Length, Optional, ValidationError
 
-from portal.auth.forms import PASSWORD_LENGTH, CodeField
-from portal.checkout.shop import is_web_url
-from portal.fields import strip
 from portal.models import Environment, Role
-from portal.services.accounts import looks_like_email
-from portal.services.api import base_url_problem
+from portal.rules.accounts import looks_like_email
+from portal.rules.connection import base_url_problem
+from portal.rules.web_urls import is_web_url
+from portal.web.fields import PASSWORD_LENGTH, CodeField, strip
 
 ROLE_CHOICES = [SelectChoice(role.value, role.label) for role in Role]
 

@@ -10,16 +10,10 @@ from flask import abort, current_app, flash, redirect, render_template, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
 
-from portal import audit
-from portal.access import roles
-from portal.auth import two_factor
-from portal.auth.forms import CodeField
-from portal.checkout.shop import save_settings
 from portal.extensions import db
-from portal.layout import PageAnswer
 from portal.models import Environment, Role, User
-from portal.services import accounts
-from portal.services.api import (
+from portal.rules import accounts, audit, two_factor
+from portal.rules.connection import (
     ConnectionRejected,
     Credentials,
     TokensNeeded,
@@ -27,6 +21,7 @@ from portal.services.api import (
     credentials_to_check,
     masked_tokens,
 )
+from portal.rules.shops import save_settings
 from portal.settings import bp
 from portal.settings.forms import (
     ApiSettingsForm,
@@ -36,6 +31,9 @@ from portal.settings.forms import (
     RemoveUserForm,
     RequireTwoFactorForm,
 )
+from portal.web.access import roles
+from portal.web.fields import CodeField
+from portal.web.pages import PageAnswer
 
 
 @bp.route("/api", methods=["GET", "POST"])

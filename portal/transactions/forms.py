@@ -8,7 +8,7 @@ from wtforms import SelectChoice, SelectField, StringField
 from wtforms.validators import Length, Optional
 
 from portal.api import TRANSACTION_STATUSES
-from portal.listing import ID_PATTERN, ListField, ListFilters, bounds, status_field
+from portal.web.filters import ID_PATTERN, ListField, ListFilters, bounds, status_field
 
 
 def _linked(value: object) -> bool | None:

@@ -6,26 +6,36 @@ from functools import partial
 
 from werkzeug.wrappers import Response
 
-from portal.access import ALL_ROLES, roles
 from portal.api import NOT_FOUND_TRANSACTION
-from portal.explain import record_or_404
-from portal.layout import render_page
-from portal.listing import render_list
-from portal.services.api import current_api
+from portal.rules.csv_rows import TRANSACTION_COLUMNS
 from portal.transactions import bp
 from portal.transactions.forms import TransactionFilters
+from portal.web.access import ALL_ROLES, roles
+from portal.web.exports import csv_download
+from portal.web.lists import ApiList, render_list
+from portal.web.merchant import current_api
+from portal.web.pages import render_page
+from portal.web.refusals import record_or_404
+
+TRANSACTIONS = ApiList(
+    TransactionFilters,
+    lambda api: api.list_transactions,
+    "transactions/index.html",
+    "transactions/_results.html",
+)
 
 
 @bp.route("")
 @roles(*ALL_ROLES)
 def index() -> Response:
     """The transactions matching the filters of the query string."""
-    return render_list(
-        TransactionFilters,
-        current_api().list_transactions,
-        "transactions/index.html",
-        "transactions/_results.html",
-    )
+    return render_list(TRANSACTIONS)
+
+
+@bp.get("/export.csv")
+@roles(*ALL_ROLES)
+def export_csv() -> Response:
+    return csv_download(TRANSACTIONS, "transactions", TRANSACTION_COLUMNS)
 
 
 @bp.route("/<transaction_id>")

@@ -10,10 +10,9 @@ from wtforms import StringField, SubmitField
 from wtforms.validators import InputRequired, Length, Regexp
 
 from portal.api import VOUCHER_STATUSES
-from portal.auth.forms import CodeField
-from portal.fields import AmountField, CurrencyField, strip
-from portal.intents.fields import IntentField
-from portal.listing import CURRENCY_PATTERN, ListField, ListFilters, bounds, status_field
+from portal.web.fields import AmountField, CodeField, CurrencyField, strip
+from portal.web.filters import CURRENCY_PATTERN, ListField, ListFilters, bounds, status_field
+from portal.web.one_time import IntentField
 
 
 class VoucherFilters(ListFilters):

@@ -10,8 +10,6 @@ from flask import flash, redirect, render_template, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from portal import audit
-from portal.access import ALL_ROLES, roles
 from portal.api import (
     NOT_FOUND_VOUCHER,
     VALIDATION_ERROR,
@@ -20,15 +18,8 @@ from portal.api import (
     ApiUnavailable,
     Voucher,
 )
-from portal.auth import two_factor
-from portal.explain import explain, record_or_404, unanswered
-from portal.fields import add_api_field_errors
-from portal.formatting import money
-from portal.intents.pages import OneTimeForm, refuse_used, send
-from portal.layout import PageAnswer, render_page
-from portal.listing import render_list
 from portal.models import IntentKind, Role
-from portal.services.api import current_api
+from portal.rules import audit, two_factor
 from portal.vouchers import bp
 from portal.vouchers.forms import (
     CancelVoucherForm,
@@ -37,6 +28,14 @@ from portal.vouchers.forms import (
     RevealCodeForm,
     VoucherFilters,
 )
+from portal.web.access import ALL_ROLES, roles
+from portal.web.fields import add_api_field_errors
+from portal.web.formatting import money
+from portal.web.lists import ApiList, render_list
+from portal.web.merchant import current_api
+from portal.web.one_time import OneTimeForm, refuse_used, send
+from portal.web.pages import PageAnswer, render_page
+from portal.web.refusals import explain, record_or_404, unanswered
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
 VOUCHER = OneTimeForm(
@@ -48,17 +47,19 @@ VOUCHER = OneTimeForm(
 )
 
 
+VOUCHERS = ApiList(
+    VoucherFilters,
+    lambda api: api.list_vouchers,
+    "vouchers/index.html",
+    "vouchers/_results.html",
+)
+
+
 @bp.route("")
 @roles(*ALL_ROLES)
 def index() -> Response:
     """The voucher list with every filter and sort of the API; bad filters send nothing."""
-    return render_list(
-        VoucherFilters,
-        current_api().list_vouchers,
-        "vouchers/index.html",
-        "vouchers/_results.html",
-        voucher_statuses=VOUCHER_STATUSES,
-    )
+    return render_list(VOUCHERS, voucher_statuses=VOUCHER_STATUSES)
 
 
 def _voucher(voucher_id: str) -> Voucher:

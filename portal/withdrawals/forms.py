@@ -6,8 +6,7 @@ from flask_wtf import FlaskForm
 from wtforms import SubmitField
 from wtforms.validators import InputRequired
 
-from portal.auth.forms import CodeField
-from portal.fields import AddressField, AmountField, CurrencyField
+from portal.web.fields import AddressField, AmountField, CodeField, CurrencyField
 
 
 class WithdrawalForm(FlaskForm):

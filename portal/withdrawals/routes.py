@@ -6,16 +6,17 @@ from flask import abort, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from portal.access import roles
 from portal.api import VALIDATION_ERROR, ApiError, ApiUnavailable
-from portal.auth import two_factor
-from portal.explain import explain
-from portal.fields import add_api_field_errors
-from portal.layout import PageAnswer
-from portal.listing import local_page
 from portal.models import IntentState, Role, WithdrawalIntent
-from portal.services.api import current_api
-from portal.withdrawals import bp, intents
+from portal.rules import two_factor
+from portal.rules import withdrawals as intents
+from portal.web.access import roles
+from portal.web.fields import add_api_field_errors
+from portal.web.lists import local_page
+from portal.web.merchant import current_api
+from portal.web.pages import PageAnswer
+from portal.web.refusals import explain
+from portal.withdrawals import bp
 from portal.withdrawals.forms import ConfirmWithdrawalForm, WithdrawalForm
 
 

@@ -77,7 +77,7 @@ def test_csv_cells_never_run_as_formulas():
 def test_secrets_are_masked_and_actions_checked(app):
     import pytest
 
-    from portal import audit
+    from portal.rules import audit
 
     assert audit.masked({"code": "ABCD-EFGH", "password": "x", "token": "t" * 20}) == {
         "code": "••••",
@@ -89,8 +89,8 @@ def test_secrets_are_masked_and_actions_checked(app):
 
 
 def test_pages_of_the_log_keep_the_filters(app, accounts):
-    from portal import audit
-    from portal.services.accounts import find_user
+    from portal.rules import audit
+    from portal.rules.accounts import find_user
 
     with app.app_context():
         owner_user = find_user(accounts.owner)

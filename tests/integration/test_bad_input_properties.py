@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from wtforms import DateField, Field, IntegerField, SelectField, SelectMultipleField
 
-from portal.fields import AmountField
-from portal.listing import BoundField
+from portal.web.fields import AmountField
+from portal.web.filters import BoundField
 from tests.support.databases import postgres_schema
 from tests.support.htmx import HTMX
 from tests.support.money import signed_in

@@ -39,8 +39,8 @@ def checkout_sandbox(tmp_path_factory):
 def shop(app, checkout_sandbox):
     """Acme, connected to the sandbox; customers know it as "Acme Coffee"."""
     from portal.models import Environment
-    from portal.services.accounts import merchant_named
-    from portal.services.api import Credentials, connect
+    from portal.rules.accounts import merchant_named
+    from portal.rules.connection import Credentials, connect
 
     with app.app_context():
         merchant = merchant_named("Acme", create=True)
@@ -182,9 +182,9 @@ def test_tampered_and_unknown_references_show_nothing(client, checkout):
 
 
 def test_a_link_without_an_operation_is_not_found(app, client, shop):
-    from portal.checkout.links import reserve_link
     from portal.extensions import db
-    from portal.services.accounts import merchant_named
+    from portal.rules.accounts import merchant_named
+    from portal.rules.checkout_links import reserve_link
 
     with app.app_context():
         token = reserve_link(merchant_named("Acme"), "ORDER-NEVER-CREATED").token
@@ -193,8 +193,8 @@ def test_a_link_without_an_operation_is_not_found(app, client, shop):
 
 
 def test_old_links_expire(app, client, checkout):
-    from portal.checkout.links import find_link
     from portal.extensions import db
+    from portal.rules.checkout_links import find_link
 
     with app.app_context():
         link = find_link(checkout.token)
@@ -242,8 +242,8 @@ def test_final_states_stop_polling(app, client, shop, checkout, action, state):
     if action == "expire":
         shop.control("POST", f"operations/{checkout.operation.id}/expire")
     else:
-        from portal.services.accounts import merchant_named
-        from portal.services.api import api_client_for
+        from portal.rules.accounts import merchant_named
+        from portal.rules.connection import api_client_for
 
         with app.app_context():
             api_client_for(merchant_named("Acme")).cancel_operation(checkout.operation.id)
@@ -268,7 +268,7 @@ def test_no_pay_button_when_paying_cannot_help(client, checkout, query):
 
 def test_return_to_the_shop_goes_only_to_the_configured_url(app, client, checkout):
     from portal.extensions import db
-    from portal.services.accounts import merchant_named
+    from portal.rules.accounts import merchant_named
 
     body = _page(client, checkout, "return_to=https://evil.example")[1]
     assert '<a class="button" href="https://shop.example/coffee" rel="noreferrer">' in body
@@ -282,7 +282,7 @@ def test_return_to_the_shop_goes_only_to_the_configured_url(app, client, checkou
 
 def test_without_a_display_name_the_merchant_name_shows(app, client, checkout):
     from portal.extensions import db
-    from portal.services.accounts import merchant_named
+    from portal.rules.accounts import merchant_named
 
     with app.app_context():
         merchant_named("Acme").display_name = None
@@ -292,7 +292,7 @@ def test_without_a_display_name_the_merchant_name_shows(app, client, checkout):
 
 def test_an_unreachable_api_gets_a_friendly_page(app, client, checkout):
     from portal.extensions import db
-    from portal.services.accounts import merchant_named
+    from portal.rules.accounts import merchant_named
 
     with app.app_context():
         merchant_named("Acme").api_connection.base_url = f"http://127.0.0.1:{free_port()}"

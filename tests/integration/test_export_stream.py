@@ -9,13 +9,13 @@ import pytest
 import requests
 
 from portal.api import MerchantApiClient
-from portal.exports.csv_rows import (
+from portal.rules.csv_rows import (
     OPERATION_COLUMNS,
     TRANSACTION_COLUMNS,
     UTC_ZONE,
     operation_transactions,
 )
-from portal.exports.stream import INCOMPLETE_MARK, Export, start
+from portal.rules.csv_stream import INCOMPLETE_MARK, Export, start
 from tests.support.sandbox_server import run_sandbox
 
 

@@ -100,7 +100,7 @@ def test_spreadsheet_options_byte_order_mark_and_time_zone(app, accountant, acco
     assert marked.startswith("\ufeff".encode())
 
     from portal.extensions import db
-    from portal.services.accounts import find_user
+    from portal.rules.accounts import find_user
 
     with app.app_context():
         find_user(accounts.accountant).time_zone = "Europe/Berlin"
@@ -196,8 +196,8 @@ SEPARATED = [
 def test_no_cell_of_any_export_becomes_a_formula_whichever_separator_splits_it(
     app, client, accounts, sandbox, tmp_path, separator
 ):
-    from portal import audit
-    from portal.services.accounts import find_user
+    from portal.rules import audit
+    from portal.rules.accounts import find_user
 
     first, *_ = create_operations(sandbox, SEPARATED)
     sandbox.control(

@@ -217,9 +217,9 @@ def test_eight_parallel_posts_of_one_form_make_one_record(app, accounts, once_sa
 def test_keys_are_the_merchants_own(app, accounts, once_sandbox):
     """Another merchant's key finds nothing: it is not where that merchant's forms stand."""
     from portal.extensions import db
-    from portal.intents import find
     from portal.models import IntentKind
-    from portal.services.accounts import merchant_named
+    from portal.rules.accounts import merchant_named
+    from portal.rules.intents import find
 
     connect(app, once_sandbox)
     owner = signed_in(app, accounts.owner)

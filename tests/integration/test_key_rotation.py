@@ -47,7 +47,7 @@ def _portal(folder: Path, keys: str):
 def _set_up(app, sandbox: SandboxServer) -> None:
     """Users of Acme, then the owner connects the API (both tokens) at /settings/api."""
     from portal.models import Role
-    from portal.services import accounts
+    from portal.rules import accounts
 
     with migrated(app).app_context():
         acme = accounts.merchant_named("Acme", create=True)

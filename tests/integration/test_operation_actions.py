@@ -65,7 +65,7 @@ def test_create_sends_the_checkout_page_as_redirect_url(app, operator, api):
     assert (operation.amount, operation.currency, operation.order_id) == (12.5, "USDT", order)
     assert operation.redirect_url.startswith("https://shop.example/checkout/")
     with app.app_context():
-        from portal.checkout.links import find_link
+        from portal.rules.checkout_links import find_link
 
         link = find_link(operation.redirect_url.rsplit("/", 1)[1])
         assert link.operation_id == operation_id

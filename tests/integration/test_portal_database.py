@@ -50,7 +50,7 @@ def test_sign_in_and_out(client, accounts):
 def test_removing_a_merchant_removes_its_users(app, accounts):
     from portal.extensions import db
     from portal.models import User
-    from portal.services.accounts import merchant_named
+    from portal.rules.accounts import merchant_named
 
     with app.app_context():
         db.session.delete(merchant_named("Other"))

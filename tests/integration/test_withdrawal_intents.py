@@ -45,7 +45,7 @@ def test_claim_is_one_time_across_database_connections(app, accounts):
 
     from portal.extensions import db
     from portal.models import IntentState, User, WithdrawalIntent
-    from portal.withdrawals import intents
+    from portal.rules import withdrawals as intents
 
     with app.app_context():
         user = db.session.scalar(db.select(User).where(User.email == accounts.owner))

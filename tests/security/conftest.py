@@ -80,7 +80,7 @@ def _hostile_portal_records(world: World) -> None:
     """Records of the portal itself, made through its forms by the owner."""
     from portal.extensions import db
     from portal.models import CheckoutLink
-    from portal.services import accounts
+    from portal.rules import accounts
 
     owner = world.client("owner")
     world.checkout_order = XSS[1] + "-checkout"
@@ -137,7 +137,7 @@ def _hostile_portal_records(world: World) -> None:
 def world(tmp_path_factory) -> World:
     """The hostile world of this worker (see the module docstring)."""
     from portal.models import Role
-    from portal.services import accounts
+    from portal.rules import accounts
 
     folder = tmp_path_factory.mktemp("security")
     with (

@@ -38,7 +38,7 @@ def intruder(world, tmp_path_factory):
     """The Other merchant's owner, connected to an empty sandbox of its own."""
     from portal.extensions import db
     from portal.models import ApiConnection
-    from portal.services.accounts import merchant_named
+    from portal.rules.accounts import merchant_named
 
     with run_sandbox(tmp_path_factory.mktemp("other-sandbox") / "sandbox.db") as other_sandbox:
         connect(world.app, other_sandbox, merchant="Other")
@@ -143,7 +143,7 @@ def test_extra_form_fields_do_not_raise_privileges(world):
 def test_a_password_change_is_always_ones_own(world, unique):
     """Naming another user in the form changes nobody else's password (nor ends their sessions)."""
     from portal.models import Role
-    from portal.services import accounts
+    from portal.rules import accounts
     from tests.support.forms import PASSWORD
     from tests.support.money import post, signed_in
 

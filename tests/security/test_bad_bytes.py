@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from portal.access import public
+from portal.web.access import public
 from tests.security.attack import header_problems
 from tests.support.forms import PASSWORD, csrf_token
 from tests.support.money import signed_in

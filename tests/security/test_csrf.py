@@ -40,10 +40,9 @@ class Case:
 
 def _throwaway(world, role: str = "operator", *, two_factor: bool = False, signed_in=True):
     """A new user of Acme (optionally with two-factor on) and a client signed in as them."""
-    from portal import crypto
     from portal.extensions import db
     from portal.models import Role, utcnow
-    from portal.services import accounts
+    from portal.rules import accounts, crypto
 
     address = f"csrf-{uuid.uuid4().hex[:8]}@acme.test"
     with world.app.app_context():
@@ -54,7 +53,7 @@ def _throwaway(world, role: str = "operator", *, two_factor: bool = False, signe
         user = accounts.find_user(address)
         user_id = user.id
         if two_factor:
-            from portal.auth import two_factor as second_factor
+            from portal.rules import two_factor as second_factor
 
             user.totp_secret_encrypted = crypto.encrypt(secret)
             user.totp_enabled_at = utcnow()
@@ -90,8 +89,8 @@ def _transactions(world, action: str) -> Case:
 
 
 def _confirm_withdrawal(world) -> Case:
-    from portal.services import accounts
-    from portal.withdrawals import intents
+    from portal.rules import accounts
+    from portal.rules import withdrawals as intents
 
     with world.app.app_context():
         owner = accounts.find_user(world.email("owner"))

@@ -52,14 +52,14 @@ def _setup_key(visitor: Visitor) -> str:
 
 
 def _user(app, email: str):
-    from portal.services.accounts import find_user
+    from portal.rules.accounts import find_user
 
     with app.app_context():
         return find_user(email)
 
 
 def _stored_secret(app, email: str) -> str | None:
-    from portal import crypto
+    from portal.rules import crypto
 
     with app.app_context():
         stored = _user(app, email).totp_secret_encrypted

@@ -162,11 +162,9 @@ def test_second_step_of_sign_in_keeps_next_on_the_portal(world):
     """With two-factor on, the `next` of the first step is carried to the second."""
     import pyotp
 
-    from portal import crypto
-    from portal.auth import two_factor
     from portal.extensions import db
     from portal.models import Role, utcnow
-    from portal.services import accounts
+    from portal.rules import accounts, crypto, two_factor
 
     secret = pyotp.random_base32()
     with world.app.app_context():
@@ -196,8 +194,8 @@ VARIABLE_TARGETS = {
     ("auth/routes.py", "next_url"): "safe_next(form `next`) or the dashboard; test_sign_in_next",
     ("checkout/routes.py", "target"): "the API's payment_url or url_for; test_checkout_pay_...",
     ("cross_exchanges/routes.py", "url"): "url_for of the cross exchange",
-    ("access.py", "url"): "redirect_to's parameter: its callers pass url_for",
-    ("intents/pages.py", "record"): "a OneTimeForm's record_url: url_for of the record made",
+    ("web/access.py", "url"): "redirect_to's parameter: its callers pass url_for",
+    ("web/one_time.py", "record"): "a OneTimeForm's record_url: url_for of the record made",
 }
 
 

@@ -108,7 +108,7 @@ def test_a_tampered_cookie_signs_nobody_in(app, accounts):
 
 def test_a_new_password_ends_the_victims_sessions(app, accounts):
     """An owner who resets a stolen account's password throws the thief out."""
-    from portal.services import accounts as service
+    from portal.rules import accounts as service
 
     thief = app.test_client()
     sign_in(thief, accounts.operator)

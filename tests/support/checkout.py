@@ -22,9 +22,9 @@ def new_checkout(
     app: Flask, merchant_name: str, *, amount: str = "25.5", order_id: str = "ORDER-1001"
 ) -> Checkout:
     """Reserve a link, create the operation with its URL as redirect_url, attach it."""
-    from portal.checkout.links import attach, checkout_url, reserve_link
-    from portal.services.accounts import merchant_named
-    from portal.services.api import api_client_for
+    from portal.rules.accounts import merchant_named
+    from portal.rules.checkout_links import attach, checkout_url, reserve_link
+    from portal.rules.connection import api_client_for
 
     with app.test_request_context():
         merchant = merchant_named(merchant_name)

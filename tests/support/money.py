@@ -28,9 +28,9 @@ CROSS_EXCHANGE = {
 def connect(app, sandbox: SandboxServer, merchant: str = "Acme") -> None:
     """Connect the merchant to the sandbox, with the company token."""
     from portal.models import Environment
-    from portal.services import accounts
-    from portal.services.api import Credentials
-    from portal.services.api import connect as save
+    from portal.rules import accounts
+    from portal.rules.connection import Credentials
+    from portal.rules.connection import connect as save
 
     with app.app_context():
         credentials = Credentials(

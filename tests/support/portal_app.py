@@ -51,8 +51,8 @@ def connected_portal(folder: Path, sandbox: SandboxServer, **config: object) -> 
     from portal import create_app
     from portal.extensions import db
     from portal.models import Environment, Role
-    from portal.services import accounts
-    from portal.services.api import Credentials, connect
+    from portal.rules import accounts
+    from portal.rules.connection import Credentials, connect
 
     app = ready_portal(
         create_app(

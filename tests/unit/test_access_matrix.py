@@ -38,8 +38,8 @@ EXPECTED = {
     "transactions.index": ALL_ROLES,
     "transactions.detail": ALL_ROLES,
     "rates.index": ALL_ROLES,
-    "exports.operations_csv": ALL_ROLES,
-    "exports.transactions_csv": ALL_ROLES,
+    "operations.export_csv": ALL_ROLES,
+    "transactions.export_csv": ALL_ROLES,
     "settings.api": OWNER,
     "settings.checkout": OWNER,
     "settings.users": OWNER,
@@ -84,7 +84,7 @@ def test_every_route_has_a_row(app):
 def _target_user_id(app) -> int:
     """A user of Acme that the owner may change or remove (made again after a removal)."""
     from portal.models import Role
-    from portal.services import accounts
+    from portal.rules import accounts
 
     with app.app_context():
         user = accounts.find_user(TARGET) or accounts.add_user(

@@ -68,7 +68,7 @@ def test_an_expired_session_asks_to_sign_in_again(app, client, accounts):
 
 
 def test_removing_a_user_ends_their_sessions(app, client, accounts):
-    from portal.services import accounts as service
+    from portal.rules import accounts as service
 
     sign_in(client, accounts.operator)
     with app.app_context():

@@ -12,8 +12,8 @@ from werkzeug.http import parse_accept_header
 from portal.api import Operation
 from portal.checkout.outcomes import OUTCOMES, SUCCESS, UNKNOWN, outcome_key
 from portal.checkout.payments import Payment, State, state_of
-from portal.checkout.shop import is_web_url
-from portal.i18n import preferred_locale
+from portal.rules.web_urls import is_web_url
+from portal.web.i18n import preferred_locale
 from tests.support.forms import csrf_token, sign_in
 
 
@@ -151,7 +151,7 @@ def _save(client, **data: str):
 
 
 def test_owner_sets_the_checkout_page(app, client, accounts):
-    from portal.services.accounts import merchant_named
+    from portal.rules.accounts import merchant_named
 
     sign_in(client, accounts.owner)
     page = client.get("/settings/checkout").get_data(as_text=True)

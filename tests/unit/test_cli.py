@@ -74,10 +74,11 @@ def test_connect_api_checks_the_url(runner, accounts):
 
 
 def test_rotate_keys_re_encrypts_under_the_newest_key(app, accounts, portal_config):
-    from portal import create_app, crypto
+    from portal import create_app
     from portal.extensions import db
     from portal.models import ApiConnection
-    from portal.services import accounts as service
+    from portal.rules import accounts as service
+    from portal.rules import crypto
 
     old_key = portal_config["TOKEN_KEYS"]
     with app.app_context():

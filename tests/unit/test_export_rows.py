@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from portal.api.records import Operation, Transaction
-from portal.exports.csv_rows import (
+from portal.rules.csv_rows import (
     OPERATION_COLUMNS,
     TRANSACTION_COLUMNS,
     UTC_ZONE,

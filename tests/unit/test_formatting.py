@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from portal.formatting import badge, money, web_link, when
+from portal.web.formatting import badge, money, web_link, when
 
 MOMENT = datetime(2024, 7, 1, 12, 30, 5, 123456, tzinfo=UTC)
 
@@ -31,7 +31,7 @@ def _full_time_for(app, accounts, zone: str) -> str:
     """`when(MOMENT, full=True)` as the operator sees it with `zone` as their time zone."""
     from flask_login import login_user
 
-    from portal.services.accounts import find_user
+    from portal.rules.accounts import find_user
 
     with app.test_request_context():
         user = find_user(accounts.operator)

@@ -9,10 +9,11 @@ import pytest
 from werkzeug.datastructures import MultiDict
 
 from portal.api import ApiError, Operation
-from portal.dashboard.summary import summarise
-from portal.listing import read_filters, show_api_errors
 from portal.operations.forms import OperationFilters
+from portal.rules.dashboard import summarise
 from portal.transactions.forms import TransactionFilters
+from portal.web.filters import read_filters
+from portal.web.lists import show_api_errors
 
 
 def test_every_operation_filter_becomes_its_api_value():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from portal.security import safe_next
+from portal.web.security import safe_next
 from tests.support.forms import sign_in
 
 SAFE = ["/", "/settings/users", "/operations?status=1&page=2", "/a%20b"]

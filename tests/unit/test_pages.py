@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from portal.access import public
 from portal.api import ApiError, ApiUnavailable
+from portal.web.access import public
 from tests.support.forms import sign_in
 from tests.support.htmx import HTMX
 
@@ -119,7 +119,7 @@ def test_navigation_shows_what_the_role_may_use(client, accounts):
 
 
 def test_not_connected_tells_owners_where_to_connect(app, client, accounts):
-    from portal.services.api import current_api
+    from portal.web.merchant import current_api
 
     app.add_url_rule("/test/api", "api_user", public(lambda: str(current_api())))
     sign_in(client, accounts.owner)

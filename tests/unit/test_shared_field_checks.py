@@ -1,5 +1,5 @@
-"""The operation and settings forms and `web_link` use the shared checks of `portal.fields` and
-`portal.checkout.shop`: the same amounts as before, and addresses refused as `is_web_url` does."""
+"""The operation and settings forms and `web_link` use the shared checks of `portal.web.fields` and
+`portal.rules.shops`: the same amounts as before, and addresses refused as `is_web_url` does."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from decimal import Decimal
 
 import pytest
 
-from portal.formatting import web_link
-from portal.intents import new_key
 from portal.operations.forms import AMOUNT_NOT_POSITIVE, AMOUNT_SHAPE, NewOperationForm
+from portal.rules.intents import new_key
+from portal.web.formatting import web_link
 
 # Addresses the old checks let through: a link or redirect a browser would mangle.
 NOT_WEB_ADDRESSES = [

@@ -2,7 +2,7 @@
 
 Every state-changing action of the portal writes one event, success or not::
 
-    from portal import audit
+    from portal.rules import audit
 
     # After the fact, when the outcome is known:
     audit.record("user.add", parameters={"email": email, "role": "operator"})
@@ -131,7 +131,7 @@ def record(
 ) -> AuditEvent:
     """Write one event of the audit log and commit it (see the module's docstring)."""
     if action not in ACTIONS:
-        raise ValueError(f"unknown audit action {action!r}; add it to portal.audit.ACTIONS")
+        raise ValueError(f"unknown audit action {action!r}; add it to portal.rules.audit.ACTIONS")
     if user is None and current_user and current_user.is_authenticated:
         user = current_user._get_current_object()
     parameters = parameters or {}

@@ -1,4 +1,4 @@
-"""List pages: a GET form of filters, turned into validated API filters, shared by every list.
+"""The filter forms of list pages: a GET form turned into validated API filters.
 
 `read_filters(form_class, args)` is the one conversion from a query string to the keyword
 arguments of the client's list methods (`list_operations(**filters)`); the list pages and the
@@ -14,11 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar
 
-import sqlalchemy as sa
-from flask import request, url_for
-from flask_sqlalchemy.pagination import Pagination
 from werkzeug.datastructures import MultiDict
-from werkzeug.wrappers import Response
 from wtforms import (
     DateField,
     Form,
@@ -30,10 +26,6 @@ from wtforms import (
 )
 from wtforms.validators import Optional, ValidationError
 from wtforms.widgets import CheckboxInput, ListWidget
-
-from portal.api import VALIDATION_ERROR, ApiError, ApiUnavailable, Page
-from portal.extensions import db
-from portal.layout import render_page, wants_fragment
 
 PER_PAGE_CHOICES = (10, 25, 50, 100)
 DEFAULT_PER_PAGE = 50
@@ -254,68 +246,3 @@ def read_filters(form_class: type[ListFilters], args: MultiDict) -> ListQuery:
     """Validate the query string of a list page; the API filters only when every field is valid."""
     form = form_class(args)
     return ListQuery(form, form.api_filters() if form.validate() else None)
-
-
-def local_page(query: sa.Select, per_page: int = 50) -> Pagination:
-    """The page of `query` (a list in the portal's own database) asked for by `?page=`.
-
-    A page that is not a whole number, or is below 1, is the first; one above MAX_PAGE is
-    MAX_PAGE, empty as any page after the last (the database's integers cannot hold the offset
-    of any page number).
-    """
-    page = request.args.get("page", 1, type=int)
-    return db.paginate(
-        query,
-        page=min(page, MAX_PAGE) if page >= 1 else 1,
-        per_page=per_page,
-        max_per_page=per_page,
-        error_out=False,
-    )
-
-
-def show_api_errors(form: Form, error: ApiError) -> None:
-    """Put an API validation error (code 9) against the fields it names; others as a whole."""
-    general = []
-    for name, messages in error.errors.items():
-        target = form._fields.get(name)
-        if target is not None:
-            target.errors = [*target.errors, *messages]
-        else:
-            general.extend(messages)
-    if general or not error.errors:
-        form.form_errors = [*form.form_errors, *(general or [error.describe()])]
-
-
-def render_list(
-    form_class: type[ListFilters],
-    fetch: Callable[..., Page],
-    template: str,
-    fragment: str,
-    **context: object,
-) -> Response:
-    """A list page (or, for htmx, its results) for the filters in the query string.
-
-    The htmx answer also carries the field errors out of band and the canonical URL to push,
-    so that the address bar, back, forward and reload show the same list.
-    """
-    query = read_filters(form_class, request.args)
-    page = None
-    if query.filters is not None:
-        try:
-            page = fetch(**query.filters)
-        except ApiError as error:
-            if isinstance(error, ApiUnavailable) or error.code != VALIDATION_ERROR:
-                raise
-            show_api_errors(query.form, error)
-    response = render_page(
-        template,
-        fragment,
-        200 if page is not None else 422,
-        form=query.form,
-        page=page,
-        out_of_band=wants_fragment(),
-        **context,
-    )
-    if wants_fragment():
-        response.headers["HX-Push-Url"] = url_for(request.endpoint or "", **query.form.query_args())
-    return response

@@ -6,26 +6,13 @@ owner saved in settings, and checked again before each use.
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 from portal.extensions import db
 from portal.models import Merchant
+from portal.rules.web_urls import is_web_url
 
 
 def display_name(merchant: Merchant) -> str:
     return merchant.display_name or merchant.name
-
-
-def is_web_url(url: str | None) -> bool:
-    """An absolute http(s) URL with a host and no spaces, control characters or backslashes."""
-    if not url or any(ord(char) < 0x21 or char in "\\\x7f" for char in url):
-        return False
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018  (raises ValueError for a port that is not a number)
-    except ValueError:
-        return False
-    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def return_url(merchant: Merchant) -> str | None:

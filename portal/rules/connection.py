@@ -10,12 +10,11 @@ from urllib.parse import urlsplit
 
 import requests
 from flask import current_app
-from flask_login import current_user
 
-from portal import crypto
 from portal.api import ApiError, ApiUnavailable, MerchantApiClient, make_session, mask_token
 from portal.extensions import db
 from portal.models import ApiConnection, Environment, Merchant
+from portal.rules import crypto
 
 T = TypeVar("T")
 SESSION_EXTENSION = "portal_api_session"
@@ -172,11 +171,6 @@ def api_client_for(merchant: Merchant) -> MerchantApiClient:
     if merchant.api_connection is None:
         raise ApiNotConnected(merchant.name)
     return new_client(stored_credentials(merchant.api_connection))
-
-
-def current_api() -> MerchantApiClient:
-    """The client of the signed-in user's merchant."""
-    return api_client_for(current_user.merchant)
 
 
 def masked_tokens(connection: ApiConnection) -> tuple[str, str | None]:

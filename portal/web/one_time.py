@@ -1,4 +1,5 @@
-"""Sending a form that moves money exactly once, and the pages for a form sent before.
+"""Sending a form that moves money exactly once: its key field, the sending, and the pages for a
+form sent before.
 
 A view validates its form (whose `intent` is an `IntentField`), then calls `send`: the key is
 claimed in the database and the API called once. Posting the same key again never sends: a made
@@ -15,14 +16,32 @@ from typing import TypeVar
 from flask import abort, current_app, flash, redirect, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
+from wtforms import HiddenField
+from wtforms.validators import InputRequired, Regexp
 
-from portal import audit, intents
 from portal.api import ApiError, ApiUnavailable, Identified
-from portal.errors import api_unavailable, error_page
-from portal.explain import explain, outcome_unknown
 from portal.models import FormIntent, IntentKind, IntentState
+from portal.rules import audit, intents
+from portal.rules.intents import new_key
+from portal.web.errors import api_unavailable, error_page
+from portal.web.refusals import explain, outcome_unknown
 
 T = TypeVar("T", bound=Identified)
+
+STALE = "This form is out of date, so nothing was sent. Check the details and send it again."
+
+
+class IntentField(HiddenField):
+    """The form's one-time key: a posted form must bring one, and every form shown gets a new
+    one, made by the server as it renders the form (so a refused or corrected form that is sent
+    again is a new sending, while a reload of the same post is the same one)."""
+
+    def __init__(self, **kwargs: object) -> None:
+        shape = Regexp(r"^[A-Za-z0-9_-]{16,64}\Z", message=STALE)
+        super().__init__(validators=[InputRequired(STALE), shape], **kwargs)
+
+    def _value(self) -> str:
+        return new_key()
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any
 from portal.api import ApiError
 from portal.api.paging import read_pages
 from portal.api.records import Page
-from portal.exports.csv_rows import Column, TimeZone, header, row
+from portal.rules.csv_rows import Column, TimeZone, header, row
 
 PER_PAGE = 100
 BYTE_ORDER_MARK = "\ufeff"

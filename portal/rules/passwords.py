@@ -2,8 +2,8 @@
 before a change to one's own security (a new password, two-factor sign-in on or off), so that a
 stolen session cookie alone cannot make it.
 
-Every check is counted first (`portal.attempts`), per account and per client address, and given
-back when the password was right: a wrong current password counts as a failed sign-in.
+Every check is counted first (`portal.rules.attempts`), per account and per client address,
+and given back when the password was right: a wrong current password counts as a failed sign-in.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 from flask import current_app, request
 from wtforms import Field
 
-from portal import attempts, audit
 from portal.models import User
-from portal.services.accounts import normalise_email
+from portal.rules import attempts, audit
+from portal.rules.accounts import normalise_email
 
 THROTTLED = "Too many failed sign-in attempts. Wait a few minutes, then try again."
 WRONG = "That is not your current password."

@@ -1,7 +1,8 @@
 """One-time withdrawal intents: however many confirmations arrive, one request goes upstream.
 
-A reviewed form is a `pending` intent; confirming claims and settles it through `portal.intents`
-(a conditional UPDATE that one confirmation wins; never retried, `unknown` after a lost answer).
+A reviewed form is a `pending` intent; confirming claims and settles it through
+`portal.rules.intents` (a conditional UPDATE that one confirmation wins; never retried,
+`unknown` after a lost answer).
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from decimal import Decimal
 
 import sqlalchemy as sa
 
-from portal import audit, intents
 from portal.api import MerchantApiClient
-from portal.explain import explain
 from portal.extensions import db
 from portal.models import IntentState, Merchant, User, WithdrawalIntent
+from portal.rules import audit, intents
+from portal.web.refusals import explain
 
 
 def create(merchant: Merchant, user: User, amount: Decimal, wallet: str, address: str) -> str:

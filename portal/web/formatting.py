@@ -17,7 +17,7 @@ from flask_login import current_user
 from markupsafe import Markup, escape
 
 from portal.api import OPERATION_STATUSES, TRANSACTION_STATUSES
-from portal.checkout.shop import is_web_url
+from portal.rules.web_urls import is_web_url
 
 
 @lru_cache(maxsize=1)

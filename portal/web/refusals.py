@@ -9,7 +9,7 @@ from flask import abort, current_app, request
 from werkzeug.wrappers import Response
 
 from portal.api import ApiError, ApiUnavailable
-from portal.errors import api_unavailable, error_page
+from portal.web.errors import api_unavailable, error_page
 
 T = TypeVar("T")
 

@@ -1,4 +1,5 @@
-"""Form fields and checks shared by the forms that move money: amounts, currencies, addresses.
+"""Form fields and checks shared by several forms: amounts, currencies, addresses, one-time
+codes and new passwords.
 
 Bad input is caught here, next to its field, before anything is sent to the API.
 """
@@ -10,7 +11,9 @@ from decimal import Decimal, InvalidOperation
 
 from flask_wtf import FlaskForm
 from wtforms import Field, SelectChoice, SelectField, StringField
-from wtforms.validators import InputRequired, Length, ValidationError
+from wtforms.validators import InputRequired, Length, Optional, ValidationError
+
+from portal.rules.accounts import MIN_PASSWORD_LENGTH
 
 # The currencies of the API (section 2.5 names BTC, ETH and USD; USDT is an ERC-20 token).
 # Which of them have wallets, pairs or limits is the API's to say, in its error codes.
@@ -135,3 +138,25 @@ def add_api_field_errors(form: FlaskForm, errors: dict[str, list[str]]) -> bool:
             form[name].errors = [*form[name].errors, *messages]
             placed = True
     return placed
+
+
+# A new password: long enough, and not so long that hashing it costs more than a sign-in.
+PASSWORD_LENGTH = Length(
+    min=MIN_PASSWORD_LENGTH, max=1024, message=f"Use at least {MIN_PASSWORD_LENGTH} characters."
+)
+
+
+class CodeField(StringField):
+    """A one-time code: 6 digits from the authenticator app, or a recovery code where accepted.
+
+    Optional for WTForms: `two_factor.check_code` says what is missing or wrong. What was typed
+    is never written back into the page (as a password field does not): a refused code would
+    otherwise sit in the HTML, in the browser's history and in any cache on the way.
+    """
+
+    def __init__(self, label: str = "Authenticator code", **kwargs: object) -> None:
+        too_long = "That is longer than any code. Enter the code your authenticator app shows."
+        super().__init__(label, validators=[Optional(), Length(max=64, message=too_long)], **kwargs)
+
+    def _value(self) -> str:
+        return ""

@@ -13,12 +13,12 @@ from werkzeug.wrappers import Response
 
 from portal.api import ApiError, ApiUnavailable
 from portal.api.wire import CONTROL_CHARACTER
-from portal.crypto import TokenKeyError
 from portal.extensions import db
-from portal.layout import render_page
 from portal.models import Role
-from portal.security import ControlCharacterRefused
-from portal.services.api import ApiNotConnected, describe_rejection
+from portal.rules.connection import ApiNotConnected, describe_rejection
+from portal.rules.crypto import TokenKeyError
+from portal.web.pages import render_page
+from portal.web.security import ControlCharacterRefused
 
 MESSAGES = {
     400: ("Bad request", "The request could not be understood. Go back and try again."),

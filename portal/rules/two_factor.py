@@ -3,11 +3,11 @@
 Codes are SHA-1, 6 digits, 30-second steps; the step before and after the current one are
 accepted too, for clocks that drift. A code is accepted once: the user's `totp_last_step` moves
 forward with one conditional UPDATE, so the same code (or an older one) is refused afterwards,
-across processes. The secret is stored encrypted with the API tokens' keys (`portal.crypto`),
+across processes. The secret is stored encrypted with the API tokens' keys (`portal.rules.crypto`),
 and `flask rotate-keys` re-encrypts it (`rotate_secrets`).
 
 Every check of a code goes through `check_code`, which counts each code before checking it
-(`portal.attempts`: parallel guesses get no more checks than the limit) under limits of their
+(`portal.rules.attempts`: parallel guesses get no more checks than the limit) under limits of their
 own with the sign-in limits' values (per user and per client address), gives it back unless it
 was a wrong guess, and writes every refusal to the audit log. Forms ask through `refusal_on`,
 which puts the reason on the field.
@@ -27,9 +27,9 @@ import sqlalchemy as sa
 from flask import current_app, request, session
 from wtforms import Field
 
-from portal import attempts, audit, crypto
 from portal.extensions import db, rows_changed
 from portal.models import RecoveryCode, User, utcnow
+from portal.rules import attempts, audit, crypto
 
 ISSUER = "Merchant Portal"
 WINDOW = 1  # steps accepted either side of the current one

@@ -16,7 +16,7 @@ from portal.extensions import babel
 DEFAULT_LOCALE = "en"
 # The languages of the checkout page, in the order of preference when the browser ties.
 CUSTOMER_LOCALES = ("en", "es", "de", "ru")
-TRANSLATIONS = Path(__file__).resolve().parent / "translations"
+TRANSLATIONS = Path(__file__).resolve().parent.parent / "translations"
 CUSTOMER_BLUEPRINTS = frozenset({"checkout"})
 
 

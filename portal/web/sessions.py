@@ -10,10 +10,10 @@ from flask_login import login_user, logout_user
 from sqlalchemy.orm import joinedload
 from werkzeug.wrappers import Response
 
-from portal.access import redirect_to
 from portal.extensions import db, login_manager
 from portal.models import Merchant, User, UserSession, session_key_hash, utcnow
-from portal.services.accounts import revoke_sessions
+from portal.rules.accounts import revoke_sessions
+from portal.web.access import redirect_to
 
 LAST_SEEN_RESOLUTION = timedelta(minutes=1)
 # Every signed-in page needs the user, the merchant and its API connection: one query, not four.

@@ -1,1 +1,0 @@
-"""Services the blueprints share: the way to the Merchant API."""

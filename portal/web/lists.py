@@ -1,0 +1,92 @@
+"""List pages: the API's lists behind their filter form, and the portal's own lists, paged.
+
+`render_list` shows an API list for the filters in the query string (`portal.web.filters`);
+`local_page` pages a list kept in the portal's database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from flask import request, url_for
+from flask_sqlalchemy.pagination import Pagination
+from werkzeug.wrappers import Response
+from wtforms import Form
+
+from portal.api import VALIDATION_ERROR, ApiError, ApiUnavailable, MerchantApiClient, Page
+from portal.extensions import db
+from portal.web.filters import MAX_PAGE, ListFilters, read_filters
+from portal.web.merchant import current_api
+from portal.web.pages import render_page, wants_fragment
+
+
+def local_page(query: sa.Select, per_page: int = 50) -> Pagination:
+    """The page of `query` (a list in the portal's own database) asked for by `?page=`.
+
+    A page that is not a whole number, or is below 1, is the first; one above MAX_PAGE is
+    MAX_PAGE, empty as any page after the last (the database's integers cannot hold the offset
+    of any page number).
+    """
+    page = request.args.get("page", 1, type=int)
+    return db.paginate(
+        query,
+        page=min(page, MAX_PAGE) if page >= 1 else 1,
+        per_page=per_page,
+        max_per_page=per_page,
+        error_out=False,
+    )
+
+
+def show_api_errors(form: Form, error: ApiError) -> None:
+    """Put an API validation error (code 9) against the fields it names; others as a whole."""
+    general = []
+    for name, messages in error.errors.items():
+        target = form._fields.get(name)
+        if target is not None:
+            target.errors = [*target.errors, *messages]
+        else:
+            general.extend(messages)
+    if general or not error.errors:
+        form.form_errors = [*form.form_errors, *(general or [error.describe()])]
+
+
+@dataclass(frozen=True)
+class ApiList:
+    """A list of the API as a page shows it: its filter form, the client's method that reads a
+    page of it, and the page's template with the fragment htmx asks for."""
+
+    filters: type[ListFilters]
+    read: Callable[[MerchantApiClient], Callable[..., Page]]
+    template: str
+    fragment: str
+
+
+def render_list(listing: ApiList, **context: object) -> Response:
+    """A list page (or, for htmx, its results) for the filters in the query string.
+
+    The htmx answer also carries the field errors out of band and the canonical URL to push,
+    so that the address bar, back, forward and reload show the same list.
+    """
+    query = read_filters(listing.filters, request.args)
+    page = None
+    if query.filters is not None:
+        try:
+            page = listing.read(current_api())(**query.filters)
+        except ApiError as error:
+            if isinstance(error, ApiUnavailable) or error.code != VALIDATION_ERROR:
+                raise
+            show_api_errors(query.form, error)
+    response = render_page(
+        listing.template,
+        listing.fragment,
+        200 if page is not None else 422,
+        form=query.form,
+        page=page,
+        out_of_band=wants_fragment(),
+        **context,
+    )
+    if wants_fragment():
+        response.headers["HX-Push-Url"] = url_for(request.endpoint or "", **query.form.query_args())
+    return response
