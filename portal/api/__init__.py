@@ -2,14 +2,11 @@
 
 from portal.api.client import ENVIRONMENT_PREFIXES, MerchantApiClient, mask_token
 from portal.api.errors import (
-    ERROR_MESSAGES,
-    NOT_FOUND_CROSS_EXCHANGE,
-    NOT_FOUND_OPERATION,
-    NOT_FOUND_TRANSACTION,
-    NOT_FOUND_VOUCHER,
-    VALIDATION_ERROR,
-    ApiError,
+    DOCUMENTED_MESSAGES,
+    ApiFailure,
+    ApiRefusal,
     ApiUnavailable,
+    ErrorCode,
 )
 from portal.api.records import (
     OPERATION_STATUSES,
@@ -27,19 +24,21 @@ from portal.api.records import (
 from portal.api.session import make_session
 
 __all__ = [
+    "DOCUMENTED_MESSAGES",
     "ENVIRONMENT_PREFIXES",
-    "ERROR_MESSAGES",
-    "NOT_FOUND_CROSS_EXCHANGE",
-    "NOT_FOUND_OPERATION",
-    "NOT_FOUND_TRANSACTION",
-    "NOT_FOUND_VOUCHER",
     "OPERATION_STATUSES",
     "TRANSACTION_STATUSES",
-    "VALIDATION_ERROR",
     "VOUCHER_STATUSES",
-    "ApiError",
+    "ApiFailure",
+    "ApiRefusal",
     "ApiUnavailable",
     "CrossExchange",
+    "ErrorCode",
+    "ErrorCode.CROSS_EXCHANGE_NOT_FOUND",
+    "ErrorCode.OPERATION_NOT_FOUND",
+    "ErrorCode.TRANSACTION_NOT_FOUND",
+    "ErrorCode.VALIDATION_ERRORS",
+    "ErrorCode.VOUCHER_NOT_FOUND",
     "Exchange",
     "Identified",
     "MerchantApiClient",

@@ -15,15 +15,7 @@ import requests
 import urllib3.exceptions
 from requests.auth import AuthBase
 
-from portal.api.errors import (
-    NOT_FOUND_CROSS_EXCHANGE,
-    NOT_FOUND_OPERATION,
-    NOT_FOUND_TRANSACTION,
-    NOT_FOUND_VOUCHER,
-    ApiError,
-    ApiUnavailable,
-    error_from_answer,
-)
+from portal.api.errors import ApiFailure, ApiUnavailable, ErrorCode, error_from_answer
 from portal.api.paging import read_pages
 from portal.api.records import (
     CrossExchange,
@@ -98,7 +90,7 @@ class _Options(TypedDict, total=False):
 
     params: dict[str, str] | None
     body: dict[str, Any] | None
-    not_found: int
+    not_found: ErrorCode
     company: bool
 
 
@@ -120,7 +112,7 @@ class MerchantApiClient:
     """Talks to one merchant's API account: environment prefix, tokens, timeouts.
 
     Pass a session from `make_session()` to share its connection pool between clients; a client
-    without one makes its own. Every failure raises `ApiError`, or `ApiUnavailable` when the
+    without one makes its own. Every failure raises `ApiRefusal`, or `ApiUnavailable` when the
     API could not be reached or answered garbage.
     """
 
@@ -196,7 +188,7 @@ class MerchantApiClient:
             "GET",
             f"/operations/{_segment(operation_id)}",
             parse=partial(parse_record, Operation),
-            not_found=NOT_FOUND_OPERATION,
+            not_found=ErrorCode.OPERATION_NOT_FOUND,
         )
 
     def create_operation(
@@ -222,7 +214,7 @@ class MerchantApiClient:
             "PUT",
             f"/operations/{_segment(operation_id)}/cancel",
             body=None,
-            not_found=NOT_FOUND_OPERATION,
+            not_found=ErrorCode.OPERATION_NOT_FOUND,
         )
 
     def link_transactions(self, operation_id: str, ids: Iterable[str]) -> Operation:
@@ -232,7 +224,7 @@ class MerchantApiClient:
             f"/operations/{_segment(operation_id)}/link-transactions",
             body={"tx_id": list(ids)},
             parse=partial(parse_record, Operation),
-            not_found=NOT_FOUND_OPERATION,
+            not_found=ErrorCode.OPERATION_NOT_FOUND,
         )
 
     def reject_transactions(self, operation_id: str, ids: Iterable[str], reason: str) -> Operation:
@@ -242,7 +234,7 @@ class MerchantApiClient:
             f"/operations/{_segment(operation_id)}/reject-transactions",
             body={"tx_id": list(ids), "reason": reason},
             parse=partial(parse_record, Operation),
-            not_found=NOT_FOUND_OPERATION,
+            not_found=ErrorCode.OPERATION_NOT_FOUND,
         )
 
     # --- Transactions -------------------------------------------------------------------------
@@ -259,7 +251,7 @@ class MerchantApiClient:
             "GET",
             f"/transactions/{_segment(transaction_id)}",
             parse=partial(parse_record, Transaction),
-            not_found=NOT_FOUND_TRANSACTION,
+            not_found=ErrorCode.TRANSACTION_NOT_FOUND,
         )
 
     # --- Vouchers -----------------------------------------------------------------------------
@@ -276,7 +268,7 @@ class MerchantApiClient:
             "GET",
             f"/vouchers/{_segment(voucher_id)}",
             parse=partial(parse_record, Voucher),
-            not_found=NOT_FOUND_VOUCHER,
+            not_found=ErrorCode.VOUCHER_NOT_FOUND,
         )
 
     def create_voucher(self, amount: Amount, currency: str) -> Voucher:
@@ -290,7 +282,7 @@ class MerchantApiClient:
             f"/vouchers/{_segment(voucher_id)}/cancel",
             body=None,
             parse=partial(_optional, Voucher),
-            not_found=NOT_FOUND_VOUCHER,
+            not_found=ErrorCode.VOUCHER_NOT_FOUND,
         )
 
     def pay_off_voucher(self, code: str) -> Voucher:
@@ -340,7 +332,7 @@ class MerchantApiClient:
             "GET",
             f"/cross-exchanges/{_segment(cross_exchange_id)}",
             parse=partial(parse_record, CrossExchange),
-            not_found=NOT_FOUND_CROSS_EXCHANGE,
+            not_found=ErrorCode.CROSS_EXCHANGE_NOT_FOUND,
         )
 
     def cancel_cross_exchange(self, cross_exchange_id: str) -> CrossExchange | None:
@@ -350,7 +342,7 @@ class MerchantApiClient:
             f"/cross-exchanges/{_segment(cross_exchange_id)}/cancel",
             body=None,
             parse=partial(_optional, CrossExchange),
-            not_found=NOT_FOUND_CROSS_EXCHANGE,
+            not_found=ErrorCode.CROSS_EXCHANGE_NOT_FOUND,
         )
 
     # --- The HTTP exchange --------------------------------------------------------------------
@@ -375,10 +367,10 @@ class MerchantApiClient:
         *,
         params: dict[str, str] | None = None,
         body: dict[str, Any] | None = None,
-        not_found: int = 0,
+        not_found: ErrorCode = ErrorCode.SOMETHING_WENT_WRONG,
         company: bool = False,
     ) -> requests.Response:
-        """Send one request; its response when the API answered 2xx, an `ApiError` otherwise.
+        """Send one request; its response when the API answered 2xx, an `ApiRefusal` otherwise.
 
         A bodiless POST or PUT still carries `Content-Type: application/json`.
         """
@@ -451,7 +443,7 @@ class MerchantApiClient:
         self._log_error(method, path, error)
         return error
 
-    def _log_error(self, method: str, path: str, error: ApiError) -> None:
+    def _log_error(self, method: str, path: str, error: ApiFailure) -> None:
         level = logging.WARNING if isinstance(error, ApiUnavailable) else logging.INFO
         log.log(level, "%s %s failed: %r; body: %.2000r", method, path, error, error.raw)
 

@@ -1,4 +1,5 @@
-"""The API's failures as exceptions, read from whatever error body the API sends.
+"""The API's failures as exceptions, read from whatever error body the API sends, and its error
+codes by name.
 
 The contract does not show the error body, so the reader accepts every shape listed in
 design.md section 5 and falls back to the HTTP status. The raw body is kept for the logs only.
@@ -7,53 +8,105 @@ design.md section 5 and falls back to the HTTP status. The raw body is kept for 
 from __future__ import annotations
 
 import json
+from enum import IntEnum
 
 from portal.api.wire import CONTROL_CHARACTER
 
-# Section 7 of the API documentation, word for word.
-# The codes the portal acts on by name (the whole table is ERROR_MESSAGES).
-NOT_FOUND_OPERATION = 5
-NOT_FOUND_TRANSACTION = 6
-VALIDATION_ERROR = 9
-NOT_FOUND_VOUCHER = 14
-NOT_FOUND_CROSS_EXCHANGE = 18
 
-ERROR_MESSAGES: dict[int, str] = {
-    0: "Something went wrong",
-    1: "Deprecated action",
-    2: "Unauthenticated",
-    3: "Application banned",
-    4: "Company banned",
-    5: "Operation not found",
-    6: "Transaction not found",
-    7: "Operation not created",
-    8: "Cancel not allowed (operation)",
-    9: "Validation errors",
-    10: "Unsupported Content Type",
-    11: "Withdrawal is not allowed",
-    12: "Withdrawal limit",
-    13: "Not found available wallets for withdrawal",
-    14: "Voucher Not Found",
-    15: "Voucher not created",
-    16: "Cancel not allowed (voucher)",
-    17: "Unable to pay off voucher",
-    18: "Cross Exchange Not Found",
-    19: "Cross Exchange not created",
-    20: "Cancel of cross exchange not allowed",
-    21: "Exchange pair not available",
-    22: "Exceeded the number of exchange operations",
-    23: "Currency exchange has been limited",
-    24: "Available wallet for exchange was not found",
-    25: "Exchange not created",
+class ErrorCode(IntEnum):
+    """The API's error codes (section 7 of its documentation): the portal names them here only.
+
+    A code the documentation does not list reads as SOMETHING_WENT_WRONG.
+    """
+
+    SOMETHING_WENT_WRONG = 0
+    DEPRECATED_ACTION = 1
+    UNAUTHENTICATED = 2
+    APPLICATION_BANNED = 3
+    COMPANY_BANNED = 4
+    OPERATION_NOT_FOUND = 5
+    TRANSACTION_NOT_FOUND = 6
+    OPERATION_NOT_CREATED = 7
+    OPERATION_CANCEL_NOT_ALLOWED = 8
+    VALIDATION_ERRORS = 9
+    UNSUPPORTED_CONTENT_TYPE = 10
+    WITHDRAWAL_NOT_ALLOWED = 11
+    WITHDRAWAL_LIMIT = 12
+    NO_WALLET_FOR_WITHDRAWAL = 13
+    VOUCHER_NOT_FOUND = 14
+    VOUCHER_NOT_CREATED = 15
+    VOUCHER_CANCEL_NOT_ALLOWED = 16
+    VOUCHER_NOT_PAID_OFF = 17
+    CROSS_EXCHANGE_NOT_FOUND = 18
+    CROSS_EXCHANGE_NOT_CREATED = 19
+    CROSS_EXCHANGE_CANCEL_NOT_ALLOWED = 20
+    EXCHANGE_PAIR_NOT_AVAILABLE = 21
+    EXCHANGE_COUNT_EXCEEDED = 22
+    EXCHANGE_LIMITED = 23
+    NO_WALLET_FOR_EXCHANGE = 24
+    EXCHANGE_NOT_CREATED = 25
+
+    @classmethod
+    def _missing_(cls, value: object) -> ErrorCode:
+        return cls.SOMETHING_WENT_WRONG
+
+
+# The documentation's message of each code, word for word: for logs and the audit log, not for
+# people (the web layer says what a code means to them).
+DOCUMENTED_MESSAGES: dict[ErrorCode, str] = {
+    ErrorCode.SOMETHING_WENT_WRONG: "Something went wrong",
+    ErrorCode.DEPRECATED_ACTION: "Deprecated action",
+    ErrorCode.UNAUTHENTICATED: "Unauthenticated",
+    ErrorCode.APPLICATION_BANNED: "Application banned",
+    ErrorCode.COMPANY_BANNED: "Company banned",
+    ErrorCode.OPERATION_NOT_FOUND: "Operation not found",
+    ErrorCode.TRANSACTION_NOT_FOUND: "Transaction not found",
+    ErrorCode.OPERATION_NOT_CREATED: "Operation not created",
+    ErrorCode.OPERATION_CANCEL_NOT_ALLOWED: "Cancel not allowed (operation)",
+    ErrorCode.VALIDATION_ERRORS: "Validation errors",
+    ErrorCode.UNSUPPORTED_CONTENT_TYPE: "Unsupported Content Type",
+    ErrorCode.WITHDRAWAL_NOT_ALLOWED: "Withdrawal is not allowed",
+    ErrorCode.WITHDRAWAL_LIMIT: "Withdrawal limit",
+    ErrorCode.NO_WALLET_FOR_WITHDRAWAL: "Not found available wallets for withdrawal",
+    ErrorCode.VOUCHER_NOT_FOUND: "Voucher Not Found",
+    ErrorCode.VOUCHER_NOT_CREATED: "Voucher not created",
+    ErrorCode.VOUCHER_CANCEL_NOT_ALLOWED: "Cancel not allowed (voucher)",
+    ErrorCode.VOUCHER_NOT_PAID_OFF: "Unable to pay off voucher",
+    ErrorCode.CROSS_EXCHANGE_NOT_FOUND: "Cross Exchange Not Found",
+    ErrorCode.CROSS_EXCHANGE_NOT_CREATED: "Cross Exchange not created",
+    ErrorCode.CROSS_EXCHANGE_CANCEL_NOT_ALLOWED: "Cancel of cross exchange not allowed",
+    ErrorCode.EXCHANGE_PAIR_NOT_AVAILABLE: "Exchange pair not available",
+    ErrorCode.EXCHANGE_COUNT_EXCEEDED: "Exceeded the number of exchange operations",
+    ErrorCode.EXCHANGE_LIMITED: "Currency exchange has been limited",
+    ErrorCode.NO_WALLET_FOR_EXCHANGE: "Available wallet for exchange was not found",
+    ErrorCode.EXCHANGE_NOT_CREATED: "Exchange not created",
 }
 
 # Codes implied by an HTTP status when the body carries none; 404 depends on the resource.
-_CODE_BY_STATUS = {401: 2, 410: 1, 415: 10, 422: 9}
+_CODE_BY_STATUS = {
+    401: ErrorCode.UNAUTHENTICATED,
+    410: ErrorCode.DEPRECATED_ACTION,
+    415: ErrorCode.UNSUPPORTED_CONTENT_TYPE,
+    422: ErrorCode.VALIDATION_ERRORS,
+}
 _RAW_LIMIT = 10_000
 
 
-class ApiError(Exception):
-    """The API refused a request: `code` is the API's error code (0-25)."""
+class ApiFailure(Exception):
+    """A call to the API that did not succeed: refused (`ApiRefusal`) or without a usable answer
+    (`ApiUnavailable`). Code that treats both alike catches this; the two are never confused."""
+
+    def __init__(
+        self, message: str, *, http_status: int | None = None, raw: str | None = None
+    ) -> None:
+        self.message = message
+        self.http_status = http_status
+        self.raw = raw[:_RAW_LIMIT] if raw is not None else None  # for the logs only
+        super().__init__(message)
+
+
+class ApiRefusal(ApiFailure):
+    """The API answered and refused: `code` says why, `errors` which fields (code 9)."""
 
     def __init__(
         self,
@@ -64,32 +117,25 @@ class ApiError(Exception):
         errors: dict[str, list[str]] | None = None,
         raw: str | None = None,
     ) -> None:
-        self.code = code
-        self.message = message or ERROR_MESSAGES.get(code, ERROR_MESSAGES[0])
-        self.http_status = http_status
+        self.code = ErrorCode(code)
         self.errors = errors or {}
-        self.raw = raw[:_RAW_LIMIT] if raw is not None else None
-        super().__init__(self.message)
-
-    def describe(self) -> str:
-        """A sentence for the user: the documented message of the code, never the raw body."""
-        if self.code == 1:
-            return "This action is no longer supported"
-        return ERROR_MESSAGES.get(self.code, ERROR_MESSAGES[0])
+        super().__init__(
+            message or DOCUMENTED_MESSAGES[self.code], http_status=http_status, raw=raw
+        )
 
     def __str__(self) -> str:
         status = f", HTTP {self.http_status}" if self.http_status is not None else ""
-        return f"{self.message} (code {self.code}{status})"
+        return f"{self.message} (code {self.code.value}{status})"
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(code={self.code}, http_status={self.http_status}, "
+            f"ApiRefusal(code={self.code.value}, http_status={self.http_status}, "
             f"message={self.message!r}, errors={self.errors!r})"
         )
 
 
-class ApiUnavailable(ApiError):
-    """The API could not be reached or answered garbage; the portal answers 504 or 502.
+class ApiUnavailable(ApiFailure):
+    """The API could not be reached, did not answer in time, or answered garbage.
 
     `request_sent` is True when the request may have reached the server: the outcome of a
     POST or PUT is then unknown and must be checked before trying again.
@@ -104,14 +150,9 @@ class ApiUnavailable(ApiError):
         http_status: int | None = None,
         raw: str | None = None,
     ) -> None:
-        super().__init__(0, message, http_status=http_status, raw=raw)
+        super().__init__(message, http_status=http_status, raw=raw)
         self.timeout = timeout
         self.request_sent = request_sent
-
-    def describe(self) -> str:
-        if self.timeout:
-            return "The payment service did not answer in time. Try again in a moment."
-        return "The payment service is unavailable. Try again in a moment."
 
     def __repr__(self) -> str:
         return (
@@ -120,7 +161,9 @@ class ApiUnavailable(ApiError):
         )
 
 
-def error_from_answer(http_status: int, raw: str, not_found_code: int = 0) -> ApiError:
+def error_from_answer(
+    http_status: int, raw: str, not_found_code: ErrorCode = ErrorCode.SOMETHING_WENT_WRONG
+) -> ApiFailure:
     """The exception for a non-2xx answer; `not_found_code` is the code a bare 404 means."""
     if not 400 <= http_status < 500:
         return ApiUnavailable(
@@ -136,7 +179,7 @@ def error_from_answer(http_status: int, raw: str, not_found_code: int = 0) -> Ap
         code = not_found_code if http_status == 404 else _CODE_BY_STATUS.get(http_status, 0)
     message = body.get("message")
     message = _printable(message) if isinstance(message, str) else ""
-    return ApiError(
+    return ApiRefusal(
         code,
         message if message.strip() else None,
         http_status=http_status,

@@ -14,7 +14,7 @@ from flask import current_app
 from flask_babel import lazy_gettext as _l
 from flask_babel.speaklater import LazyString
 
-from portal.api import ApiError, ApiUnavailable, Operation
+from portal.api import ApiRefusal, ApiUnavailable, Operation
 from portal.models import CheckoutLink
 from portal.rules.connection import ApiNotConnected, api_client_for
 from portal.rules.web_urls import is_web_url
@@ -127,7 +127,7 @@ def payment_of(link: CheckoutLink) -> Payment:
     except ApiUnavailable as error:
         current_app.logger.warning("Checkout page: payment service unavailable: %s", error)
         return Payment(State.UNREACHABLE)
-    except (ApiError, ApiNotConnected) as error:
+    except (ApiRefusal, ApiNotConnected) as error:
         current_app.logger.warning("Checkout page of merchant %s: %r", link.merchant_id, error)
         return Payment(State.UNAVAILABLE)
     return Payment(

@@ -14,7 +14,7 @@ from flask_babel import lazy_gettext as _l
 from werkzeug.exceptions import InternalServerError, NotFound
 from werkzeug.wrappers import Response
 
-from portal.api import ApiError
+from portal.api import ApiRefusal
 from portal.checkout import bp
 from portal.checkout.outcomes import outcome_for
 from portal.checkout.payments import payment_of
@@ -78,7 +78,7 @@ def _recovered(link: CheckoutLink) -> bool:
     """Whether the operation of a link whose creation went unanswered turned up after all."""
     try:
         return recover_operation(link, api_client_for(link.merchant))
-    except (ApiError, ApiNotConnected):
+    except (ApiRefusal, ApiNotConnected):
         return False
 
 

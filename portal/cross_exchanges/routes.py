@@ -4,29 +4,21 @@ from __future__ import annotations
 
 from functools import partial
 
-from flask import flash, redirect, render_template, request, url_for
+from flask import flash, redirect, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from portal.api import (
-    NOT_FOUND_CROSS_EXCHANGE,
-    VALIDATION_ERROR,
-    ApiError,
-    ApiUnavailable,
-    CrossExchange,
-)
+from portal.api import ApiFailure, CrossExchange, ErrorCode
 from portal.cross_exchanges import bp
 from portal.cross_exchanges.forms import CancelCrossExchangeForm, CrossExchangeForm, LookUpForm
 from portal.models import IntentKind, Role
-from portal.rules import audit
-from portal.rules import cross_exchanges as references
+from portal.rules import audit, cross_exchanges
 from portal.web.access import ALL_ROLES, roles
-from portal.web.fields import add_api_field_errors
 from portal.web.lists import local_page
 from portal.web.merchant import current_api
 from portal.web.one_time import OneTimeForm, send
-from portal.web.pages import PageAnswer, render_page
-from portal.web.refusals import explain, record_or_404, unanswered
+from portal.web.pages import page, render_page
+from portal.web.refusals import Check, meet, record_or_404
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
 CROSS_EXCHANGE = OneTimeForm(
@@ -41,49 +33,45 @@ CROSS_EXCHANGE = OneTimeForm(
 
 @bp.route("")
 @roles(*ALL_ROLES)
-def index() -> PageAnswer:
+def index() -> Response:
     """The cross exchanges created through the portal; a valid id looked up opens its page."""
     looking_up = "id" in request.args
     lookup = LookUpForm(formdata=request.args if looking_up else None)
     if looking_up and lookup.validate():
         return redirect(url_for("cross_exchanges.show", cross_exchange_id=lookup.id.data))
-    page = local_page(references.of(current_user.merchant))
-    html = render_template("cross_exchanges/index.html", lookup=lookup, page=page)
-    return (html, 422) if lookup.errors else html
+    listed = local_page(cross_exchanges.of(current_user.merchant))
+    status = 422 if lookup.errors else 200
+    return page("cross_exchanges/index.html", status, lookup=lookup, page=listed)
 
 
 @bp.route("/new", methods=["GET", "POST"])
 @roles(*MOVERS)
-def new() -> PageAnswer:
+def new() -> Response:
     """Create a cross exchange once per form shown, and keep its id in the portal's list."""
     form = CrossExchangeForm()
-    error = None
-    if form.validate_on_submit():
-        parameters = {
-            **form.amounts(),
-            "sell_address": form.sell_address.data,
-            "buy_address": form.buy_address.data,
-        }
-        create = partial(current_api().create_cross_exchange, **parameters)
-        try:
-            created = send(CROSS_EXCHANGE, form.intent.data, parameters, create)
-        except ApiError as refusal:
-            if refusal.code != VALIDATION_ERROR or not add_api_field_errors(form, refusal.errors):
-                error = explain(refusal)
-            page = render_template("cross_exchanges/new.html", form=form, error=error)
-            return page, refusal.http_status or 400
-        references.remember(current_user.merchant, current_user, created)
-        flash(f"Cross exchange {created.id} is created and awaits payment.", "success")
-        return redirect(url_for("cross_exchanges.show", cross_exchange_id=created.id))
-    page = render_template("cross_exchanges/new.html", form=form)
-    return (page, 422) if form.is_submitted() else page
+    if not form.validate_on_submit():
+        return page("cross_exchanges/new.html", 422 if form.is_submitted() else 200, form=form)
+    parameters = {
+        **form.amounts(),
+        "sell_address": form.sell_address.data,
+        "buy_address": form.buy_address.data,
+    }
+    create = partial(current_api().create_cross_exchange, **parameters)
+    try:
+        created = send(CROSS_EXCHANGE, form.intent.data, parameters, create)
+    except ApiFailure as failure:
+        refused = meet(failure, form)
+        return page("cross_exchanges/new.html", refused.status, form=form, error=refused.error)
+    cross_exchanges.remember(current_user.merchant, current_user, created)
+    flash(f"Cross exchange {created.id} is created and awaits payment.", "success")
+    return redirect(url_for("cross_exchanges.show", cross_exchange_id=created.id))
 
 
 def _cross_exchange(cross_exchange_id: str) -> CrossExchange:
     """The cross exchange from the API; its own 404 page when the API does not know the id."""
     return record_or_404(
         partial(current_api().get_cross_exchange, cross_exchange_id),
-        NOT_FOUND_CROSS_EXCHANGE,
+        ErrorCode.CROSS_EXCHANGE_NOT_FOUND,
         "Cross exchange not found",
     )
 
@@ -100,25 +88,24 @@ def show(cross_exchange_id: str) -> Response:
 
 @bp.route("/<cross_exchange_id>/cancel", methods=["GET", "POST"])
 @roles(*MOVERS)
-def cancel(cross_exchange_id: str) -> PageAnswer:
+def cancel(cross_exchange_id: str) -> Response:
     """Ask for confirmation on its own page, then cancel."""
     cross_exchange = _cross_exchange(cross_exchange_id)
     form = CancelCrossExchangeForm()
+    if not form.validate_on_submit():
+        return page("cross_exchanges/cancel.html", form=form, cross_exchange=cross_exchange)
     url = url_for("cross_exchanges.show", cross_exchange_id=cross_exchange.id)
-    if form.validate_on_submit():
-        try:
-            with audit.recorded("cross_exchange.cancel", {"cross_exchange_id": cross_exchange.id}):
-                current_api().cancel_cross_exchange(cross_exchange.id)
-        except ApiUnavailable as failure:
-            return unanswered(failure, "the cross exchange", url)
-        except ApiError as refusal:
-            page = render_template(
-                "cross_exchanges/cancel.html",
-                form=form,
-                cross_exchange=cross_exchange,
-                error=explain(refusal),
-            )
-            return page, refusal.http_status or 400
-        flash(f"Cross exchange {cross_exchange.id} is canceled.", "success")
-        return redirect(url)
-    return render_template("cross_exchanges/cancel.html", form=form, cross_exchange=cross_exchange)
+    try:
+        with audit.recorded("cross_exchange.cancel", {"cross_exchange_id": cross_exchange.id}):
+            current_api().cancel_cross_exchange(cross_exchange.id)
+    except ApiFailure as failure:
+        refused = meet(failure, form, Check("the cross exchange", url))
+        return page(
+            "cross_exchanges/cancel.html",
+            refused.status,
+            form=form,
+            cross_exchange=cross_exchange,
+            error=refused.error,
+        )
+    flash(f"Cross exchange {cross_exchange.id} is canceled.", "success")
+    return redirect(url)

@@ -8,19 +8,18 @@ from functools import partial
 from flask import flash, redirect, request, session, url_for
 from werkzeug.wrappers import Response
 
-from portal.api import VALIDATION_ERROR, ApiError
+from portal.api import ApiFailure
 from portal.exchanges import bp
 from portal.exchanges.forms import ExchangeForm
 from portal.models import IntentKind, Role
 from portal.rules.quotes import quote
 from portal.rules.rates import rate_rows
 from portal.web.access import ALL_ROLES, roles
-from portal.web.fields import add_api_field_errors
 from portal.web.formatting import money
 from portal.web.merchant import current_api
 from portal.web.one_time import OneTimeForm, send
 from portal.web.pages import render_page
-from portal.web.refusals import explain
+from portal.web.refusals import meet
 
 RESULT_KEY = "exchange_result"
 EXCHANGE = OneTimeForm(
@@ -68,10 +67,9 @@ def create() -> Response:
     try:
         call = partial(current_api().create_exchange, **form.amounts())
         done = send(EXCHANGE, form.intent.data, form.amounts(), call)
-    except ApiError as refusal:
-        if refusal.code == VALIDATION_ERROR and add_api_field_errors(form, refusal.errors):
-            return _page(form, 422)
-        return _page(form, refusal.http_status or 400, explain(refusal))
+    except ApiFailure as failure:
+        refused = meet(failure, form)
+        return _page(form, refused.status, refused.error)
     session[RESULT_KEY] = {
         "id": done.id,
         "sell": money(done.sell_amount, done.sell_currency),

@@ -14,15 +14,7 @@ from flask import abort, flash, redirect, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from portal.api import (
-    NOT_FOUND_OPERATION,
-    NOT_FOUND_TRANSACTION,
-    VALIDATION_ERROR,
-    ApiError,
-    ApiUnavailable,
-    MerchantApiClient,
-    Operation,
-)
+from portal.api import ApiFailure, ApiUnavailable, ErrorCode, MerchantApiClient, Operation
 from portal.extensions import db
 from portal.models import IntentKind, Role
 from portal.operations import bp
@@ -39,15 +31,13 @@ from portal.rules.csv_rows import OPERATION_COLUMNS, TRANSACTION_COLUMNS, operat
 from portal.rules.rates import currencies_of
 from portal.web.access import ALL_ROLES, roles
 from portal.web.exports import csv_download
-from portal.web.lists import ApiList, render_list, show_api_errors
+from portal.web.lists import ApiList, render_list
 from portal.web.merchant import current_api
 from portal.web.one_time import OneTimeForm, refuse_used, send
-from portal.web.pages import render_page, wants_fragment
-from portal.web.refusals import record_or_404
+from portal.web.pages import page, render_page, wants_fragment
+from portal.web.refusals import Check, meet, record_or_404
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
-OPERATION_NOT_CREATED = 7
-CANCEL_NOT_ALLOWED = 8
 CANCELABLE = "new"
 PAGE, FRAGMENT = "operations/detail.html", "operations/_operation.html"
 OPERATIONS = ApiList(
@@ -86,7 +76,7 @@ def export_csv() -> Response:
 def _operation_or_404(operation_id: str) -> Operation:
     return record_or_404(
         partial(current_api().get_operation, operation_id),
-        NOT_FOUND_OPERATION,
+        ErrorCode.OPERATION_NOT_FOUND,
         "Operation not found",
     )
 
@@ -103,6 +93,11 @@ def _show(operation: Operation, status: int = 200, **context: object) -> Respons
 def qr_code(url: str) -> str:
     """The link as a QR code, an SVG `data:` URI made on the server (no script, CSP-safe)."""
     return segno.make(url, error="m").svg_data_uri(scale=4, border=2)
+
+
+def _check(operation_id: str) -> Check:
+    """Where to look when a change of the operation got no answer."""
+    return Check("the operation", url_for(".detail", operation_id=operation_id))
 
 
 def _done(operation_id: str, message: str) -> Response:
@@ -127,22 +122,15 @@ def new() -> Response:
     api = current_api()
     form = NewOperationForm()
     form.offer(currencies_of(api.get_rates()))
-    error = None
-    if form.validate_on_submit():
-        try:
-            operation = _create_once(api, form)
-        except ApiError as refusal:
-            if refusal.code == VALIDATION_ERROR:
-                show_api_errors(form, refusal)
-            elif refusal.code == OPERATION_NOT_CREATED:
-                error = f"The payment service did not create the operation: {refusal.message}"
-            else:
-                raise
-        else:
-            flash(f"Operation {operation.id} was created. Give the customer its payment link.")
-            return redirect(url_for(".detail", operation_id=operation.id))
-    status = 422 if form.is_submitted() else 200
-    return render_page("operations/new.html", "operations/new.html", status, form=form, error=error)
+    if not form.validate_on_submit():
+        return page("operations/new.html", 422 if form.is_submitted() else 200, form=form)
+    try:
+        operation = _create_once(api, form)
+    except ApiFailure as failure:
+        refused = meet(failure, form)
+        return page("operations/new.html", refused.status, form=form, error=refused.error)
+    flash(f"Operation {operation.id} was created. Give the customer its payment link.")
+    return redirect(url_for(".detail", operation_id=operation.id))
 
 
 def _create_once(api: MerchantApiClient, form: NewOperationForm) -> Operation:
@@ -166,7 +154,7 @@ def _create_once(api: MerchantApiClient, form: NewOperationForm) -> Operation:
     def create() -> Operation:
         try:
             operation = api.create_operation(**asked)
-        except ApiError as failure:
+        except ApiFailure as failure:
             if link is not None and not (
                 isinstance(failure, ApiUnavailable) and failure.request_sent
             ):
@@ -200,15 +188,10 @@ def _transactions_action(
         else:
             with audit.recorded("transactions.reject", {**parameters, "reason": form.reason.data}):
                 api.reject_transactions(operation_id, ids, form.reason.data)
-    except ApiError as refusal:
-        if isinstance(refusal, ApiUnavailable) or refusal.code not in (
-            VALIDATION_ERROR,
-            NOT_FOUND_TRANSACTION,
-        ):
-            raise
-        show_api_errors(form, refusal)  # what names no field of the form is said above it
-        problem = " ".join(form.form_errors) or None
-        return _show(api.get_operation(operation_id), 422, action_form=form, problem=problem)
+    except ApiFailure as failure:
+        refused = meet(failure, form, _check(operation_id))
+        operation = api.get_operation(operation_id)
+        return _show(operation, refused.status, action_form=form, error=refused.error)
     count = len(ids)
     noun = "transaction" if count == 1 else "transactions"
     verb = "linked to the operation" if action == "link" else "rejected"
@@ -230,7 +213,7 @@ def reject_transactions(operation_id: str) -> Response:
 @bp.route("/<operation_id>/cancel", methods=["POST"])
 @roles(*MOVERS)
 def cancel(operation_id: str) -> Response:
-    """Cancel after confirmation; a refusal (code 8) is explained with the current status."""
+    """Cancel after confirmation; a refusal is explained above the operation as it stands now."""
     operation = _operation_or_404(operation_id)
     form = CancelForm()
     if not form.validate_on_submit():
@@ -241,16 +224,8 @@ def cancel(operation_id: str) -> Response:
     try:
         with audit.recorded("operation.cancel", {"operation_id": operation_id}):
             api.cancel_operation(operation_id)
-    except ApiError as refusal:
-        if isinstance(refusal, ApiUnavailable) or refusal.code != CANCEL_NOT_ALLOWED:
-            raise
-        return _show(
-            api.get_operation(operation_id),
-            409,
-            problem=(
-                "The payment service did not allow the cancellation (error 8, cancel not "
-                "allowed): only a new operation, before it is paid, expires or is canceled, "
-                "can be canceled."
-            ),
-        )
+    except ApiFailure as failure:
+        refused = meet(failure, form, _check(operation_id))
+        operation = api.get_operation(operation_id)
+        return _show(operation, refused.status, error=refused.error)
     return _done(operation_id, "The operation was canceled.")

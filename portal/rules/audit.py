@@ -16,15 +16,15 @@ Every state-changing action of the portal writes one event, success or not::
         details["operation_id"] = api.create_operation(...).id
 
 `action` is one of `ACTIONS` (a ValueError otherwise, so that a typo cannot hide an event).
-`parameters` is a flat mapping of what the person asked for; values are stored as text
-(Decimal amounts exactly), and secrets are masked before anything is stored: any key named
-like a password, token or secret, and voucher codes (`code`, `voucher_code`); their values are
-also blanked out of the error message. `error` is None for a success, an `ApiError` (stored
-with its code and message; an `ApiUnavailable` that may have reached the API is the outcome
-"unknown", one that did not is "unavailable") or a sentence for a refusal by the portal itself
-(outcome "refused"). `user` defaults to the signed-in user, and the event belongs to the user's
-merchant (`merchant` when there is no user, as for a failed sign-in; without either it is kept
-but shown to no merchant). Each event is committed at once, in its own commit.
+`parameters` is a flat mapping of what the person asked for; values are stored as text (Decimal
+amounts exactly), and secrets are masked before anything is stored: any key named like a password,
+token or secret, and voucher codes (`code`, `voucher_code`); their values are also blanked out of
+the error message. `error` is None for a success, an `ApiRefusal` (stored with its code and
+message), an `ApiUnavailable` (the outcome "unknown" when the request may have reached the API,
+"unavailable" when it did not), or a sentence for a refusal by the portal itself (outcome
+"refused"). `user` defaults to the signed-in user, and the event belongs to the user's merchant
+(`merchant` when there is no user, as for a failed sign-in; without either it is kept but shown to
+no merchant). Each event is committed at once, in its own commit.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from decimal import Decimal
 from flask import has_request_context, request
 from flask_login import current_user
 
-from portal.api import ApiError, ApiUnavailable, mask_token
+from portal.api import ApiFailure, ApiRefusal, ApiUnavailable, mask_token
 from portal.extensions import db
 from portal.models import AuditEvent, Merchant, User
 
@@ -111,21 +111,22 @@ def _scrubbed(text: str, parameters: Mapping[str, object]) -> str:
     return text
 
 
-def _outcome(error: ApiError | str | None) -> tuple[str, int | None, str | None]:
+def _outcome(error: ApiFailure | str | None) -> tuple[str, int | None, str | None]:
     if error is None:
         return "success", None, None
     if isinstance(error, str):
         return "refused", None, error
-    if isinstance(error, ApiUnavailable):
-        return ("unknown" if error.request_sent else "unavailable"), None, error.describe()
-    return "error", error.code, error.message
+    if isinstance(error, ApiRefusal):
+        return "error", error.code, error.message
+    reached = isinstance(error, ApiUnavailable) and error.request_sent
+    return ("unknown" if reached else "unavailable"), None, error.message
 
 
 def record(
     action: str,
     *,
     parameters: Mapping[str, object] | None = None,
-    error: ApiError | str | None = None,
+    error: ApiFailure | str | None = None,
     user: User | None = None,
     merchant: Merchant | None = None,
 ) -> AuditEvent:
@@ -158,7 +159,7 @@ def recorded(action: str, parameters: Mapping[str, object]) -> Iterator[dict[str
     details = dict(parameters)
     try:
         yield details
-    except ApiError as error:
+    except ApiFailure as error:
         record(action, parameters=details, error=error)
         raise
     record(action, parameters=details)

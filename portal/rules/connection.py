@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import requests
 from flask import current_app
 
-from portal.api import ApiError, ApiUnavailable, MerchantApiClient, make_session, mask_token
+from portal.api import ApiRefusal, ApiUnavailable, MerchantApiClient, make_session, mask_token
 from portal.extensions import db
 from portal.models import ApiConnection, Environment, Merchant
 from portal.rules import crypto
@@ -192,7 +192,7 @@ def check(credentials: Credentials) -> None:
             f"The payment service {how} at {credentials.base_url}. "
             "Check the base URL, then try again."
         ) from error
-    except ApiError as error:
+    except ApiRefusal as error:
         reason = describe_rejection(error) or (
             f"No Merchant API answered at this base URL and environment "
             f"(HTTP {error.http_status}). Check the base URL and the environment."
@@ -204,7 +204,7 @@ def _check_company_token(client: MerchantApiClient) -> None:
     """The voucher list is an endpoint that takes the company token: one record proves it."""
     try:
         client.list_vouchers(per_page=1)
-    except ApiError as error:
+    except ApiRefusal as error:
         if error.code == 2:
             raise ConnectionRejected(
                 "The payment service rejected the company token (error 2, unauthenticated). "
@@ -213,7 +213,7 @@ def _check_company_token(client: MerchantApiClient) -> None:
         raise
 
 
-def describe_rejection(error: ApiError) -> str | None:
+def describe_rejection(error: ApiRefusal) -> str | None:
     """Why the API refused the credentials, in a person's words; None for other errors."""
     reasons = {
         1: "The payment service no longer supports this version of the API (error 1).",

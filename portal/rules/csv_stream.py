@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from portal.api import ApiError
+from portal.api import ApiFailure, ApiUnavailable
 from portal.api.paging import read_pages
 from portal.api.records import Page
 from portal.rules.csv_rows import Column, TimeZone, header, row
@@ -73,12 +73,13 @@ def _csv_text(export: Export, first: Page) -> Iterator[str]:
                     writer.writerow(row(export.columns, item, export.zone))
                     written += 1
             yield flush()
-    except ApiError as error:  # ApiUnavailable included
+    except ApiFailure as failure:
+        why = "no answer" if isinstance(failure, ApiUnavailable) else failure.message
         writer.writerow(
             [
                 INCOMPLETE_MARK,
                 f"The payment service failed after {written} rows of {first.total} records "
-                f"({error.describe()}). This file is not complete: export again.",
+                f"({why}). This file is not complete: export again.",
             ]
         )
         yield flush()

@@ -14,14 +14,14 @@ of exchanges, vouchers, cross exchanges and new operations carry their key in th
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from portal.api import ApiError, ApiUnavailable
+from portal.api import ApiRefusal, ApiUnavailable
 from portal.extensions import db, rows_changed
 from portal.models import (
     FormIntent,
@@ -67,23 +67,23 @@ def take_pending(
 
 
 @contextmanager
-def settling(intent: Settled, describe: Callable[[ApiError], str]) -> Iterator[None]:
+def settling(intent: Settled) -> Iterator[None]:
     """Keep on a claimed intent how its one request ended, and commit it.
 
-    An exception of the block goes on to the caller: a refusal is `refused` (with `describe`'s
-    words), no answer after the request left is `unknown`, and a request that surely never left
-    is `pending` again. Any other failure, the portal's own after the request may have left (an
+    An exception of the block goes on to the caller: a refusal is `refused` (with its code and the
+    API's message), no answer after the request left is `unknown`, and a request that surely never
+    left is `pending` again. Any other failure, the portal's own after the request may have left (an
     answer it cannot store, say), is `unknown` too: never sent again, and never left `sending`.
     """
     try:
         yield
     except ApiUnavailable as error:
         intent.state = IntentState.UNKNOWN if error.request_sent else IntentState.PENDING
-        intent.error_message = error.describe()
+        intent.error_message = error.message
         raise
-    except ApiError as error:
+    except ApiRefusal as error:
         intent.state = IntentState.REFUSED
-        intent.error_code, intent.error_message = error.code, describe(error)
+        intent.error_code, intent.error_message = error.code, error.message
         raise
     except Exception:
         _unknown_after_failure(intent)

@@ -16,7 +16,6 @@ from portal.api import MerchantApiClient
 from portal.extensions import db
 from portal.models import IntentState, Merchant, User, WithdrawalIntent
 from portal.rules import audit, intents
-from portal.web.refusals import explain
 
 
 def create(merchant: Merchant, user: User, amount: Decimal, wallet: str, address: str) -> str:
@@ -71,7 +70,7 @@ def send(intent: WithdrawalIntent, api: MerchantApiClient) -> None:
     """
     parameters = {"amount": intent.amount, "wallet": intent.wallet, "address": intent.address}
     with (
-        intents.settling(intent, explain),
+        intents.settling(intent),
         audit.recorded("withdrawal.confirm", parameters) as details,
     ):
         operation = api.withdraw(intent.amount, intent.wallet, intent.address)

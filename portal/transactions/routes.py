@@ -6,7 +6,7 @@ from functools import partial
 
 from werkzeug.wrappers import Response
 
-from portal.api import NOT_FOUND_TRANSACTION
+from portal.api import ErrorCode
 from portal.rules.csv_rows import TRANSACTION_COLUMNS
 from portal.transactions import bp
 from portal.transactions.forms import TransactionFilters
@@ -44,7 +44,7 @@ def detail(transaction_id: str) -> Response:
     """Every field of the transaction, with a link to its operation."""
     transaction = record_or_404(
         partial(current_api().get_transaction, transaction_id),
-        NOT_FOUND_TRANSACTION,
+        ErrorCode.TRANSACTION_NOT_FOUND,
         "Transaction not found",
     )
     return render_page(

@@ -6,18 +6,11 @@ from __future__ import annotations
 
 from functools import partial
 
-from flask import flash, redirect, render_template, url_for
+from flask import flash, redirect, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from portal.api import (
-    NOT_FOUND_VOUCHER,
-    VALIDATION_ERROR,
-    VOUCHER_STATUSES,
-    ApiError,
-    ApiUnavailable,
-    Voucher,
-)
+from portal.api import VOUCHER_STATUSES, ApiFailure, ErrorCode, Voucher
 from portal.models import IntentKind, Role
 from portal.rules import audit, two_factor
 from portal.vouchers import bp
@@ -29,13 +22,12 @@ from portal.vouchers.forms import (
     VoucherFilters,
 )
 from portal.web.access import ALL_ROLES, roles
-from portal.web.fields import add_api_field_errors
 from portal.web.formatting import money
 from portal.web.lists import ApiList, render_list
 from portal.web.merchant import current_api
 from portal.web.one_time import OneTimeForm, refuse_used, send
-from portal.web.pages import PageAnswer, render_page
-from portal.web.refusals import explain, record_or_404, unanswered
+from portal.web.pages import page, render_page
+from portal.web.refusals import Check, meet, record_or_404
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
 VOUCHER = OneTimeForm(
@@ -65,7 +57,9 @@ def index() -> Response:
 def _voucher(voucher_id: str) -> Voucher:
     """The voucher from the API; its own 404 page when the API does not know the id."""
     return record_or_404(
-        partial(current_api().get_voucher, voucher_id), NOT_FOUND_VOUCHER, "Voucher not found"
+        partial(current_api().get_voucher, voucher_id),
+        ErrorCode.VOUCHER_NOT_FOUND,
+        "Voucher not found",
     )
 
 
@@ -105,27 +99,24 @@ def code(voucher_id: str) -> Response:
 
 @bp.route("/new", methods=["GET", "POST"])
 @roles(Role.OWNER)
-def new() -> PageAnswer:
+def new() -> Response:
     """Create a voucher once per form shown; with two-factor on, after a fresh code."""
     form = NewVoucherForm()
     if not form.validate_on_submit():
-        page = render_template("vouchers/new.html", form=form)
-        return (page, 422) if form.is_submitted() else page
+        return page("vouchers/new.html", 422 if form.is_submitted() else 200, form=form)
     amount, currency = form.amount.entered, form.currency.data
     try:
         refuse_used(VOUCHER, form.intent.data)  # a form sent before needs no new code
         user = current_user._get_current_object()
         status = two_factor.step_up_refused(form.code, user, purpose="voucher")
         if status:
-            return render_template("vouchers/new.html", form=form), status
+            return page("vouchers/new.html", status, form=form)
         parameters = {"amount": amount, "currency": currency}
         create = partial(current_api().create_voucher, amount, currency)
         voucher = send(VOUCHER, form.intent.data, parameters, create)
-    except ApiError as refusal:
-        error = None
-        if refusal.code != VALIDATION_ERROR or not add_api_field_errors(form, refusal.errors):
-            error = explain(refusal)
-        return render_template("vouchers/new.html", form=form, error=error), 400
+    except ApiFailure as failure:
+        refused = meet(failure, form)
+        return page("vouchers/new.html", refused.status, form=form, error=refused.error)
     flash(
         f"Voucher {voucher.id} for {money(voucher.amount, voucher.currency)} is created.",
         "success",
@@ -135,48 +126,44 @@ def new() -> PageAnswer:
 
 @bp.route("/<voucher_id>/cancel", methods=["GET", "POST"])
 @roles(*MOVERS)
-def cancel(voucher_id: str) -> PageAnswer:
+def cancel(voucher_id: str) -> Response:
     """Ask for confirmation on its own page, then cancel the voucher."""
     voucher = _voucher(voucher_id)
     form = CancelVoucherForm()
-    if form.validate_on_submit():
-        try:
-            with audit.recorded("voucher.cancel", {"voucher_id": voucher.id}):
-                current_api().cancel_voucher(voucher.id)
-        except ApiUnavailable as failure:
-            return unanswered(
-                failure, "the voucher", url_for("vouchers.show", voucher_id=voucher.id)
-            )
-        except ApiError as refusal:
-            page = render_template(
-                "vouchers/cancel.html", form=form, voucher=voucher, error=explain(refusal)
-            )
-            return page, 400
-        flash(f"Voucher {voucher.id} is canceled; its amount is back in the wallet.", "success")
-        return redirect(url_for("vouchers.show", voucher_id=voucher.id))
-    return render_template("vouchers/cancel.html", form=form, voucher=voucher)
+    if not form.validate_on_submit():
+        return page("vouchers/cancel.html", form=form, voucher=voucher)
+    url = url_for("vouchers.show", voucher_id=voucher.id)
+    try:
+        with audit.recorded("voucher.cancel", {"voucher_id": voucher.id}):
+            current_api().cancel_voucher(voucher.id)
+    except ApiFailure as failure:
+        refused = meet(failure, form, Check("the voucher", url))
+        return page(
+            "vouchers/cancel.html", refused.status, form=form, voucher=voucher, error=refused.error
+        )
+    flash(f"Voucher {voucher.id} is canceled; its amount is back in the wallet.", "success")
+    return redirect(url)
 
 
 @bp.route("/payoff", methods=["GET", "POST"])
 @roles(*MOVERS)
-def payoff() -> PageAnswer:
+def payoff() -> Response:
     """Pay off a voucher by its code: the amount goes to the wallet of its currency."""
     form = PayOffForm()
-    if form.validate_on_submit():
-        try:
-            with audit.recorded("voucher.pay_off", {"code": form.code.data}) as details:
-                voucher = current_api().pay_off_voucher(form.code.data)
-                details["voucher_id"] = voucher.id
-        except ApiUnavailable as failure:
-            return unanswered(failure, "the voucher list", url_for("vouchers.index"))
-        except ApiError as refusal:
-            form.code.errors.append(explain(refusal))
-            return render_template("vouchers/payoff.html", form=form), 400
-        flash(
-            f"Voucher {voucher.id} is paid off: {money(voucher.amount, voucher.currency)} "
-            "went to your wallet.",
-            "success",
+    if not form.validate_on_submit():
+        return page("vouchers/payoff.html", 422 if form.is_submitted() else 200, form=form)
+    try:
+        with audit.recorded("voucher.pay_off", {"code": form.code.data}) as details:
+            voucher = current_api().pay_off_voucher(form.code.data)
+            details["voucher_id"] = voucher.id
+    except ApiFailure as failure:
+        check = Check("the voucher list", url_for("vouchers.index"))
+        return page(
+            "vouchers/payoff.html", meet(failure, form, check, at=form.code).status, form=form
         )
-        return redirect(url_for("vouchers.show", voucher_id=voucher.id))
-    page = render_template("vouchers/payoff.html", form=form)
-    return (page, 422) if form.is_submitted() else page
+    flash(
+        f"Voucher {voucher.id} is paid off: {money(voucher.amount, voucher.currency)} "
+        "went to your wallet.",
+        "success",
+    )
+    return redirect(url_for("vouchers.show", voucher_id=voucher.id))

@@ -11,14 +11,15 @@ from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError
 from werkzeug.wrappers import Response
 
-from portal.api import ApiError, ApiUnavailable
+from portal.api import ApiRefusal, ApiUnavailable
 from portal.api.wire import CONTROL_CHARACTER
 from portal.extensions import db
 from portal.models import Role
-from portal.rules.connection import ApiNotConnected, describe_rejection
+from portal.rules.connection import ApiNotConnected
 from portal.rules.crypto import TokenKeyError
 from portal.web.pages import render_page
 from portal.web.security import ControlCharacterRefused
+from portal.web.sentences import sentence
 
 MESSAGES = {
     400: ("Bad request", "The request could not be understood. Go back and try again."),
@@ -117,10 +118,10 @@ def api_unavailable(error: ApiUnavailable) -> Response:
     )
 
 
-def api_error(error: ApiError) -> Response:
+def api_error(error: ApiRefusal) -> Response:
     """An API refusal that no view handled: most often stored credentials that stopped working."""
     current_app.logger.warning("Payment service error on %s: code %s", request.path, error.code)
-    message = describe_rejection(error) or f"The payment service answered: {error.message}"
+    message = sentence(error.code)
     return error_page(
         502,
         "The payment service refused the request",
@@ -197,6 +198,6 @@ def init_app(app: Flask) -> None:
     app.register_error_handler(ControlCharacterRefused, control_character)
     app.register_error_handler(InternalServerError, internal_error)
     app.register_error_handler(ApiUnavailable, api_unavailable)
-    app.register_error_handler(ApiError, api_error)
+    app.register_error_handler(ApiRefusal, api_error)
     app.register_error_handler(ApiNotConnected, not_connected)
     app.register_error_handler(TokenKeyError, token_key_error)

@@ -16,7 +16,7 @@ from flask import request
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from portal.api import VALIDATION_ERROR, ApiError, ApiUnavailable
+from portal.api import ApiRefusal, ApiUnavailable, ErrorCode
 from portal.rules.csv_rows import UTC_ZONE, Column, TimeZone
 from portal.rules.csv_stream import Export, start
 from portal.web.filters import read_filters
@@ -48,8 +48,8 @@ def csv_download(
     )
     try:
         first, text = start(export)
-    except ApiError as error:
-        if isinstance(error, ApiUnavailable) or error.code != VALIDATION_ERROR:
+    except ApiRefusal as error:
+        if isinstance(error, ApiUnavailable) or error.code != ErrorCode.VALIDATION_ERRORS:
             raise
         return render_list(listing)
     response = Response(text, mimetype="text/csv")

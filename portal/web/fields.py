@@ -127,19 +127,6 @@ def strip(value: str | None) -> str | None:
     return value.strip() if isinstance(value, str) else value
 
 
-def add_api_field_errors(form: FlaskForm, errors: dict[str, list[str]]) -> bool:
-    """Put the API's validation messages (code 9) next to the fields they name.
-
-    Returns False when none of them names a field of the form (the caller shows them above).
-    """
-    placed = False
-    for name, messages in errors.items():
-        if name in form and name not in ("csrf_token", "submit"):
-            form[name].errors = [*form[name].errors, *messages]
-            placed = True
-    return placed
-
-
 # A new password: long enough, and not so long that hashing it costs more than a sign-in.
 PASSWORD_LENGTH = Length(
     min=MIN_PASSWORD_LENGTH, max=1024, message=f"Use at least {MIN_PASSWORD_LENGTH} characters."

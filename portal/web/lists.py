@@ -13,13 +13,13 @@ import sqlalchemy as sa
 from flask import request, url_for
 from flask_sqlalchemy.pagination import Pagination
 from werkzeug.wrappers import Response
-from wtforms import Form
 
-from portal.api import VALIDATION_ERROR, ApiError, ApiUnavailable, MerchantApiClient, Page
+from portal.api import ApiFailure, MerchantApiClient, Page
 from portal.extensions import db
 from portal.web.filters import MAX_PAGE, ListFilters, read_filters
 from portal.web.merchant import current_api
 from portal.web.pages import render_page, wants_fragment
+from portal.web.refusals import meet
 
 
 def local_page(query: sa.Select, per_page: int = 50) -> Pagination:
@@ -37,19 +37,6 @@ def local_page(query: sa.Select, per_page: int = 50) -> Pagination:
         max_per_page=per_page,
         error_out=False,
     )
-
-
-def show_api_errors(form: Form, error: ApiError) -> None:
-    """Put an API validation error (code 9) against the fields it names; others as a whole."""
-    general = []
-    for name, messages in error.errors.items():
-        target = form._fields.get(name)
-        if target is not None:
-            target.errors = [*target.errors, *messages]
-        else:
-            general.extend(messages)
-    if general or not error.errors:
-        form.form_errors = [*form.form_errors, *(general or [error.describe()])]
 
 
 @dataclass(frozen=True)
@@ -74,10 +61,10 @@ def render_list(listing: ApiList, **context: object) -> Response:
     if query.filters is not None:
         try:
             page = listing.read(current_api())(**query.filters)
-        except ApiError as error:
-            if isinstance(error, ApiUnavailable) or error.code != VALIDATION_ERROR:
-                raise
-            show_api_errors(query.form, error)
+        except ApiFailure as failure:
+            refused = meet(failure, query.form)
+            if refused.error:
+                query.form.form_errors.append(refused.error)
     response = render_page(
         listing.template,
         listing.fragment,

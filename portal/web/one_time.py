@@ -19,12 +19,12 @@ from werkzeug.wrappers import Response
 from wtforms import HiddenField
 from wtforms.validators import InputRequired, Regexp
 
-from portal.api import ApiError, ApiUnavailable, Identified
+from portal.api import ApiRefusal, ApiUnavailable, Identified
 from portal.models import FormIntent, IntentKind, IntentState
 from portal.rules import audit, intents
 from portal.rules.intents import new_key
 from portal.web.errors import api_unavailable, error_page
-from portal.web.refusals import explain, outcome_unknown
+from portal.web.refusals import outcome_unknown
 
 T = TypeVar("T", bound=Identified)
 
@@ -84,7 +84,7 @@ def send(spec: OneTimeForm, key: str, parameters: Mapping[str, object], call: Ca
     if not won:
         _where_it_stands(spec, intent)
     try:
-        with intents.settling(intent, explain), audit.recorded(spec.action, parameters) as details:
+        with intents.settling(intent), audit.recorded(spec.action, parameters) as details:
             made = call()
             details[f"{spec.kind.value}_id"] = intent.record_id = made.id
     except ApiUnavailable as failure:
@@ -106,7 +106,7 @@ def _where_it_stands(spec: OneTimeForm, intent: FormIntent) -> None:
         record = spec.record_url(intent.record_id)
         abort(redirect(record))
     if intent.state == IntentState.REFUSED:
-        raise ApiError(intent.error_code or 0)
+        raise ApiRefusal(intent.error_code or 0)
     abort(_unknown(spec, intent, 409))
 
 

@@ -1,80 +1,142 @@
-"""The API's business errors in words a merchant understands, with what to do about them."""
+"""The one way the pages meet a failed call to the payment service.
+
+A view that calls the API lets `ApiFailure` reach `meet`, which decides everything the same way
+on every page:
+
+- no usable answer (`ApiUnavailable`): the 502/504 page; when a change may have taken effect,
+  "Outcome unknown" with where to check (`Check`), never a second attempt;
+- a refusal the person cannot fix on this page (the credentials, a ban, the API's own trouble):
+  the 502 page with a link to the API settings;
+- any other refusal: the API's field messages go next to the form's fields they name (those
+  that name none go above the form), or else the sentence for its code goes above the form;
+  the view shows its page again with the status `meet` returns: 409 when the record's state
+  forbids the action, 422 otherwise.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 from flask import abort, current_app, request
 from werkzeug.wrappers import Response
+from wtforms import Field, Form
 
-from portal.api import ApiError, ApiUnavailable
+from portal.api import ApiFailure, ApiRefusal, ApiUnavailable, ErrorCode
 from portal.web.errors import api_unavailable, error_page
+from portal.web.sentences import sentence
 
 T = TypeVar("T")
 
-EXPLANATIONS = {
-    1: "The payment service no longer supports this action.",
-    5: "The payment service has no operation with this id for your merchant.",
-    6: "The payment service has no transaction with this id for your merchant.",
-    9: "The payment service did not accept these details. Check them and try again.",
-    11: "Withdrawals are switched off for your account at the payment service. "
-    "Contact the payment service to have them allowed.",
-    12: "This withdrawal is above what the wallet can pay out now: the balance (including the "
-    "network fee) or today's withdrawal limit would be exceeded. Try a smaller amount, "
-    "or try again tomorrow.",
-    13: "There is no wallet in this currency that can pay out. Choose another wallet.",
-    14: "There is no voucher with this id.",
-    15: "The voucher could not be created: the wallet of this currency does not hold enough "
-    "funds, or there is no such wallet.",
-    16: "This voucher can no longer be canceled: it has been paid off, canceled or has expired.",
-    17: "No voucher can be paid off with this code: it does not exist, was canceled, has "
-    "expired or was already paid off.",
-    18: "There is no cross exchange with this id.",
-    19: "The cross exchange could not be created: the amount is below the minimum for this "
-    "currency. Try a larger amount.",
-    20: "This cross exchange can no longer be canceled: it has been paid, canceled or has expired.",
-    21: "This pair of currencies cannot be exchanged. Choose another pair.",
-    22: "You have reached today's number of exchanges. Try again tomorrow.",
-    23: "This amount is above what can be exchanged in one go for this currency. "
-    "Try a smaller amount.",
-    24: "There is no wallet for one of these currencies. Choose currencies you hold.",
-    25: "The exchange could not be made: the amount is below the minimum, or above what the "
-    "wallet holds.",
-}
+# Refusals about the connection itself, or the API's own trouble: nothing on the page can fix
+# them, so they get the 502 page that links to the API settings.
+UPSTREAM_TROUBLE = frozenset(
+    {
+        ErrorCode.SOMETHING_WENT_WRONG,
+        ErrorCode.DEPRECATED_ACTION,
+        ErrorCode.UNAUTHENTICATED,
+        ErrorCode.APPLICATION_BANNED,
+        ErrorCode.COMPANY_BANNED,
+        ErrorCode.UNSUPPORTED_CONTENT_TYPE,
+    }
+)
+# Refusals because of where a record or the account stands now, not what was typed: 409.
+STATE_CONFLICTS = frozenset(
+    {
+        ErrorCode.OPERATION_CANCEL_NOT_ALLOWED,
+        ErrorCode.VOUCHER_CANCEL_NOT_ALLOWED,
+        ErrorCode.CROSS_EXCHANGE_CANCEL_NOT_ALLOWED,
+        ErrorCode.WITHDRAWAL_NOT_ALLOWED,
+        ErrorCode.EXCHANGE_COUNT_EXCEEDED,
+    }
+)
 
 
-def explain(error: ApiError) -> str:
-    """A sentence for the person, from the error's code; the API's own message otherwise."""
-    return EXPLANATIONS.get(error.code) or f"The payment service refused: {error.describe()}."
+@dataclass(frozen=True)
+class Check:
+    """Where a person checks whether a change that got no answer took effect: "the voucher",
+    and the page that shows it (None when only the payment service can tell)."""
+
+    where: str
+    url: str | None = None
 
 
-def record_or_404(fetch: Callable[[], T], not_found_code: int, title: str) -> T:
+@dataclass(frozen=True)
+class Refused:
+    """A refusal to show with the form: the status to answer, and the sentence above the form
+    (None when every word of it went next to a field)."""
+
+    status: int
+    error: str | None
+
+
+def meet(
+    failure: ApiFailure,
+    form: Form | None = None,
+    check: Check | None = None,
+    *,
+    at: Field | None = None,
+) -> Refused:
+    """The one answer to a failed call (see the module's docstring): aborts with the page for
+    upstream trouble; otherwise puts the refusal on `form` and returns what the view shows.
+
+    `at` is the field a refusal concerns when it names none (the code of a voucher to pay off):
+    its sentence goes next to that field instead of above the form.
+    """
+    if isinstance(failure, ApiUnavailable):
+        abort(unanswered(failure, check))
+    assert isinstance(failure, ApiRefusal)  # the two kinds of ApiFailure
+    if failure.code in UPSTREAM_TROUBLE:
+        raise failure  # the handler's 502 page, which links to the API settings
+    if form is not None and failure.code == ErrorCode.VALIDATION_ERRORS and failure.errors:
+        unplaced = put_on_fields(form, failure.errors)
+        return Refused(422, " ".join(unplaced) or None)
+    status = 409 if failure.code in STATE_CONFLICTS else 422
+    if at is not None:
+        at.errors = [*at.errors, sentence(failure.code)]
+        return Refused(status, None)
+    return Refused(status, sentence(failure.code))
+
+
+def put_on_fields(form: Form, errors: dict[str, list[str]]) -> list[str]:
+    """Put the API's field messages (code 9) next to the fields of `form` they name; the
+    messages that name no field of the form are returned, to be said above it."""
+    unplaced = []
+    for name, messages in errors.items():
+        if name in form and name not in ("csrf_token", "submit"):
+            form[name].errors = [*form[name].errors, *messages]
+        else:
+            unplaced.extend(messages)
+    return unplaced
+
+
+def record_or_404(fetch: Callable[[], T], not_found: ErrorCode, title: str) -> T:
     """The record `fetch()` reads from the API, or this page's own 404 when the API has no
-    record with that id (its error `not_found_code`); any other failure is raised.
+    record with that id (its error `not_found`); any other failure is raised.
     """
     try:
         return fetch()
-    except ApiError as error:
-        if isinstance(error, ApiUnavailable) or error.code != not_found_code:
+    except ApiRefusal as refusal:
+        if refusal.code != not_found:
             raise
-        abort(error_page(404, title, explain(error)))
+        abort(error_page(404, title, sentence(refusal.code)))
 
 
-def unanswered(error: ApiUnavailable, where: str, url: str | None = None) -> Response:
-    """The 502/504 page for a change that got no answer, never retried.
+def unanswered(failure: ApiUnavailable, check: Check | None = None) -> Response:
+    """The 502/504 page for a call that got no usable answer, never retried.
 
-    When the request may have reached the API, whether it took effect is unknown: the page says
-    where to check before trying again.
+    When the request may have reached the API and changed something (`check` says where to
+    look), whether it took effect is unknown: the page says where to check before trying again.
     """
-    if not error.request_sent:
-        return api_unavailable(error)
-    current_app.logger.warning("No answer to a change on %s: %r", request.path, error)
+    if check is None or not failure.request_sent:
+        return api_unavailable(failure)
+    current_app.logger.warning("No answer to a change on %s: %r", request.path, failure)
     return error_page(
-        504 if error.timeout else 502,
+        504 if failure.timeout else 502,
         "Outcome unknown",
-        outcome_unknown(where),
-        action=(f"Check {where}", url) if url else None,
+        outcome_unknown(check.where),
+        action=(f"Check {check.where}", check.url) if check.url else None,
     )
 
 

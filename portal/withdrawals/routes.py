@@ -2,52 +2,51 @@
 
 from __future__ import annotations
 
-from flask import abort, flash, redirect, render_template, request, url_for
+from flask import abort, flash, redirect, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from portal.api import VALIDATION_ERROR, ApiError, ApiUnavailable
+from portal.api import ApiFailure
 from portal.models import IntentState, Role, WithdrawalIntent
-from portal.rules import two_factor
-from portal.rules import withdrawals as intents
+from portal.rules import two_factor, withdrawals
 from portal.web.access import roles
-from portal.web.fields import add_api_field_errors
 from portal.web.lists import local_page
 from portal.web.merchant import current_api
-from portal.web.pages import PageAnswer
-from portal.web.refusals import explain
+from portal.web.pages import page
+from portal.web.refusals import Check, meet
 from portal.withdrawals import bp
 from portal.withdrawals.forms import ConfirmWithdrawalForm, WithdrawalForm
 
 
 @bp.route("")
 @roles(Role.OWNER)
-def index() -> str:
+def index() -> Response:
     """The withdrawals confirmed through the portal, with their outcome."""
-    page = local_page(intents.confirmed(current_user.merchant))
-    return render_template("withdrawals/index.html", page=page)
+    return page(
+        "withdrawals/index.html", page=local_page(withdrawals.confirmed(current_user.merchant))
+    )
 
 
 @bp.route("/new", methods=["GET", "POST"])
 @roles(Role.OWNER)
-def new() -> PageAnswer:
+def new() -> Response:
     """The form; a valid one becomes a pending intent, reviewed on its own page."""
-    form = WithdrawalForm(formdata=request.form if request.method == "POST" else request.args)
-    if request.method == "POST" and form.validate():
-        key = intents.create(
-            current_user.merchant,
-            current_user,
-            form.amount.entered,
-            form.wallet.data,
-            form.address.data,
-        )
-        return redirect(url_for("withdrawals.show", key=key))
-    page = render_template("withdrawals/new.html", form=form)
-    return (page, 422) if request.method == "POST" else page
+    posted = request.method == "POST"
+    form = WithdrawalForm(formdata=request.form if posted else request.args)
+    if not (posted and form.validate()):
+        return page("withdrawals/new.html", 422 if posted else 200, form=form)
+    key = withdrawals.create(
+        current_user.merchant,
+        current_user,
+        form.amount.entered,
+        form.wallet.data,
+        form.address.data,
+    )
+    return redirect(url_for("withdrawals.show", key=key))
 
 
 def _intent(key: str) -> WithdrawalIntent:
-    intent = intents.find(current_user.merchant, key)
+    intent = withdrawals.find(current_user.merchant, key)
     if intent is None:
         abort(404)
     return intent
@@ -55,11 +54,9 @@ def _intent(key: str) -> WithdrawalIntent:
 
 @bp.route("/<key>")
 @roles(Role.OWNER)
-def show(key: str) -> str:
+def show(key: str) -> Response:
     """The review page while pending, then what became of the withdrawal."""
-    return render_template(
-        "withdrawals/show.html", intent=_intent(key), form=ConfirmWithdrawalForm()
-    )
+    return page("withdrawals/show.html", intent=_intent(key), form=ConfirmWithdrawalForm())
 
 
 def _already_confirmed(key: str) -> Response:
@@ -69,7 +66,7 @@ def _already_confirmed(key: str) -> Response:
 
 @bp.route("/<key>/confirm", methods=["POST"])
 @roles(Role.OWNER)
-def confirm(key: str) -> PageAnswer:
+def confirm(key: str) -> Response:
     """Send the intent once; any other confirmation (double click, resend) only sees it.
 
     A user with two-factor sign-in on confirms with a fresh code (not even the one that signed
@@ -85,28 +82,19 @@ def confirm(key: str) -> PageAnswer:
     if status is None:
         status = two_factor.step_up_refused(form.code, user, purpose="withdrawal")
     if status:
-        return render_template("withdrawals/show.html", intent=intent, form=form), status
+        return page("withdrawals/show.html", status, intent=intent, form=form)
     api = current_api()
-    if not intents.claim(intent, user):
+    if not withdrawals.claim(intent, user):
         return _already_confirmed(key)
     try:
-        intents.send(intent, api)
-    except ApiUnavailable as error:
-        status = 504 if error.timeout else 502
-        if not error.request_sent:
-            error_text = "The payment service could not be reached, so nothing was sent."
-            page = render_template(
-                "withdrawals/show.html", intent=intent, form=form, error=error_text
-            )
-            return page, status
-        return render_template("withdrawals/show.html", intent=intent, form=form), status
-    except ApiError as error:
+        withdrawals.send(intent, api)
+    except ApiFailure as failure:
         retry = WithdrawalForm(
             formdata=None, amount=intent.amount, wallet=intent.wallet, address=intent.address
         )
-        if error.code == VALIDATION_ERROR:
-            add_api_field_errors(retry, error.errors)
-        page = render_template("withdrawals/new.html", form=retry, error=explain(error))
-        return page, error.http_status or 400
+        refused = meet(
+            failure, retry, Check("the withdrawal", url_for("withdrawals.show", key=key))
+        )
+        return page("withdrawals/new.html", refused.status, form=retry, error=refused.error)
     flash("The withdrawal was sent.", "success")
     return redirect(url_for("withdrawals.show", key=key))

@@ -12,8 +12,8 @@ import pytest
 import requests
 
 from portal.api import (
-    ERROR_MESSAGES,
-    ApiError,
+    DOCUMENTED_MESSAGES,
+    ApiRefusal,
     ApiUnavailable,
     CrossExchange,
     Exchange,
@@ -255,7 +255,7 @@ def test_company_token_for_voucher_list_and_create_cross_exchange(server):
             "BTC", "ETH", BTC_ADDRESS, ETH_ADDRESS, sell_amount="0.01"
         ),
     ):
-        with pytest.raises(ApiError) as caught:
+        with pytest.raises(ApiRefusal) as caught:
             call()
         assert caught.value.code == 3
 
@@ -341,15 +341,15 @@ HTTP_STATUS_OF_CODE |= {code: 404 for code in (5, 6, 14, 18)}
 
 
 def test_triggers_cover_the_26_codes():
-    assert sorted(TRIGGERS) == sorted(ERROR_MESSAGES)
+    assert sorted(TRIGGERS) == sorted(DOCUMENTED_MESSAGES)
 
 
 @pytest.mark.parametrize("code", sorted(TRIGGERS))
 def test_every_error_code(server, api, code):
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(ApiRefusal) as caught:
         TRIGGERS[code](server, api)
     error = caught.value
-    assert type(error) is ApiError
+    assert type(error) is ApiRefusal
     assert (error.code, error.http_status) == (code, HTTP_STATUS_OF_CODE.get(code, 400)), error.raw
     assert error.message and error.describe()
     assert server.token not in repr(error) + str(error) + (error.raw or "")

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from portal.api import ApiError, MerchantApiClient
+from portal.api import ApiRefusal, MerchantApiClient
 from tests.support.htmx import HTMX
 from tests.support.money import signed_in, submit
 from tests.support.portal_app import connected_portal, email
@@ -185,7 +185,7 @@ def test_a_refusal_that_names_no_field_is_said_on_the_page(operator, api, sandbo
     operation, (first,) = new_operation(api, sandbox, transactions=1)
 
     def refuse(_client, _operation_id, _ids):
-        raise ApiError(6, "Transaction not found")
+        raise ApiRefusal(6, "Transaction not found")
 
     monkeypatch.setattr(MerchantApiClient, "link_transactions", refuse)
     response = operator.post(

@@ -194,6 +194,7 @@ VARIABLE_TARGETS = {
     ("auth/routes.py", "next_url"): "safe_next(form `next`) or the dashboard; test_sign_in_next",
     ("checkout/routes.py", "target"): "the API's payment_url or url_for; test_checkout_pay_...",
     ("cross_exchanges/routes.py", "url"): "url_for of the cross exchange",
+    ("vouchers/routes.py", "url"): "url_for of the voucher",
     ("web/access.py", "url"): "redirect_to's parameter: its callers pass url_for",
     ("web/one_time.py", "record"): "a OneTimeForm's record_url: url_for of the record made",
 }

@@ -1,4 +1,4 @@
-"""Error answers become ApiError / ApiUnavailable, whatever shape the body has."""
+"""Error answers become ApiRefusal / ApiUnavailable, whatever shape the body has."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from portal.api import ERROR_MESSAGES, ApiError, ApiUnavailable
+from portal.api import DOCUMENTED_MESSAGES, ApiRefusal, ApiUnavailable
 from portal.api.errors import error_from_answer
 from tests.unit.test_api_support import TOKEN, Answer, FakeApi, operation_json
 
@@ -25,30 +25,30 @@ def api():
 
 
 def test_error_messages_cover_the_26_codes_of_the_documentation():
-    assert sorted(ERROR_MESSAGES) == list(range(26))
-    assert ERROR_MESSAGES[5] == "Operation not found"
-    assert ERROR_MESSAGES[13] == "Not found available wallets for withdrawal"
+    assert sorted(DOCUMENTED_MESSAGES) == list(range(26))
+    assert DOCUMENTED_MESSAGES[5] == "Operation not found"
+    assert DOCUMENTED_MESSAGES[13] == "Not found available wallets for withdrawal"
 
 
 @pytest.mark.parametrize("code", sorted(HTTP_STATUS_OF_CODE))
 def test_every_code_is_read_from_the_body(api, code):
     body = {"code": code, "message": f"server words for {code}"}
     api.answer("GET", "/v1/rates", Answer(HTTP_STATUS_OF_CODE[code], body))
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(ApiRefusal) as caught:
         api.client().get_rates()
     error = caught.value
-    assert type(error) is ApiError
+    assert type(error) is ApiRefusal
     assert (error.code, error.http_status) == (code, HTTP_STATUS_OF_CODE[code])
     assert error.message == f"server words for {code}"
     assert error.errors == {}
-    expected = "This action is no longer supported" if code == 1 else ERROR_MESSAGES[code]
+    expected = "This action is no longer supported" if code == 1 else DOCUMENTED_MESSAGES[code]
     assert error.describe() == expected
 
 
 def test_validation_errors_keep_the_field_messages(api):
     body = {"code": 9, "message": "Validation errors", "errors": {"amount": ["Too small."]}}
     api.answer("POST", "/v1/operations", Answer(422, body))
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(ApiRefusal) as caught:
         api.client().create_operation("0", "BTC", "A-1")
     assert caught.value.code == 9
     assert caught.value.errors == {"amount": ["Too small."]}
@@ -58,7 +58,7 @@ def test_validation_errors_keep_the_field_messages(api):
 def test_error_nested_under_error(api):
     body = {"error": {"code": 8, "message": "Cancel not allowed (operation)"}}
     api.answer("PUT", "/v1/operations/1/cancel", Answer(400, body))
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(ApiRefusal) as caught:
         api.client().cancel_operation("1")
     assert (caught.value.code, caught.value.message) == (8, "Cancel not allowed (operation)")
 
@@ -66,7 +66,7 @@ def test_error_nested_under_error(api):
 def test_message_and_errors_without_code_on_422_is_code_9(api):
     body = {"message": "The given data was invalid.", "errors": {"wallet": "Required."}}
     api.answer("POST", "/v1/withdraw", Answer(422, body))
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(ApiRefusal) as caught:
         api.client().withdraw("1", "BTC", "tb1qaddress")
     assert caught.value.code == 9
     assert caught.value.message == "The given data was invalid."
@@ -75,7 +75,7 @@ def test_message_and_errors_without_code_on_422_is_code_9(api):
 
 def test_code_sent_as_a_string(api):
     api.answer("GET", "/v1/vouchers/9", Answer(404, {"code": "14", "message": "Gone"}))
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(ApiRefusal) as caught:
         api.client().get_voucher("9")
     assert caught.value.code == 14
 
@@ -97,10 +97,10 @@ def test_code_sent_as_a_string(api):
 @pytest.mark.parametrize("body", ["", "<html><body>Not Found</body></html>"])
 def test_bare_404_means_the_resource_is_not_found(api, call, method, path, code, body):
     api.answer(method, path, Answer(404, body))
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(ApiRefusal) as caught:
         call(api.client())
     assert (caught.value.code, caught.value.http_status) == (code, 404)
-    assert caught.value.message == ERROR_MESSAGES[code]
+    assert caught.value.message == DOCUMENTED_MESSAGES[code]
     assert caught.value.raw == body
 
 
@@ -109,9 +109,9 @@ def test_bare_404_means_the_resource_is_not_found(api, call, method, path, code,
 )
 def test_bodies_without_json_are_mapped_by_http_status(api, status, code):
     api.answer("GET", "/v1/ping", Answer(status, "<h1>nope</h1>"))
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(ApiRefusal) as caught:
         api.client().ping()
-    assert type(caught.value) is ApiError
+    assert type(caught.value) is ApiRefusal
     assert (caught.value.code, caught.value.http_status) == (code, status)
     assert caught.value.raw == "<h1>nope</h1>"
 
@@ -169,7 +169,7 @@ def test_the_token_never_shows_in_errors_or_logs(api, caplog):
     caplog.set_level(logging.DEBUG, logger="portal.api")
     errors = []
     for call in (client.ping, client.get_rates):
-        with pytest.raises(ApiError) as caught:
+        with pytest.raises(ApiRefusal) as caught:
             call()
         errors.append(caught.value)
     for error in errors:

@@ -8,12 +8,12 @@ from decimal import Decimal
 import pytest
 from werkzeug.datastructures import MultiDict
 
-from portal.api import ApiError, Operation
+from portal.api import ApiRefusal, Operation
 from portal.operations.forms import OperationFilters
 from portal.rules.dashboard import summarise
 from portal.transactions.forms import TransactionFilters
 from portal.web.filters import read_filters
-from portal.web.lists import show_api_errors
+from portal.web.refusals import Refused, meet
 
 
 def test_every_operation_filter_becomes_its_api_value():
@@ -97,10 +97,10 @@ def test_sort_links_turn_the_order_around():
 
 def test_api_validation_errors_go_to_their_fields():
     form = read_filters(OperationFilters, MultiDict()).form
-    error = ApiError(9, errors={"currency": ["Unknown currency XYZ."], "other": ["Odd."]})
-    show_api_errors(form, error)
+    error = ApiRefusal(9, errors={"currency": ["Unknown currency XYZ."], "other": ["Odd."]})
+    refused = meet(error, form)
     assert form.currency.errors == ["Unknown currency XYZ."]
-    assert form.form_errors == ["Odd."]
+    assert refused == Refused(422, "Odd.")  # said above the form: it names no field
 
 
 def _operation(status: str, currency: str, amount: str, day: int) -> Operation:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from portal.api import ApiError, ApiUnavailable
+from portal.api import ApiRefusal, ApiUnavailable
 from portal.web.access import public
 from tests.support.forms import sign_in
 from tests.support.htmx import HTMX
@@ -23,7 +23,7 @@ def app(app):
         "boom": RuntimeError("a bug"),
         "unreachable": ApiUnavailable("refused"),
         "slow": ApiUnavailable("timed out", timeout=True),
-        "rejected": ApiError(2, http_status=401),
+        "rejected": ApiRefusal(2, http_status=401),
     }
     for name, error in failures.items():
 
