@@ -14,8 +14,7 @@ from flask import abort, flash, redirect, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from portal.api import ApiFailure, ApiUnavailable, ErrorCode, MerchantApiClient, Operation
-from portal.extensions import db
+from portal.api import ApiFailure, ErrorCode, MerchantApiClient, Operation
 from portal.models import IntentKind, Role
 from portal.operations import bp
 from portal.operations.forms import (
@@ -26,7 +25,7 @@ from portal.operations.forms import (
     TransactionsActionForm,
 )
 from portal.rules import audit
-from portal.rules.checkout_links import attach, checkout_url, reserve_link
+from portal.rules.checkout_links import checkout_url, created_with_link, reserve_link
 from portal.rules.csv_rows import OPERATION_COLUMNS, TRANSACTION_COLUMNS, operation_transactions
 from portal.rules.rates import currencies_of
 from portal.web.access import ALL_ROLES, roles
@@ -134,11 +133,7 @@ def new() -> Response:
 
 
 def _create_once(api: MerchantApiClient, form: NewOperationForm) -> Operation:
-    """Create the operation once per form shown, after reserving its checkout link.
-
-    The link is kept when the operation may exist (its customers come back to it, and it finds
-    the operation by order number) and dropped with a request that surely made nothing.
-    """
+    """Create the operation once per form shown, after reserving its checkout link."""
     refuse_used(OPERATION, form.intent.data)
     link = None
     if not form.redirect_url.data:
@@ -150,20 +145,7 @@ def _create_once(api: MerchantApiClient, form: NewOperationForm) -> Operation:
         "payment_currency": form.payment_currency.data or None,
         "redirect_url": form.redirect_url.data or (checkout_url(link) if link else None),
     }
-
-    def create() -> Operation:
-        try:
-            operation = api.create_operation(**asked)
-        except ApiFailure as failure:
-            if link is not None and not (
-                isinstance(failure, ApiUnavailable) and failure.request_sent
-            ):
-                db.session.delete(link)
-            raise
-        if link is not None:
-            attach(link, operation.id)
-        return operation
-
+    create = partial(created_with_link, link, partial(api.create_operation, **asked))
     return send(OPERATION, form.intent.data, asked, create)
 
 

@@ -9,11 +9,12 @@ operation's id once the API has answered.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from datetime import timedelta
 
 from flask import current_app, request
 
-from portal.api import MerchantApiClient
+from portal.api import ApiFailure, ApiUnavailable, MerchantApiClient, Operation
 from portal.extensions import db
 from portal.models import CheckoutLink, Merchant, utcnow
 
@@ -68,3 +69,21 @@ def recover_operation(link: CheckoutLink, client: MerchantApiClient) -> bool:
             attach(link, operation.id)
             return True
     return False
+
+
+def created_with_link(link: CheckoutLink | None, create: Callable[[], Operation]) -> Operation:
+    """The operation `create` makes, with `link` attached to it.
+
+    The link is dropped when the request surely made nothing (a refusal, or a request that
+    never left) and kept when its answer was lost: the operation may exist, its customer may
+    come back to the link, and the link finds it by order number.
+    """
+    try:
+        operation = create()
+    except ApiFailure as failure:
+        if link is not None and not (isinstance(failure, ApiUnavailable) and failure.request_sent):
+            db.session.delete(link)
+        raise
+    if link is not None:
+        attach(link, operation.id)
+    return operation

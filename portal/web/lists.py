@@ -14,7 +14,7 @@ from flask import request, url_for
 from flask_sqlalchemy.pagination import Pagination
 from werkzeug.wrappers import Response
 
-from portal.api import ApiFailure, MerchantApiClient, Page
+from portal.api import ApiRefusal, MerchantApiClient, Page
 from portal.extensions import db
 from portal.web.filters import MAX_PAGE, ListFilters, read_filters
 from portal.web.merchant import current_api
@@ -61,8 +61,8 @@ def render_list(listing: ApiList, **context: object) -> Response:
     if query.filters is not None:
         try:
             page = listing.read(current_api())(**query.filters)
-        except ApiFailure as failure:
-            refused = meet(failure, query.form)
+        except ApiRefusal as refusal:  # no answer: the error page, there is nothing to show
+            refused = meet(refusal, query.form)
             if refused.error:
                 query.form.form_errors.append(refused.error)
     response = render_page(

@@ -23,7 +23,7 @@ from portal.api import ApiRefusal, ApiUnavailable, Identified
 from portal.models import FormIntent, IntentKind, IntentState
 from portal.rules import audit, intents
 from portal.rules.intents import new_key
-from portal.web.errors import api_unavailable, error_page
+from portal.web.errors import error_page
 from portal.web.refusals import outcome_unknown
 
 T = TypeVar("T", bound=Identified)
@@ -76,8 +76,8 @@ def refuse_used(spec: OneTimeForm, key: str) -> None:
 def send(spec: OneTimeForm, key: str, parameters: Mapping[str, object], call: Callable[[], T]) -> T:
     """Claim the key and make `call` once, audited: what it made, or its refusal raised.
 
-    A lost answer aborts with "Outcome unknown" (502/504), a request that never left with the
-    unavailable page; another sending of the key aborts with where that one stands.
+    A lost answer aborts with "Outcome unknown" (502/504); a request that never left is raised
+    like a refusal; another sending of the key aborts with where that one stands.
     """
     user = current_user._get_current_object()
     intent, won = intents.claim(user.merchant, user, spec.kind, key, audit.masked(parameters))
@@ -89,7 +89,7 @@ def send(spec: OneTimeForm, key: str, parameters: Mapping[str, object], call: Ca
             details[f"{spec.kind.value}_id"] = intent.record_id = made.id
     except ApiUnavailable as failure:
         if not failure.request_sent:
-            abort(api_unavailable(failure))
+            raise  # nothing left: the view shows its form again (`refusals.meet`)
         current_app.logger.warning("No answer to a change on %s: %r", request.path, failure)
         abort(_unknown(spec, intent, 504 if failure.timeout else 502))
     return made

@@ -3,12 +3,13 @@
 A view that calls the API lets `ApiFailure` reach `meet`, which decides everything the same way
 on every page:
 
-- no usable answer (`ApiUnavailable`): the 502/504 page; when a change may have taken effect,
-  "Outcome unknown" with where to check (`Check`), never a second attempt;
+- no usable answer (`ApiUnavailable`): when a change may have taken effect, the 502/504
+  "Outcome unknown" page with where to check (`Check`), never a second attempt; when the
+  request surely never left, the form again (502/504), saying that nothing was sent;
 - a refusal the person cannot fix on this page (the credentials, a ban, the API's own trouble):
   the 502 page with a link to the API settings;
-- any other refusal: the API's field messages go next to the form's fields they name (those
-  that name none go above the form), or else the sentence for its code goes above the form;
+- any other refusal: the sentence for its code goes above the form (or next to the field it
+  concerns), and the API's field messages next to the fields they name;
   the view shows its page again with the status `meet` returns: 409 when the record's state
   forbids the action, 422 otherwise.
 """
@@ -29,6 +30,9 @@ from portal.web.sentences import sentence
 
 T = TypeVar("T")
 
+NOTHING_SENT = (
+    "The payment service could not be reached, so nothing was sent. Try again in a moment."
+)
 # Refusals about the connection itself, or the API's own trouble: nothing on the page can fix
 # them, so they get the 502 page that links to the API settings.
 UPSTREAM_TROUBLE = frozenset(
@@ -64,8 +68,8 @@ class Check:
 
 @dataclass(frozen=True)
 class Refused:
-    """A refusal to show with the form: the status to answer, and the sentence above the form
-    (None when every word of it went next to a field)."""
+    """A failure to show with the form: the status to answer, and the sentence above the form
+    (None when it went next to a field)."""
 
     status: int
     error: str | None
@@ -85,13 +89,15 @@ def meet(
     its sentence goes next to that field instead of above the form.
     """
     if isinstance(failure, ApiUnavailable):
-        abort(unanswered(failure, check))
+        if failure.request_sent or form is None:
+            abort(unanswered(failure, check))
+        return Refused(504 if failure.timeout else 502, NOTHING_SENT)
     assert isinstance(failure, ApiRefusal)  # the two kinds of ApiFailure
     if failure.code in UPSTREAM_TROUBLE:
         raise failure  # the handler's 502 page, which links to the API settings
     if form is not None and failure.code == ErrorCode.VALIDATION_ERRORS and failure.errors:
         unplaced = put_on_fields(form, failure.errors)
-        return Refused(422, " ".join(unplaced) or None)
+        return Refused(422, " ".join([sentence(failure.code), *unplaced]))
     status = 409 if failure.code in STATE_CONFLICTS else 422
     if at is not None:
         at.errors = [*at.errors, sentence(failure.code)]

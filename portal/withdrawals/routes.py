@@ -92,9 +92,15 @@ def confirm(key: str) -> Response:
         retry = WithdrawalForm(
             formdata=None, amount=intent.amount, wallet=intent.wallet, address=intent.address
         )
-        refused = meet(
-            failure, retry, Check("the withdrawal", url_for("withdrawals.show", key=key))
-        )
+        refused = meet(failure, retry, Check("the operations list", url_for("operations.index")))
+        if intent.state == IntentState.PENDING:  # nothing left: the review may be confirmed again
+            return page(
+                "withdrawals/show.html",
+                refused.status,
+                intent=intent,
+                form=form,
+                error=refused.error,
+            )
         return page("withdrawals/new.html", refused.status, form=retry, error=refused.error)
     flash("The withdrawal was sent.", "success")
     return redirect(url_for("withdrawals.show", key=key))

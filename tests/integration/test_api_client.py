@@ -16,6 +16,7 @@ from portal.api import (
     ApiRefusal,
     ApiUnavailable,
     CrossExchange,
+    ErrorCode,
     Exchange,
     MerchantApiClient,
     Operation,
@@ -351,7 +352,7 @@ def test_every_error_code(server, api, code):
     error = caught.value
     assert type(error) is ApiRefusal
     assert (error.code, error.http_status) == (code, HTTP_STATUS_OF_CODE.get(code, 400)), error.raw
-    assert error.message and error.describe()
+    assert error.message and error.code is ErrorCode(code)
     assert server.token not in repr(error) + str(error) + (error.raw or "")
     if code == 9:
         assert "amount" in error.errors

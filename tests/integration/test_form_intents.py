@@ -185,7 +185,8 @@ def test_a_request_that_never_left_may_be_sent_again(portal, owner, once_sandbox
         with portal.app_context():
             db.session.scalars(db.select(ApiConnection)).one().base_url = base_url
             db.session.commit()
-    assert refused.status_code == 502 and "Nothing was shown or changed" in text(refused)
+    assert refused.status_code == 502 and "so nothing was sent" in text(refused)
+    assert 'name="amount"' in refused.get_data(as_text=True), "the form, to send again"
     assert post(owner, path, data).status_code == 302
     assert once_sandbox.count(table) == before + 1
 

@@ -194,7 +194,8 @@ def test_a_refusal_that_names_no_field_is_said_on_the_page(operator, api, sandbo
         headers=HTMX,
     )
     assert response.status_code == 422
-    assert re.search(r'class="form-error"[^>]*>[^<]*Transaction not found', response.get_data(True))
+    said = r'class="form-error"[^>]*>[^<]*has no transaction with this id'
+    assert re.search(said, response.get_data(True))
 
 
 def test_cancel_asks_first_and_explains_code_8(operator, api, sandbox):

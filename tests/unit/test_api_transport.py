@@ -286,7 +286,6 @@ def test_get_read_timeout_is_not_retried(api):
     with pytest.raises(ApiUnavailable) as caught:
         api.client(timeout=(1.0, 0.3)).get_operation("42")
     assert (caught.value.timeout, caught.value.request_sent) == (True, True)
-    assert caught.value.describe() != ApiUnavailable("x").describe()
     settle()
     assert api.count("GET", "/v1/operations/42") == 1
 

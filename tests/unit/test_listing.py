@@ -13,7 +13,7 @@ from portal.operations.forms import OperationFilters
 from portal.rules.dashboard import summarise
 from portal.transactions.forms import TransactionFilters
 from portal.web.filters import read_filters
-from portal.web.refusals import Refused, meet
+from portal.web.refusals import meet
 
 
 def test_every_operation_filter_becomes_its_api_value():
@@ -100,7 +100,8 @@ def test_api_validation_errors_go_to_their_fields():
     error = ApiRefusal(9, errors={"currency": ["Unknown currency XYZ."], "other": ["Odd."]})
     refused = meet(error, form)
     assert form.currency.errors == ["Unknown currency XYZ."]
-    assert refused == Refused(422, "Odd.")  # said above the form: it names no field
+    assert refused.status == 422
+    assert refused.error is not None and refused.error.endswith(" Odd."), "names no field: above"
 
 
 def _operation(status: str, currency: str, amount: str, day: int) -> Operation:
