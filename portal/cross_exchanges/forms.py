@@ -6,11 +6,12 @@ from flask_wtf import FlaskForm
 from wtforms import StringField, SubmitField
 from wtforms.validators import InputRequired, Length, Regexp
 
-from portal.exchanges.forms import ExchangeForm
+from portal.web.deals import DealForm
 from portal.web.fields import AddressField, strip
+from portal.web.one_time import IntentField
 
 
-class CrossExchangeForm(ExchangeForm):
+class CrossExchangeForm(DealForm):
     sell_address = AddressField(
         "Refund address",
         "sell_currency",
@@ -19,6 +20,7 @@ class CrossExchangeForm(ExchangeForm):
     buy_address = AddressField(
         "Payout address", "buy_currency", "Enter the address the bought currency is paid out to."
     )
+    intent = IntentField()
     submit = SubmitField("Create cross exchange")
 
 

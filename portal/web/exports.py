@@ -16,7 +16,7 @@ from flask import request
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from portal.api import ApiRefusal, ApiUnavailable, ErrorCode
+from portal.api import ApiRefusal, ErrorCode
 from portal.rules.csv_rows import UTC_ZONE, Column, TimeZone
 from portal.rules.csv_stream import Export, start
 from portal.web.filters import read_filters
@@ -48,10 +48,10 @@ def csv_download(
     )
     try:
         first, text = start(export)
-    except ApiRefusal as error:
-        if isinstance(error, ApiUnavailable) or error.code != ErrorCode.VALIDATION_ERRORS:
+    except ApiRefusal as refusal:
+        if refusal.code != ErrorCode.VALIDATION_ERRORS:
             raise
-        return render_list(listing)
+        return render_list(listing)  # the list page says what the API refused
     response = Response(text, mimetype="text/csv")
     response.headers["Content-Disposition"] = (
         f'attachment; filename="{_file_name(title, query.filters)}"'
