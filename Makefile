@@ -62,8 +62,10 @@ libreoffice:
 test: install chromium libreoffice
 	$(BIN)/pytest -n auto $(PYTEST_ARGS)
 
-# The same three commands run before each commit (.pre-commit-config.yaml) and in CI (.ci/run).
+# The same four commands run before each commit (.pre-commit-config.yaml) and in CI (.ci/run).
+# lint-imports checks the layers of docs/architecture.md (its contracts are in pyproject.toml).
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
