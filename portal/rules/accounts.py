@@ -1,15 +1,25 @@
-"""Merchants and their users, for the settings pages and the CLI alike."""
+"""Merchants and their users, for the settings pages and the CLI alike, and the server-side
+records of their signed-in sessions (so that a sign-out or an expiry really ends one)."""
 
 from __future__ import annotations
 
+import secrets
+from datetime import timedelta
 from typing import Literal, overload
 
 import sqlalchemy as sa
+from flask import current_app
+from sqlalchemy.orm import joinedload
 
 from portal.extensions import db
-from portal.models import Merchant, Role, User, UserSession, session_key_hash
+from portal.models import Merchant, Role, User, UserSession, session_key_hash, utcnow
 
 MIN_PASSWORD_LENGTH = 10
+LAST_SEEN_RESOLUTION = timedelta(minutes=1)
+# Every signed-in page needs the user, the merchant and its API connection: one query, not four.
+WITH_USER = (
+    joinedload(UserSession.user).joinedload(User.merchant).joinedload(Merchant.api_connection)
+)
 CANNOT_ADD = "This address cannot be added. Ask the person for another email address."
 
 
@@ -89,6 +99,22 @@ def change_user(user: User, *, by: User, role: Role, password: str | None) -> No
     db.session.commit()
 
 
+def require_two_factor(merchant: Merchant, required: bool) -> bool:
+    """Require two-factor sign-in of every user of `merchant`, or no longer; whether that was a
+    change."""
+    if required == merchant.require_two_factor:
+        return False
+    merchant.require_two_factor = required
+    db.session.commit()
+    return True
+
+
+def set_time_zone(user: User, time_zone: str) -> None:
+    """The zone `user`'s pages show times in (a name of the IANA database)."""
+    user.time_zone = time_zone
+    db.session.commit()
+
+
 def change_password(user: User, password: str, *, keep_session: str | None = None) -> None:
     """A new password for `user`, who is signed out everywhere but in `keep_session` (the key of
     the session that changed its own password): no session started with the old one lives on."""
@@ -112,6 +138,41 @@ def revoke_sessions(user: User, *, keep: str | None = None) -> None:
     if keep:
         doomed &= UserSession.key_hash != session_key_hash(keep)
     db.session.execute(sa.delete(UserSession).where(doomed))
+    db.session.commit()
+
+
+def open_session(user: User) -> str:
+    """A new session of `user`; returns its key (only its hash is stored)."""
+    key = secrets.token_urlsafe(32)
+    db.session.add(UserSession(key_hash=session_key_hash(key), user=user))
+    db.session.commit()
+    return key
+
+
+def close_session(key: str) -> None:
+    """Forget the session of this key, if it still exists."""
+    db.session.execute(sa.delete(UserSession).where(UserSession.key_hash == session_key_hash(key)))
+    db.session.commit()
+
+
+def session_user(key: str) -> User | None:
+    """The user of a live session; an expired session (too old, or idle too long) is deleted
+    and gives nobody. The time it was last seen moves on at most once a minute."""
+    record = db.session.get(UserSession, session_key_hash(key), options=[WITH_USER])
+    if record is None or record.user is None:
+        return None
+    now = utcnow()
+    config = current_app.config
+    lifetime = config["PERMANENT_SESSION_LIFETIME"]
+    idle = timedelta(minutes=float(config["SESSION_IDLE_MINUTES"]))
+    if now - record.created_at > lifetime or now - record.last_seen_at > idle:
+        db.session.delete(record)
+        db.session.commit()
+        return None
+    if now - record.last_seen_at > LAST_SEEN_RESOLUTION:
+        record.last_seen_at = now
+        db.session.commit()
+    return record.user
 
 
 def _check_length(password: str) -> None:
