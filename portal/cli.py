@@ -24,6 +24,7 @@ from portal.rules.connection import (
 from portal.rules.crypto import TokenKeyError
 from portal.rules.two_factor import rotate_secrets
 from portal.web.connections import rejection_sentence, url_problem_sentence
+from portal.web.users import refusal_sentence
 
 
 @click.command("create-user")
@@ -40,7 +41,7 @@ def create_user(email: str, merchant_name: str, role: str, password: str) -> Non
         user = accounts.add_user(merchant, email, Role(role), password)
     except accounts.AccountError as refusal:
         db.session.rollback()
-        raise click.ClickException(str(refusal)) from refusal
+        raise click.ClickException(refusal_sentence(refusal, merchant)) from refusal
     click.echo(f"Created {user.email}, {user.role.value} of {merchant.name}.")
 
 

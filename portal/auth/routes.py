@@ -20,11 +20,10 @@ from werkzeug.wrappers import Response
 
 from portal.auth import bp
 from portal.auth.forms import SignInForm, TwoFactorSignInForm
-from portal.extensions import db
 from portal.models import User
 from portal.rules import attempts, audit, passwords
 from portal.rules import two_factor as second_factor
-from portal.rules.accounts import find_user
+from portal.rules.accounts import find_user, user_with_id
 from portal.web.access import public
 from portal.web.pages import page
 from portal.web.security import safe_next
@@ -88,7 +87,7 @@ def _waiting_user() -> User | None:
     pending = session.get(PENDING)
     if not pending or time.time() - pending["since"] > PENDING_SECONDS:
         return None
-    user = db.session.get(User, pending["user_id"])
+    user = user_with_id(pending["user_id"])
     return user if user is not None and user.two_factor_enabled else None
 
 

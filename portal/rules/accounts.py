@@ -3,6 +3,7 @@ records of their signed-in sessions (so that a sign-out or an expiry really ends
 
 from __future__ import annotations
 
+import enum
 import secrets
 from datetime import timedelta
 from typing import Literal, overload
@@ -20,16 +21,29 @@ LAST_SEEN_RESOLUTION = timedelta(minutes=1)
 WITH_USER = (
     joinedload(UserSession.user).joinedload(User.merchant).joinedload(Merchant.api_connection)
 )
-CANNOT_ADD = "This address cannot be added. Ask the person for another email address."
+
+
+class Refusal(enum.Enum):
+    """Why a change to users is refused."""
+
+    NOT_AN_EMAIL = "not an email address"
+    ALREADY_A_USER = "already a user of this merchant"
+    # An address of another merchant's user: said in words that reveal nothing about it.
+    CANNOT_ADD = "address cannot be added"
+    OWN_ROLE = "own role"
+    OWN_SIGN_IN = "own password, without the current one"
+    REMOVE_SELF = "removing oneself"
+    TOO_SHORT = "password too short"
 
 
 class AccountError(Exception):
-    """A change to users that is refused; the message says why, for the person, next to the
-    form's field named `field` when there is one."""
+    """A change to users that is refused: `reason` says why, about the address `email` when
+    the reason is about one."""
 
-    def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.field = field
+    def __init__(self, reason: Refusal, email: str | None = None) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+        self.email = email
 
 
 def looks_like_email(value: str) -> bool:
@@ -44,6 +58,17 @@ def normalise_email(email: str) -> str:
 
 def find_user(email: str) -> User | None:
     return db.session.scalar(sa.select(User).where(User.email == normalise_email(email)))
+
+
+def user_of(merchant_id: int, user_id: int) -> User | None:
+    """The user with this id if they belong to the merchant; None for anyone else's."""
+    return db.session.scalar(
+        sa.select(User).where(User.id == user_id, User.merchant_id == merchant_id)
+    )
+
+
+def user_with_id(user_id: int) -> User | None:
+    return db.session.get(User, user_id)
 
 
 @overload
@@ -66,13 +91,13 @@ def add_user(merchant: Merchant, email: str, role: Role, password: str) -> User:
     not say that the address is registered: one merchant must not learn who uses another.
     """
     if not looks_like_email(email):
-        raise AccountError(f"{email!r} is not an email address.")
+        raise AccountError(Refusal.NOT_AN_EMAIL, email)
     _check_length(password)
     existing = find_user(email)
     if existing is not None and existing.merchant_id == merchant.id:
-        raise AccountError(f"{existing.email} is already a user of {merchant.name}.")
+        raise AccountError(Refusal.ALREADY_A_USER, existing.email)
     if existing is not None:
-        raise AccountError(CANNOT_ADD)
+        raise AccountError(Refusal.CANNOT_ADD, email)
     user = User(merchant=merchant, email=normalise_email(email), role=role)
     user.set_password(password)
     db.session.add(user)
@@ -87,12 +112,9 @@ def change_user(user: User, *, by: User, role: Role, password: str | None) -> No
     stolen owner session must not set a password here and lock the owner out.
     """
     if user.id == by.id and role != user.role:
-        raise AccountError("You cannot change your own role; another owner can.", "role")
+        raise AccountError(Refusal.OWN_ROLE)
     if user.id == by.id and password:
-        raise AccountError(
-            "Change your own password on the Account page: it asks for your current one.",
-            "password",
-        )
+        raise AccountError(Refusal.OWN_SIGN_IN)
     user.role = role
     if password:
         change_password(user, password)
@@ -127,7 +149,7 @@ def change_password(user: User, password: str, *, keep_session: str | None = Non
 def remove_user(user: User, *, by: User) -> None:
     """Remove a user of the same merchant (and so every session of theirs)."""
     if user.id == by.id:
-        raise AccountError("You cannot remove yourself; another owner can.")
+        raise AccountError(Refusal.REMOVE_SELF)
     db.session.delete(user)
     db.session.commit()
 
@@ -177,4 +199,4 @@ def session_user(key: str) -> User | None:
 
 def _check_length(password: str) -> None:
     if len(password) < MIN_PASSWORD_LENGTH:
-        raise AccountError(f"The password needs at least {MIN_PASSWORD_LENGTH} characters.")
+        raise AccountError(Refusal.TOO_SHORT)

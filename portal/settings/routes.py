@@ -10,12 +10,10 @@ shop link. So these changes ask for a code as a withdrawal does (not a recovery 
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from flask import abort, current_app, flash, redirect, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from portal.extensions import db
 from portal.models import Environment, Role, User
 from portal.rules import accounts, audit, two_factor
 from portal.rules.connection import (
@@ -40,6 +38,7 @@ from portal.web.access import roles
 from portal.web.connections import TOKEN_NEEDS, rejection_sentence
 from portal.web.pages import page
 from portal.web.step_up import form_refused, step_up_refused
+from portal.web.users import refusal_sentence
 
 
 def _owner() -> User:
@@ -147,8 +146,9 @@ def users() -> Response:
             current_user.merchant, form.email.data, Role(form.role.data), form.password.data
         )
     except accounts.AccountError as refusal:
-        form.email.errors.append(str(refusal))
-        audit.record("user.add", parameters={"email": form.email.data}, error=str(refusal))
+        error = refusal_sentence(refusal, current_user.merchant)
+        form.email.errors.append(error)
+        audit.record("user.add", parameters={"email": form.email.data}, error=error)
         return _users_page(422, form=form)
     audit.record("user.add", parameters={"email": user.email, "role": user.role.value})
     flash(f"{user.email} can now sign in as {user.role.label.lower()}.", "success")
@@ -203,9 +203,7 @@ def _users_page(
 
 def _merchant_user(user_id: int) -> User:
     """A user of the current merchant; 404 for anyone else's, as if it did not exist."""
-    user = db.session.scalar(
-        sa.select(User).where(User.id == user_id, User.merchant_id == current_user.merchant_id)
-    )
+    user = accounts.user_of(current_user.merchant_id, user_id)
     if user is None:
         abort(404)
     return user
@@ -225,8 +223,10 @@ def edit_user(user_id: int) -> Response:
             user, by=current_user, role=Role(form.role.data), password=form.password.data
         )
     except accounts.AccountError as refusal:
-        form[refusal.field or "role"].errors.append(str(refusal))
-        audit.record("user.change", parameters={"email": user.email}, error=str(refusal))
+        error = refusal_sentence(refusal, current_user.merchant)
+        own_password = refusal.reason is accounts.Refusal.OWN_SIGN_IN
+        (form.password if own_password else form.role).errors.append(error)
+        audit.record("user.change", parameters={"email": user.email}, error=error)
         return page("settings/edit_user.html", 422, form=form, user=user)
     changes = {"email": user.email, "role": form.role.data, "password": form.password.data}
     audit.record("user.change", parameters=changes)
@@ -253,7 +253,7 @@ def remove_user(user_id: int) -> Response:
     try:
         accounts.remove_user(user, by=current_user)
     except accounts.AccountError as refusal:
-        error = str(refusal)
+        error = refusal_sentence(refusal, current_user.merchant)
         audit.record("user.remove", parameters={"email": email}, error=error)
         return page("settings/remove_user.html", 422, form=form, user=user, error=error)
     audit.record("user.remove", parameters={"email": email})
