@@ -11,7 +11,7 @@ from portal import cli
 from portal.config import load_config
 from portal.extensions import csrf, db, htmx, limiter, login_manager, migrate
 from portal.rules import attempts
-from portal.web import access, errors, formatting, i18n, navigation, security
+from portal.web import access, errors, formatting, i18n, navigation, security, sessions
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,6 +33,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     migrate.init_app(app, db, directory=str(ROOT / "migrations"), render_as_batch=True)
     login_manager.init_app(app)
     htmx.init_app(app)
+    sessions.init_app(app)  # who acts, before any hook may load the user
     app.before_request(access.enforce)  # before CSRF: the signed-out go to the sign-in page
     csrf.init_app(app)
     limiter.init_app(app)

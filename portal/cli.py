@@ -23,6 +23,8 @@ from portal.rules.connection import (
 )
 from portal.rules.crypto import TokenKeyError
 from portal.rules.two_factor import rotate_secrets
+from portal.web.connections import rejection_sentence, url_problem_sentence
+from portal.web.users import refusal_sentence
 
 
 @click.command("create-user")
@@ -39,7 +41,7 @@ def create_user(email: str, merchant_name: str, role: str, password: str) -> Non
         user = accounts.add_user(merchant, email, Role(role), password)
     except accounts.AccountError as refusal:
         db.session.rollback()
-        raise click.ClickException(str(refusal)) from refusal
+        raise click.ClickException(refusal_sentence(refusal, merchant)) from refusal
     click.echo(f"Created {user.email}, {user.role.value} of {merchant.name}.")
 
 
@@ -61,12 +63,12 @@ def connect_api(
     base_url = base_url.strip().rstrip("/")
     problem = base_url_problem(base_url)
     if problem:
-        raise click.ClickException(f"--base-url: {problem}")
+        raise click.ClickException(f"--base-url: {url_problem_sentence(problem)}")
     credentials = Credentials(base_url, Environment(environment), token, company_token or None)
     try:
         connect(merchant, credentials)
     except ConnectionRejected as rejection:
-        raise click.ClickException(str(rejection)) from rejection
+        raise click.ClickException(rejection_sentence(rejection)) from rejection
     click.echo(f"{merchant.name} is connected to the {environment} API at {base_url}.")
 
 

@@ -22,6 +22,7 @@ from portal.extensions import db
 from portal.models import Environment, Role
 from portal.rules import accounts
 from portal.rules.connection import ConnectionRejected, Credentials, connect
+from portal.web.connections import rejection_sentence
 
 MERCHANT = "Demo Shop"
 SEED = 300
@@ -128,7 +129,7 @@ def demo(host: str, port: int, sandbox_port: int) -> None:
         try:
             connect(accounts.merchant_named(MERCHANT, create=True), credentials)
         except ConnectionRejected as rejection:
-            raise click.ClickException(str(rejection)) from rejection
+            raise click.ClickException(rejection_sentence(rejection)) from rejection
         click.echo(f"\nMerchant portal: http://{host}:{port}")
         click.echo(f"Sandbox API:     {credentials.base_url} (merchant {MERCHANT!r})")
         click.echo("Sign in as:")

@@ -3,11 +3,12 @@ sign-in. Each change to its security asks for the current password again."""
 
 from __future__ import annotations
 
-from flask import flash, redirect, render_template, url_for
+from flask import flash, redirect, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from portal.account import bp
+from portal.account.enrolment import forget_setup, setup_secret
 from portal.account.forms import (
     ChangePasswordForm,
     DisableTwoFactorForm,
@@ -15,12 +16,12 @@ from portal.account.forms import (
     RecoveryCodesForm,
     TimeZoneForm,
 )
-from portal.extensions import db
-from portal.rules import accounts, audit, passwords
+from portal.rules import accounts, audit
 from portal.rules import two_factor as second_factor
 from portal.web.access import ALL_ROLES, open_before_enrolment, roles
-from portal.web.pages import PageAnswer, render_page
+from portal.web.pages import page, render_page
 from portal.web.sessions import end_other_sessions
+from portal.web.step_up import form_refused, put_refusal
 
 
 @bp.route("/account", methods=["GET", "POST"])
@@ -28,8 +29,7 @@ from portal.web.sessions import end_other_sessions
 def index() -> Response:
     form = TimeZoneForm(time_zone=current_user.time_zone)
     if form.validate_on_submit():
-        current_user.time_zone = form.time_zone.data
-        db.session.commit()
+        accounts.set_time_zone(current_user, form.time_zone.data)
         flash(f"Times are now shown in {form.time_zone.data}.", "success")
         return redirect(url_for("account.index"))
     return _account_page(422 if form.is_submitted() else 200, time_zone_form=form)
@@ -37,18 +37,14 @@ def index() -> Response:
 
 @bp.route("/account/password", methods=["POST"])
 @roles(*ALL_ROLES)
-def change_password() -> PageAnswer:
+def change_password() -> Response:
     """A new password, after the current one (and a fresh code, with two-factor on).
 
     Every other session of the user ends; this one stays signed in.
     """
     user = current_user._get_current_object()
     form = ChangePasswordForm(prefix="password")
-    if not form.validate_on_submit():
-        return _account_page(422, password_form=form)
-    refused = passwords.refusal_on(
-        form.current_password, user, purpose="password"
-    ) or second_factor.step_up_refused(form.code, user, purpose="password")
+    refused = form_refused(form, user, purpose="password", password_field=form.current_password)
     if refused:
         return _account_page(refused, password_form=form)
     accounts.change_password(user, form.new_password.data, keep_session=user.session_key)
@@ -76,7 +72,7 @@ def _account_page(
 @bp.route("/account/two-factor", methods=["GET", "POST"])
 @roles(*ALL_ROLES)
 @open_before_enrolment
-def two_factor() -> PageAnswer:
+def two_factor() -> Response:
     """Set two-factor sign-in up (scan, then confirm with the password and a code), or manage it
     once it is on. The setup key is this session's own (`setup_secret`).
 
@@ -86,41 +82,36 @@ def two_factor() -> PageAnswer:
     if user.two_factor_enabled:
         return _manage(200)
     form = EnableTwoFactorForm()
-    secret = second_factor.setup_secret()
-    status = 422 if form.is_submitted() else 200
-    if form.validate_on_submit():
-        refused = passwords.refusal_on(form.password, user, purpose="enrolment")
-        if refused:
-            status = refused
+    secret = setup_secret()
+    # The code is the new secret's, checked by `enable`: no step-up, two-factor is still off.
+    status = form_refused(form, user, purpose="enrolment", password_field=form.password)
+    if status is None:
+        try:
+            codes = second_factor.enable(user, secret, form.code.data, address=request.remote_addr)
+        except second_factor.CodeRefused as refusal:
+            status = put_refusal(form.code, refusal)
         else:
-            try:
-                codes = second_factor.enable(user, secret, form.code.data)
-            except second_factor.CodeRefused as refusal:
-                form.code.errors.append(str(refusal))
-                status = refusal.status
-            else:
-                end_other_sessions(user)
-                return _recovery_codes(codes, "Two-factor sign-in is on.")
-    page = render_template(
+            forget_setup()
+            end_other_sessions(user)
+            return _recovery_codes(codes, "Two-factor sign-in is on.")
+    return page(
         "account/two_factor_setup.html",
+        status,
         form=form,
         secret=second_factor.grouped(secret),
         qr_code=second_factor.qr_code(second_factor.provisioning_uri(user, secret)),
     )
-    return page, status
 
 
 @bp.route("/account/two-factor/recovery-codes", methods=["POST"])
 @roles(*ALL_ROLES)
-def recovery_codes() -> PageAnswer:
+def recovery_codes() -> Response:
     """Replace the recovery codes (after a fresh code), and show the new ones this once."""
     user = current_user._get_current_object()
     if not user.two_factor_enabled:
         return redirect(url_for("account.two_factor"))
     form = RecoveryCodesForm()
-    if not form.validate_on_submit():
-        return _manage(422, recovery_form=form)
-    status = second_factor.refusal_on(form.code, user, purpose="recovery_codes")
+    status = form_refused(form, user, purpose="recovery_codes")
     if status:
         return _manage(status, recovery_form=form)
     codes = second_factor.new_recovery_codes(user)
@@ -131,18 +122,16 @@ def recovery_codes() -> PageAnswer:
 
 @bp.route("/account/two-factor/disable", methods=["POST"])
 @roles(*ALL_ROLES)
-def disable_two_factor() -> PageAnswer:
+def disable_two_factor() -> Response:
     """Turn two-factor sign-in off; the password and a current code (or a recovery code) prove it
     is the account's owner."""
     user = current_user._get_current_object()
     if not user.two_factor_enabled:
         return redirect(url_for("account.two_factor"))
     form = DisableTwoFactorForm(prefix="disable")
-    if not form.validate_on_submit():
-        return _manage(422, disable_form=form)
-    status = passwords.refusal_on(
-        form.password, user, purpose="disable"
-    ) or second_factor.refusal_on(form.code, user, purpose="disable", recovery=True)
+    status = form_refused(
+        form, user, purpose="disable", password_field=form.password, recovery=True
+    )
     if status:
         return _manage(status, disable_form=form)
     second_factor.disable(user)
@@ -156,17 +145,17 @@ def _manage(
     *,
     recovery_form: RecoveryCodesForm | None = None,
     disable_form: DisableTwoFactorForm | None = None,
-) -> tuple[str, int]:
+) -> Response:
     """The page of a user with two-factor on: recovery codes left, new ones, turning it off."""
-    page = render_template(
+    return page(
         "account/two_factor.html",
+        status,
         recovery_form=recovery_form or RecoveryCodesForm(),
         disable_form=disable_form or DisableTwoFactorForm(prefix="disable"),
         remaining=second_factor.remaining_recovery_codes(current_user),
     )
-    return page, status
 
 
-def _recovery_codes(codes: list[str], message: str) -> str:
+def _recovery_codes(codes: list[str], message: str) -> Response:
     """The recovery codes, in the answer to the POST only: no page shows them again."""
-    return render_template("account/recovery_codes.html", codes=codes, message=message)
+    return page("account/recovery_codes.html", codes=codes, message=message)

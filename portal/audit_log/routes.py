@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from flask import Response, render_template, request, stream_with_context
+from flask import request, stream_with_context
 from flask_login import current_user
+from werkzeug.wrappers import Response
 from wtforms import SelectChoice
 
 from portal.audit_log import bp, queries
@@ -16,6 +17,7 @@ from portal.models import Role
 from portal.rules.audit import ACTIONS, OUTCOMES
 from portal.web.access import roles
 from portal.web.lists import local_page
+from portal.web.pages import page
 
 
 def _filters() -> tuple[AuditFilterForm, dict | None]:
@@ -36,15 +38,14 @@ def _filters() -> tuple[AuditFilterForm, dict | None]:
 
 @bp.route("")
 @roles(Role.OWNER)
-def index() -> tuple[str, int] | str:
+def index() -> Response:
     form, filters = _filters()
     if filters is None:
-        return render_template("audit_log/index.html", form=form, page=None), 422
-    page = local_page(queries.events(current_user.merchant, **filters))
-    return render_template(
+        return page("audit_log/index.html", 422, form=form, page=None)
+    return page(
         "audit_log/index.html",
         form=form,
-        page=page,
+        page=local_page(queries.events(current_user.merchant, **filters)),
         query={name: value for name, value in filters.items() if value},
         actions=ACTIONS,
         outcomes=OUTCOMES,
@@ -54,11 +55,11 @@ def index() -> tuple[str, int] | str:
 
 @bp.route("/export.csv")
 @roles(Role.OWNER)
-def export() -> Response | tuple[str, int]:
+def export() -> Response:
     """Every event matching the filters, as CSV."""
     form, filters = _filters()
     if filters is None:
-        return render_template("audit_log/index.html", form=form, page=None), 422
+        return page("audit_log/index.html", 422, form=form, page=None)
     query = queries.events(current_user.merchant, **filters).execution_options(yield_per=500)
 
     def rows() -> Iterator[str]:

@@ -13,24 +13,25 @@ from __future__ import annotations
 import functools
 import time
 
-from flask import current_app, flash, redirect, render_template, request, session, url_for
+from flask import current_app, flash, redirect, request, session, url_for
 from flask_login import current_user
 from werkzeug.security import check_password_hash, generate_password_hash
 from werkzeug.wrappers import Response
 
 from portal.auth import bp
 from portal.auth.forms import SignInForm, TwoFactorSignInForm
-from portal.extensions import db
 from portal.models import User
-from portal.rules import attempts, audit
+from portal.rules import attempts, audit, passwords
 from portal.rules import two_factor as second_factor
-from portal.rules.accounts import find_user
-from portal.rules.passwords import THROTTLED, sign_in_limits
+from portal.rules.accounts import find_user, user_with_id
 from portal.web.access import public
+from portal.web.pages import page
 from portal.web.security import safe_next
 from portal.web.sessions import discard_session, end_session, start_session
+from portal.web.step_up import PASSWORD_SENTENCES, put_refusal
 
 INCORRECT = "The email or password is incorrect."
+THROTTLED = PASSWORD_SENTENCES[passwords.Reason.THROTTLED]
 # The session key of a sign-in waiting for its code, and how long it waits.
 PENDING = "two_factor_pending"
 PENDING_SECONDS = 300
@@ -38,19 +39,19 @@ PENDING_SECONDS = 300
 
 @bp.route("/login", methods=["GET", "POST"])
 @public
-def login() -> Response | tuple[str, int] | str:
+def login() -> Response:
     """Sign in, then go to `next` when it is a page of this site."""
     form = SignInForm()
     if request.method == "GET":
         if current_user.is_authenticated:
             return redirect(safe_next(request.args.get("next")) or url_for("dashboard.index"))
         form.next.data = request.args.get("next", "")
-        return render_template("auth/login.html", form=form)
+        return page("auth/login.html", form=form)
     if not form.validate_on_submit():
-        return render_template("auth/login.html", form=form), 422
-    attempt = attempts.attempt(sign_in_limits(form.email.data))
+        return page("auth/login.html", 422, form=form)
+    attempt = attempts.attempt(passwords.sign_in_limits(form.email.data, request.remote_addr))
     if attempt is None:
-        return render_template("auth/login.html", form=form, error=THROTTLED), 429
+        return page("auth/login.html", 429, form=form, error=THROTTLED)
     user = find_user(form.email.data)
     if user is None:
         check_password_hash(
@@ -66,7 +67,7 @@ def login() -> Response | tuple[str, int] | str:
         return _signed_in(user, next_url, {"email": user.email})
     audit.record("sign_in", parameters={"email": form.email.data}, error=INCORRECT, user=user)
     current_app.logger.info("Failed sign-in from %s", request.remote_addr)
-    return render_template("auth/login.html", form=form, error=INCORRECT), 401
+    return page("auth/login.html", 401, form=form, error=INCORRECT)
 
 
 @functools.cache
@@ -86,13 +87,13 @@ def _waiting_user() -> User | None:
     pending = session.get(PENDING)
     if not pending or time.time() - pending["since"] > PENDING_SECONDS:
         return None
-    user = db.session.get(User, pending["user_id"])
+    user = user_with_id(pending["user_id"])
     return user if user is not None and user.two_factor_enabled else None
 
 
 @bp.route("/login/two-factor", methods=["GET", "POST"])
 @public
-def two_factor() -> Response | tuple[str, int] | str:
+def two_factor() -> Response:
     """The second step of signing in: a code from the authenticator app or a recovery code."""
     if current_user.is_authenticated:
         return redirect(url_for("dashboard.index"))
@@ -103,14 +104,15 @@ def two_factor() -> Response | tuple[str, int] | str:
         return redirect(url_for("auth.login"))
     form = TwoFactorSignInForm()
     if request.method == "GET":
-        return render_template("auth/two_factor.html", form=form)
+        return page("auth/two_factor.html", form=form)
     if not form.validate_on_submit():
-        return render_template("auth/two_factor.html", form=form), 422
+        return page("auth/two_factor.html", 422, form=form)
     try:
-        used = second_factor.check_code(user, form.code.data, purpose="sign_in", recovery=True)
+        used = second_factor.check_code(
+            user, form.code.data, purpose="sign_in", address=request.remote_addr, recovery=True
+        )
     except second_factor.CodeRefused as refusal:
-        form.code.errors.append(str(refusal))
-        return render_template("auth/two_factor.html", form=form), refusal.status
+        return page("auth/two_factor.html", put_refusal(form.code, refusal), form=form)
     next_url = session[PENDING]["next"]
     response = _signed_in(user, next_url, {"email": user.email, "second_factor": used})
     if used == "recovery code":

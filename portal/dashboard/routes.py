@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from flask import jsonify
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
@@ -42,10 +43,10 @@ def index() -> Response:
 
 @bp.route("/healthz")
 @public
-def healthz() -> dict[str, str]:
+def healthz() -> Response:
     """Liveness: the process answers (no login, no database, no API call).
 
     The limit store is reported but never fails it: while it is unreachable, sign-in attempts
     are counted in each process's memory ("degraded").
     """
-    return {"status": "ok", "limit_store": "ok" if attempts.store().healthy() else "degraded"}
+    return jsonify(status="ok", limit_store="ok" if attempts.store().healthy() else "degraded")

@@ -1,25 +1,49 @@
-"""Merchants and their users, for the settings pages and the CLI alike."""
+"""Merchants and their users, for the settings pages and the CLI alike, and the server-side
+records of their signed-in sessions (so that a sign-out or an expiry really ends one)."""
 
 from __future__ import annotations
 
+import enum
+import secrets
+from datetime import timedelta
 from typing import Literal, overload
 
 import sqlalchemy as sa
+from flask import current_app
+from sqlalchemy.orm import joinedload
 
 from portal.extensions import db
-from portal.models import Merchant, Role, User, UserSession, session_key_hash
+from portal.models import Merchant, Role, User, UserSession, session_key_hash, utcnow
 
 MIN_PASSWORD_LENGTH = 10
-CANNOT_ADD = "This address cannot be added. Ask the person for another email address."
+LAST_SEEN_RESOLUTION = timedelta(minutes=1)
+# Every signed-in page needs the user, the merchant and its API connection: one query, not four.
+WITH_USER = (
+    joinedload(UserSession.user).joinedload(User.merchant).joinedload(Merchant.api_connection)
+)
+
+
+class Refusal(enum.Enum):
+    """Why a change to users is refused."""
+
+    NOT_AN_EMAIL = "not an email address"
+    ALREADY_A_USER = "already a user of this merchant"
+    # An address of another merchant's user: said in words that reveal nothing about it.
+    CANNOT_ADD = "address cannot be added"
+    OWN_ROLE = "own role"
+    OWN_SIGN_IN = "own password, without the current one"
+    REMOVE_SELF = "removing oneself"
+    TOO_SHORT = "password too short"
 
 
 class AccountError(Exception):
-    """A change to users that is refused; the message says why, for the person, next to the
-    form's field named `field` when there is one."""
+    """A change to users that is refused: `reason` says why, about the address `email` when
+    the reason is about one."""
 
-    def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.field = field
+    def __init__(self, reason: Refusal, email: str | None = None) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+        self.email = email
 
 
 def looks_like_email(value: str) -> bool:
@@ -34,6 +58,17 @@ def normalise_email(email: str) -> str:
 
 def find_user(email: str) -> User | None:
     return db.session.scalar(sa.select(User).where(User.email == normalise_email(email)))
+
+
+def user_of(merchant_id: int, user_id: int) -> User | None:
+    """The user with this id if they belong to the merchant; None for anyone else's."""
+    return db.session.scalar(
+        sa.select(User).where(User.id == user_id, User.merchant_id == merchant_id)
+    )
+
+
+def user_with_id(user_id: int) -> User | None:
+    return db.session.get(User, user_id)
 
 
 @overload
@@ -56,13 +91,13 @@ def add_user(merchant: Merchant, email: str, role: Role, password: str) -> User:
     not say that the address is registered: one merchant must not learn who uses another.
     """
     if not looks_like_email(email):
-        raise AccountError(f"{email!r} is not an email address.")
+        raise AccountError(Refusal.NOT_AN_EMAIL, email)
     _check_length(password)
     existing = find_user(email)
     if existing is not None and existing.merchant_id == merchant.id:
-        raise AccountError(f"{existing.email} is already a user of {merchant.name}.")
+        raise AccountError(Refusal.ALREADY_A_USER, existing.email)
     if existing is not None:
-        raise AccountError(CANNOT_ADD)
+        raise AccountError(Refusal.CANNOT_ADD, email)
     user = User(merchant=merchant, email=normalise_email(email), role=role)
     user.set_password(password)
     db.session.add(user)
@@ -77,15 +112,28 @@ def change_user(user: User, *, by: User, role: Role, password: str | None) -> No
     stolen owner session must not set a password here and lock the owner out.
     """
     if user.id == by.id and role != user.role:
-        raise AccountError("You cannot change your own role; another owner can.", "role")
+        raise AccountError(Refusal.OWN_ROLE)
     if user.id == by.id and password:
-        raise AccountError(
-            "Change your own password on the Account page: it asks for your current one.",
-            "password",
-        )
+        raise AccountError(Refusal.OWN_SIGN_IN)
     user.role = role
     if password:
         change_password(user, password)
+    db.session.commit()
+
+
+def require_two_factor(merchant: Merchant, required: bool) -> bool:
+    """Require two-factor sign-in of every user of `merchant`, or no longer; whether that was a
+    change."""
+    if required == merchant.require_two_factor:
+        return False
+    merchant.require_two_factor = required
+    db.session.commit()
+    return True
+
+
+def set_time_zone(user: User, time_zone: str) -> None:
+    """The zone `user`'s pages show times in (a name of the IANA database)."""
+    user.time_zone = time_zone
     db.session.commit()
 
 
@@ -101,7 +149,7 @@ def change_password(user: User, password: str, *, keep_session: str | None = Non
 def remove_user(user: User, *, by: User) -> None:
     """Remove a user of the same merchant (and so every session of theirs)."""
     if user.id == by.id:
-        raise AccountError("You cannot remove yourself; another owner can.")
+        raise AccountError(Refusal.REMOVE_SELF)
     db.session.delete(user)
     db.session.commit()
 
@@ -112,8 +160,43 @@ def revoke_sessions(user: User, *, keep: str | None = None) -> None:
     if keep:
         doomed &= UserSession.key_hash != session_key_hash(keep)
     db.session.execute(sa.delete(UserSession).where(doomed))
+    db.session.commit()
+
+
+def open_session(user: User) -> str:
+    """A new session of `user`; returns its key (only its hash is stored)."""
+    key = secrets.token_urlsafe(32)
+    db.session.add(UserSession(key_hash=session_key_hash(key), user=user))
+    db.session.commit()
+    return key
+
+
+def close_session(key: str) -> None:
+    """Forget the session of this key, if it still exists."""
+    db.session.execute(sa.delete(UserSession).where(UserSession.key_hash == session_key_hash(key)))
+    db.session.commit()
+
+
+def session_user(key: str) -> User | None:
+    """The user of a live session; an expired session (too old, or idle too long) is deleted
+    and gives nobody. The time it was last seen moves on at most once a minute."""
+    record = db.session.get(UserSession, session_key_hash(key), options=[WITH_USER])
+    if record is None or record.user is None:
+        return None
+    now = utcnow()
+    config = current_app.config
+    lifetime = config["PERMANENT_SESSION_LIFETIME"]
+    idle = timedelta(minutes=float(config["SESSION_IDLE_MINUTES"]))
+    if now - record.created_at > lifetime or now - record.last_seen_at > idle:
+        db.session.delete(record)
+        db.session.commit()
+        return None
+    if now - record.last_seen_at > LAST_SEEN_RESOLUTION:
+        record.last_seen_at = now
+        db.session.commit()
+    return record.user
 
 
 def _check_length(password: str) -> None:
     if len(password) < MIN_PASSWORD_LENGTH:
-        raise AccountError(f"The password needs at least {MIN_PASSWORD_LENGTH} characters.")
+        raise AccountError(Refusal.TOO_SHORT)

@@ -22,19 +22,23 @@ token or secret, and voucher codes (`code`, `voucher_code`); their values are al
 the error message. `error` is None for a success, an `ApiRefusal` (stored with its code and
 message), an `ApiUnavailable` (the outcome "unknown" when the request may have reached the API,
 "unavailable" when it did not), or a sentence for a refusal by the portal itself (outcome
-"refused"). `user` defaults to the signed-in user, and the event belongs to the user's merchant
-(`merchant` when there is no user, as for a failed sign-in; without either it is kept but shown to
-no merchant). Each event is committed at once, in its own commit.
+"refused"). `user` defaults to the user of the current `Actor`, and the event belongs to the
+user's merchant (`merchant` when there is no user, as for a failed sign-in; without either it is
+kept but shown to no merchant). Each event is committed at once, in its own commit.
+
+Who acts, and from which address, is the web layer's knowledge: it says so with `act_as` for each
+request (and again when someone signs in or out). Without an actor (a command), events name no
+user unless given one, and no address.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from decimal import Decimal
 
-from flask import has_request_context, request
-from flask_login import current_user
+from flask import g, has_app_context
 
 from portal.api import ApiFailure, ApiRefusal, ApiUnavailable, mask_token
 from portal.extensions import db
@@ -77,8 +81,27 @@ OUTCOMES = {
     "unknown": "Outcome unknown",
 }
 MASK = "••••"
+ACTOR = "audit_actor"  # the key of the current `Actor` on `flask.g`
 _SECRET_WORDS = ("password", "token", "secret")
 _SECRET_KEYS = frozenset({"code", "voucher_code"})
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who acts (None: nobody signed in) and the client address the request came from."""
+
+    user: User | None = None
+    remote_address: str | None = None
+
+
+def act_as(actor: Actor) -> None:
+    """Make `actor` the one that later events of this request (or app context) belong to."""
+    setattr(g, ACTOR, actor)
+
+
+def current_actor() -> Actor:
+    """The actor the web layer named for this request; nobody, from nowhere, otherwise."""
+    return g.get(ACTOR, Actor()) if has_app_context() else Actor()
 
 
 def is_secret(key: str) -> bool:
@@ -133,8 +156,9 @@ def record(
     """Write one event of the audit log and commit it (see the module's docstring)."""
     if action not in ACTIONS:
         raise ValueError(f"unknown audit action {action!r}; add it to portal.rules.audit.ACTIONS")
-    if user is None and current_user and current_user.is_authenticated:
-        user = current_user._get_current_object()
+    actor = current_actor()
+    if user is None:
+        user = actor.user
     parameters = parameters or {}
     outcome, code, message = _outcome(error)
     event = AuditEvent(
@@ -146,7 +170,7 @@ def record(
         outcome=outcome,
         error_code=code,
         error_message=_scrubbed(message, parameters) if message else None,
-        remote_address=request.remote_addr if has_request_context() else None,
+        remote_address=actor.remote_address,
     )
     db.session.add(event)
     db.session.commit()

@@ -12,7 +12,7 @@ import secrets
 from collections.abc import Callable
 from datetime import timedelta
 
-from flask import current_app, request
+from flask import current_app
 
 from portal.api import ApiFailure, ApiUnavailable, MerchantApiClient, Operation
 from portal.extensions import db
@@ -30,10 +30,17 @@ def reserve_link(merchant: Merchant, order_id: str) -> CheckoutLink:
     return link
 
 
+def url_under(base_url: str, link: CheckoutLink) -> str:
+    """The absolute URL customers return to, under the portal's `base_url`."""
+    return f"{base_url.rstrip('/')}/checkout/{link.token}"
+
+
 def checkout_url(link: CheckoutLink) -> str:
-    """The absolute URL customers return to: under PORTAL_PUBLIC_URL when it is set."""
-    base = current_app.config.get("PUBLIC_URL") or request.url_root
-    return f"{base.rstrip('/')}/checkout/{link.token}"
+    """`portal.web.public_urls.checkout_url`, where it belongs: here only until the operations
+    views import it from there."""
+    from portal.web import public_urls
+
+    return public_urls.checkout_url(link)
 
 
 def attach(link: CheckoutLink, operation_id: str) -> None:

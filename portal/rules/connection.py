@@ -1,7 +1,12 @@
-"""The way to the Merchant API: a configured client, and checked, encrypted credentials."""
+"""The way to the Merchant API: a configured client, and checked, encrypted credentials.
+
+What stops a connection is typed (`UrlProblem`, `TokenNeed`, `ConnectionRejected`); the words
+for each are the web layer's (`portal.web.connections`), for the settings page and the commands.
+"""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -11,7 +16,14 @@ from urllib.parse import urlsplit
 import requests
 from flask import current_app
 
-from portal.api import ApiRefusal, ApiUnavailable, MerchantApiClient, make_session, mask_token
+from portal.api import (
+    ApiFailure,
+    ApiRefusal,
+    ErrorCode,
+    MerchantApiClient,
+    make_session,
+    mask_token,
+)
 from portal.extensions import db
 from portal.models import ApiConnection, Environment, Merchant
 from portal.rules import crypto
@@ -22,9 +34,6 @@ CALLS_EXTENSION = "portal_api_calls"
 # Connections kept open to the API per worker process: its threads (gunicorn.conf.py), each
 # with a page that may read several pages ahead and ask for other parts at once.
 SHARED_POOL_SIZE = 32
-# Why an empty token field does not keep the stored token after the base URL or environment
-# changed.
-RETYPE = "stored tokens are only sent to the base URL and environment they were saved with."
 
 
 class ApiNotConnected(Exception):
@@ -32,15 +41,42 @@ class ApiNotConnected(Exception):
 
 
 class ConnectionRejected(Exception):
-    """The API did not accept the credentials; the message says what failed, for the person."""
+    """The API did not accept the credentials at `base_url`: `failure` says how, and
+    `company_token` whether the company token was what it refused (the application token
+    otherwise, or the base URL)."""
+
+    def __init__(self, failure: ApiFailure, base_url: str, *, company_token: bool = False) -> None:
+        super().__init__(str(failure))
+        self.failure = failure
+        self.base_url = base_url
+        self.company_token = company_token
+
+
+class TokenNeed(enum.Enum):
+    """A token the person must type for the change to be checked."""
+
+    ENTER = "enter"  # no connection yet
+    RETYPE = "retype"  # stored, but only for the base URL and environment it was saved with
+    RETYPE_OR_REMOVE = "retype or remove"  # a stored company token, likewise
 
 
 class TokensNeeded(Exception):
-    """Tokens the person must type; `problems` maps a form field's name to what to say there."""
+    """Tokens the person must type; `needs` maps a form field's name to the need."""
 
-    def __init__(self, problems: dict[str, str]) -> None:
-        super().__init__(" ".join(problems.values()))
-        self.problems = problems
+    def __init__(self, needs: dict[str, TokenNeed]) -> None:
+        super().__init__(", ".join(f"{name}: {need.value}" for name, need in needs.items()))
+        self.needs = needs
+
+
+class UrlProblem(enum.Enum):
+    """Why an address cannot be the base URL."""
+
+    INVALID = "invalid"
+    NOT_WEB = "not http(s)"
+    USER_OR_SPACES = "user name, spaces or backslashes"
+    QUERY = "query or fragment"
+    API_PATH = "ends with /sandbox or /v1"
+    HOST_NOT_ALLOWED = "host not allowed"
 
 
 @dataclass(frozen=True)
@@ -53,7 +89,7 @@ class Credentials:
     company_token: str | None = None
 
 
-def base_url_problem(url: str) -> str | None:
+def base_url_problem(url: str) -> UrlProblem | None:
     """Why `url` cannot be a base URL (an http(s) address, without what the portal adds), or
     why the portal may not send tokens there (a host not in `PORTAL_API_ALLOWED_HOSTS`).
 
@@ -64,21 +100,18 @@ def base_url_problem(url: str) -> str | None:
         parts = urlsplit(url)
         parts.port  # noqa: B018  (raises ValueError for a port that is not a number)
     except ValueError:
-        return "Enter a valid address, such as https://api.example.com."
+        return UrlProblem.INVALID
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "Enter an address starting with http:// or https://."
+        return UrlProblem.NOT_WEB
     if "@" in parts.netloc or "\\" in url or any(char.isspace() for char in url):
-        return "Enter the address without a user name, spaces or backslashes."
+        return UrlProblem.USER_OR_SPACES
     if parts.query or parts.fragment:
-        return "Enter the address without a query (?) or fragment (#)."
+        return UrlProblem.QUERY
     if parts.path.rstrip("/").endswith(("/v1", "/sandbox")):
-        return "Enter the address without /sandbox or /v1: the portal adds them."
+        return UrlProblem.API_PATH
     allowed = current_app.config["API_ALLOWED_HOSTS"]
     if allowed and parts.hostname not in allowed:
-        return (
-            f"This portal connects only to {', '.join(allowed)}. "
-            "Ask the portal's operator to allow another host."
-        )
+        return UrlProblem.HOST_NOT_ALLOWED
     return None
 
 
@@ -151,18 +184,14 @@ def credentials_to_check(
     company_token = None
     if not remove_company_token:
         company_token = typed.company_token or (kept.company_token if kept else None)
-    problems = {}
+    needs = {}
     if not token:
-        problems["token"] = (
-            f"Type the application token again: {RETYPE}"
-            if connection
-            else "Enter the application token."
-        )
+        needs["token"] = TokenNeed.RETYPE if connection else TokenNeed.ENTER
     had_company_token = connection is not None and connection.company_token_encrypted is not None
     if had_company_token and not company_token and not remove_company_token:
-        problems["company_token"] = f"Type the company token again, or remove it: {RETYPE}"
-    if problems:
-        raise TokensNeeded(problems)
+        needs["company_token"] = TokenNeed.RETYPE_OR_REMOVE
+    if needs:
+        raise TokensNeeded(needs)
     return replace(typed, token=token, company_token=company_token)
 
 
@@ -180,49 +209,21 @@ def masked_tokens(connection: ApiConnection) -> tuple[str, str | None]:
 
 
 def check(credentials: Credentials) -> None:
-    """Ping the API with the credentials; ConnectionRejected says in words what failed."""
+    """Ping the API with the credentials (and the company token with a call that takes it);
+    ConnectionRejected when any failed."""
     client = new_client(credentials)
     try:
         client.ping()
-        if credentials.company_token:
-            _check_company_token(client)
-    except ApiUnavailable as error:
-        how = "did not answer in time" if error.timeout else "could not be reached"
-        raise ConnectionRejected(
-            f"The payment service {how} at {credentials.base_url}. "
-            "Check the base URL, then try again."
-        ) from error
-    except ApiRefusal as error:
-        reason = describe_rejection(error) or (
-            f"No Merchant API answered at this base URL and environment "
-            f"(HTTP {error.http_status}). Check the base URL and the environment."
-        )
-        raise ConnectionRejected(reason) from error
-
-
-def _check_company_token(client: MerchantApiClient) -> None:
-    """The voucher list is an endpoint that takes the company token: one record proves it."""
+    except ApiFailure as error:
+        raise ConnectionRejected(error, credentials.base_url) from error
+    if not credentials.company_token:
+        return
     try:
+        # The voucher list is an endpoint that takes the company token: one record proves it.
         client.list_vouchers(per_page=1)
-    except ApiRefusal as error:
-        if error.code == 2:
-            raise ConnectionRejected(
-                "The payment service rejected the company token (error 2, unauthenticated). "
-                "Check the company token, or leave it empty."
-            ) from error
-        raise
-
-
-def describe_rejection(error: ApiRefusal) -> str | None:
-    """Why the API refused the credentials, in a person's words; None for other errors."""
-    reasons = {
-        1: "The payment service no longer supports this version of the API (error 1).",
-        2: "The payment service rejected the application token (error 2, unauthenticated). "
-        "Check the token.",
-        3: "The payment service says the application is banned (error 3).",
-        4: "The payment service says the company is banned (error 4).",
-    }
-    return reasons.get(error.code)
+    except ApiFailure as error:
+        refused = isinstance(error, ApiRefusal) and error.code == ErrorCode.UNAUTHENTICATED
+        raise ConnectionRejected(error, credentials.base_url, company_token=refused) from error
 
 
 def connect(merchant: Merchant, credentials: Credentials) -> ApiConnection:

@@ -4,46 +4,55 @@ stolen session cookie alone cannot make it.
 
 Every check is counted first (`portal.rules.attempts`), per account and per client address,
 and given back when the password was right: a wrong current password counts as a failed sign-in.
+A refusal is a `PasswordRefused` whose `reason` says why; the web layer words it.
 """
 
 from __future__ import annotations
 
-from flask import current_app, request
-from wtforms import Field
+import enum
+
+from flask import current_app
 
 from portal.models import User
 from portal.rules import attempts, audit
 from portal.rules.accounts import normalise_email
 
-THROTTLED = "Too many failed sign-in attempts. Wait a few minutes, then try again."
-WRONG = "That is not your current password."
+
+class Reason(enum.Enum):
+    """Why a current password was not accepted; the value is how the audit log names it."""
+
+    THROTTLED = "too many failed sign-in attempts"
+    WRONG = "wrong current password"
 
 
-def sign_in_limits(email: str) -> list[attempts.Limit]:
-    """The limits of a password typed for `email`: per account and per client address."""
+class PasswordRefused(Exception):
+    def __init__(self, reason: Reason) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+
+
+def sign_in_limits(email: str, address: str | None) -> list[attempts.Limit]:
+    """The limits of a password typed for `email` from the client `address`: per account and
+    per address."""
     config = current_app.config
     return [
         attempts.limit(config["SIGN_IN_LIMIT_PER_ACCOUNT"], "sign-in", normalise_email(email)),
-        attempts.limit(
-            config["SIGN_IN_LIMIT_PER_ADDRESS"], "sign-in-address", request.remote_addr or ""
-        ),
+        attempts.limit(config["SIGN_IN_LIMIT_PER_ADDRESS"], "sign-in-address", address or ""),
     ]
 
 
-def refusal_on(field: Field, user: User, *, purpose: str) -> int | None:
-    """Check the current password typed in a form's `field`.
+def check_current(user: User, password: str | None, *, purpose: str, address: str | None) -> None:
+    """Accept `user`'s current password, typed from `address`; `PasswordRefused` otherwise.
 
-    None when it is right; otherwise the reason is added to the field's errors and the status to
-    answer with (422, or 429 past the limits) is returned. `purpose` names it in the audit log.
+    `purpose` names a wrong one in the audit log.
     """
-    attempt = attempts.attempt(sign_in_limits(user.email))
+    attempt = attempts.attempt(sign_in_limits(user.email, address))
     if attempt is None:
-        message, status = THROTTLED, 429
-    elif user.check_password(field.data or ""):
+        raise PasswordRefused(Reason.THROTTLED)
+    if user.check_password(password or ""):
         attempt.give_back()
-        return None
-    else:
-        message, status = WRONG, 422
-        audit.record("password.check", parameters={"purpose": purpose}, error=WRONG, user=user)
-    field.errors = [*field.errors, message]  # a tuple until the form was validated
-    return status
+        return
+    audit.record(
+        "password.check", parameters={"purpose": purpose}, error=Reason.WRONG.value, user=user
+    )
+    raise PasswordRefused(Reason.WRONG)

@@ -9,27 +9,31 @@ and `flask rotate-keys` re-encrypts it (`rotate_secrets`).
 Every check of a code goes through `check_code`, which counts each code before checking it
 (`portal.rules.attempts`: parallel guesses get no more checks than the limit) under limits of their
 own with the sign-in limits' values (per user and per client address), gives it back unless it
-was a wrong guess, and writes every refusal to the audit log. Forms ask through `refusal_on`,
-which puts the reason on the field.
+was a wrong guess, and writes every refusal to the audit log. A refusal is a `CodeRefused` whose
+`reason` says why; what a person reads about it is the web layer's (`portal.web.step_up`), and so
+is the setup key of an enrolment not confirmed yet (kept in the browser's session).
 """
 
 from __future__ import annotations
 
-import contextlib
+import enum
 import hashlib
 import hmac
 import secrets
 import time
+from typing import TYPE_CHECKING
 
 import pyotp
 import segno
 import sqlalchemy as sa
-from flask import current_app, request, session
-from wtforms import Field
+from flask import current_app
 
 from portal.extensions import db, rows_changed
 from portal.models import RecoveryCode, User, utcnow
 from portal.rules import attempts, audit, crypto
+
+if TYPE_CHECKING:
+    from wtforms import Field
 
 ISSUER = "Merchant Portal"
 WINDOW = 1  # steps accepted either side of the current one
@@ -38,45 +42,32 @@ RECOVERY_CODE_COUNT = 10
 RECOVERY_ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"
 RECOVERY_LENGTH = 16
 
-THROTTLED = "Too many wrong codes. Wait a few minutes, then try again."
-MISSING = "Enter the 6-digit code your authenticator app shows."
-WRONG = "That code is not right. Enter the 6-digit code your authenticator app shows now."
-WRONG_OR_RECOVERY = (
-    "That code is not right. Enter the 6-digit code your authenticator app shows now, "
-    "or one of your recovery codes."
-)
-REUSED = "That code was already used. Wait for the next code in your authenticator app."
-ALREADY_ON = "Two-factor sign-in was turned on meanwhile, from another session."
-# The session key of the secret of a setup not confirmed yet (encrypted).
-SETUP = "two_factor_setup"
+
+class Reason(enum.Enum):
+    """Why a code was not accepted; the value is how the audit log names it."""
+
+    MISSING = "no code"
+    THROTTLED = "too many wrong codes"
+    WRONG = "wrong code"
+    REUSED = "code already used"
+    ALREADY_ON = "two-factor turned on meanwhile, from another session"
 
 
 class CodeRefused(Exception):
-    """A code that was not accepted; the message says why, for the person."""
+    """A code that was not accepted, and why; `recovery` when a recovery code would have done."""
 
-    def __init__(self, message: str, status: int = 422) -> None:
-        super().__init__(message)
-        self.status = status
+    def __init__(self, reason: Reason, *, recovery: bool = False) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+        self.recovery = recovery
 
 
 # --- The secret ------------------------------------------------------------------------------
 
 
-def setup_secret() -> str:
-    """The secret of this setup attempt: made for this browser session, kept in its cookie
-    encrypted (the browser cannot read it) until confirmed, then stored on the user.
-
-    A reload shows the same QR code as the one the person may have scanned; another session
-    (another browser, or someone else with the password) gets a secret of its own, so no key
-    shown before can be the one enrolled later.
-    """
-    stored = session.get(SETUP)
-    if stored:
-        with contextlib.suppress(crypto.TokenKeyError):  # made before a key was removed
-            return crypto.decrypt(stored)
-    secret = pyotp.random_base32()
-    session[SETUP] = crypto.encrypt(secret)
-    return secret
+def new_secret() -> str:
+    """A fresh TOTP secret, for a setup attempt."""
+    return pyotp.random_base32()
 
 
 def provisioning_uri(user: User, secret: str) -> str:
@@ -172,32 +163,39 @@ def _use_recovery_code(user: User, code: str) -> bool:
 # --- Checking a code -------------------------------------------------------------------------
 
 
-def _limits(user: User) -> list[attempts.Limit]:
+def _limits(user: User, address: str | None) -> list[attempts.Limit]:
     """The sign-in limits, counted apart for codes: per user and per client address."""
     config = current_app.config
     return [
         attempts.limit(config["SIGN_IN_LIMIT_PER_ACCOUNT"], "two-factor-user", str(user.id)),
-        attempts.limit(
-            config["SIGN_IN_LIMIT_PER_ADDRESS"], "two-factor-address", request.remote_addr or ""
-        ),
+        attempts.limit(config["SIGN_IN_LIMIT_PER_ADDRESS"], "two-factor-address", address or ""),
     ]
 
 
-def _refused(user: User, purpose: str, message: str) -> CodeRefused:
+def _refused(
+    user: User, purpose: str, reason: Reason, *, recovery: bool, address: str | None
+) -> CodeRefused:
     """Record a refused code in the audit log; returns the refusal."""
-    audit.record("two_factor.code", parameters={"purpose": purpose}, error=message, user=user)
-    current_app.logger.info("Wrong two-factor code (%s) from %s", purpose, request.remote_addr)
-    return CodeRefused(message)
+    audit.record("two_factor.code", parameters={"purpose": purpose}, error=reason.value, user=user)
+    current_app.logger.info("Wrong two-factor code (%s) from %s", purpose, address)
+    return CodeRefused(reason, recovery=recovery)
 
 
 def check_code(
-    user: User, code: str | None, *, purpose: str, recovery: bool = False, secret: str | None = None
+    user: User,
+    code: str | None,
+    *,
+    purpose: str,
+    address: str | None,
+    recovery: bool = False,
+    secret: str | None = None,
 ) -> str:
     """Accept a fresh authenticator code (or, with `recovery`, an unused recovery code).
 
     Returns what was accepted, "authenticator" or "recovery code"; raises `CodeRefused`
-    otherwise. `purpose` names the check in the audit log ("sign_in", "withdrawal", ...).
-    `secret` is the one being enrolled; otherwise the user's own.
+    otherwise. `purpose` names the check in the audit log ("sign_in", "withdrawal", ...);
+    `address` is the client's, counted under its own limit. `secret` is the one being enrolled;
+    otherwise the user's own.
 
     The code is counted before it is checked and given back unless it was a wrong guess: an
     already used code was right once, so the person who resubmits it (a double click, a code
@@ -205,10 +203,10 @@ def check_code(
     """
     code = _normalised(code or "")
     if not code:
-        raise CodeRefused(MISSING)
-    attempt = attempts.attempt(_limits(user))
+        raise CodeRefused(Reason.MISSING, recovery=recovery)
+    attempt = attempts.attempt(_limits(user, address))
     if attempt is None:
-        raise CodeRefused(THROTTLED, status=429)
+        raise CodeRefused(Reason.THROTTLED, recovery=recovery)
     if secret is None and user.totp_secret_encrypted:
         secret = crypto.decrypt(user.totp_secret_encrypted)
     if secret and len(code) == 6 and code.isdigit():
@@ -217,45 +215,30 @@ def check_code(
             attempt.give_back()
             if _use_step(user, step):
                 return "authenticator"
-            raise _refused(user, purpose, REUSED)
+            raise _refused(user, purpose, Reason.REUSED, recovery=recovery, address=address)
     elif recovery and len(code) == RECOVERY_LENGTH and _use_recovery_code(user, code):
         attempt.give_back()
         audit.record("two_factor.recovery_code_used", parameters={"purpose": purpose}, user=user)
         return "recovery code"
-    raise _refused(user, purpose, WRONG_OR_RECOVERY if recovery else WRONG)
-
-
-def refusal_on(field: Field, user: User, *, purpose: str, recovery: bool = False) -> int | None:
-    """Check the code typed in a form's `field`, as `check_code` does.
-
-    None when it was accepted; otherwise the reason is added to the field's errors and the
-    status to answer with (422, or 429 when throttled) is returned.
-    """
-    try:
-        check_code(user, field.data, purpose=purpose, recovery=recovery)
-    except CodeRefused as refusal:
-        field.errors = [*field.errors, str(refusal)]  # a tuple until the form was validated
-        return refusal.status
-    return None
+    raise _refused(user, purpose, Reason.WRONG, recovery=recovery, address=address)
 
 
 def step_up_refused(field: Field, user: User, *, purpose: str) -> int | None:
-    """Before a sensitive change (a withdrawal, a change to users): a fresh code from `user`
-    when they have two-factor on, as `refusal_on` checks it; None for anyone without it.
-    """
-    if not user.two_factor_enabled:
-        return None
-    return refusal_on(field, user, purpose=purpose)
+    """The step-up check of `portal.web.step_up`, where it belongs: here only until the money
+    views (vouchers, withdrawals) import it from there."""
+    from portal.web import step_up
+
+    return step_up.step_up_refused(field, user, purpose=purpose)
 
 
 # --- Turning it on and off -------------------------------------------------------------------
 
 
-def enable(user: User, secret: str, code: str | None) -> list[str]:
-    """Turn two-factor on with this setup's `secret` after a code from it; returns the recovery
-    codes. Only now is the secret stored on the user, and only if it is still off (a setup in
-    another session may have won meanwhile)."""
-    check_code(user, code, purpose="enrolment", secret=secret)
+def enable(user: User, secret: str, code: str | None, *, address: str | None) -> list[str]:
+    """Turn two-factor on with this setup's `secret` after a code from it (typed from
+    `address`); returns the recovery codes. Only now is the secret stored on the user, and only
+    if it is still off (a setup in another session may have won meanwhile: ALREADY_ON)."""
+    check_code(user, code, purpose="enrolment", address=address, secret=secret)
     turned_on = rows_changed(
         sa.update(User)
         .where(User.id == user.id, User.totp_enabled_at.is_(None))
@@ -265,8 +248,7 @@ def enable(user: User, secret: str, code: str | None) -> list[str]:
     db.session.commit()
     db.session.refresh(user)
     if turned_on != 1:
-        raise CodeRefused(ALREADY_ON, status=409)
-    session.pop(SETUP, None)
+        raise CodeRefused(Reason.ALREADY_ON)
     codes = new_recovery_codes(user)
     audit.record("two_factor.enable", user=user)
     return codes

@@ -19,21 +19,22 @@ from portal.models import Environment, Role
 from portal.rules.accounts import looks_like_email
 from portal.rules.connection import base_url_problem
 from portal.rules.web_urls import is_web_url
+from portal.web.connections import url_problem_sentence
 from portal.web.fields import PASSWORD_LENGTH, CodeField, strip
 
 ROLE_CHOICES = [SelectChoice(role.value, role.label) for role in Role]
 
 
 TOKEN_LENGTH = Length(min=8, max=512)
-# The step-up of an owner with two-factor on (settings.routes._step_up_refused); the templates
-# show the field only to them.
+# The step-up of an owner with two-factor on (`portal.web.step_up`); the templates show the
+# field only to them.
 STEP_UP_LABEL = "Your authenticator code"
 
 
 def _base_url(_form: FlaskForm, field: URLField) -> None:
     problem = base_url_problem(field.data or "")
     if problem:
-        raise ValidationError(problem)
+        raise ValidationError(url_problem_sentence(problem))
 
 
 def _clean_url(value: str | None) -> str | None:
@@ -58,7 +59,7 @@ def _email(_form: FlaskForm, field: EmailField) -> None:
 
 class ApiSettingsForm(FlaskForm):
     """Tokens are never sent back to the browser: an empty field keeps the stored one, as long
-    as the base URL and environment stay the same (`services.api.credentials_to_check`)."""
+    as the base URL and environment stay the same (`connection.credentials_to_check`)."""
 
     base_url = URLField(
         "Base URL",

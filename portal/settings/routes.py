@@ -1,16 +1,19 @@
 """Owners connect the API and manage the merchant's users; every query stays in their merchant.
 
-An owner with two-factor sign-in on confirms every change here with a fresh code.
+An owner with two-factor sign-in on confirms every change here with a fresh code
+(`portal.web.step_up`). A stolen session cookie alone must not add an owner with a password of
+the thief's, change a role or a password, turn off a user's two-factor or the merchant's
+requirement, or remove a user: with any of these it could go on to confirm withdrawals with no
+code. Nor may it point the API connection (and so its tokens) elsewhere, or the checkout page's
+shop link. So these changes ask for a code as a withdrawal does (not a recovery code).
 """
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-from flask import abort, current_app, flash, redirect, render_template, url_for
+from flask import abort, current_app, flash, redirect, url_for
 from flask_login import current_user
-from flask_wtf import FlaskForm
+from werkzeug.wrappers import Response
 
-from portal.extensions import db
 from portal.models import Environment, Role, User
 from portal.rules import accounts, audit, two_factor
 from portal.rules.connection import (
@@ -32,13 +35,20 @@ from portal.settings.forms import (
     RequireTwoFactorForm,
 )
 from portal.web.access import roles
-from portal.web.fields import CodeField
-from portal.web.pages import PageAnswer
+from portal.web.connections import TOKEN_NEEDS, rejection_sentence
+from portal.web.pages import page
+from portal.web.step_up import form_refused, step_up_refused
+from portal.web.users import refusal_sentence
+
+
+def _owner() -> User:
+    """The signed-in owner itself (the checks of a code change and refresh it)."""
+    return current_user._get_current_object()
 
 
 @bp.route("/api", methods=["GET", "POST"])
 @roles(Role.OWNER)
-def api() -> PageAnswer:
+def api() -> Response:
     """Check the credentials against the API, then store them encrypted.
 
     Nothing is sent before the tokens a new base URL or environment needs are typed and the
@@ -66,18 +76,20 @@ def api() -> PageAnswer:
             merchant.api_connection, typed, remove_company_token=form.remove_company_token.data
         )
     except TokensNeeded as needed:
-        for name, problem in needed.problems.items():
+        problems = {name: TOKEN_NEEDS[need] for name, need in needed.needs.items()}
+        for name, problem in problems.items():
             form[name].errors.append(problem)
-        audit.record("api_settings.change", parameters=changes, error=str(needed))
+        audit.record("api_settings.change", parameters=changes, error=" ".join(problems.values()))
         return _api_page(form, 422)
-    refused = _step_up_refused(form.code, purpose="api_settings")
+    refused = step_up_refused(form.code, _owner(), purpose="api_settings")
     if refused:
         return _api_page(form, refused)
     try:
         connect(merchant, credentials)
     except ConnectionRejected as rejection:
-        audit.record("api_settings.change", parameters=changes, error=str(rejection))
-        return _api_page(form, 422, error=str(rejection))
+        error = rejection_sentence(rejection)
+        audit.record("api_settings.change", parameters=changes, error=error)
+        return _api_page(form, 422, error=error)
     audit.record("api_settings.change", parameters=changes)
     current_app.logger.info(
         "API connection of merchant %s saved by user %s (%s, %s)",
@@ -90,83 +102,53 @@ def api() -> PageAnswer:
     return redirect(url_for("settings.api"))
 
 
-def _api_page(form: ApiSettingsForm, status: int, error: str | None = None) -> PageAnswer:
+def _api_page(form: ApiSettingsForm, status: int, error: str | None = None) -> Response:
     connection = current_user.merchant.api_connection
     token_mask, company_mask = masked_tokens(connection) if connection else (None, None)
-    page = render_template(
+    return page(
         "settings/api.html",
+        status,
         form=form,
         connection=connection,
         token_mask=token_mask,
         company_mask=company_mask,
         error=error,
     )
-    return page, status
 
 
 @bp.route("/checkout", methods=["GET", "POST"])
 @roles(Role.OWNER)
-def checkout() -> PageAnswer:
+def checkout() -> Response:
     """The merchant's name on the public checkout page, and the shop it links back to.
 
     Customers trust that link: an owner with two-factor on confirms a change with a code.
     """
     merchant = current_user.merchant
     form = CheckoutSettingsForm(obj=merchant)
-    unconfirmed = _unless_confirmed(
-        form, "settings/checkout.html", purpose="checkout_settings", merchant=merchant
-    )
-    if unconfirmed:
-        return unconfirmed
+    status = form_refused(form, _owner(), purpose="checkout_settings")
+    if status:
+        return page("settings/checkout.html", status, form=form, merchant=merchant)
     save_settings(merchant, form.display_name.data, form.shop_url.data)
     flash("The checkout page settings are saved.", "success")
     return redirect(url_for("settings.checkout"))
 
 
-def _step_up_refused(field: CodeField, *, purpose: str) -> int | None:
-    """Ask an owner who has two-factor on for a fresh code (in `field`) before a change under
-    settings; `purpose` names it in the audit log.
-
-    A stolen session cookie alone must not add an owner with a password of the thief's, change a
-    role or a password, turn off a user's two-factor or the merchant's requirement, or remove a
-    user: with any of these it could go on to confirm withdrawals with no code. Nor may it point
-    the API connection (and so its tokens) elsewhere, or the checkout page's shop link. So these
-    changes ask for a code as a withdrawal does (not a recovery code).
-    """
-    owner = current_user._get_current_object()
-    return two_factor.step_up_refused(field, owner, purpose=purpose)
-
-
-def _unless_confirmed(
-    form: FlaskForm, template: str, *, purpose: str, **context: object
-) -> PageAnswer | None:
-    """The form's page (again) until it is valid and its `code` accepted; None to go on."""
-    if not form.validate_on_submit():
-        page = render_template(template, form=form, **context)
-        return (page, 422) if form.is_submitted() else page
-    refused = _step_up_refused(form.code, purpose=purpose)
-    if refused:
-        return render_template(template, form=form, **context), refused
-    return None
-
-
 @bp.route("/users", methods=["GET", "POST"])
 @roles(Role.OWNER)
-def users() -> PageAnswer:
+def users() -> Response:
     """The merchant's users, and a form to add one."""
     form = NewUserForm()
-    if not form.validate_on_submit():
-        return _users_page(422 if form.is_submitted() else 200, form=form)
-    refused = _step_up_refused(form.code, purpose="users")
-    if refused:
-        return _users_page(refused, form=form)
+    status = form_refused(form, _owner(), purpose="users")
+    if status:
+        return _users_page(status, form=form)
     try:
         user = accounts.add_user(
             current_user.merchant, form.email.data, Role(form.role.data), form.password.data
         )
     except accounts.AccountError as refusal:
-        form.email.errors.append(str(refusal))
-        audit.record("user.add", parameters={"email": form.email.data}, error=str(refusal))
+        error = refusal_sentence(refusal, current_user.merchant)
+        form.email.errors.append(error)
+        audit.record("user.add", parameters={"email": form.email.data}, error=error)
         return _users_page(422, form=form)
     audit.record("user.add", parameters={"email": user.email, "role": user.role.value})
     flash(f"{user.email} can now sign in as {user.role.label.lower()}.", "success")
@@ -175,10 +157,10 @@ def users() -> PageAnswer:
 
 @bp.route("/users/two-factor", methods=["POST"])
 @roles(Role.OWNER)
-def require_two_factor() -> PageAnswer:
+def require_two_factor() -> Response:
     """Require two-factor sign-in of every user; only an owner who has it on may turn it on.
 
-    Turning it on or off asks that owner for a fresh code (`_step_up_refused`).
+    Turning it on or off asks that owner for a fresh code.
     """
     merchant = current_user.merchant
     form = RequireTwoFactorForm()
@@ -190,12 +172,10 @@ def require_two_factor() -> PageAnswer:
         form.required.errors.append(refusal)
         audit.record("two_factor.requirement_on", error=refusal)
         return _users_page(422, requirement_form=form)
-    refused = _step_up_refused(form.requirement_code, purpose="users")
+    refused = step_up_refused(form.requirement_code, _owner(), purpose="users")
     if refused:
         return _users_page(refused, requirement_form=form)
-    if required != merchant.require_two_factor:
-        merchant.require_two_factor = required
-        db.session.commit()
+    if accounts.require_two_factor(merchant, required):
         audit.record(f"two_factor.requirement_{'on' if required else 'off'}")
     if required:
         flash("Every user must now sign in with two-factor sign-in.", "success")
@@ -209,23 +189,21 @@ def _users_page(
     *,
     form: NewUserForm | None = None,
     requirement_form: RequireTwoFactorForm | None = None,
-) -> PageAnswer:
+) -> Response:
     merchant = current_user.merchant
-    page = render_template(
+    return page(
         "settings/users.html",
+        status,
         form=form or NewUserForm(formdata=None),
         requirement_form=requirement_form
         or RequireTwoFactorForm(formdata=None, required=merchant.require_two_factor),
         users=merchant.users,
     )
-    return page, status
 
 
 def _merchant_user(user_id: int) -> User:
     """A user of the current merchant; 404 for anyone else's, as if it did not exist."""
-    user = db.session.scalar(
-        sa.select(User).where(User.id == user_id, User.merchant_id == current_user.merchant_id)
-    )
+    user = accounts.user_of(current_user.merchant_id, user_id)
     if user is None:
         abort(404)
     return user
@@ -233,21 +211,23 @@ def _merchant_user(user_id: int) -> User:
 
 @bp.route("/users/<int:user_id>", methods=["GET", "POST"])
 @roles(Role.OWNER)
-def edit_user(user_id: int) -> PageAnswer:
+def edit_user(user_id: int) -> Response:
     """Change a user's role, or set a new password."""
     user = _merchant_user(user_id)
     form = EditUserForm(role=user.role.value)
-    unconfirmed = _unless_confirmed(form, "settings/edit_user.html", purpose="users", user=user)
-    if unconfirmed:
-        return unconfirmed
+    status = form_refused(form, _owner(), purpose="users")
+    if status:
+        return page("settings/edit_user.html", status, form=form, user=user)
     try:
         accounts.change_user(
             user, by=current_user, role=Role(form.role.data), password=form.password.data
         )
     except accounts.AccountError as refusal:
-        form[refusal.field or "role"].errors.append(str(refusal))
-        audit.record("user.change", parameters={"email": user.email}, error=str(refusal))
-        return render_template("settings/edit_user.html", form=form, user=user), 422
+        error = refusal_sentence(refusal, current_user.merchant)
+        own_password = refusal.reason is accounts.Refusal.OWN_SIGN_IN
+        (form.password if own_password else form.role).errors.append(error)
+        audit.record("user.change", parameters={"email": user.email}, error=error)
+        return page("settings/edit_user.html", 422, form=form, user=user)
     changes = {"email": user.email, "role": form.role.data, "password": form.password.data}
     audit.record("user.change", parameters=changes)
     # For a lost phone: they sign in with the password alone, and set it up again. Owners turn
@@ -256,28 +236,26 @@ def edit_user(user_id: int) -> PageAnswer:
     if reset and user.two_factor_enabled:
         two_factor.disable(user, by=current_user)
         accounts.revoke_sessions(user)
-        db.session.commit()
     flash(f"The changes to {user.email} are saved.", "success")
     return redirect(url_for("settings.users"))
 
 
 @bp.route("/users/<int:user_id>/remove", methods=["GET", "POST"])
 @roles(Role.OWNER)
-def remove_user(user_id: int) -> PageAnswer:
+def remove_user(user_id: int) -> Response:
     """Ask for confirmation on its own page, then remove the user."""
     user = _merchant_user(user_id)
     form = RemoveUserForm()
-    unconfirmed = _unless_confirmed(form, "settings/remove_user.html", purpose="users", user=user)
-    if unconfirmed:
-        return unconfirmed
+    status = form_refused(form, _owner(), purpose="users")
+    if status:
+        return page("settings/remove_user.html", status, form=form, user=user)
     email = user.email
     try:
         accounts.remove_user(user, by=current_user)
     except accounts.AccountError as refusal:
-        error = str(refusal)
+        error = refusal_sentence(refusal, current_user.merchant)
         audit.record("user.remove", parameters={"email": email}, error=error)
-        page = render_template("settings/remove_user.html", form=form, user=user, error=error)
-        return page, 422
+        return page("settings/remove_user.html", 422, form=form, user=user, error=error)
     audit.record("user.remove", parameters={"email": email})
     flash(f"{email} was removed and can no longer sign in.", "success")
     return redirect(url_for("settings.users"))

@@ -136,7 +136,7 @@ PASSWORD_LENGTH = Length(
 class CodeField(StringField):
     """A one-time code: 6 digits from the authenticator app, or a recovery code where accepted.
 
-    Optional for WTForms: `two_factor.check_code` says what is missing or wrong. What was typed
+    Optional for WTForms: `portal.web.step_up` says what is missing or wrong. What was typed
     is never written back into the page (as a password field does not): a refused code would
     otherwise sit in the HTML, in the browser's history and in any cache on the way.
     """

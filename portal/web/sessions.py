@@ -1,25 +1,36 @@
-"""Server-side records of signed-in sessions, so that a sign-out or an expiry really ends one."""
+"""Signed-in sessions in the browser: the cookie, Flask-Login, and the sign-in page for the
+signed-out. Their server-side records, which make a sign-out or an expiry really end a session,
+are `portal.rules.accounts`'.
+
+The session also says who acts in the audit log (`audit.Actor`): the user it loads, signs in or
+signs out, from the request's client address.
+"""
 
 from __future__ import annotations
 
-import secrets
-from datetime import timedelta
-
-from flask import current_app, flash, request, session, url_for
+from flask import Flask, flash, g, request, session, url_for
 from flask_login import login_user, logout_user
-from sqlalchemy.orm import joinedload
 from werkzeug.wrappers import Response
 
-from portal.extensions import db, login_manager
-from portal.models import Merchant, User, UserSession, session_key_hash, utcnow
-from portal.rules.accounts import revoke_sessions
+from portal.extensions import login_manager
+from portal.models import User
+from portal.rules import accounts, audit
 from portal.web.access import redirect_to
 
-LAST_SEEN_RESOLUTION = timedelta(minutes=1)
-# Every signed-in page needs the user, the merchant and its API connection: one query, not four.
-WITH_USER = (
-    joinedload(UserSession.user).joinedload(User.merchant).joinedload(Merchant.api_connection)
-)
+
+def init_app(app: Flask) -> None:
+    app.before_request(_name_actor)
+
+
+def _name_actor() -> None:
+    """Until a user is loaded, events of this request come from nobody at its address; a hook
+    that loaded the user already named them, and stays."""
+    if audit.ACTOR not in g:
+        _act_as(None)
+
+
+def _act_as(user: User | None) -> None:
+    audit.act_as(audit.Actor(user, request.remote_addr))
 
 
 def discard_session() -> None:
@@ -30,33 +41,26 @@ def discard_session() -> None:
     """
     key = session.get("_user_id")
     if key:
-        db.session.execute(
-            db.delete(UserSession).where(UserSession.key_hash == session_key_hash(key))
-        )
-        db.session.commit()
+        accounts.close_session(key)
     session.clear()
 
 
 def start_session(user: User) -> None:
     """Sign `user` in with a brand-new session (nothing of the previous session survives)."""
     discard_session()
-    key = secrets.token_urlsafe(32)
-    db.session.add(UserSession(key_hash=session_key_hash(key), user=user))
-    db.session.commit()
-    user.session_key = key
+    user.session_key = accounts.open_session(user)
     login_user(user)
     session.permanent = True
+    _act_as(user)
 
 
 def end_session(user: User) -> None:
     """Sign out: forget the session on the server and in the cookie."""
     if user.session_key:
-        db.session.execute(
-            db.delete(UserSession).where(UserSession.key_hash == session_key_hash(user.session_key))
-        )
-        db.session.commit()
+        accounts.close_session(user.session_key)
     logout_user()
     session.clear()
+    _act_as(None)
 
 
 def end_other_sessions(user: User) -> None:
@@ -65,29 +69,16 @@ def end_other_sessions(user: User) -> None:
     After a new password, two-factor sign-in turned on or off, or new recovery codes, a session
     started before (perhaps from a stolen password, or a lost phone's codes) must not live on.
     """
-    revoke_sessions(user, keep=user.session_key)
-    db.session.commit()
+    accounts.revoke_sessions(user, keep=user.session_key)
 
 
 @login_manager.user_loader
 def load_user(key: str) -> User | None:
-    """The user of a live session; expired sessions are deleted and load nobody."""
-    record = db.session.get(UserSession, session_key_hash(key), options=[WITH_USER])
-    if record is None or record.user is None:
-        return None
-    now = utcnow()
-    config = current_app.config
-    lifetime = config["PERMANENT_SESSION_LIFETIME"]
-    idle = timedelta(minutes=float(config["SESSION_IDLE_MINUTES"]))
-    if now - record.created_at > lifetime or now - record.last_seen_at > idle:
-        db.session.delete(record)
-        db.session.commit()
-        return None
-    if now - record.last_seen_at > LAST_SEEN_RESOLUTION:
-        record.last_seen_at = now
-        db.session.commit()
-    user = record.user
-    user.session_key = key
+    """The user of a live session (`accounts.session_user`), who then acts in this request."""
+    user = accounts.session_user(key)
+    if user is not None:
+        user.session_key = key
+        _act_as(user)
     return user
 
 

@@ -23,8 +23,9 @@ def new_checkout(
 ) -> Checkout:
     """Reserve a link, create the operation with its URL as redirect_url, attach it."""
     from portal.rules.accounts import merchant_named
-    from portal.rules.checkout_links import attach, checkout_url, reserve_link
+    from portal.rules.checkout_links import attach, reserve_link
     from portal.rules.connection import api_client_for
+    from portal.web.public_urls import checkout_url
 
     with app.test_request_context():
         merchant = merchant_named(merchant_name)

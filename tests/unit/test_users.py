@@ -66,7 +66,8 @@ def test_an_address_of_this_merchant_is_said_to_be_a_user_already(owner, account
 
 def test_an_address_of_another_merchant_is_not_revealed(app, owner, accounts):
     """Whether, and where, an address is registered elsewhere is not this owner's to learn."""
-    from portal.rules.accounts import CANNOT_ADD, find_user
+    from portal.rules.accounts import find_user
+    from portal.web.users import CANNOT_ADD
 
     response = _add(owner, accounts.other_owner)
     assert response.status_code == 422

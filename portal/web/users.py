@@ -1,0 +1,26 @@
+"""What a person reads when a change to users is refused (`portal.rules.accounts` decides), on
+the settings pages and from the command that creates users."""
+
+from __future__ import annotations
+
+from portal.models import Merchant
+from portal.rules.accounts import MIN_PASSWORD_LENGTH, AccountError, Refusal
+
+CANNOT_ADD = "This address cannot be added. Ask the person for another email address."
+SENTENCES = {
+    Refusal.CANNOT_ADD: CANNOT_ADD,
+    Refusal.OWN_ROLE: "You cannot change your own role; another owner can.",
+    Refusal.OWN_SIGN_IN: "Change your own password on the Account page: it asks for your "
+    "current one.",
+    Refusal.REMOVE_SELF: "You cannot remove yourself; another owner can.",
+    Refusal.TOO_SHORT: f"The password needs at least {MIN_PASSWORD_LENGTH} characters.",
+}
+
+
+def refusal_sentence(refusal: AccountError, merchant: Merchant) -> str:
+    """Why the change to `merchant`'s users is refused, and what to do instead."""
+    if refusal.reason is Refusal.NOT_AN_EMAIL:
+        return f"{refusal.email!r} is not an email address."
+    if refusal.reason is Refusal.ALREADY_A_USER:
+        return f"{refusal.email} is already a user of {merchant.name}."
+    return SENTENCES[refusal.reason]
