@@ -14,14 +14,12 @@ from flask_babel import lazy_gettext as _l
 from werkzeug.exceptions import InternalServerError, NotFound
 from werkzeug.wrappers import Response
 
-from portal.api import ApiRefusal
 from portal.checkout import bp
 from portal.checkout.outcomes import outcome_for
 from portal.checkout.payments import payment_of
 from portal.extensions import limiter
 from portal.models import CheckoutLink
-from portal.rules.checkout_links import find_link, is_expired, recover_operation
-from portal.rules.connection import ApiNotConnected, api_client_for
+from portal.rules.checkout_links import find_link, is_expired, recovered
 from portal.rules.shops import display_name, return_url
 from portal.web.access import public
 from portal.web.pages import render_page
@@ -67,19 +65,11 @@ MESSAGES = {
 def _open(token: str) -> CheckoutLink:
     """The link of the token, if it shows an operation and has not expired; else 404."""
     link = find_link(token)
-    if link is None or (link.operation_id is None and not _recovered(link)):
+    if link is None or (link.operation_id is None and not recovered(link)):
         raise NotFound()
     if is_expired(link):
         raise LinkExpired()
     return link
-
-
-def _recovered(link: CheckoutLink) -> bool:
-    """Whether the operation of a link whose creation went unanswered turned up after all."""
-    try:
-        return recover_operation(link, api_client_for(link.merchant))
-    except (ApiRefusal, ApiNotConnected):
-        return False
 
 
 def _this_url() -> str:

@@ -25,7 +25,7 @@ from portal.operations.forms import (
     TransactionsActionForm,
 )
 from portal.rules import audit
-from portal.rules.checkout_links import checkout_url, created_with_link, reserve_link
+from portal.rules.checkout_links import created_with_link, reserve_link
 from portal.rules.csv_rows import OPERATION_COLUMNS, TRANSACTION_COLUMNS, operation_transactions
 from portal.rules.rates import currencies_of
 from portal.web.access import ALL_ROLES, roles
@@ -34,6 +34,7 @@ from portal.web.lists import ApiList, render_list
 from portal.web.merchant import current_api
 from portal.web.one_time import OneTimeForm, refuse_used, send
 from portal.web.pages import page, render_page, wants_fragment
+from portal.web.public_urls import checkout_url
 from portal.web.refusals import Check, meet, record_or_404
 
 MOVERS = (Role.OWNER, Role.OPERATOR)

@@ -14,9 +14,10 @@ from datetime import timedelta
 
 from flask import current_app
 
-from portal.api import ApiFailure, ApiUnavailable, MerchantApiClient, Operation
+from portal.api import ApiFailure, ApiUnavailable, Operation
 from portal.extensions import db
 from portal.models import CheckoutLink, Merchant, utcnow
+from portal.rules.connection import ApiNotConnected, api_client_for
 
 TOKEN_BYTES = 32
 
@@ -33,14 +34,6 @@ def reserve_link(merchant: Merchant, order_id: str) -> CheckoutLink:
 def url_under(base_url: str, link: CheckoutLink) -> str:
     """The absolute URL customers return to, under the portal's `base_url`."""
     return f"{base_url.rstrip('/')}/checkout/{link.token}"
-
-
-def checkout_url(link: CheckoutLink) -> str:
-    """`portal.web.public_urls.checkout_url`, where it belongs: here only until the operations
-    views import it from there."""
-    from portal.web import public_urls
-
-    return public_urls.checkout_url(link)
 
 
 def attach(link: CheckoutLink, operation_id: str) -> None:
@@ -62,18 +55,24 @@ def is_expired(link: CheckoutLink) -> bool:
     return link.created_at < utcnow() - lifetime
 
 
-def recover_operation(link: CheckoutLink, client: MerchantApiClient) -> bool:
-    """Attach the operation of a link whose creation went unanswered, if the API has it.
+def recovered(link: CheckoutLink) -> bool:
+    """Whether the operation of a link whose creation went unanswered turned up after all; it
+    is attached to the link and saved. False when it did not, or the API cannot be asked now.
 
     The operation is the one with the link's order number whose redirect URL ends with the
-    link's token. False when there is none (the creation did not happen).
+    link's token.
     """
     if not link.order_id:
         return False
-    page = client.list_operations(order_id=[link.order_id], per_page=100)
+    try:
+        client = api_client_for(link.merchant)
+        page = client.list_operations(order_id=[link.order_id], per_page=100)
+    except (ApiFailure, ApiNotConnected):
+        return False
     for operation in page.items:
         if (operation.redirect_url or "").endswith(f"/checkout/{link.token}"):
             attach(link, operation.id)
+            db.session.commit()
             return True
     return False
 

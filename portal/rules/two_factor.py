@@ -21,7 +21,6 @@ import hashlib
 import hmac
 import secrets
 import time
-from typing import TYPE_CHECKING
 
 import pyotp
 import segno
@@ -31,9 +30,6 @@ from flask import current_app
 from portal.extensions import db, rows_changed
 from portal.models import RecoveryCode, User, utcnow
 from portal.rules import attempts, audit, crypto
-
-if TYPE_CHECKING:
-    from wtforms import Field
 
 ISSUER = "Merchant Portal"
 WINDOW = 1  # steps accepted either side of the current one
@@ -221,14 +217,6 @@ def check_code(
         audit.record("two_factor.recovery_code_used", parameters={"purpose": purpose}, user=user)
         return "recovery code"
     raise _refused(user, purpose, Reason.WRONG, recovery=recovery, address=address)
-
-
-def step_up_refused(field: Field, user: User, *, purpose: str) -> int | None:
-    """The step-up check of `portal.web.step_up`, where it belongs: here only until the money
-    views (vouchers, withdrawals) import it from there."""
-    from portal.web import step_up
-
-    return step_up.step_up_refused(field, user, purpose=purpose)
 
 
 # --- Turning it on and off -------------------------------------------------------------------

@@ -12,7 +12,7 @@ from werkzeug.wrappers import Response
 
 from portal.api import VOUCHER_STATUSES, ApiFailure, ErrorCode, Voucher
 from portal.models import IntentKind, Role
-from portal.rules import audit, two_factor
+from portal.rules import audit
 from portal.vouchers import bp
 from portal.vouchers.forms import (
     CancelVoucherForm,
@@ -28,6 +28,7 @@ from portal.web.merchant import current_api
 from portal.web.one_time import OneTimeForm, refuse_used, send
 from portal.web.pages import page, render_page
 from portal.web.refusals import Check, meet, record_or_404
+from portal.web.step_up import step_up_refused
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
 VOUCHER = OneTimeForm(
@@ -86,11 +87,7 @@ def code(voucher_id: str) -> Response:
     if not form.is_submitted():
         return _voucher_page(voucher=voucher, reveal_form=form)
     user = current_user._get_current_object()
-    status = (
-        two_factor.step_up_refused(form.code, user, purpose="voucher_code")
-        if form.validate()
-        else 422
-    )
+    status = step_up_refused(form.code, user, purpose="voucher_code") if form.validate() else 422
     if status:
         return _voucher_page(status, voucher=voucher, reveal_form=form)
     audit.record("voucher.reveal_code", parameters={"voucher_id": voucher.id})
@@ -108,7 +105,7 @@ def new() -> Response:
     try:
         refuse_used(VOUCHER, form.intent.data)  # a form sent before needs no new code
         user = current_user._get_current_object()
-        status = two_factor.step_up_refused(form.code, user, purpose="voucher")
+        status = step_up_refused(form.code, user, purpose="voucher")
         if status:
             return page("vouchers/new.html", status, form=form)
         parameters = {"amount": amount, "currency": currency}

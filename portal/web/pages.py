@@ -9,9 +9,6 @@ from flask import make_response, render_template, request
 from htmx_flask.requests import HtmxHeaders
 from werkzeug.wrappers import Response
 
-# What views return until each returns a Response.
-PageAnswer = Response | str | tuple[str, int]
-
 
 def wants_fragment() -> bool:
     """An htmx request for part of a page (boosted navigation still gets the whole page)."""

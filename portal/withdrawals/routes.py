@@ -8,12 +8,13 @@ from werkzeug.wrappers import Response
 
 from portal.api import ApiFailure
 from portal.models import IntentState, Role, WithdrawalIntent
-from portal.rules import two_factor, withdrawals
+from portal.rules import withdrawals
 from portal.web.access import roles
 from portal.web.lists import local_page
 from portal.web.merchant import current_api
 from portal.web.pages import page
 from portal.web.refusals import Check, meet
+from portal.web.step_up import step_up_refused
 from portal.withdrawals import bp
 from portal.withdrawals.forms import ConfirmWithdrawalForm, WithdrawalForm
 
@@ -80,7 +81,7 @@ def confirm(key: str) -> Response:
         return _already_confirmed(key)
     user = current_user._get_current_object()
     if status is None:
-        status = two_factor.step_up_refused(form.code, user, purpose="withdrawal")
+        status = step_up_refused(form.code, user, purpose="withdrawal")
     if status:
         return page("withdrawals/show.html", status, intent=intent, form=form)
     api = current_api()
