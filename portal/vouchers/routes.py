@@ -28,7 +28,7 @@ from portal.web.merchant import current_api
 from portal.web.one_time import OneTimeForm, refuse_used, send
 from portal.web.pages import page, render_page
 from portal.web.refusals import Check, meet, record_or_404
-from portal.web.step_up import step_up_refused
+from portal.web.step_up import form_refused, step_up_refused
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
 VOUCHER = OneTimeForm(
@@ -84,10 +84,7 @@ def code(voucher_id: str) -> Response:
     """
     voucher = _voucher(voucher_id)
     form = RevealCodeForm()
-    if not form.is_submitted():
-        return _voucher_page(voucher=voucher, reveal_form=form)
-    user = current_user._get_current_object()
-    status = step_up_refused(form.code, user, purpose="voucher_code") if form.validate() else 422
+    status = form_refused(form, current_user._get_current_object(), purpose="voucher_code")
     if status:
         return _voucher_page(status, voucher=voucher, reveal_form=form)
     audit.record("voucher.reveal_code", parameters={"voucher_id": voucher.id})
