@@ -6,9 +6,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from cryptography.fernet import Fernet
 from flask import Flask
 from jinja2.bccache import Bucket, BytecodeCache
+from urllib3.util.retry import Retry
 
 from tests.support.databases import TEST_PASSWORD_HASH_METHOD, migrated
 from tests.support.forms import PASSWORD
@@ -77,3 +79,15 @@ def connected_portal(folder: Path, sandbox: SandboxServer, **config: object) -> 
     yield app
     with app.app_context():
         db.engine.dispose()
+
+
+@contextmanager
+def retries_without_pauses() -> Iterator[None]:
+    """The portal's API calls retried as often as ever, but without the backoff in between.
+
+    For tests of what a page shows once a fault used up the retries: each would otherwise wait
+    the half second of the last retry. tests/unit/test_api_transport.py checks the backoff.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Retry, "get_backoff_time", lambda _retry: 0.0)
+        yield
