@@ -47,12 +47,24 @@ def ready_portal(app: Flask) -> Flask:
     return migrated(app)
 
 
+def add_user(app: Flask, address: str, role: str, merchant: str = MERCHANT) -> str:
+    """A user of `merchant` (made if new) with the test password; returns the email address."""
+    from portal.models import Role
+    from portal.services import accounts
+
+    with app.app_context():
+        accounts.add_user(
+            accounts.merchant_named(merchant, create=True), address, Role(role), PASSWORD
+        )
+    return address
+
+
 @contextmanager
 def connected_portal(folder: Path, sandbox: SandboxServer, **config: object) -> Iterator[Flask]:
     """The portal on its own SQLite file, one user per role, connected to `sandbox`."""
     from portal import create_app
     from portal.extensions import db
-    from portal.models import Environment, Role
+    from portal.models import Environment
     from portal.services import accounts
     from portal.services.api import Credentials, connect
 
@@ -68,12 +80,11 @@ def connected_portal(folder: Path, sandbox: SandboxServer, **config: object) -> 
             }
         )
     )
+    for role in ROLES:
+        add_user(app, email(role), role)
     with app.app_context():
-        merchant = accounts.merchant_named(MERCHANT, create=True)
-        for role in ROLES:
-            accounts.add_user(merchant, email(role), Role(role), PASSWORD)
         connect(
-            merchant,
+            accounts.merchant_named(MERCHANT),
             Credentials(sandbox.base_url, Environment.SANDBOX, sandbox.token),
         )
     yield app
