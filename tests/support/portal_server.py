@@ -91,7 +91,10 @@ def serve_in_thread(app: Flask) -> Iterator[str]:
     from werkzeug.serving import make_server
 
     server = make_server("127.0.0.1", free_port(), app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # The loop sees a shutdown at its next poll: half a second by default, for each server.
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_port}"
