@@ -33,7 +33,7 @@ def money_sandbox(tmp_path_factory):
 
 @pytest.fixture
 def portal_config(portal_config):
-    portal_config["API_TIMEOUT_READ"] = "3"
+    portal_config["API_TIMEOUT_READ"] = "1"  # what a slow answer makes its test wait
     return portal_config
 
 

@@ -17,10 +17,11 @@ from portal.api import MerchantApiClient
 from tests.support import sandbox_server
 from tests.support.htmx import HTMX
 from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, signed_in, submit
-from tests.support.portal_app import connected_portal, email
+from tests.support.portal_app import connected_portal, email, retries_without_pauses
 from tests.support.sandbox_server import run_sandbox
 
-READ_TIMEOUT = 1.0
+# A slow answer costs each of its tests the read timeout.
+READ_TIMEOUT = 0.5
 SLOW_MS = 2500
 FAULTS = {"error500": 502, "slow": 504, "malformed": 502, "reset": 502}
 PAGES = (
@@ -36,6 +37,13 @@ PAGES = (
     "/cross-exchanges/{cross_exchange}",
     "/operations/export.csv",
 )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_pause_between_retries():
+    """Resets and a stopped sandbox use up the retries of every GET: none waits for the next."""
+    with retries_without_pauses():
+        yield
 
 
 @pytest.fixture(scope="module")

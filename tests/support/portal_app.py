@@ -6,9 +6,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from cryptography.fernet import Fernet
 from flask import Flask
 from jinja2.bccache import Bucket, BytecodeCache
+from urllib3.util.retry import Retry
 
 from tests.support.databases import TEST_PASSWORD_HASH_METHOD, migrated
 from tests.support.forms import PASSWORD
@@ -45,12 +47,24 @@ def ready_portal(app: Flask) -> Flask:
     return migrated(app)
 
 
+def add_user(app: Flask, address: str, role: str, merchant: str = MERCHANT) -> str:
+    """A user of `merchant` (made if new) with the test password; returns the email address."""
+    from portal.models import Role
+    from portal.rules import accounts
+
+    with app.app_context():
+        accounts.add_user(
+            accounts.merchant_named(merchant, create=True), address, Role(role), PASSWORD
+        )
+    return address
+
+
 @contextmanager
 def connected_portal(folder: Path, sandbox: SandboxServer, **config: object) -> Iterator[Flask]:
     """The portal on its own SQLite file, one user per role, connected to `sandbox`."""
     from portal import create_app
     from portal.extensions import db
-    from portal.models import Environment, Role
+    from portal.models import Environment
     from portal.rules import accounts
     from portal.rules.connection import Credentials, connect
 
@@ -66,14 +80,25 @@ def connected_portal(folder: Path, sandbox: SandboxServer, **config: object) -> 
             }
         )
     )
+    for role in ROLES:
+        add_user(app, email(role), role)
     with app.app_context():
-        merchant = accounts.merchant_named(MERCHANT, create=True)
-        for role in ROLES:
-            accounts.add_user(merchant, email(role), Role(role), PASSWORD)
         connect(
-            merchant,
+            accounts.merchant_named(MERCHANT),
             Credentials(sandbox.base_url, Environment.SANDBOX, sandbox.token),
         )
     yield app
     with app.app_context():
         db.engine.dispose()
+
+
+@contextmanager
+def retries_without_pauses() -> Iterator[None]:
+    """The portal's API calls retried as often as ever, but without the backoff in between.
+
+    For tests of what a page shows once a fault used up the retries: each would otherwise wait
+    the half second of the last retry. tests/unit/test_api_transport.py checks the backoff.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Retry, "get_backoff_time", lambda _retry: 0.0)
+        yield
