@@ -79,7 +79,7 @@ def test_filter_sort_page_and_history(page: Page, api: MerchantApiClient) -> Non
     expect(page.get_by_label("Currency", exact=True)).to_have_value("BTC")
     page.go_forward()
     expect(summary).to_contain_text(showing(11, 20))
-    assert page.url == second_url
+    expect(page).to_have_url(second_url)
     page.reload()
     expect(summary).to_contain_text(showing(11, 20))
     expect(page.get_by_role("group", name="Status").get_by_label("Confirmed")).to_be_checked()
