@@ -24,14 +24,13 @@ URL_PROBLEMS = {
     UrlProblem.QUERY: "Enter the address without a query (?) or fragment (#).",
     UrlProblem.API_PATH: "Enter the address without /sandbox or /v1: the portal adds them.",
 }
-# Refusals of the credentials themselves; the API's version (error 1) concerns the whole
-# connection here, not one action.
+# Refusals of the connection itself: the API version, the token, a ban.
 CREDENTIALS_REFUSED = {
+    ErrorCode.DEPRECATED_ACTION,
     ErrorCode.UNAUTHENTICATED,
     ErrorCode.APPLICATION_BANNED,
     ErrorCode.COMPANY_BANNED,
 }
-OLD_VERSION = "The payment service no longer supports this version of the API (error 1)."
 
 
 def url_problem_sentence(problem: UrlProblem) -> str:
@@ -59,8 +58,6 @@ def rejection_sentence(rejection: ConnectionRejected) -> str:
             "Check the company token, or leave it empty."
         )
     assert isinstance(failure, ApiRefusal)  # the two kinds of ApiFailure
-    if failure.code == ErrorCode.DEPRECATED_ACTION:
-        return OLD_VERSION
     if failure.code in CREDENTIALS_REFUSED:
         return sentence(failure.code)
     return (
