@@ -8,11 +8,11 @@ import re
 import pytest
 import requests
 
+from tests.support.fake_api import Answer, FakeApi
 from tests.support.forms import CSRF_FIELD, csrf_token, sign_in
 from tests.support.portal_app import email
 from tests.support.portal_server import run_portal
 from tests.support.sandbox_server import free_port, run_sandbox
-from tests.unit.test_api_support import Answer, FakeApi
 
 
 @pytest.fixture

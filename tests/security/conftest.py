@@ -15,7 +15,7 @@ import pytest
 from flask import Flask
 
 from portal.api import MerchantApiClient
-from tests.security.attack import HOSTILE, HOSTILE_EMAIL, XSS
+from tests.support.attack import HOSTILE, HOSTILE_EMAIL, XSS
 from tests.support.forms import PASSWORD
 from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, connect, post, signed_in, submit
 from tests.support.portal_app import connected_portal, email

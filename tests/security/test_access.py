@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.security.attack import HOSTILE_EMAIL, XSS, snapshot, url_of
+from tests.support.attack import HOSTILE_EMAIL, XSS, snapshot, url_of
 from tests.support.forms import csrf_token, sign_in
 from tests.support.money import connect
 from tests.support.sandbox_server import run_sandbox

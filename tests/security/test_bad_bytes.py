@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from portal.web.access import public
-from tests.security.attack import header_problems
+from tests.support.attack import header_problems
 from tests.support.forms import PASSWORD, csrf_token
 from tests.support.money import signed_in
 

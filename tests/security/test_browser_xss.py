@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.security.attack import XSS
+from tests.support.attack import XSS
 from tests.support.browser import sign_in_as
 from tests.support.portal_server import serve_in_thread
 

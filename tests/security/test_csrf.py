@@ -17,7 +17,7 @@ from decimal import Decimal
 import pyotp
 import pytest
 
-from tests.security.attack import STATE_CHANGING, snapshot
+from tests.support.attack import STATE_CHANGING, snapshot
 from tests.support.forms import PASSWORD, csrf_token
 from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, ETH_ADDRESS, intent_key
 from tests.support.money import signed_in as signed_in_client
@@ -292,7 +292,7 @@ GET_WRITES: dict[str, str] = {}
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
 def test_reads_change_nothing(world, htmx):
     """Every GET route of url_map, as the owner: a cross-site GET (an <img>) does nothing."""
-    from tests.security.attack import get_urls
+    from tests.support.attack import get_urls
     from tests.support.htmx import HTMX
 
     owner = world.client("owner")

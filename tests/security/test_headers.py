@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.security.attack import VISITORS, header_problems, url_of
+from tests.support.attack import VISITORS, header_problems, url_of
 from tests.support.htmx import HTMX
 
 

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.support.fake_api import Answer, FakeApi, operation_json, page_json, voucher_json
 from tests.support.money import intent_key, post, signed_in
 from tests.support.portal_app import connected_portal, email
-from tests.unit.test_api_support import Answer, FakeApi, operation_json, page_json, voucher_json
 
 PING = Answer(200, {"data": {"status": "ok"}})
 

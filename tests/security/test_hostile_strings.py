@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.security.attack import (
+from tests.support.attack import (
     FORMULAS,
     HOSTILE_EMAIL,
     XSS,

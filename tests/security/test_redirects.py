@@ -11,7 +11,7 @@ from urllib.parse import quote, unquote
 
 import pytest
 
-from tests.security.attack import stays_on_portal
+from tests.support.attack import stays_on_portal
 from tests.support.forms import PASSWORD, csrf_token
 
 PORTAL_PACKAGE = Path(__file__).resolve().parents[2] / "portal"
@@ -122,7 +122,7 @@ def test_the_way_to_the_sign_in_page_and_back(world, htmx):
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
 def test_no_route_sends_anywhere_a_query_says(world, htmx):
     """Every GET route of url_map with hostile values in the usual redirect parameters."""
-    from tests.security.attack import get_urls
+    from tests.support.attack import get_urls
 
     headers = {"HX-Request": "true"} if htmx else {}
     query = "&".join(

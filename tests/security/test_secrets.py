@@ -13,7 +13,7 @@ import logging
 
 import pytest
 
-from tests.security.attack import VISITORS, encodings, get_urls, leaks
+from tests.support.attack import VISITORS, encodings, get_urls, leaks
 from tests.support.htmx import HTMX
 from tests.support.money import post
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.security.attack import header_problems
+from tests.support.attack import header_problems
 from tests.support.forms import PASSWORD, csrf_token
 
 ACCOUNT_LIMIT = 3

@@ -8,7 +8,7 @@ import pytest
 
 from portal.api import DOCUMENTED_MESSAGES, ApiFailure, ApiRefusal, ApiUnavailable, ErrorCode
 from portal.api.errors import error_from_answer
-from tests.unit.test_api_support import TOKEN, Answer, FakeApi, operation_json
+from tests.support.fake_api import TOKEN, Answer, FakeApi, operation_json
 
 # HTTP status of each code, from section 7 of the API documentation.
 HTTP_STATUS_OF_CODE = {

@@ -17,7 +17,7 @@ from portal.api import (
     Transaction,
     Voucher,
 )
-from tests.unit.test_api_support import (
+from tests.support.fake_api import (
     Answer,
     FakeApi,
     cross_exchange_json,

@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 
 from portal.api import ApiUnavailable, MerchantApiClient, make_session, mask_token
-from tests.unit.test_api_support import (
+from tests.support.fake_api import (
     COMPANY_TOKEN,
     TOKEN,
     Answer,

@@ -1,4 +1,4 @@
-"""A real HTTP server on loopback with canned answers, for the test_api_* modules.
+"""A real HTTP server on loopback with canned answers, for the tests of the API client.
 
 It records every request it receives (so tests count retries on the server side) and can
 answer slowly or drop the connection with a TCP reset instead of answering. No tests here.
