@@ -13,7 +13,9 @@ from portal.cross_exchanges import bp
 from portal.cross_exchanges.forms import CancelCrossExchangeForm, CrossExchangeForm, LookUpForm
 from portal.models import IntentKind, Role
 from portal.rules import audit, cross_exchanges
+from portal.rules.csv_rows import CROSS_EXCHANGE_COLUMNS
 from portal.web.access import ALL_ROLES, roles
+from portal.web.exports import local_csv_download
 from portal.web.lists import local_page
 from portal.web.merchant import current_api
 from portal.web.one_time import OneTimeForm, send
@@ -109,3 +111,12 @@ def cancel(cross_exchange_id: str) -> Response:
         )
     flash(f"Cross exchange {cross_exchange.id} is canceled.", "success")
     return redirect(url)
+
+
+@bp.get("/export.csv")
+@roles(*ALL_ROLES)
+def export_csv() -> Response:
+    """Every cross exchange created through the portal."""
+    return local_csv_download(
+        cross_exchanges.of(current_user.merchant), "cross-exchanges", CROSS_EXCHANGE_COLUMNS
+    )

@@ -5,6 +5,11 @@ Text that a spreadsheet would run as a formula (OWASP "CSV injection": a cell st
 spreadsheets show as text. A spreadsheet whose list separator is `;` (German Excel, LibreOffice)
 or `,` may split a cell where the file did not, so every piece between separators is treated as
 a cell of its own. Amounts are never touched: a negative amount stays a number.
+
+The Excel variant is written for a person who opens the file in a spreadsheet: timestamps as
+`YYYY-MM-DD HH:MM:SS` in the export's zone (which the header names), which spreadsheets read as
+dates, and text that a spreadsheet would turn into a different number or a date (`000123`,
+`1e5`, `2026-01-02`) behind an invisible word joiner, so that it stays the text it is.
 """
 
 from __future__ import annotations
@@ -16,13 +21,19 @@ from datetime import UTC, datetime, tzinfo
 from decimal import Decimal
 from typing import Any
 
-from portal.api.records import Operation, Transaction
+from portal.api.records import Operation
+from portal.rules.paid_transactions import PaidTransaction
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\n")
 # The list separators spreadsheets split a line on (tab too, when they guess it), kept by the
 # split.
 _SEPARATORS = re.compile(r"([,;\t])")
 _NUMBER = re.compile(r"[+-]?\d+(\.\d+)?")
+# Text a spreadsheet reads as a number, a date or a time; of those, the whole numbers it shows
+# exactly as written (no leading zero, at most the 15 digits a spreadsheet keeps).
+_READ_AS_VALUE = re.compile(r"[+-]?[\d.,:/ -]*\d[\d.,:/ -]*([eE][+-]?\d+)?%?")
+_SHOWN_AS_WRITTEN = re.compile(r"-?[1-9]\d{0,14}|0")
+WORD_JOINER = "\u2060"  # invisible, and not a digit: the cell stays text
 
 
 def neutralise(text: str) -> str:
@@ -43,6 +54,19 @@ def neutralise(text: str) -> str:
     return "'" + cell if cell.startswith(("\t", "\r", "\n")) else cell
 
 
+def spreadsheet_text(cell: str) -> str:
+    """A text cell that a spreadsheet keeps as text: `000123` stays `000123`, not 123.
+
+    Spreadsheets read a CSV cell that looks like a number or a date as one, whatever quotes it
+    has, and a formula (`="000123"`) is what `neutralise` exists to prevent; a word joiner in
+    front is invisible and makes the cell text. Whole numbers a spreadsheet shows as written
+    are left alone.
+    """
+    if _READ_AS_VALUE.fullmatch(cell) and not _SHOWN_AS_WRITTEN.fullmatch(cell):
+        return WORD_JOINER + cell
+    return cell
+
+
 def decimal_cell(value: Decimal | None) -> str:
     """The decimal exactly as the API wrote it (Decimal keeps every trailing zero)."""
     return "" if value is None else format(value, "f")
@@ -55,9 +79,13 @@ class TimeZone:
     zone: tzinfo
     name: str
 
-    def cell(self, moment: datetime | None) -> str:
+    def cell(self, moment: datetime | None, excel: bool = False) -> str:
+        """ISO 8601 with the zone; for `excel`, the date and time a spreadsheet reads as one
+        (to the second, without the zone, which the header names)."""
         if moment is None:
             return ""
+        if excel:
+            return moment.astimezone(self.zone).strftime("%Y-%m-%d %H:%M:%S")
         if self.zone is UTC:
             return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         return moment.astimezone(self.zone).isoformat(timespec="microseconds")
@@ -77,31 +105,23 @@ class Column:
     def header(self, zone: TimeZone) -> str:
         return f"{self.name} ({zone.name})" if self.kind == "timestamp" else self.name
 
-    def cell(self, record: object, zone: TimeZone) -> str:
+    def cell(self, record: object, zone: TimeZone, excel: bool = False) -> str:
         value = self.read(record)
         if self.kind == "decimal":
             return decimal_cell(value)
         if self.kind == "timestamp":
-            return zone.cell(value)
+            return zone.cell(value, excel)
         if self.kind == "bool":
             return "" if value is None else ("true" if value else "false")
-        return "" if value is None else neutralise(str(value))
+        if value is None:
+            return ""
+        text = neutralise(str(value))
+        return spreadsheet_text(text) if excel else text
 
 
 def _field(name: str, kind: str = "text") -> Column:
     return Column(name, kind, lambda record: getattr(record, name))
 
-
-_TRANSACTION_FIELDS = (
-    _field("id"),
-    _field("tx_id"),
-    _field("amount", "decimal"),
-    _field("status"),
-    _field("linked", "bool"),
-    _field("reject_reason"),
-    _field("created_at", "timestamp"),
-    _field("updated_at", "timestamp"),
-)
 
 OPERATION_COLUMNS = (
     _field("id"),
@@ -123,17 +143,81 @@ OPERATION_COLUMNS = (
     _field("redirect_url"),
     Column("transactions", "text", lambda operation: len(operation.transactions)),
 )
-TRANSACTION_COLUMNS = (*_TRANSACTION_FIELDS[:2], _field("operation_id"), *_TRANSACTION_FIELDS[2:])
+
+
+def _paid_field(name: str, kind: str = "text") -> Column:
+    return Column(name, kind, lambda paid: getattr(paid.transaction, name))
+
+
+TRANSACTION_COLUMNS = (
+    _paid_field("id"),
+    _paid_field("tx_id"),
+    _paid_field("operation_id"),
+    _paid_field("amount", "decimal"),
+    Column("currency", "text", lambda paid: paid.currency),
+    _paid_field("status"),
+    _paid_field("linked", "bool"),
+    _paid_field("reject_reason"),
+    _paid_field("created_at", "timestamp"),
+    _paid_field("updated_at", "timestamp"),
+)
+"""Columns of `PaidTransaction`s: the transactions list, or an operation's transactions."""
+
+VOUCHER_COLUMNS = (
+    _field("id"),
+    _field("amount", "decimal"),
+    _field("currency"),
+    _field("status"),
+    _field("type"),
+    _field("created_at", "timestamp"),
+    _field("updated_at", "timestamp"),
+)
+"""A voucher's fields but its code: the code is bearer money, and only owners reveal it."""
+
+
+def _email_of_user(record: object) -> str | None:
+    user = getattr(record, "user", None)
+    return user.email if user else None
+
+
+# The portal's own tables (`portal.web.exports.local_csv_download`).
+WITHDRAWAL_COLUMNS = (
+    Column("reviewed_at", "timestamp", lambda intent: intent.created_at),
+    Column("confirmed_at", "timestamp", lambda intent: intent.updated_at),
+    _field("amount", "decimal"),
+    _field("wallet"),
+    _field("address"),
+    _field("state"),
+    _field("operation_id"),
+    _field("operation_status"),
+    _field("error_code"),
+    _field("error_message"),
+    Column("user", "text", _email_of_user),
+)
+CROSS_EXCHANGE_COLUMNS = (
+    _field("cross_exchange_id"),
+    _field("sell_amount", "decimal"),
+    _field("sell_currency"),
+    _field("buy_amount", "decimal"),
+    _field("buy_currency"),
+    _field("created_at", "timestamp"),
+    Column("user", "text", _email_of_user),
+)
 
 
 def header(columns: tuple[Column, ...], zone: TimeZone) -> list[str]:
     return [column.header(zone) for column in columns]
 
 
-def row(columns: tuple[Column, ...], record: object, zone: TimeZone) -> list[str]:
-    return [column.cell(record, zone) for column in columns]
+def row(
+    columns: tuple[Column, ...], record: object, zone: TimeZone, excel: bool = False
+) -> list[str]:
+    return [column.cell(record, zone, excel) for column in columns]
 
 
-def operation_transactions(operation: Operation) -> list[Transaction]:
-    """The operation's embedded transactions, each carrying the operation's id."""
-    return [replace(tx, operation_id=operation.id) for tx in operation.transactions]
+def operation_transactions(operation: Operation) -> list[PaidTransaction]:
+    """The operation's embedded transactions, each carrying the operation's id and currency."""
+    return [
+        PaidTransaction(replace(tx, operation_id=operation.id), operation.currency_paid)
+        for tx in operation.transactions
+    ]

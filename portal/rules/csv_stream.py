@@ -5,6 +5,9 @@ an ordinary error page, not a file. Later pages are requested a few ahead on wor
 while the current one is written. A failure after the first page cannot change the status any
 more: the file then ends with an `EXPORT INCOMPLETE` row that says how far it got, so it can
 never pass for a complete export (docs/exports.md).
+
+The portal's own tables (`local_text`) are read from the database as they are written, in the
+same format.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ class Export:
     columns: tuple[Column, ...]
     zone: TimeZone
     rows_of: Callable[[Any], Iterable[object]] | None = None  # default: the record itself
-    byte_order_mark: bool = False
+    excel: bool = False  # the Excel variant: a byte-order mark, spreadsheet dates and text
 
     def fetch(self, page: int) -> Page:
         """One page of the export, at the export's page size."""
@@ -49,18 +52,44 @@ def start(export: Export) -> tuple[Page, Iterator[str]]:
     return first, _csv_text(export, first)
 
 
-def _csv_text(export: Export, first: Page) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)  # RFC 4180: quoted as needed, CRLF line ends
+class _Lines:
+    """CSV rows (RFC 4180: quoted as needed, CRLF line ends) handed out as text chunks."""
 
-    def flush() -> str:
-        text = buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
+    def __init__(self, columns: tuple[Column, ...], zone: TimeZone, excel: bool) -> None:
+        self.columns, self.zone, self.excel = columns, zone, excel
+        self.buffer = io.StringIO()
+        self.writer = csv.writer(self.buffer)
+
+    def header(self) -> str:
+        self.writer.writerow(header(self.columns, self.zone))
+        return (BYTE_ORDER_MARK if self.excel else "") + self.flush()
+
+    def add(self, record: object) -> None:
+        self.writer.writerow(row(self.columns, record, self.zone, self.excel))
+
+    def flush(self) -> str:
+        text = self.buffer.getvalue()
+        self.buffer.seek(0)
+        self.buffer.truncate()
         return text
 
-    writer.writerow(header(export.columns, export.zone))
-    yield (BYTE_ORDER_MARK if export.byte_order_mark else "") + flush()
+
+def local_text(
+    records: Iterable[object], columns: tuple[Column, ...], zone: TimeZone, excel: bool = False
+) -> Iterator[str]:
+    """The CSV of records of the portal's own database, a chunk per PER_PAGE rows."""
+    lines = _Lines(columns, zone, excel)
+    yield lines.header()
+    for written, record in enumerate(records, start=1):
+        lines.add(record)
+        if written % PER_PAGE == 0:
+            yield lines.flush()
+    yield lines.flush()
+
+
+def _csv_text(export: Export, first: Page) -> Iterator[str]:
+    lines = _Lines(export.columns, export.zone, export.excel)
+    yield lines.header()
     seen: set[str] = set()
     written = 0
     try:
@@ -70,16 +99,16 @@ def _csv_text(export: Export, first: Page) -> Iterator[str]:
                     continue
                 seen.add(record.id)
                 for item in export.rows_of(record) if export.rows_of else (record,):
-                    writer.writerow(row(export.columns, item, export.zone))
+                    lines.add(item)
                     written += 1
-            yield flush()
+            yield lines.flush()
     except ApiFailure as failure:
         why = "no answer" if isinstance(failure, ApiUnavailable) else failure.message
-        writer.writerow(
+        lines.writer.writerow(
             [
                 INCOMPLETE_MARK,
                 f"The payment service failed after {written} rows of {first.total} records "
                 f"({why}). This file is not complete: export again.",
             ]
         )
-        yield flush()
+        yield lines.flush()

@@ -8,6 +8,7 @@ from werkzeug.wrappers import Response
 
 from portal.api import ErrorCode
 from portal.rules.csv_rows import TRANSACTION_COLUMNS
+from portal.rules.paid_transactions import list_paid
 from portal.transactions import bp
 from portal.transactions.forms import TransactionFilters
 from portal.web.access import ALL_ROLES, roles
@@ -19,7 +20,7 @@ from portal.web.refusals import record_or_404
 
 TRANSACTIONS = ApiList(
     TransactionFilters,
-    lambda api: api.list_transactions,
+    lambda api: partial(list_paid, api),  # each with its currency, on the page and in exports
     "transactions/index.html",
     "transactions/_results.html",
 )
@@ -35,6 +36,7 @@ def index() -> Response:
 @bp.get("/export.csv")
 @roles(*ALL_ROLES)
 def export_csv() -> Response:
+    """The transactions of the list's filters, each with its currency."""
     return csv_download(TRANSACTIONS, "transactions", TRANSACTION_COLUMNS)
 
 

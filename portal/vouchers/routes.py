@@ -13,6 +13,7 @@ from werkzeug.wrappers import Response
 from portal.api import VOUCHER_STATUSES, ApiFailure, ErrorCode, Voucher
 from portal.models import IntentKind, Role
 from portal.rules import audit
+from portal.rules.csv_rows import VOUCHER_COLUMNS
 from portal.vouchers import bp
 from portal.vouchers.forms import (
     CancelVoucherForm,
@@ -22,6 +23,7 @@ from portal.vouchers.forms import (
     VoucherFilters,
 )
 from portal.web.access import ALL_ROLES, roles
+from portal.web.exports import csv_download
 from portal.web.formatting import money
 from portal.web.lists import ApiList, render_list
 from portal.web.merchant import current_api
@@ -161,3 +163,10 @@ def payoff() -> Response:
         "success",
     )
     return redirect(url_for("vouchers.show", voucher_id=voucher.id))
+
+
+@bp.get("/export.csv")
+@roles(*ALL_ROLES)
+def export_csv() -> Response:
+    """The vouchers of the list's filters, without their codes."""
+    return csv_download(VOUCHERS, "vouchers", VOUCHER_COLUMNS)

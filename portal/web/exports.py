@@ -1,26 +1,28 @@
-"""CSV downloads of an API list: the list page's filters, every page (docs/exports.md).
+"""CSV downloads of a list: an API list for its page's filters, or a table of the portal's own.
 
 Filters go through the list page's own form (`portal.web.filters.read_filters`), so an export
 means exactly what the list on screen means; invalid filters show that list page with its
-messages and no file.
+messages and no file. Every export takes `tz=local` (the user's zone instead of UTC) and
+`bom=1` (the Excel variant), and its file name says both (docs/exports.md).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from datetime import UTC
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from flask import request
+import sqlalchemy as sa
+from flask import request, stream_with_context
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from portal.api import ApiRefusal, ErrorCode
+from portal.extensions import db
 from portal.rules.csv_rows import UTC_ZONE, Column, TimeZone
-from portal.rules.csv_stream import Export, start
+from portal.rules.csv_stream import Export, local_text, start
 from portal.web.filters import read_filters
-from portal.web.formatting import user_zone
+from portal.web.formatting import user_zone, user_zone_name
 from portal.web.lists import ApiList, render_list
 from portal.web.merchant import current_api
 
@@ -44,7 +46,7 @@ def csv_download(
         columns=columns,
         zone=_zone(),
         rows_of=rows_of,
-        byte_order_mark=request.args.get("bom") == "1",
+        excel=_excel(),
     )
     try:
         first, text = start(export)
@@ -52,30 +54,59 @@ def csv_download(
         if refusal.code != ErrorCode.VALIDATION_ERRORS:
             raise
         return render_list(listing)  # the list page says what the API refused
-    response = Response(text, mimetype="text/csv")
-    response.headers["Content-Disposition"] = (
-        f'attachment; filename="{_file_name(title, query.filters)}"'
-    )
+    response = _download(text, _file_name(title, export.zone, query.filters))
     if rows_of is None:  # one row per record: the total is the number of rows to come
         response.headers["X-Export-Total"] = str(first.total)
+    return response
+
+
+def local_csv_download(query: sa.Select, title: str, columns: tuple[Column, ...]) -> Response:
+    """Every row of `query`, a list of the portal's own database, streamed as CSV.
+
+    Another list of the portal's tables is exported by a view that passes its rule's query and
+    its columns (`portal.rules.csv_rows`) here.
+    """
+    zone, excel = _zone(), _excel()
+    total = db.session.scalar(sa.select(sa.func.count()).select_from(query.subquery()))
+
+    def text() -> Iterator[str]:
+        # Read inside the stream: the view's database session ends when the view returns.
+        records = db.session.scalars(query.execution_options(yield_per=500))
+        yield from local_text(records, columns, zone, excel)
+
+    response = _download(stream_with_context(text()), _file_name(title, zone, {}))
+    response.headers["X-Export-Total"] = str(total)
+    return response
+
+
+def _download(text: Iterable[str], file_name: str) -> Response:
+    response = Response(text, mimetype="text/csv")
+    response.headers["Content-Disposition"] = f'attachment; filename="{file_name}"'
     response.headers["Cache-Control"] = "no-store"
     return response
 
 
+def _excel() -> bool:
+    """The Excel variant: a byte-order mark, dates a spreadsheet reads, text kept text."""
+    return request.args.get("bom") == "1"
+
+
 def _zone() -> TimeZone:
-    """UTC, or with `tz=local` the user's own time zone."""
-    zone = user_zone()  # UTC for a zone name this host does not know
-    if request.args.get("tz") == "local" and zone is not UTC:
-        return TimeZone(zone, current_user.time_zone)
+    """UTC, or with `tz=local` the user's own time zone (UTC for a zone this host lacks)."""
+    if request.args.get("tz") == "local":
+        return TimeZone(user_zone(), user_zone_name())
     return UTC_ZONE
 
 
-def _file_name(title: str, filters: dict) -> str:
-    """`<merchant>_<list>_<from>_to_<to>.csv`, or `..._all-dates.csv` without a date filter."""
+def _file_name(title: str, zone: TimeZone, filters: dict) -> str:
+    """`<merchant>_<list>_<from>_to_<to>_<zone>.csv` (`all-dates` without a date filter), and
+    `..._excel.csv` for the Excel variant: each variant of an export has its own name."""
     merchant = re.sub(r"[^a-z0-9]+", "-", current_user.merchant.name.lower()).strip("-")
     start_day, end_day = filters.get("created_from"), filters.get("created_to")
     if start_day or end_day:
         dates = f"{start_day or 'start'}_to_{end_day or 'today'}"
     else:
         dates = "all-dates"
-    return f"{merchant or 'merchant'}_{title}_{dates}.csv"
+    zone_name = re.sub(r"[^A-Za-z0-9_+-]+", "-", zone.name)
+    variant = "_excel" if _excel() else ""
+    return f"{merchant or 'merchant'}_{title}_{dates}_{zone_name}{variant}.csv"

@@ -42,6 +42,11 @@ def user_zone() -> tzinfo:
     return g.user_zone
 
 
+def user_zone_name() -> str:
+    """The name of the zone `user_zone` is: the user's own, or UTC."""
+    return "UTC" if user_zone() is UTC else current_user.time_zone
+
+
 def when(moment: datetime | None, full: bool = False) -> Markup:
     """A `<time>` in the user's zone with the UTC value as its title (and, `full`, beside it).
 
@@ -101,6 +106,7 @@ def init_app(app: Flask) -> None:
     app.jinja_env.finalize = exact  # every {{ value }}, so no amount depends on a filter
     app.add_template_filter(money)
     app.add_template_global(when)
+    app.add_template_global(user_zone_name)
     app.add_template_global(badge)
     app.add_template_global(web_link)
     app.jinja_env.globals["operation_statuses"] = OPERATION_STATUSES

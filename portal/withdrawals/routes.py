@@ -9,7 +9,9 @@ from werkzeug.wrappers import Response
 from portal.api import ApiFailure
 from portal.models import IntentState, Role, WithdrawalIntent
 from portal.rules import withdrawals
-from portal.web.access import roles
+from portal.rules.csv_rows import WITHDRAWAL_COLUMNS
+from portal.web.access import ALL_ROLES, roles
+from portal.web.exports import local_csv_download
 from portal.web.lists import local_page
 from portal.web.merchant import current_api
 from portal.web.pages import page
@@ -105,3 +107,12 @@ def confirm(key: str) -> Response:
         return page("withdrawals/new.html", refused.status, form=retry, error=refused.error)
     flash("The withdrawal was sent.", "success")
     return redirect(url_for("withdrawals.show", key=key))
+
+
+@bp.get("/export.csv")
+@roles(*ALL_ROLES)
+def export_csv() -> Response:
+    """Every withdrawal confirmed through the portal, with its outcome, for the accounts."""
+    return local_csv_download(
+        withdrawals.confirmed(current_user.merchant), "withdrawals", WITHDRAWAL_COLUMNS
+    )

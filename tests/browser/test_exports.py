@@ -35,7 +35,7 @@ def test_export_of_the_filtered_list_with_progress(accountant_page, tmp_path):
     expect(page.get_by_role("status").filter(has_text="Done")).to_have_text("Done: 300 rows.")
     saved = tmp_path / download.value.suggested_filename
     download.value.save_as(saved)
-    assert saved.name == "acme_operations_2000-01-01_to_today.csv"
+    assert saved.name == "acme_operations_2000-01-01_to_today_UTC.csv"
     with saved.open(newline="", encoding="utf-8") as file:
         rows = list(csv.reader(file))
     assert len(rows) == 301

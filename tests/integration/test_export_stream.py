@@ -90,9 +90,7 @@ def test_no_matching_rows_gives_just_the_header(seeded_sandbox):
 def test_byte_order_mark_only_when_asked(seeded_sandbox):
     client = client_for(seeded_sandbox)
     for bom in (False, True):
-        _, text = start(
-            Export(client.list_operations, {}, OPERATION_COLUMNS, UTC_ZONE, byte_order_mark=bom)
-        )
+        _, text = start(Export(client.list_operations, {}, OPERATION_COLUMNS, UTC_ZONE, excel=bom))
         assert next(text).startswith("\ufeff") is bom
 
 

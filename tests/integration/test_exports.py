@@ -65,7 +65,7 @@ def test_an_accountant_exports_every_page_of_the_filtered_list(accountant, seede
     assert len(rows) == total + 1
     assert {row[rows[0].index("status")] for row in rows[1:]} == {"confirmed", "expired"}
     disposition = response.headers["Content-Disposition"]
-    assert disposition == 'attachment; filename="acme_operations_2000-01-01_to_today.csv"'
+    assert disposition == 'attachment; filename="acme_operations_2000-01-01_to_today_UTC.csv"'
 
 
 def test_transactions_export_and_transactions_of_operations(accountant, seeded_sandbox):
@@ -222,3 +222,232 @@ def test_no_cell_of_any_export_becomes_a_formula_whichever_separator_splits_it(
         for piece in neutralised:
             assert any(piece in text for text in texts), (path, piece, texts)
         assert not [text for text in texts if re.match(r"[ \"]*[=+@]", text)], path
+
+
+# --- Vouchers, withdrawals, cross exchanges; the transactions' currency ------------------------
+
+
+def api_records(server, path: str) -> list[dict]:
+    """Every record of an API list, straight from the JSON (the company token for vouchers)."""
+    records, page = [], 1
+    token = server.company_token if path == "vouchers" else server.token
+    while True:
+        answer = requests.get(
+            f"{server.api_url}/{path}",
+            params={"page": page, "per_page": 100},
+            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+            timeout=10,
+        ).json()
+        records += answer["data"]
+        if page >= answer["meta"]["last_page"]:
+            return records
+        page += 1
+
+
+def test_vouchers_export_every_voucher_exactly_and_never_a_code(accountant, seeded_sandbox):
+    response = accountant.get("/vouchers/export.csv")
+    assert response.status_code == 200
+    vouchers = api_records(seeded_sandbox, "vouchers")
+    assert vouchers
+    rows = rows_of(response)
+    assert rows[0] == [
+        "id", "amount", "currency", "status", "type", "created_at (UTC)", "updated_at (UTC)",
+    ]  # fmt: skip
+    written = {row[0]: row for row in rows[1:]}
+    assert written.keys() == {voucher["id"] for voucher in vouchers}
+    for voucher in vouchers:
+        assert written[voucher["id"]][1] == voucher["amount"]
+    text = response.get_data(as_text=True)
+    assert not [voucher for voucher in vouchers if voucher["code"] in text]
+    filtered = rows_of(accountant.get("/vouchers/export.csv?status=2"))
+    assert {row[3] for row in filtered[1:]} <= {"cancelled"}
+
+
+def test_the_transactions_export_and_page_name_each_transactions_currency(
+    accountant, seeded_sandbox
+):
+    paid_in = {op["id"]: op["currency_paid"] for op in api_records(seeded_sandbox, "operations")}
+    rows = rows_of(accountant.get("/transactions/export.csv"))
+    names = rows[0]
+    assert names[3:5] == ["amount", "currency"]
+    assert len(rows) > 100  # more than one page: every page has its currencies
+    for row in rows[1:]:
+        assert row[names.index("currency")] == paid_in[row[names.index("operation_id")]]
+    detail = rows_of(accountant.get("/operations/export.csv?detail=transactions"))
+    assert detail[0] == names
+    assert {row[4] for row in detail[1:]} <= set(paid_in.values())
+
+    first = rows[1]
+    page = accountant.get(f"/transactions?id={first[0]}").get_data(as_text=True)
+    assert '<th scope="col">Currency</th>' in page
+    assert f"<td>{first[4]}</td>" in page
+
+
+@pytest.fixture
+def portal_lists(app, accounts):
+    """A withdrawal of each outcome and a cross exchange, as the portal recorded them."""
+    from datetime import UTC, datetime
+    from decimal import Decimal
+
+    from portal.extensions import db
+    from portal.models import CrossExchangeReference, IntentState, WithdrawalIntent
+    from portal.rules.accounts import find_user
+
+    moment = datetime(2026, 11, 22, 2, 8, 22, tzinfo=UTC)
+    with app.app_context():
+        owner = find_user(accounts.owner)
+        common = {"merchant_id": owner.merchant_id, "user_id": owner.id, "wallet": "BTC"}
+        db.session.add_all(
+            [
+                WithdrawalIntent(
+                    key="sent", amount=Decimal("0.10000000"), address="tb1qsent",
+                    state=IntentState.SENT, operation_id="000123", operation_status="processed",
+                    created_at=moment, updated_at=moment, **common,
+                ),
+                WithdrawalIntent(
+                    key="refused", amount=Decimal("-0.5"), address="=HYPERLINK(1)",
+                    state=IntentState.REFUSED, error_code=12,
+                    error_message="Withdrawal limit;=1+1", created_at=moment,
+                    updated_at=moment, **common,
+                ),
+                WithdrawalIntent(
+                    key="pending", amount=Decimal("1"), address="tb1qpending",
+                    state=IntentState.PENDING, **common,
+                ),
+                CrossExchangeReference(
+                    merchant_id=owner.merchant_id, cross_exchange_id="000777", user_id=owner.id,
+                    sell_currency="BTC", buy_currency="ETH", sell_amount=Decimal("0.00100000"),
+                    buy_amount=Decimal("0.01500000"), created_at=moment,
+                ),
+            ]
+        )  # fmt: skip
+        db.session.commit()
+    return moment
+
+
+def test_an_accountant_exports_the_withdrawals_exactly_and_safely(accountant, portal_lists):
+    response = accountant.get("/withdrawals/export.csv")
+    assert response.status_code == 200
+    assert response.mimetype == "text/csv"
+    assert response.headers["X-Export-Total"] == "2"  # confirmed ones; not the pending review
+    rows = rows_of(response)
+    assert rows[0] == [
+        "reviewed_at (UTC)", "confirmed_at (UTC)", "amount", "wallet", "address", "state",
+        "operation_id", "operation_status", "error_code", "error_message", "user",
+    ]  # fmt: skip
+    by_state = {row[5]: dict(zip(rows[0], row, strict=True)) for row in rows[1:]}
+    assert by_state.keys() == {"sent", "refused"}
+    sent, refused = by_state["sent"], by_state["refused"]
+    assert sent["amount"] == "0.10000000"
+    assert sent["operation_id"] == "000123"
+    assert sent["confirmed_at (UTC)"] == "2026-11-22T02:08:22.000000Z"
+    assert sent["user"] == "owner@acme.test"
+    assert refused["amount"] == "-0.5"  # an amount stays a number
+    assert refused["address"] == "'=HYPERLINK(1)"
+    assert refused["error_message"] == "Withdrawal limit;'=1+1"
+    assert response.headers["Content-Disposition"] == (
+        'attachment; filename="acme_withdrawals_all-dates_UTC.csv"'
+    )
+
+
+def test_an_accountant_exports_the_cross_exchanges(accountant, portal_lists):
+    rows = rows_of(accountant.get("/cross-exchanges/export.csv"))
+    assert rows == [
+        ["cross_exchange_id", "sell_amount", "sell_currency", "buy_amount", "buy_currency",
+         "created_at (UTC)", "user"],
+        ["000777", "0.00100000", "BTC", "0.01500000", "ETH", "2026-11-22T02:08:22.000000Z",
+         "owner@acme.test"],
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("path", "title"),
+    [
+        ("/operations/export.csv", "operations"),
+        ("/vouchers/export.csv", "vouchers"),
+        ("/withdrawals/export.csv", "withdrawals"),
+        ("/cross-exchanges/export.csv", "cross-exchanges"),
+    ],
+)
+def test_each_export_in_utc_or_the_users_zone_and_for_excel_each_under_its_own_name(
+    app, accountant, accounts, portal_lists, path, title
+):
+    from portal.extensions import db
+    from portal.rules.accounts import find_user
+
+    with app.app_context():
+        find_user(accounts.accountant).time_zone = "Europe/Berlin"
+        db.session.commit()
+    names = {}
+    for query in ("", "?tz=local", "?bom=1", "?tz=local&bom=1"):
+        response = accountant.get(path + query)
+        assert response.status_code == 200
+        names[query] = response.headers["Content-Disposition"]
+        header = rows_of(response)[0]
+        zone = "Europe/Berlin" if "local" in query else "UTC"
+        stamps = [name for name in header if name.endswith(")")]
+        assert stamps and all(name.endswith(f" ({zone})") for name in stamps)
+    assert names == {
+        "": f'attachment; filename="acme_{title}_all-dates_UTC.csv"',
+        "?tz=local": f'attachment; filename="acme_{title}_all-dates_Europe-Berlin.csv"',
+        "?bom=1": f'attachment; filename="acme_{title}_all-dates_UTC_excel.csv"',
+        "?tz=local&bom=1": f'attachment; filename="acme_{title}_all-dates_Europe-Berlin_excel.csv"',
+    }
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/operations", "/transactions", "/vouchers", "/withdrawals", "/cross-exchanges"],
+)
+def test_every_list_offers_its_export_in_utc_and_in_the_users_zone(
+    app, client, accounts, seeded_sandbox, portal_lists, path
+):
+    from portal.extensions import db
+    from portal.rules.accounts import find_user
+
+    with app.app_context():
+        find_user(accounts.owner).time_zone = "America/New_York"
+        db.session.commit()
+    connect(app, seeded_sandbox)
+    sign_in(client, accounts.owner)  # the one role that reads every list today
+    page = client.get(path).get_data(as_text=True)
+    for query in ("", "?bom=1", "?tz=local", "?tz=local&amp;bom=1"):
+        assert f'href="{path}/export.csv{query}"' in page, query
+    assert 'aria-label="Export CSV, times in America/New_York"' in page
+    assert 'aria-label="Export for Excel, times in UTC"' in page
+
+
+@needs_soffice
+def test_the_excel_variant_opens_with_real_dates_and_order_numbers_kept_as_text(
+    app, client, accounts, sandbox, portal_lists, tmp_path
+):
+    create_operations(sandbox, ["000123", "1e5", "2026-01-02", "4711"])
+    connect(app, sandbox)
+    sign_in(client, accounts.accountant)
+    office = FODS["office"]
+
+    def typed(cell) -> tuple[str | None, str]:
+        return cell.get(f"{{{office}}}value-type"), text_of(cell).replace("\u2060", "")
+
+    rows = spreadsheet_rows(client, tmp_path, ",")
+    header = [text_of(cell) for cell in rows[0]]
+    order_ids = {typed(row[header.index("order_id")]) for row in rows[1:]}
+    assert order_ids == {
+        ("string", "000123"),
+        ("string", "1e5"),
+        ("string", "2026-01-02"),
+        ("float", "4711"),  # a whole number reads as the same number
+    }
+    created = rows[1][header.index("created_at (UTC)")]
+    assert created.get(f"{{{office}}}value-type") == "date"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", created.get(f"{{{office}}}date-value"))
+    assert typed(rows[1][header.index("amount")]) == ("float", "12.5")
+    assert formulas_in(rows) == []
+
+    withdrawals = spreadsheet_rows(client, tmp_path, ",", "/withdrawals/export.csv")
+    header = [text_of(cell) for cell in withdrawals[0]]
+    sent = next(row for row in withdrawals[1:] if text_of(row[header.index("state")]) == "sent")
+    assert typed(sent[header.index("operation_id")]) == ("string", "000123")
+    confirmed = sent[header.index("confirmed_at (UTC)")]
+    assert confirmed.get(f"{{{office}}}date-value") == "2026-11-22T02:08:22"
+    assert formulas_in(withdrawals) == []  # the hostile address stays text

@@ -40,6 +40,9 @@ EXPECTED = {
     "rates.index": ALL_ROLES,
     "operations.export_csv": ALL_ROLES,
     "transactions.export_csv": ALL_ROLES,
+    "vouchers.export_csv": ALL_ROLES,
+    "withdrawals.export_csv": ALL_ROLES,  # accountants export the withdrawals
+    "cross_exchanges.export_csv": ALL_ROLES,
     "settings.api": OWNER,
     "settings.checkout": OWNER,
     "settings.users": OWNER,

@@ -13,11 +13,13 @@ from portal.rules.csv_rows import (
     OPERATION_COLUMNS,
     TRANSACTION_COLUMNS,
     UTC_ZONE,
+    VOUCHER_COLUMNS,
     TimeZone,
     header,
     neutralise,
     operation_transactions,
     row,
+    spreadsheet_text,
 )
 
 MOMENT = datetime(2026, 11, 22, 2, 8, 22, 123456, tzinfo=UTC)
@@ -113,3 +115,58 @@ def test_an_operations_transactions_carry_its_id():
     assert cells["operation_id"] == "42"
     assert cells["linked"] == "true"
     assert cells["amount"] == "0.05000000"
+
+
+def test_the_excel_variant_writes_dates_a_spreadsheet_reads_in_the_named_zone():
+    berlin = TimeZone(ZoneInfo("Europe/Berlin"), "Europe/Berlin")
+    cells = dict(
+        zip(
+            header(OPERATION_COLUMNS, berlin),
+            row(OPERATION_COLUMNS, operation(), berlin, excel=True),
+            strict=True,
+        )
+    )
+    assert cells["created_at (Europe/Berlin)"] == "2026-11-22 03:08:22"
+    assert cells["amount"] == "0.10000000"
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("000123", "\u2060000123"),
+        ("1e5", "\u20601e5"),
+        ("2026-01-02", "\u20602026-01-02"),
+        ("12.50", "\u206012.50"),
+        ("+4", "\u2060+4"),
+        ("1234567890123456", "\u20601234567890123456"),
+        ("4711", "4711"),
+        ("-4", "-4"),
+        ("0", "0"),
+        ("ORD-1", "ORD-1"),
+        ("'=1+1", "'=1+1"),
+    ],
+)
+def test_the_excel_variant_keeps_text_that_a_spreadsheet_would_change_as_text(text, kept):
+    assert spreadsheet_text(text) == kept
+    cells = row(OPERATION_COLUMNS, operation(order_id=text), UTC_ZONE, excel=True)
+    assert cells[header(OPERATION_COLUMNS, UTC_ZONE).index("order_id")] == kept
+
+
+def test_a_voucher_export_has_no_code_column():
+    names = header(VOUCHER_COLUMNS, UTC_ZONE)
+    assert "code" not in names
+    assert names[:3] == ["id", "amount", "currency"]
+
+
+def test_a_transaction_carries_the_currency_its_operation_was_paid_in():
+    tx = Transaction(
+        id="7",
+        tx_id="ab",
+        amount=Decimal("0.05000000"),
+        status="confirmed",
+        linked=False,
+        created_at=MOMENT,
+        updated_at=MOMENT,
+    )
+    (carried,) = operation_transactions(operation(currency="USD", transactions=(tx,)))
+    assert by_header(TRANSACTION_COLUMNS, carried, UTC_ZONE)["currency"] == "BTC"
