@@ -232,6 +232,7 @@ def test_owner_sets_the_checkout_page(app, client, accounts):
         "help@localhost",
         "a b@shop.example",
         "help@shop.example?cc=x@evil.example",
+        '"><script>@shop.example',
     ):
         response = _save(client, support_email=bad)
         assert response.status_code == 422
