@@ -36,6 +36,19 @@ class UtcDateTime(sa.TypeDecorator):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+class DecimalText(sa.TypeDecorator):
+    """An exact decimal amount stored as its text: no float on any database."""
+
+    impl = sa.String(64)
+    cache_ok = True
+
+    def process_bind_param(self, value: Decimal | None, dialect: sa.Dialect) -> str | None:
+        return None if value is None else format(Decimal(value), "f")
+
+    def process_result_value(self, value: str | None, dialect: sa.Dialect) -> Decimal | None:
+        return None if value is None else Decimal(value)
+
+
 class Role(enum.StrEnum):
     """What a user may do in the portal (design section 1)."""
 
@@ -79,6 +92,7 @@ class Merchant(Model):
     # What customers see on the public checkout page, and the only place it sends them back to.
     display_name: Mapped[str | None] = mapped_column(sa.String(120))
     shop_url: Mapped[str | None] = mapped_column(sa.String(2048))
+    support_email: Mapped[str | None] = mapped_column(sa.String(254))
     # Every user must have two-factor sign-in on; the unenrolled can open only the enrolment.
     require_two_factor: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
@@ -218,22 +232,13 @@ class CheckoutLink(Model):
     operation_id: Mapped[str | None] = mapped_column(sa.String(64))
     # Finds the operation again when the API created it but its answer was lost.
     order_id: Mapped[str | None] = mapped_column(sa.String(255))
+    # The amount asked, kept when the operation is attached: the page still shows it when the
+    # API will not answer for the merchant (banned) or cannot be reached.
+    amount: Mapped[Decimal | None] = mapped_column(DecimalText)
+    currency: Mapped[str | None] = mapped_column(sa.String(16))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     merchant: Mapped[Merchant] = relationship()
-
-
-class DecimalText(sa.TypeDecorator):
-    """An exact decimal amount stored as its text: no float on any database."""
-
-    impl = sa.String(64)
-    cache_ok = True
-
-    def process_bind_param(self, value: Decimal | None, dialect: sa.Dialect) -> str | None:
-        return None if value is None else format(Decimal(value), "f")
-
-    def process_result_value(self, value: str | None, dialect: sa.Dialect) -> Decimal | None:
-        return None if value is None else Decimal(value)
 
 
 class IntentState(enum.StrEnum):

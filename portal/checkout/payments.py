@@ -1,14 +1,14 @@
 """The live state of a customer's payment, read from the API and cut down to what they may see.
 
-Only the order number, the amount with its currency and the state leave this module: never the
-operation id, address, fees, transactions or anything else of the merchant's account.
+Only the order number, the amounts and the state leave this module: never the operation id,
+address, fees, transactions or anything else of the merchant's account.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 
 from flask import current_app
 from flask_babel import lazy_gettext as _l
@@ -18,6 +18,10 @@ from portal.api import ApiRefusal, ApiUnavailable, Operation
 from portal.models import CheckoutLink
 from portal.rules.connection import ApiNotConnected, api_client_for
 from portal.rules.web_urls import is_web_url
+
+# The amount due in another currency is rounded up to this: the smallest unit of bitcoin, and
+# what the hosted payment page asks for (the payer never owes less than the order).
+DUE_PLACES = Decimal("1e-8")
 
 
 class State(enum.StrEnum):
@@ -38,37 +42,26 @@ FINAL_STATES = frozenset(
     {State.CONFIRMED, State.EXPIRED, State.CANCELED, State.FAILED, State.UNAVAILABLE}
 )
 PAYABLE_STATES = frozenset({State.WAITING, State.RECEIVED})
-# Each state's short label and the sentence that explains it to the customer.
-STATE_WORDS: dict[State, tuple[LazyString, LazyString]] = {
-    State.WAITING: (
-        _l("Waiting for payment"),
-        _l("No payment has arrived for this order yet."),
+# The states in which the API could not be asked: only then does the redirect code speak.
+UNANSWERED_STATES = frozenset({State.UNREACHABLE, State.UNAVAILABLE})
+LABELS: dict[State, LazyString] = {
+    State.WAITING: _l("Waiting for payment"),
+    State.RECEIVED: _l("Partly paid"),
+    State.CONFIRMED: _l("Confirmed"),
+    State.EXPIRED: _l("Expired"),
+    State.CANCELED: _l("Canceled"),
+    State.FAILED: _l("Failed"),
+    State.CHECKING: _l("Checking"),
+    State.UNREACHABLE: _l("Checking"),
+    State.UNAVAILABLE: _l("Not available"),
+}
+# Why the page shows no live state, under the heading the redirect code chose.
+UNANSWERED_WORDS: dict[State, LazyString] = {
+    State.UNREACHABLE: _l(
+        "We cannot reach the payment service right now. This page tries again by itself."
     ),
-    State.RECEIVED: (
-        _l("Partly paid"),
-        _l("Part of the amount has arrived; the rest is still due."),
-    ),
-    State.CONFIRMED: (
-        _l("Confirmed"),
-        _l("Your payment is confirmed. %(shop)s has received it."),
-    ),
-    State.EXPIRED: (
-        _l("Expired"),
-        _l("The invoice expired. If you sent money, contact %(shop)s."),
-    ),
-    State.CANCELED: (_l("Canceled"), _l("The invoice was canceled.")),
-    State.FAILED: (_l("Failed"), _l("The payment failed. No payment was completed.")),
-    State.CHECKING: (
-        _l("Checking"),
-        _l("We are checking your payment. This page updates by itself."),
-    ),
-    State.UNREACHABLE: (
-        _l("Checking"),
-        _l("We cannot reach the payment service right now. This page tries again by itself."),
-    ),
-    State.UNAVAILABLE: (
-        _l("Not available"),
-        _l("The state of this payment cannot be shown right now. Contact %(shop)s with questions."),
+    State.UNAVAILABLE: _l(
+        "The state of this payment cannot be shown right now. Contact %(shop)s with questions."
     ),
 }
 PAY_LABELS = {State.WAITING: _l("Pay now"), State.RECEIVED: _l("Pay the rest")}
@@ -82,13 +75,25 @@ _BY_STATUS = {
 
 @dataclass(frozen=True)
 class Payment:
-    """What the checkout page shows; the details are None when the API gave none."""
+    """What the checkout page shows; the details are None when nobody knows them.
+
+    `amount` is in the order's `currency`; `due` and `paid` are in `currency_paid`, the currency
+    the customer pays in (the same one, or a crypto currency for a fiat order).
+    """
 
     state: State
     order_number: str | None = None
     amount: Decimal | None = None
     currency: str | None = None
+    currency_paid: str | None = None
+    due: Decimal | None = None
+    paid: Decimal | None = None
     payment_url: str | None = field(default=None, repr=False)  # used to redirect, never shown
+
+    @property
+    def answered(self) -> bool:
+        """Whether the API told the state (else the redirect code is all the page knows)."""
+        return self.state not in UNANSWERED_STATES
 
     @property
     def final(self) -> bool:
@@ -101,12 +106,28 @@ class Payment:
         return self.state in PAYABLE_STATES and is_web_url(self.payment_url)
 
     @property
-    def label(self) -> LazyString:
-        return STATE_WORDS[self.state][0]
+    def money_arrived(self) -> bool:
+        return self.paid is not None and self.paid > 0
 
     @property
-    def explanation(self) -> LazyString:
-        return STATE_WORDS[self.state][1]
+    def left(self) -> Decimal | None:
+        """What is still to pay in the payment currency (never below zero)."""
+        if self.due is None or self.paid is None:
+            return None
+        return max(self.due - self.paid, Decimal(0))
+
+    @property
+    def converted(self) -> bool:
+        """Whether the customer pays in another currency than the order's (a fiat order)."""
+        return self.currency_paid is not None and self.currency_paid != self.currency
+
+    @property
+    def label(self) -> LazyString:
+        return LABELS[self.state]
+
+    @property
+    def unanswered_words(self) -> LazyString | None:
+        return UNANSWERED_WORDS.get(self.state)
 
     @property
     def pay_label(self) -> LazyString | None:
@@ -120,20 +141,38 @@ def state_of(operation: Operation) -> State:
     return _BY_STATUS.get(operation.status, State.CHECKING)
 
 
+def due_of(operation: Operation) -> Decimal | None:
+    """The amount due in the payment currency: the amount itself, or the amount at the
+    operation's rate; None when the API gave no rate to convert with."""
+    if operation.currency_paid == operation.currency:
+        return operation.amount
+    if operation.rate <= 0:
+        return None
+    return (operation.amount * operation.rate).quantize(DUE_PLACES, rounding=ROUND_CEILING)
+
+
 def payment_of(link: CheckoutLink) -> Payment:
-    """The payment behind a link, or a state that says why it cannot be shown now."""
+    """The payment behind a link, or a state that says why it cannot be shown now (with the
+    order number and amount the link kept, so that the customer still sees what they ordered)."""
     try:
         operation = api_client_for(link.merchant).get_operation(link.operation_id or "")
     except ApiUnavailable as error:
         current_app.logger.warning("Checkout page: payment service unavailable: %s", error)
-        return Payment(State.UNREACHABLE)
+        return _remembered(link, State.UNREACHABLE)
     except (ApiRefusal, ApiNotConnected) as error:
         current_app.logger.warning("Checkout page of merchant %s: %r", link.merchant_id, error)
-        return Payment(State.UNAVAILABLE)
+        return _remembered(link, State.UNAVAILABLE)
     return Payment(
         state_of(operation),
         order_number=operation.order_id,
         amount=operation.amount,
         currency=operation.currency,
+        currency_paid=operation.currency_paid,
+        due=due_of(operation),
+        paid=operation.amount_paid or Decimal(0),  # null right after creation: nothing yet
         payment_url=operation.payment_url,
     )
+
+
+def _remembered(link: CheckoutLink, state: State) -> Payment:
+    return Payment(state, order_number=link.order_id, amount=link.amount, currency=link.currency)

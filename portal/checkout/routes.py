@@ -6,22 +6,30 @@ includes; `/checkout/<token>/pay` goes back to the hosted payment page while it 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from flask import current_app, redirect, request, url_for
-from flask_babel import format_decimal, get_locale
+from flask_babel import format_decimal, get_locale, gettext
 from flask_babel import lazy_gettext as _l
 from werkzeug.exceptions import InternalServerError, NotFound
 from werkzeug.wrappers import Response
 
 from portal.checkout import bp
-from portal.checkout.outcomes import outcome_for
-from portal.checkout.payments import payment_of
+from portal.checkout.outcomes import CODE_PARAMETERS, notice_for, outcome_for
+from portal.checkout.payments import Payment, payment_of
 from portal.extensions import limiter
 from portal.models import CheckoutLink
 from portal.rules.checkout_links import find_link, is_expired, recovered
-from portal.rules.shops import display_name, return_url
+from portal.rules.shops import display_name, return_url, support_email
 from portal.web.access import public
+from portal.web.i18n import (
+    CUSTOMER_LOCALES,
+    LANGUAGE_COOKIE,
+    LANGUAGE_NAMES,
+    LANGUAGE_PARAMETER,
+)
 from portal.web.pages import render_page
 from portal.web.security import ControlCharacterRefused
 
@@ -78,23 +86,88 @@ def _this_url() -> str:
     return f"{path}?{request.query_string.decode('latin-1')}" if request.query_string else path
 
 
+@dataclass(frozen=True)
+class Language:
+    """One choice of the page's language switch."""
+
+    code: str
+    name: str
+    url: str
+    current: bool
+
+
+def _languages(token: str) -> list[Language]:
+    """The page in each language: its redirect code kept, nothing else taken from the query."""
+    codes: dict[str, Any] = {
+        name: request.args.getlist(name) for name in CODE_PARAMETERS if name in request.args
+    }
+    current = str(get_locale())
+    return [
+        Language(
+            code,
+            LANGUAGE_NAMES[code],
+            url_for(".show", token=token, **codes | {LANGUAGE_PARAMETER: code}),
+            code == current,
+        )
+        for code in CUSTOMER_LOCALES
+    ]
+
+
+def _remember_language(response: Response, token: str) -> None:
+    """A language chosen on the page stays for this link (and only this link) on later visits."""
+    chosen = request.args.get(LANGUAGE_PARAMETER)
+    if chosen not in CUSTOMER_LOCALES:
+        return
+    response.set_cookie(
+        LANGUAGE_COOKIE,
+        chosen,
+        max_age=int(float(current_app.config["CHECKOUT_LINK_DAYS"]) * 86400),
+        path=f"{request.script_root}/checkout/{token}",
+        secure=bool(current_app.config.get("SESSION_COOKIE_SECURE")) or request.is_secure,
+        httponly=True,
+        samesite="Lax",
+    )
+
+
+def _words(payment: Payment, shop: str) -> dict[str, str]:
+    """What the sentences of the page may name: the shop, what was paid, what is left."""
+    return {
+        "shop": shop,
+        "paid": _money(payment.paid, payment.currency_paid),
+        "left": _money(payment.left, payment.currency_paid) or gettext("the rest"),
+    }
+
+
+def _money(amount: Decimal | None, currency: str | None) -> str:
+    return "" if amount is None else f"{format_amount(amount)} {currency or ''}".strip()
+
+
 @bp.route("/<token>")
 @public
 @checkout_limit
 def show(token: str) -> Response:
-    """What the payment page reported (its status code) and the payment's live state."""
+    """The payment's live state, headed by the words of that state; by the redirect code only
+    while the API cannot be asked."""
     link = _open(token)
-    return render_page(
+    payment = payment_of(link)
+    shop = display_name(link.merchant)
+    response = render_page(
         "checkout/page.html",
         "checkout/_payment.html",
         token=token,
-        outcome=outcome_for(request.args),
-        payment=payment_of(link),
-        shop=display_name(link.merchant),
+        outcome=outcome_for(payment, request.args),
+        notice=notice_for(payment, request.args),
+        payment=payment,
+        words=_words(payment, shop),
+        shop=shop,
         shop_url=return_url(link.merchant),
+        support_email=support_email(link.merchant),
+        languages=_languages(token),
         poll_url=_this_url(),
         poll_seconds=POLL_SECONDS,
     )
+    _remember_language(response, token)
+    return response
 
 
 @bp.route("/<token>/pay")

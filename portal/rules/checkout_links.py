@@ -36,9 +36,12 @@ def url_under(base_url: str, link: CheckoutLink) -> str:
     return f"{base_url.rstrip('/')}/checkout/{link.token}"
 
 
-def attach(link: CheckoutLink, operation_id: str) -> None:
-    """Record which operation the link shows, now that the API has created it."""
-    link.operation_id = operation_id
+def attach(link: CheckoutLink, operation: Operation) -> None:
+    """Record which operation the link shows, now that the API has created it, and its amount:
+    the customer's page shows that even when the API cannot be asked later."""
+    link.operation_id = operation.id
+    link.amount = operation.amount
+    link.currency = operation.currency
     db.session.commit()
 
 
@@ -71,8 +74,7 @@ def recovered(link: CheckoutLink) -> bool:
         return False
     for operation in page.items:
         if (operation.redirect_url or "").endswith(f"/checkout/{link.token}"):
-            attach(link, operation.id)
-            db.session.commit()
+            attach(link, operation)
             return True
     return False
 
@@ -91,5 +93,5 @@ def created_with_link(link: CheckoutLink | None, create: Callable[[], Operation]
             db.session.delete(link)
         raise
     if link is not None:
-        attach(link, operation.id)
+        attach(link, operation)
     return operation

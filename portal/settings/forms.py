@@ -18,6 +18,7 @@ from wtforms.validators import DataRequired, Length, Optional, ValidationError
 from portal.models import Environment, Role
 from portal.rules.accounts import looks_like_email
 from portal.rules.connection import base_url_problem
+from portal.rules.shops import SUPPORT_EMAIL_LENGTH, is_support_email
 from portal.rules.web_urls import is_web_url
 from portal.web.connections import url_problem_sentence
 from portal.web.fields import PASSWORD_LENGTH, CodeField, strip
@@ -44,6 +45,11 @@ def _clean_url(value: str | None) -> str | None:
 def _shop_url(_form: FlaskForm, field: URLField) -> None:
     if field.data and not is_web_url(field.data):
         raise ValidationError("Enter an address starting with http:// or https://.")
+
+
+def _support_email(_form: FlaskForm, field: EmailField) -> None:
+    if field.data and not is_support_email(field.data):
+        raise ValidationError("Enter an email address such as support@example.com.")
 
 
 def _token_characters(_form: FlaskForm, field: PasswordField) -> None:
@@ -117,13 +123,18 @@ class RemoveUserForm(FlaskForm):
 
 
 class CheckoutSettingsForm(FlaskForm):
-    """What customers see on the public checkout page; both fields may be left empty."""
+    """What customers see on the public checkout page; every field may be left empty."""
 
     display_name = StringField(
         "Display name", validators=[Optional(), Length(max=120)], filters=[strip]
     )
     shop_url = URLField(
         "Shop URL", validators=[Optional(), Length(max=2048), _shop_url], filters=[strip]
+    )
+    support_email = EmailField(
+        "Support email",
+        validators=[Optional(), Length(max=SUPPORT_EMAIL_LENGTH), _support_email],
+        filters=[strip],
     )
     code = CodeField(STEP_UP_LABEL)
     submit = SubmitField("Save")

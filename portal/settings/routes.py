@@ -119,7 +119,8 @@ def _api_page(form: ApiSettingsForm, status: int, error: str | None = None) -> R
 @bp.route("/checkout", methods=["GET", "POST"])
 @roles(Role.OWNER)
 def checkout() -> Response:
-    """The merchant's name on the public checkout page, and the shop it links back to.
+    """The merchant's name on the public checkout page, the shop it links back to, and the
+    address customers may write to.
 
     Customers trust that link: an owner with two-factor on confirms a change with a code.
     """
@@ -128,7 +129,7 @@ def checkout() -> Response:
     status = form_refused(form, _owner(), purpose="checkout_settings")
     if status:
         return page("settings/checkout.html", status, form=form, merchant=merchant)
-    save_settings(merchant, form.display_name.data, form.shop_url.data)
+    save_settings(merchant, form.display_name.data, form.shop_url.data, form.support_email.data)
     flash("The checkout page settings are saved.", "success")
     return redirect(url_for("settings.checkout"))
 

@@ -1,5 +1,8 @@
 """Languages: the public checkout page speaks the customer's language; the portal stays English.
 
+The customer's language is the one they chose on the page (`?lang=`, then remembered in a
+cookie for that link), else the browser's (Accept-Language).
+
 Catalogs are `portal/translations/<lang>/LC_MESSAGES/messages.po` (source); `make install`
 compiles them to `.mo`. Extract and update with `make messages`.
 """
@@ -17,14 +20,26 @@ DEFAULT_LOCALE = "en"
 # The languages of the checkout page, in the order of preference when the browser ties.
 CUSTOMER_LOCALES = ("en", "es", "de", "ru")
 TRANSLATIONS = Path(__file__).resolve().parent.parent / "translations"
+# Each language's name in itself: what the page's language switch offers.
+LANGUAGE_NAMES = {"en": "English", "es": "Español", "de": "Deutsch", "ru": "Русский"}
 CUSTOMER_BLUEPRINTS = frozenset({"checkout"})
+LANGUAGE_PARAMETER = "lang"
+LANGUAGE_COOKIE = "checkout_lang"
+
+
+def chosen_locale() -> str | None:
+    """The language the customer picked on the page, now (`?lang=`) or before (the cookie)."""
+    for chosen in (request.args.get(LANGUAGE_PARAMETER), request.cookies.get(LANGUAGE_COOKIE)):
+        if chosen in CUSTOMER_LOCALES:
+            return chosen
+    return None
 
 
 def select_locale() -> str:
-    """The browser's language (Accept-Language) on customer pages; English everywhere else."""
+    """The customer's choice or browser language on customer pages; English everywhere else."""
     if request.blueprint not in CUSTOMER_BLUEPRINTS:
         return DEFAULT_LOCALE
-    return preferred_locale(request.accept_languages)
+    return chosen_locale() or preferred_locale(request.accept_languages)
 
 
 def preferred_locale(accepted: LanguageAccept) -> str:

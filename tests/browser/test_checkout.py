@@ -93,15 +93,16 @@ def test_pay_in_full_and_see_the_confirmation(page: Page, shop) -> None:
     assert_accessible(page)
 
 
-# code -> (what the customer does on the hosted page, the heading, the state shown)
+WAITING = "Waiting for your payment"
+# code -> (what the customer does on the hosted page, the heading, the state shown). The heading
+# is the state's while the API answers; the code's only when the API refuses (3 and 7).
 FAILURES = {
     1: ("Cancel payment", "Payment canceled", "Canceled"),
-    2: (None, "Invoice not found", "Waiting for payment"),
+    2: (None, WAITING, "Waiting for payment"),
     3: ({"application_banned": True}, "The shop's payment setup was not found", "Not available"),
     4: ("Let it expire", "The time to pay has run out", "Expired"),
-    5: ("Pay in full", "This invoice is already handled", "Confirmed"),
-    6: ({"payment_gateways_available": False}, "Payments are unavailable for the moment",
-        "Waiting for payment"),
+    5: ("Pay in full", "Thank you for your payment", "Confirmed"),
+    6: ({"payment_gateways_available": False}, WAITING, "Waiting for payment"),
     7: ({"company_banned": True}, "This shop cannot take payments", "Not available"),
     8: ({"payment_gateway_fails": True}, "The payment failed", "Failed"),
 }  # fmt: skip
@@ -129,10 +130,15 @@ def test_each_failure_code(customer: Page, shop, portal: PortalServer, code: int
                 customer.goto(checkout.operation.payment_url)
         _expect_checkout(customer, checkout, heading, state)
         assert f"status={code}" in customer.url
+        if code in (3, 7):  # the API will not say; the page still shows what was ordered
+            expect(_payment(customer)).to_contain_text("ORDER-1001")
+            expect(_payment(customer)).to_contain_text("25.50 USD")
+        if code == 6:
+            expect(customer.get_by_text("could not take payments a moment ago")).to_be_visible()
     finally:
         sandbox.reset()
     pay = customer.get_by_role("link", name="Pay now")
-    expect(pay).to_have_count(1 if code == 6 else 0)
+    expect(pay).to_have_count(1 if code in (2, 6) else 0)
     assert_accessible(customer)
     if code == 6:  # the gateways are back: paying again works
         pay.click()
@@ -143,7 +149,8 @@ def test_each_failure_code(customer: Page, shop, portal: PortalServer, code: int
 def test_the_state_updates_by_itself(customer: Page, shop, portal: PortalServer) -> None:
     checkout = shop()
     customer.goto(checkout.url)
-    _expect_checkout(customer, checkout, "Thank you for your payment", "Waiting for payment")
+    _expect_checkout(customer, checkout, WAITING, "Waiting for payment")
+    expect(customer.get_by_text("Thank you")).to_have_count(0)
     # The sandbox rounds the amount due up to 8 decimals (docs/sandbox.md).
     due = (checkout.operation.amount * checkout.operation.rate).quantize(
         Decimal("1e-8"), rounding=ROUND_CEILING
@@ -156,7 +163,62 @@ def test_the_state_updates_by_itself(customer: Page, shop, portal: PortalServer)
     expect(_payment(customer).get_by_text("Confirmed", exact=True)).to_be_visible(
         timeout=POLL_TIMEOUT
     )
+    expect(customer.get_by_role("heading", level=1)).to_have_text("Thank you for your payment")
     expect(customer.get_by_role("link", name="Pay now")).to_have_count(0)
+
+
+def test_a_partial_payment_says_what_is_paid_and_left(
+    customer: Page, shop, portal: PortalServer
+) -> None:
+    checkout = shop(amount="0.02", currency="BTC", payment_currency="BTC")
+    customer.goto(checkout.url)
+    portal.sandbox.control(
+        "POST",
+        f"operations/{checkout.operation.id}/transactions",
+        {"amount": "0.005", "status": "confirmed"},
+    )
+    heading = customer.get_by_role("heading", level=1)
+    expect(heading).to_have_text("Part of your payment has arrived", timeout=POLL_TIMEOUT)
+    expect(customer.get_by_text("0.005 BTC paid, 0.015 BTC left.")).to_be_visible()
+    expect(customer.get_by_role("link", name="Pay the rest")).to_be_visible()
+    assert_accessible(customer)
+
+    portal.sandbox.control("POST", f"operations/{checkout.operation.id}/expire")
+    expect(heading).to_have_text(
+        "The time to pay ran out before the full amount arrived", timeout=POLL_TIMEOUT
+    )
+    expect(customer.get_by_text("0.005 BTC arrived before the invoice expired.")).to_be_visible()
+    expect(customer.get_by_role("link", name="Pay the rest")).to_have_count(0)
+
+
+def test_a_fiat_order_shows_its_crypto_amount(customer: Page, shop) -> None:
+    checkout = shop()
+    customer.goto(checkout.url)
+    due = (checkout.operation.amount * checkout.operation.rate).quantize(
+        Decimal("1e-8"), rounding=ROUND_CEILING
+    )
+    payment = _payment(customer)
+    expect(payment).to_contain_text("25.50 USD")
+    expect(payment).to_contain_text(f"{format(due.normalize(), 'f')} BTC")
+
+
+def test_the_customer_switches_the_language_and_the_link_keeps_it(customer: Page, shop) -> None:
+    checkout = shop()
+    customer.goto(checkout.url + "?status=6")
+    languages = customer.get_by_role("navigation", name="Language")
+    languages.get_by_role("link", name="Deutsch").click()
+    expect(customer.get_by_role("heading", level=1)).to_have_text("Wir warten auf Ihre Zahlung")
+    expect(customer.locator("html")).to_have_attribute("lang", "de")
+    expect(customer.get_by_text("Versuchen Sie es in einigen Minuten erneut")).to_be_visible()
+    assert_accessible(customer)
+
+    customer.goto(checkout.url)  # the shop's link again, later
+    expect(customer.get_by_role("heading", level=1)).to_have_text("Wir warten auf Ihre Zahlung")
+    customer.get_by_role("navigation", name="Sprache").get_by_role("link", name="Русский").click()
+    expect(customer.get_by_role("heading", level=1)).to_have_text("Ожидаем вашу оплату")
+
+    customer.goto(shop(order_id="ORDER-1002").url)
+    expect(customer.get_by_role("heading", level=1)).to_have_text(WAITING)
 
 
 @pytest.mark.parametrize(
@@ -190,9 +252,7 @@ def test_tampered_and_odd_links(customer: Page, shop) -> None:
 
     response = customer.goto(checkout.url + "?status=%E2%9C%93&code=99&" + "x" * 4000)
     assert response is not None and response.status == 200
-    expect(customer.get_by_role("heading", level=1)).to_have_text(
-        "We could not read the result of your payment"
-    )
+    expect(customer.get_by_role("heading", level=1)).to_have_text(WAITING)
 
 
 def test_the_owner_names_the_shop_and_its_url(page: Page, shop) -> None:
@@ -204,6 +264,10 @@ def test_the_owner_names_the_shop_and_its_url(page: Page, shop) -> None:
     page.get_by_role("button", name="Save").click()
     expect(page.get_by_text("Enter an address starting with http:// or https://.")).to_be_visible()
     page.get_by_label("Shop URL").fill("https://cafe-nord.example/")
+    page.get_by_label("Support email").fill("help at cafe-nord")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("Enter an email address such as support@example.com.")).to_be_visible()
+    page.get_by_label("Support email").fill("help@cafe-nord.example")
     page.get_by_role("button", name="Save").click()
     expect(page.get_by_role("status")).to_have_text("The checkout page settings are saved.")
 
@@ -211,3 +275,5 @@ def test_the_owner_names_the_shop_and_its_url(page: Page, shop) -> None:
     expect(page.get_by_text("Café Nord").first).to_be_visible()
     back = page.get_by_role("link", name="Return to Café Nord")
     expect(back).to_have_attribute("href", "https://cafe-nord.example/")
+    support = page.get_by_role("link", name="Write to help@cafe-nord.example")
+    expect(support).to_have_attribute("href", "mailto:help@cafe-nord.example")

@@ -25,6 +25,7 @@ HEADINGS = {
     "status=8": "The payment failed",
 }
 UNKNOWN = "We could not read the result of your payment"
+WAITING = "Waiting for your payment"
 NOT_FOUND = "Payment page not found"
 SATOSHI = Decimal("0.00000001")
 
@@ -78,18 +79,135 @@ def _due(checkout: Checkout, share: int = 1) -> str:
 
 
 @pytest.mark.parametrize("query", list(HEADINGS))
-def test_each_code_has_its_own_page(client, checkout, query):
+def test_a_waiting_payment_is_headed_by_its_state_whatever_the_code(client, checkout, query):
+    """Point 1: with the API answering, the redirect code does not choose the heading."""
     status, body = _page(client, checkout, query)
+    assert status == 200
+    assert f'<h1 id="outcome-title">{WAITING}</h1>' in body
+    assert "Thank you for your payment" not in body
+    assert "ORDER-1001" in body
+    assert "25.50 USD" in body
+    assert '<span class="badge">Waiting for payment</span>' in body
+    assert "Acme Coffee" in body
+
+
+@pytest.mark.parametrize("query", list(HEADINGS))
+def test_each_code_has_its_own_page_while_the_api_cannot_be_asked(client, shop, checkout, query):
+    """The code decides only when the API refuses to answer for the merchant: codes 3 and 7 (and
+    every other) keep the order number and the amount the link was made for (point 3)."""
+    shop.control("POST", "flags", {"company_banned": True})
+    try:
+        status, body = _page(client, checkout, query)
+    finally:
+        shop.reset()
     assert status == 200
     assert f'<h1 id="outcome-title">{HEADINGS[query]}</h1>' in body
     assert "ORDER-1001" in body
     assert "25.50 USD" in body
-    assert "Waiting for payment" in body
     assert "Acme Coffee" in body
 
 
+def _linked_after_expiry(app, shop, checkout: Checkout) -> None:
+    """The customer paid after the invoice expired, and the merchant linked it by hand."""
+    from portal.rules.accounts import merchant_named
+    from portal.rules.connection import api_client_for
+
+    shop.control("POST", f"operations/{checkout.operation.id}/expire")
+    tx = shop.control(
+        "POST",
+        f"operations/{checkout.operation.id}/transactions",
+        {"amount": _due(checkout), "status": "undefined"},
+    ).json()["data"]
+    with app.app_context():
+        api_client_for(merchant_named("Acme")).link_transactions(checkout.operation.id, [tx["id"]])
+
+
+def _cancel(app, checkout: Checkout) -> None:
+    from portal.rules.accounts import merchant_named
+    from portal.rules.connection import api_client_for
+
+    with app.app_context():
+        api_client_for(merchant_named("Acme")).cancel_operation(checkout.operation.id)
+
+
+@pytest.mark.parametrize(
+    ("story", "query", "heading", "state", "not_said"),
+    [
+        ("unpaid", "", WAITING, "Waiting for payment", "Your payment was sent"),
+        ("half paid", "", "Part of your payment has arrived", "Partly paid", "Thank you"),
+        ("half paid, expired", "status=4", "The time to pay ran out before the full amount "
+         "arrived", "Expired", "expired before a payment arrived"),
+        ("half paid, canceled", "status=1", "The invoice was canceled after a payment arrived",
+         "Canceled", "nothing was paid"),
+        ("confirmed by the merchant after expiry", "status=4", "Thank you for your payment",
+         "Confirmed", "The time to pay"),
+    ],
+)  # fmt: skip
+def test_the_heading_follows_the_payment(
+    app, client, shop, checkout, story, query, heading, state, not_said
+):
+    if "half paid" in story:
+        _pay(shop, checkout, _due(checkout, share=2))
+    if "expired" in story:
+        shop.control("POST", f"operations/{checkout.operation.id}/expire")
+    if "canceled" in story:
+        _cancel(app, checkout)
+    if "confirmed" in story:
+        _linked_after_expiry(app, shop, checkout)
+    body = _page(client, checkout, query)[1]
+    assert f'<h1 id="outcome-title">{heading}</h1>' in body
+    assert f'<span class="badge">{state}</span>' in body
+    assert not_said not in body
+
+
+def _shown(amount: Decimal) -> str:
+    """An amount as the page writes it in English: its digits, at least two decimals."""
+    text = format(amount.normalize(), "f")
+    return text if len(text.partition(".")[2]) >= 2 else f"{amount:.2f}"
+
+
+def test_a_fiat_order_shows_its_crypto_amount_what_was_paid_and_what_is_left(
+    client, shop, checkout
+):
+    """Point 2: amount due in the payment currency, amount paid, amount left."""
+    due = Decimal(_due(checkout))
+    body = _page(client, checkout)[1]
+    assert "25.50 USD" in body
+    assert f"<dt>Amount due</dt><dd>{_shown(due)} BTC</dd>" in body
+    assert "<dt>Paid</dt>" not in body
+
+    half = Decimal(_due(checkout, share=2))
+    _pay(shop, checkout, str(half))
+    body = _page(client, checkout)[1]
+    assert f"{_shown(half)} BTC paid, {_shown(due - half)} BTC left." in body
+    assert f"<dt>Paid</dt><dd>{_shown(half)} BTC</dd>" in body
+    assert f"<dt>Left to pay</dt><dd>{_shown(due - half)} BTC</dd>" in body
+
+    shop.control("POST", f"operations/{checkout.operation.id}/expire")
+    body = _page(client, checkout, "status=4")[1]
+    assert f"{_shown(half)} BTC arrived before the invoice expired." in body
+    assert "Left to pay" not in body, "nothing can be paid any more"
+
+
+def test_a_crypto_order_shows_paid_and_left_in_its_currency(app, client, shop):
+    checkout = new_checkout(app, "Acme", amount="0.02", currency="BTC", payment_currency="BTC")
+    _pay(shop, checkout, "0.005")
+    body = _page(client, checkout)[1]
+    assert "0.005 BTC paid, 0.015 BTC left." in body
+    assert "<dt>Amount</dt><dd>0.02 BTC</dd>" in body
+    assert "Amount due" not in body, "the amount is already in the payment currency"
+
+
+@pytest.fixture
+def banned(shop):
+    """The API refuses to answer for the merchant: the page has only the redirect code."""
+    shop.control("POST", "flags", {"company_banned": True})
+    yield
+    shop.reset()
+
+
 @pytest.mark.parametrize("name", ["status", "code", "status_code"])
-def test_the_code_is_read_under_each_name(client, checkout, name):
+def test_the_code_is_read_under_each_name(client, checkout, banned, name):
     assert HEADINGS["status=4"] in _page(client, checkout, f"{name}=4")[1]
 
 
@@ -103,7 +221,8 @@ def test_the_code_is_read_under_each_name(client, checkout, name):
         ("fr-FR,fr;q=0.9", "Payment canceled", "Order number"),
     ],
 )
-def test_the_page_speaks_the_browser_language(client, checkout, language, heading, label):
+def test_the_page_speaks_the_browser_language(app, client, checkout, language, heading, label):
+    _cancel(app, checkout)
     status, body = _page(client, checkout, "status=1", **{"Accept-Language": language})
     assert status == 200
     assert f'<html lang="{language[:2] if language[:2] != "fr" else "en"}">' in body
@@ -135,7 +254,7 @@ def test_the_merchant_portal_stays_english(client, checkout, accounts):
         ("next=https://evil.example/&return=//evil.example", HEADINGS[""]),
     ],
 )
-def test_odd_query_strings_get_a_normal_page(client, checkout, query, heading):
+def test_odd_query_strings_get_a_normal_page(client, checkout, banned, query, heading):
     status, body = _page(client, checkout, query)
     assert status == 200
     assert heading in body
@@ -261,8 +380,15 @@ def test_pay_again_goes_to_the_hosted_page_while_it_can_take_money(client, shop,
     assert response.location == f"/checkout/{checkout.token}"
 
 
-@pytest.mark.parametrize("query", ["status=1", "status=3", "status=7"])
-def test_no_pay_button_when_paying_cannot_help(client, checkout, query):
+@pytest.mark.parametrize("query", ["status=3", "status=7"])
+def test_no_pay_button_when_the_api_refuses(client, checkout, banned, query):
+    assert "/pay" not in _page(client, checkout, query)[1]
+
+
+@pytest.mark.parametrize("query", ["", "status=1", "status=4", "status=8"])
+def test_the_pay_button_follows_the_state_not_the_code(app, client, checkout, query):
+    assert f'href="/checkout/{checkout.token}/pay">Pay now' in _page(client, checkout, query)[1]
+    _cancel(app, checkout)
     assert "/pay" not in _page(client, checkout, query)[1]
 
 
@@ -302,7 +428,8 @@ def test_an_unreachable_api_gets_a_friendly_page(app, client, checkout):
     assert HEADINGS["status=4"] in body
     assert "We cannot reach the payment service right now" in body
     assert POLLING in body, "it tries again"
-    assert "ORDER-1001" not in body
+    assert "ORDER-1001" in body, "what the link was made for"
+    assert "25.50 USD" in body
 
 
 def test_an_api_refusal_gets_a_friendly_page(client, shop, checkout):
@@ -315,6 +442,46 @@ def test_an_api_refusal_gets_a_friendly_page(client, shop, checkout):
     assert HEADINGS["status=7"] in body
     assert "cannot be shown right now" in body
     assert POLLING not in body
+
+
+def test_the_language_chosen_on_the_page_stays_for_that_link(app, client, checkout):
+    body = _page(client, checkout, "status=4&x=1")[1]
+    assert '<html lang="en">' in body
+    switch = f'href="/checkout/{checkout.token}?status=4&amp;lang=de"'
+    assert switch in body, "the switch keeps the code and nothing else of the query"
+    assert 'aria-current="true">English</a>' in body
+
+    body = _page(client, checkout, "status=4&lang=de")[1]
+    assert '<html lang="de">' in body
+    assert 'aria-current="true">Deutsch</a>' in body
+    for later in ("", "status=4"):  # the shop's link again, without the choice in it
+        assert '<html lang="de">' in _page(client, checkout, later, **{"Accept-Language": "en"})[1]
+    assert '<html lang="ru">' in _page(client, checkout, "lang=ru")[1]
+    assert '<html lang="ru">' in _page(client, checkout)[1]
+
+    other = new_checkout(app, "Acme", order_id="ORDER-1002")
+    assert '<html lang="en">' in _page(client, other)[1], "remembered for that link only"
+    assert '<html lang="en">' in _page(client, other, "lang=fr")[1], "not a language of the page"
+
+
+def test_the_support_email_shows_on_every_outcome(app, client, shop, checkout):
+    from portal.extensions import db
+    from portal.rules.accounts import merchant_named
+
+    mailto = '<a href="mailto:help@acme.example">Write to help@acme.example</a>'
+    assert "mailto:" not in _page(client, checkout)[1], "none saved"
+    with app.app_context():
+        merchant_named("Acme").support_email = "help@acme.example"
+        db.session.commit()
+    assert mailto in _page(client, checkout)[1]
+    assert mailto in _page(client, checkout, "status=4")[1]
+    shop.control("POST", "flags", {"company_banned": True})
+    try:
+        assert mailto in _page(client, checkout, "status=7")[1]
+    finally:
+        shop.reset()
+    _cancel(app, checkout)
+    assert mailto in _page(client, checkout, "status=1")[1]
 
 
 def test_checkout_headers(client, checkout):

@@ -19,7 +19,13 @@ class Checkout:
 
 
 def new_checkout(
-    app: Flask, merchant_name: str, *, amount: str = "25.5", order_id: str = "ORDER-1001"
+    app: Flask,
+    merchant_name: str,
+    *,
+    amount: str = "25.5",
+    order_id: str = "ORDER-1001",
+    currency: str = "USD",
+    payment_currency: str = "BTC",
 ) -> Checkout:
     """Reserve a link, create the operation with its URL as redirect_url, attach it."""
     from portal.rules.accounts import merchant_named
@@ -32,7 +38,7 @@ def new_checkout(
         link = reserve_link(merchant, order_id)
         url = checkout_url(link)
         operation = api_client_for(merchant).create_operation(
-            amount, "USD", order_id, payment_currency="BTC", redirect_url=url
+            amount, currency, order_id, payment_currency=payment_currency, redirect_url=url
         )
-        attach(link, operation.id)
+        attach(link, operation)
         return Checkout(link.token, url, operation)

@@ -10,8 +10,17 @@ from werkzeug.datastructures import LanguageAccept, MultiDict
 from werkzeug.http import parse_accept_header
 
 from portal.api import Operation
-from portal.checkout.outcomes import OUTCOMES, SUCCESS, UNKNOWN, outcome_key
-from portal.checkout.payments import Payment, State, state_of
+from portal.checkout.outcomes import (
+    AFTER_MONEY,
+    OUTCOMES,
+    STATE_OUTCOMES,
+    SUCCESS,
+    UNKNOWN,
+    notice_for,
+    outcome_for,
+    outcome_key,
+)
+from portal.checkout.payments import Payment, State, due_of, state_of
 from portal.rules.web_urls import is_web_url
 from portal.web.i18n import preferred_locale
 from tests.support.forms import csrf_token, sign_in
@@ -64,11 +73,13 @@ def test_preferred_locale(header, locale):
     assert preferred_locale(parse_accept_header(header, LanguageAccept)) == locale
 
 
-def _operation(status: str, paid: str | None = None) -> Operation:
+def _operation(
+    status: str, paid: str | None = None, *, currency: str = "BTC", rate: str = "1"
+) -> Operation:
     now = datetime.now(UTC)
     return Operation(
-        id="1", category="application", amount=Decimal(10), fee=Decimal(0), rate=Decimal(1),
-        currency="BTC", currency_paid="BTC", status=status, address="tb1q", created_at=now,
+        id="1", category="application", amount=Decimal(10), fee=Decimal(0), rate=Decimal(rate),
+        currency=currency, currency_paid="BTC", status=status, address="tb1q", created_at=now,
         updated_at=now, amount_paid=Decimal(paid) if paid is not None else None,
     )  # fmt: skip
 
@@ -88,6 +99,52 @@ def _operation(status: str, paid: str | None = None) -> Operation:
 )
 def test_state_of(status, paid, state):
     assert state_of(_operation(status, paid)) == state
+
+
+@pytest.mark.parametrize(
+    ("currency", "rate", "due"),
+    [
+        ("BTC", "1", "10"),
+        ("BTC", "0", "10"),  # the same currency needs no rate
+        ("USD", "0.0000166666666", "0.00016667"),  # rounded up: never less than the order
+        ("USD", "0", None),  # no rate to convert with: unknown, not zero
+    ],
+)
+def test_the_amount_due_in_the_payment_currency(currency, rate, due):
+    expected = Decimal(due) if due is not None else None
+    assert due_of(_operation("new", currency=currency, rate=rate)) == expected
+
+
+def test_what_is_left_never_goes_below_zero():
+    assert Payment(State.RECEIVED, due=Decimal("0.02"), paid=Decimal("0.005")).left == Decimal(
+        "0.015"
+    )
+    assert Payment(State.CONFIRMED, due=Decimal("0.02"), paid=Decimal("0.03")).left == 0
+    assert Payment(State.UNREACHABLE).left is None
+
+
+@pytest.mark.parametrize("code", ["", "1", "4", "5", "8", "x"])
+def test_the_state_chooses_the_heading_when_the_api_answered(code):
+    args = MultiDict({"status": code} if code else {})
+    for state, outcome in STATE_OUTCOMES.items():
+        assert outcome_for(Payment(state, paid=Decimal(0)), args) is outcome
+    for state, outcome in AFTER_MONEY.items():
+        assert outcome_for(Payment(state, paid=Decimal("0.1")), args) is outcome
+
+
+@pytest.mark.parametrize("state", [State.UNREACHABLE, State.UNAVAILABLE])
+def test_the_code_chooses_the_heading_when_the_api_cannot_be_asked(state):
+    for key, outcome in OUTCOMES.items():
+        args = MultiDict() if key == SUCCESS else MultiDict({"status": key})
+        assert outcome_for(Payment(state), args) is outcome
+
+
+def test_a_notice_says_why_an_open_payment_came_back():
+    six, eight = MultiDict({"status": "6"}), MultiDict({"status": "8"})
+    assert notice_for(Payment(State.WAITING), six) is not None
+    assert notice_for(Payment(State.RECEIVED), eight) is not None
+    assert notice_for(Payment(State.WAITING), MultiDict({"status": "4"})) is None
+    assert notice_for(Payment(State.FAILED), eight) is None, "the heading already says it"
 
 
 def test_only_open_payments_are_payable_and_only_unsettled_ones_are_polled():
@@ -170,7 +227,28 @@ def test_owner_sets_the_checkout_page(app, client, accounts):
         assert "Enter an address starting with http:// or https://." in response.get_data(
             as_text=True
         )
-    assert _save(client, display_name="", shop_url="").status_code == 302
+    for bad in (
+        "help",
+        "help@localhost",
+        "a b@shop.example",
+        "help@shop.example?cc=x@evil.example",
+        '"><script>@shop.example',
+    ):
+        response = _save(client, support_email=bad)
+        assert response.status_code == 422
+        assert "Enter an email address such as support@example.com." in response.get_data(
+            as_text=True
+        )
+    response = _save(client, display_name="Acme Coffee", support_email=" help@shop.example ")
+    assert response.status_code == 302
+    page = client.get("/settings/checkout").get_data(as_text=True)
+    assert "Support email" in page
+    assert 'value="help@shop.example"' in page
+    assert _save(client, display_name="", shop_url="", support_email="").status_code == 302
     with app.app_context():
         merchant = merchant_named("Acme")
-        assert (merchant.display_name, merchant.shop_url) == (None, None)
+        assert (merchant.display_name, merchant.shop_url, merchant.support_email) == (
+            None,
+            None,
+            None,
+        )
