@@ -39,7 +39,7 @@ $(VENDOR)/htmx.min.js: node_modules/.package-lock.json
 # After changing the checkout page's text: extract it, merge it into every catalog, translate.
 messages: $(STAMP)
 	$(BIN)/pybabel extract -F babel.cfg -k _l --no-location --sort-output -o portal/translations/messages.pot .
-	$(BIN)/pybabel update --no-location -i portal/translations/messages.pot -d portal/translations
+	$(BIN)/pybabel update --ignore-obsolete -i portal/translations/messages.pot -d portal/translations
 
 # Playwright cannot download its own browser here: the tests drive Debian's Chromium, or the
 # one PORTAL_TEST_CHROMIUM names (as tests/browser/conftest.py reads it).
