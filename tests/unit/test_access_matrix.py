@@ -57,7 +57,9 @@ EXPECTED = {
     "vouchers.cancel": MOVERS,
     "vouchers.payoff": MOVERS,
     "exchanges.exchange": ALL_ROLES,
+    "exchanges.review": MOVERS,
     "exchanges.create": MOVERS,
+    "exchanges.made": ALL_ROLES,  # accountants read the exchanges made in the portal
     "cross_exchanges.index": ALL_ROLES,
     "cross_exchanges.new": MOVERS,
     "cross_exchanges.show": ALL_ROLES,
