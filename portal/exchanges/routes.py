@@ -35,19 +35,22 @@ EXCHANGE = OneTimeForm(
 
 
 def _page(form: ExchangeForm, status: int = 200, error: str | None = None) -> Response:
-    """The rates, the form with its quote (for htmx: only the quote), and the last result."""
+    """The rates, the form with its quote, and the last result. Only the live quote (`exchange`)
+    answers htmx with the quote alone: a review or a sending shown again is the whole page, with
+    the form's errors."""
     rates = current_api().get_exchange_rates()
     offer = quote(rates, **form.amounts()) if form.quotable() else None
-    return render_page(
-        "exchanges/index.html",
-        "exchanges/_quote.html",
-        status,
-        form=form,
-        rows=rate_rows(rates),
-        quote=offer,
-        error=error,
-        result=session.pop(RESULT_KEY, None) if request.method == "GET" else None,
-    )
+    live = request.endpoint == "exchanges.exchange"
+    context = {
+        "form": form,
+        "rows": rate_rows(rates),
+        "quote": offer,
+        "error": error,
+        "result": session.pop(RESULT_KEY, None) if live else None,
+    }
+    if live:
+        return render_page("exchanges/index.html", "exchanges/_quote.html", status, **context)
+    return page("exchanges/index.html", status, **context)
 
 
 @bp.route("", methods=["GET"])
