@@ -273,6 +273,8 @@ class WithdrawalIntent(Model):
     state: Mapped[IntentState] = mapped_column(_enum_column(IntentState))
     operation_id: Mapped[str | None] = mapped_column(sa.String(64))
     operation_status: Mapped[str | None] = mapped_column(sa.String(32))
+    # The network fee the API reported for the sent withdrawal (it tells none before).
+    fee: Mapped[Decimal | None] = mapped_column(DecimalText)
     error_code: Mapped[int | None]
     error_message: Mapped[str | None] = mapped_column(sa.Text)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
@@ -331,6 +333,29 @@ class CrossExchangeReference(Model):
     buy_currency: Mapped[str] = mapped_column(sa.String(16))
     sell_amount: Mapped[Decimal] = mapped_column(DecimalText)
     buy_amount: Mapped[Decimal] = mapped_column(DecimalText)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+    user: Mapped[User | None] = relationship()
+
+
+class ExchangeRecord(Model):
+    """An exchange made through the portal, as the API answered it: the API has no list of
+    exchanges and never shows one again, so the portal keeps what it was told."""
+
+    __tablename__ = "exchange_records"
+    __table_args__ = (sa.UniqueConstraint("merchant_id", "exchange_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    exchange_id: Mapped[str] = mapped_column(sa.String(64))
+    user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
+    sell_currency: Mapped[str] = mapped_column(sa.String(16))
+    buy_currency: Mapped[str] = mapped_column(sa.String(16))
+    sell_amount: Mapped[Decimal | None] = mapped_column(DecimalText)
+    buy_amount: Mapped[Decimal | None] = mapped_column(DecimalText)
+    rate: Mapped[Decimal | None] = mapped_column(DecimalText)
+    fee: Mapped[Decimal | None] = mapped_column(DecimalText)
+    status: Mapped[str | None] = mapped_column(sa.String(32))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     user: Mapped[User | None] = relationship()

@@ -1,4 +1,4 @@
-"""The exchange form: a deal, sent once."""
+"""The exchange form: a deal, reviewed, then sent once."""
 
 from __future__ import annotations
 
@@ -9,5 +9,9 @@ from portal.web.one_time import IntentField
 
 
 class ExchangeForm(DealForm):
+    """The deal and its one-time key. The form page posts it to the review, which carries the
+    same deal and key on to **Confirm exchange**: the key is of the form shown, not of the review,
+    so reviewing again and confirming twice still sends once."""
+
     intent = IntentField()
-    submit = SubmitField("Exchange")
+    submit = SubmitField("Review")

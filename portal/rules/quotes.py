@@ -1,4 +1,8 @@
-"""What an exchange would give at the current exchange rates, before any fee."""
+"""What an exchange would give at the current exchange rates, before the payment service's fee.
+
+The API quotes no exchange and reports the fee only in the exchange it made, so a quote is the
+pair's rate applied to the one amount given: the other amount is approximate.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ class Quote:
     sell_amount: Decimal
     buy_amount: Decimal
     rate: Decimal
+    sell_fixed: bool  # the sell amount was given (the buy amount is the approximate one)
 
 
 def quote(
@@ -31,16 +36,16 @@ def quote(
     rate = rates.get((sell_currency, buy_currency))
     if not rate:
         return None
-    given = sell_amount if sell_amount is not None else buy_amount
+    sell_fixed = sell_amount is not None
+    given = sell_amount if sell_fixed else buy_amount
     if given is None:
         return None
     with localcontext() as context:
         # Room for every digit of the other amount to 8 places, however large the amount typed:
         # the default 28 digits would make quantize fail.
         context.prec = max(context.prec, given.adjusted() + abs(rate.adjusted()) + PLACES + 4)
-        if sell_amount is not None:
-            buy_amount = (sell_amount * rate).quantize(STEP, rounding=ROUND_DOWN)
+        if sell_fixed:
+            sell, buy = given, (given * rate).quantize(STEP, rounding=ROUND_DOWN)
         else:
-            sell_amount = (given / rate).quantize(STEP, rounding=ROUND_UP)
-            buy_amount = given
-    return Quote(sell_currency, buy_currency, sell_amount, buy_amount, rate)
+            sell, buy = (given / rate).quantize(STEP, rounding=ROUND_UP), given
+    return Quote(sell_currency, buy_currency, sell, buy, rate, sell_fixed)

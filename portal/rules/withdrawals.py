@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from portal.api import MerchantApiClient
 from portal.extensions import db
-from portal.models import IntentState, Merchant, User, WithdrawalIntent
+from portal.models import IntentState, Merchant, User, WithdrawalIntent, utcnow
 from portal.rules import audit, intents
 
 
@@ -54,6 +54,21 @@ def confirmed(merchant: Merchant) -> sa.Select:
     )
 
 
+def sent_today(merchant: Merchant, wallet: str) -> Decimal:
+    """What the portal sent from the wallet since midnight UTC (the day a daily limit counts):
+    one of the few figures the portal knows when the API refuses a withdrawal as over a limit."""
+    midnight = utcnow().replace(hour=0, minute=0, second=0, microsecond=0)
+    amounts = db.session.scalars(
+        sa.select(WithdrawalIntent.amount).where(
+            WithdrawalIntent.merchant_id == merchant.id,
+            WithdrawalIntent.wallet == wallet,
+            WithdrawalIntent.state == IntentState.SENT,
+            WithdrawalIntent.updated_at >= midnight,
+        )
+    )
+    return sum(amounts, Decimal(0))
+
+
 def claim(intent: WithdrawalIntent, user: User) -> bool:
     """Move the intent from pending to sending; True only for the one caller that did it."""
     won = intents.take_pending(WithdrawalIntent, WithdrawalIntent.id == intent.id, user_id=user.id)
@@ -76,3 +91,4 @@ def send(intent: WithdrawalIntent, api: MerchantApiClient) -> None:
         operation = api.withdraw(intent.amount, intent.wallet, intent.address)
         details["operation_id"] = operation.id
         intent.operation_id, intent.operation_status = operation.id, operation.status
+        intent.fee = operation.fee  # only now known: the API tells no fee before sending

@@ -9,10 +9,13 @@ from flask_wtf import FlaskForm
 from wtforms import StringField, SubmitField
 from wtforms.validators import InputRequired, Length, Regexp
 
-from portal.api import VOUCHER_STATUSES
-from portal.web.fields import AmountField, CodeField, CurrencyField, strip
+from portal.web.fields import AmountField, CodeField, CurrencyField
 from portal.web.filters import CURRENCY_PATTERN, ListField, ListFilters, bounds, status_field
 from portal.web.one_time import IntentField
+
+# The status filter's words for the API's codes, as the list says them (templates/vouchers/
+# _status.html): code 1 ("successful") is both an active voucher and a redeemed one.
+STATUS_WORDS = {0: "new", 1: "active or redeemed", 2: "canceled", 3: "expired"}
 
 
 class VoucherFilters(ListFilters):
@@ -25,7 +28,7 @@ class VoucherFilters(ListFilters):
         ("updated", "Updated"),
     )
 
-    status = status_field(VOUCHER_STATUSES)
+    status = status_field(STATUS_WORDS)
     currency = ListField(
         "Currency", item=CURRENCY_PATTERN, item_message="Use codes such as BTC.", upper=True
     )
@@ -56,6 +59,16 @@ class CancelVoucherForm(FlaskForm):
 
 # Codes are letters and digits, maybe grouped by dashes (the sandbox's are XXXX-XXXX-XXXX-XXXX).
 CODE_SHAPE = re.compile(r"^[A-Za-z0-9]+(-[A-Za-z0-9]+)*\Z")
+_GROUP_BREAK = re.compile(r"[\s-]+")
+
+
+def normalise_code(value: str | None) -> str | None:
+    """A code as the API issues it, however it was typed or pasted: the payment service matches
+    codes exactly, and issues them in capitals with groups joined by dashes, so `abcd efgh`,
+    ` ABCD - EFGH ` and `abcd-efgh` are all `ABCD-EFGH`."""
+    if not isinstance(value, str):
+        return value
+    return "-".join(group for group in _GROUP_BREAK.split(value.upper()) if group)
 
 
 class PayOffForm(FlaskForm):
@@ -66,6 +79,6 @@ class PayOffForm(FlaskForm):
             Length(min=4, max=128, message="A voucher code has between 4 and 128 characters."),
             Regexp(CODE_SHAPE, message="A voucher code has only letters, digits and dashes."),
         ],
-        filters=[strip],
+        filters=[normalise_code],
     )
     submit = SubmitField("Pay off")

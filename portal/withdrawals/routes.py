@@ -22,9 +22,10 @@ from portal.withdrawals.forms import ConfirmWithdrawalForm, WithdrawalForm
 
 
 @bp.route("")
-@roles(Role.OWNER)
+@roles(Role.OWNER, Role.ACCOUNTANT)
 def index() -> Response:
-    """The withdrawals confirmed through the portal, with their outcome."""
+    """The withdrawals confirmed through the portal, with their outcome: accountants read it,
+    only owners make or open one (a pending one is a review page with its confirmation)."""
     return page(
         "withdrawals/index.html", page=local_page(withdrawals.confirmed(current_user.merchant))
     )
@@ -104,7 +105,14 @@ def confirm(key: str) -> Response:
                 form=form,
                 error=refused.error,
             )
-        return page("withdrawals/new.html", refused.status, form=retry, error=refused.error)
+        return page(
+            "withdrawals/new.html",
+            refused.status,
+            form=retry,
+            error=refused.error,
+            refused=intent,
+            sent_today=withdrawals.sent_today(user.merchant, intent.wallet),
+        )
     flash("The withdrawal was sent.", "success")
     return redirect(url_for("withdrawals.show", key=key))
 

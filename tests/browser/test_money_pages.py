@@ -88,14 +88,34 @@ def test_exchange_with_a_live_quote(page: Page, portal: PortalServer) -> None:
     expect(page.get_by_role("heading", name="Exchange rates")).to_be_visible()
     page.get_by_label("Sell currency").select_option("BTC")
     page.get_by_label("Buy currency").select_option("ETH")
+    page.get_by_label("Buy amount").fill("0.3")
     page.get_by_label("Sell amount").fill("0.01")
-    expect(
-        page.get_by_text(re.compile(r"Quote: about 0.01 BTC for about [\d.]+ ETH"))
-    ).to_be_visible()
+    expect(page.get_by_text("Enter only one of the two amounts")).to_be_visible()
+    page.get_by_label("Buy amount").fill("")
+    expect(page.get_by_text(re.compile(r"Quote: 0.01 BTC for about [\d.]+ ETH"))).to_be_visible()
     assert_accessible(page)
-    page.get_by_role("button", name="Exchange", exact=True).click()
+
+    page.get_by_role("button", name="Review").click()
+    expect(page.get_by_role("heading", name="Review the exchange")).to_be_visible()
+    facts = page.locator("dl.facts")
+    expect(facts).to_contain_text("0.01 BTC")
+    expect(facts).to_contain_text(re.compile(r"about [\d.]+ ETH, less the fee"))
+    expect(facts).to_contain_text(re.compile(r"[\d.]+ ETH per BTC"))
+    expect(facts).to_contain_text("In BTC, the currency you sell")
+    expect(page.get_by_role("status")).to_have_count(0)  # nothing is exchanged yet
+    assert_accessible(page)
+
+    page.get_by_role("button", name="Confirm exchange").click()
     expect(page.get_by_role("status")).to_have_text("The exchange is done.")
-    expect(page.get_by_role("heading", name=re.compile(r"^Exchange \d+$"))).to_be_visible()
+    result = page.get_by_role("region", name=re.compile(r"^Exchange \d+$"))
+    expect(result).to_contain_text(re.compile(r"Fee\s*[\d.]+ BTC"))  # the fee with its currency
+    assert_accessible(page)
+
+    page.get_by_role("link", name="All exchanges made in the portal").click()
+    expect(
+        page.get_by_role("heading", name=re.compile(r"exchanges? made in the portal"))
+    ).to_be_visible()
+    expect(page.get_by_role("row").filter(has_text="0.01000000 BTC").first).to_be_visible()
     assert_accessible(page)
 
 
@@ -160,6 +180,14 @@ def test_other_roles_get_no_money_actions(page: Page, portal: PortalServer) -> N
     page.goto("/exchange")
     expect(page.get_by_role("heading", name="Exchange rates")).to_be_visible()
     expect(page.get_by_label("Sell amount")).to_have_count(0)
+    assert_accessible(page)
+    page.get_by_role("link", name="Exchanges made").click()
+    expect(
+        page.get_by_role("heading", name=re.compile(r"exchanges? made in the portal"))
+    ).to_be_visible()
+    _menu(page, "Withdrawals")
+    expect(page.get_by_role("heading", name="Withdrawals", exact=True)).to_be_visible()
+    expect(page.get_by_role("link", name="New withdrawal")).to_have_count(0)
     assert_accessible(page)
     page.goto("/vouchers")
     expect(page.get_by_role("link", name="New voucher")).to_have_count(0)

@@ -168,6 +168,8 @@ LISTS = {
     "/audit/export.csv": ("portal.audit_log.forms:AuditFilterForm", ()),
     # Pages whose form is filled from the query string, and the portal's own paged lists.
     "/exchange": ("portal.exchanges.forms:ExchangeForm", ()),
+    "/exchange/review": ("portal.exchanges.forms:ExchangeForm", ()),
+    "/exchange/made": (None, ("page",)),
     "/withdrawals/new": ("portal.withdrawals.forms:WithdrawalForm", ()),
     "/withdrawals": (None, ("page",)),
     "/cross-exchanges": ("portal.cross_exchanges.forms:LookUpForm", ("page",)),
@@ -182,11 +184,16 @@ EDGE_QUERIES = {
     "/transactions/export.csv": [f"page={BEYOND_FLOATS}"],
     "/withdrawals": [f"page={HUGE}", f"page={BEYOND_FLOATS}"],
     "/cross-exchanges": [f"page={HUGE}"],
+    "/exchange/made": [f"page={HUGE}", f"page={BEYOND_FLOATS}"],
     "/audit": [f"page={HUGE}", "date_to=9999-12-31", "user=owner%00@acme.test"],
     "/audit/export.csv": ["date_to=9999-12-31"],
     "/exchange": [
         f"sell_currency=BTC&buy_currency=USDT&sell_amount={HUGE}",
         f"sell_currency=USDT&buy_currency=BTC&buy_amount={HUGE}",
+    ],
+    "/exchange/review": [
+        f"sell_currency=BTC&buy_currency=USDT&sell_amount={HUGE}&intent={'k' * 32}",
+        f"sell_currency=USDT&buy_currency=BTC&buy_amount={HUGE}&intent={'k' * 32}",
     ],
 }
 # An amount of only spaces passed InputRequired as if it were an amount; a NUL byte in an order

@@ -221,7 +221,7 @@ def test_voucher_create_reveal_cancel(app, owner, money_sandbox, caplog):
 
     assert "Cancel voucher" in text(owner.get(url + "/cancel"))
     assert post(owner, url + "/cancel").status_code == 302
-    assert "Cancelled" in text(owner.get(url))
+    assert "Canceled" in text(owner.get(url))
     again = post(owner, url + "/cancel")
     assert again.status_code == 409, "the voucher's state forbids it"
     assert "can no longer be canceled" in text(again)
@@ -303,7 +303,7 @@ def test_exchange_with_a_live_quote(app, owner):
         "/exchange?sell_currency=BTC&buy_currency=ETH&sell_amount=0.01&buy_amount=", headers=HTMX
     )
     assert "<html" not in quote.get_data(as_text=True)
-    assert "Quote: about 0.01 BTC for about" in text(quote)
+    assert "Quote: 0.01 BTC for about" in text(quote)
     response = submit(
         owner, "/exchange", {"sell_currency": "BTC", "buy_currency": "ETH", "sell_amount": "0.01"}
     )
@@ -461,7 +461,8 @@ def test_accountants_see_records_but_no_actions(app, accounts, owner):
     assert submit(accountant, "/exchange", _refused_deal("minimum")).status_code == 403
     assert "Cancel cross exchange" not in text(accountant.get(cross))
     assert post(accountant, cross + "/cancel").status_code == 403
-    assert accountant.get("/withdrawals").status_code == 403
+    assert accountant.get("/withdrawals").status_code == 200, "the list only"
+    assert accountant.get("/withdrawals/new").status_code == 403
     operator = signed_in(app, accounts.operator)
     assert operator.get("/withdrawals/new").status_code == 403
     page = text(operator.get(voucher))
