@@ -125,6 +125,9 @@ class User(UserMixin, Model):
     totp_enabled_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     # The time step of the last code accepted: that code and older ones are refused (replay).
     totp_last_step: Mapped[int | None] = mapped_column(sa.BigInteger)
+    # The password was typed by someone else (an owner adding the user or setting a new one):
+    # the user chooses their own before anything else (`portal.web.access.enforce`).
+    must_choose_password: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     merchant: Mapped[Merchant] = relationship(back_populates="users")

@@ -18,7 +18,12 @@ from portal.account.forms import (
 )
 from portal.rules import accounts, audit
 from portal.rules import two_factor as second_factor
-from portal.web.access import ALL_ROLES, open_before_enrolment, roles
+from portal.web.access import (
+    ALL_ROLES,
+    open_before_enrolment,
+    open_before_password_choice,
+    roles,
+)
 from portal.web.pages import page, render_page
 from portal.web.sessions import end_other_sessions
 from portal.web.step_up import form_refused, put_refusal
@@ -51,6 +56,29 @@ def change_password() -> Response:
     audit.record("password.change", user=user)
     flash("Your password is changed; every other session of yours is signed out.", "success")
     return redirect(url_for("account.index"))
+
+
+@bp.route("/account/choose-password", methods=["GET", "POST"])
+@roles(*ALL_ROLES)
+@open_before_enrolment
+@open_before_password_choice
+def choose_password() -> Response:
+    """The first page of a user whose password someone else typed: they choose their own.
+
+    Every other page sends them here until they have (`access.enforce`); the checks are those
+    of a change on the account page, so a stolen session cannot lock them out either.
+    """
+    user = current_user._get_current_object()
+    if not user.must_choose_password:
+        return redirect(url_for("account.index"))
+    form = ChangePasswordForm(prefix="password")
+    refused = form_refused(form, user, purpose="password", password_field=form.current_password)
+    if refused:
+        return page("account/choose_password.html", refused, password_form=form)
+    accounts.change_password(user, form.new_password.data, keep_session=user.session_key)
+    audit.record("password.change", user=user)
+    flash("Your password is set: only you know it now.", "success")
+    return redirect(url_for("dashboard.index"))
 
 
 def _account_page(

@@ -84,7 +84,10 @@ def show(cross_exchange_id: str) -> Response:
     """Status, amounts, where to pay, and the time left (for htmx: the status part only)."""
     cross_exchange = _cross_exchange(cross_exchange_id)
     return render_page(
-        "cross_exchanges/show.html", "cross_exchanges/_status.html", cross_exchange=cross_exchange
+        "cross_exchanges/show.html",
+        "cross_exchanges/_status.html",
+        cross_exchange=cross_exchange,
+        addresses=cross_exchanges.entered_addresses(current_user.merchant, cross_exchange.id),
     )
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 
 from flask import jsonify
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
+from portal.api import MerchantApiClient
 from portal.dashboard import bp
 from portal.rules import attempts
 from portal.rules.connection import in_background, masked_tokens
@@ -16,6 +18,7 @@ from portal.rules.rates import rate_rows
 from portal.web.access import ALL_ROLES, public, roles
 from portal.web.merchant import current_api
 from portal.web.pages import render_page
+from portal.web.refusals import unless_unavailable
 
 LATEST = 5
 
@@ -27,18 +30,24 @@ def index() -> Response:
     connection = current_user.merchant.api_connection
     context: dict[str, object] = {"connection": connection}
     if connection is not None:
-        api = current_api()
-        latest = in_background(api.list_operations, per_page=LATEST)
-        rates = in_background(api.get_rates)  # both asked while the summary reads its pages
-        context |= {
-            "token_mask": masked_tokens(connection)[0],
-            "summary": summarise(api),
-            "latest": latest.result().items,
-            "rows": rate_rows(rates.result()),
-            "fetched_at": datetime.now(UTC),
-            "chart": {"width": CHART_WIDTH, "height": CHART_HEIGHT},
-        }
+        context["token_mask"] = masked_tokens(connection)[0]
+        # While the payment service does not answer, the page says so instead of its figures.
+        figures = unless_unavailable(partial(_figures, current_api()))
+        context |= figures if figures is not None else {"api_down": True}
     return render_page("dashboard/index.html", "dashboard/index.html", 200, **context)
+
+
+def _figures(api: MerchantApiClient) -> dict[str, object]:
+    """The summary, the latest operations and the rates, asked for at once."""
+    latest = in_background(api.list_operations, per_page=LATEST)
+    rates = in_background(api.get_rates)  # both asked while the summary reads its pages
+    return {
+        "summary": summarise(api),
+        "latest": latest.result().items,
+        "rows": rate_rows(rates.result()),
+        "fetched_at": datetime.now(UTC),
+        "chart": {"width": CHART_WIDTH, "height": CHART_HEIGHT},
+    }
 
 
 @bp.route("/healthz")

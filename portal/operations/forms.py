@@ -28,6 +28,7 @@ from portal.web.filters import (
     bounds,
     status_field,
 )
+from portal.web.formatting import CATEGORY_NAMES
 from portal.web.one_time import IntentField
 
 # An amount as `portal.web.fields.parse_amount` takes it (at most 8 decimals, the API's precision),
@@ -37,10 +38,7 @@ AMOUNT_SHAPE = "Enter an amount such as 12.5, with at most 8 decimals."
 AMOUNT_NOT_POSITIVE = "The amount must be greater than zero."
 CATEGORIES = [
     SelectChoice("", "Any"),
-    SelectChoice("application", "Application"),
-    SelectChoice("manual", "Manual"),
-    SelectChoice("transfer", "Withdrawal"),
-    SelectChoice("internal_transfer", "Internal transfer"),
+    *(SelectChoice(value, name) for value, name in CATEGORY_NAMES.items()),
 ]
 
 
@@ -62,7 +60,8 @@ class OperationFilters(ListFilters):
     )
 
     id = ListField("Id", item=ID_PATTERN, item_message="Ids are letters and digits.")
-    order_id = ListField("Order number")
+    # The API finds whole order numbers only, never a part of one.
+    order_id = ListField("Order number (exact match)")
     category = SelectField("Category", choices=CATEGORIES, default="")
     status = status_field(OPERATION_STATUSES)
     amount_from, amount_to = bounds("Amount", "amount")

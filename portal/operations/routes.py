@@ -30,12 +30,13 @@ from portal.rules.csv_rows import OPERATION_COLUMNS, TRANSACTION_COLUMNS, operat
 from portal.rules.rates import currencies_of
 from portal.web.access import ALL_ROLES, roles
 from portal.web.exports import csv_download
+from portal.web.fields import CURRENCIES
 from portal.web.lists import ApiList, render_list
 from portal.web.merchant import current_api
 from portal.web.one_time import OneTimeForm, refuse_used, send
 from portal.web.pages import page, render_page, wants_fragment
 from portal.web.public_urls import checkout_url
-from portal.web.refusals import Check, meet, record_or_404
+from portal.web.refusals import NOTHING_SENT, Check, meet, record_or_404, unless_unavailable
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
 CANCELABLE = "new"
@@ -121,14 +122,20 @@ def new() -> Response:
     """Create an operation; without a redirect URL the customer returns to our checkout page."""
     api = current_api()
     form = NewOperationForm()
-    form.offer(currencies_of(api.get_rates()))
+    # Without the rates (the payment service does not answer), the currencies the portal knows,
+    # and a banner: the form can be filled in, and sent once the service is back.
+    rates = unless_unavailable(api.get_rates)
+    form.offer(currencies_of(rates) if rates is not None else list(CURRENCIES))
+    shown = {"form": form, "api_down": rates is None}
     if not form.validate_on_submit():
-        return page("operations/new.html", 422 if form.is_submitted() else 200, form=form)
+        return page("operations/new.html", 422 if form.is_submitted() else 200, **shown)
+    if rates is None:  # it did not answer a moment ago: nothing is sent, the form stays filled
+        return page("operations/new.html", 502, error=NOTHING_SENT, **shown)
     try:
         operation = _create_once(api, form)
     except ApiFailure as failure:
         refused = meet(failure, form)
-        return page("operations/new.html", refused.status, form=form, error=refused.error)
+        return page("operations/new.html", refused.status, error=refused.error, **shown)
     flash(f"Operation {operation.id} was created. Give the customer its payment link.")
     return redirect(url_for(".detail", operation_id=operation.id))
 

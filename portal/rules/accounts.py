@@ -84,11 +84,14 @@ def merchant_named(name: str, *, create: bool = False) -> Merchant | None:
     return merchant
 
 
-def add_user(merchant: Merchant, email: str, role: Role, password: str) -> User:
+def add_user(
+    merchant: Merchant, email: str, role: Role, password: str, *, chosen_by_other: bool = False
+) -> User:
     """A new user of `merchant`; emails are unique across the portal (they are the login).
 
     An address of another merchant's user gets `CANNOT_ADD`, which names no merchant and does
     not say that the address is registered: one merchant must not learn who uses another.
+    A password `chosen_by_other` (an owner typed it) is replaced by the user at first sign-in.
     """
     if not looks_like_email(email):
         raise AccountError(Refusal.NOT_AN_EMAIL, email)
@@ -98,7 +101,12 @@ def add_user(merchant: Merchant, email: str, role: Role, password: str) -> User:
         raise AccountError(Refusal.ALREADY_A_USER, existing.email)
     if existing is not None:
         raise AccountError(Refusal.CANNOT_ADD, email)
-    user = User(merchant=merchant, email=normalise_email(email), role=role)
+    user = User(
+        merchant=merchant,
+        email=normalise_email(email),
+        role=role,
+        must_choose_password=chosen_by_other,
+    )
     user.set_password(password)
     db.session.add(user)
     db.session.commit()
@@ -117,7 +125,7 @@ def change_user(user: User, *, by: User, role: Role, password: str | None) -> No
         raise AccountError(Refusal.OWN_SIGN_IN)
     user.role = role
     if password:
-        change_password(user, password)
+        change_password(user, password, chosen_by_other=True)
     db.session.commit()
 
 
@@ -137,11 +145,18 @@ def set_time_zone(user: User, time_zone: str) -> None:
     db.session.commit()
 
 
-def change_password(user: User, password: str, *, keep_session: str | None = None) -> None:
+def change_password(
+    user: User, password: str, *, keep_session: str | None = None, chosen_by_other: bool = False
+) -> None:
     """A new password for `user`, who is signed out everywhere but in `keep_session` (the key of
-    the session that changed its own password): no session started with the old one lives on."""
+    the session that changed its own password): no session started with the old one lives on.
+
+    A password `chosen_by_other` (an owner's) is one the user must replace at the next sign-in;
+    their own clears that.
+    """
     _check_length(password)
     user.set_password(password)
+    user.must_choose_password = chosen_by_other
     revoke_sessions(user, keep=keep_session)
     db.session.commit()
 

@@ -110,8 +110,16 @@ def is_secret(key: str) -> bool:
 
 
 def masked(parameters: Mapping[str, object]) -> dict[str, str | None]:
-    """The parameters as stored: text values, secrets replaced by a mask."""
-    return {key: _masked_value(key, value) for key, value in parameters.items()}
+    """The parameters as stored: text values, secrets replaced by a mask.
+
+    A secret left empty was not given (a user changed without a new password): it is left out,
+    as a mask would say that one was set.
+    """
+    return {
+        key: _masked_value(key, value)
+        for key, value in parameters.items()
+        if value or not is_secret(key)
+    }
 
 
 def _masked_value(key: str, value: object) -> str | None:

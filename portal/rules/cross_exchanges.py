@@ -1,4 +1,5 @@
-"""The ids of the cross exchanges each merchant created through the portal."""
+"""The ids of the cross exchanges each merchant created through the portal, and the addresses
+that were entered for them."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import sqlalchemy as sa
 
 from portal.api import CrossExchange
 from portal.extensions import db
-from portal.models import CrossExchangeReference, Merchant, User
+from portal.models import CrossExchangeReference, FormIntent, IntentKind, Merchant, User
 
 
 def remember(merchant: Merchant, user: User, cross_exchange: CrossExchange) -> None:
@@ -31,3 +32,18 @@ def of(merchant: Merchant) -> sa.Select:
         .where(CrossExchangeReference.merchant_id == merchant.id)
         .order_by(CrossExchangeReference.created_at.desc(), CrossExchangeReference.id.desc())
     )
+
+
+def entered_addresses(merchant: Merchant, cross_exchange_id: str) -> dict[str, str] | None:
+    """The sell and buy addresses entered in the portal's form for this cross exchange (the
+    API does not answer them); None for one made elsewhere."""
+    parameters = db.session.scalar(
+        sa.select(FormIntent.parameters).where(
+            FormIntent.merchant_id == merchant.id,
+            FormIntent.kind == IntentKind.CROSS_EXCHANGE,
+            FormIntent.record_id == cross_exchange_id,
+        )
+    )
+    if not parameters:
+        return None
+    return {key: parameters[key] for key in ("sell_address", "buy_address") if key in parameters}

@@ -91,8 +91,11 @@ class ApiSettingsForm(FlaskForm):
 
 
 class NewUserForm(FlaskForm):
+    """A new user starts at the least privileged role; they replace the password at first
+    sign-in (`User.must_choose_password`)."""
+
     email = EmailField("Email", validators=[DataRequired(), Length(max=254), _email])
-    role = SelectField("Role", choices=ROLE_CHOICES)
+    role = SelectField("Role", choices=ROLE_CHOICES, default=Role.ACCOUNTANT.value)
     password = PasswordField("Password", validators=[DataRequired(), PASSWORD_LENGTH])
     code = CodeField(STEP_UP_LABEL)
     submit = SubmitField("Add user")

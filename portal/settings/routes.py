@@ -144,7 +144,11 @@ def users() -> Response:
         return _users_page(status, form=form)
     try:
         user = accounts.add_user(
-            current_user.merchant, form.email.data, Role(form.role.data), form.password.data
+            current_user.merchant,
+            form.email.data,
+            Role(form.role.data),
+            form.password.data,
+            chosen_by_other=True,
         )
     except accounts.AccountError as refusal:
         error = refusal_sentence(refusal, current_user.merchant)

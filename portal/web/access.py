@@ -16,6 +16,7 @@ View = TypeVar("View", bound=Callable)
 
 ACCESS_ATTRIBUTE = "portal_access"
 ENROLMENT_ATTRIBUTE = "portal_open_before_enrolment"
+CHOICE_ATTRIBUTE = "portal_open_before_password_choice"
 PUBLIC = "public"
 # Flask's own static view is a bound method, which cannot carry the attribute.
 PUBLIC_ENDPOINTS = frozenset({"static"})
@@ -41,6 +42,12 @@ def roles(*allowed: Role) -> Callable[[View], View]:
 def open_before_enrolment(view: View) -> View:
     """A user whose merchant requires two-factor sign-in may open the view before enrolling."""
     setattr(view, ENROLMENT_ATTRIBUTE, True)
+    return view
+
+
+def open_before_password_choice(view: View) -> View:
+    """A user whose password someone else typed may open the view before choosing their own."""
+    setattr(view, CHOICE_ATTRIBUTE, True)
     return view
 
 
@@ -77,6 +84,8 @@ def enforce() -> Response | None:
     if not current_user.is_authenticated:
         return login_manager.unauthorized()
     view = current_app.view_functions[request.endpoint]
+    if current_user.must_choose_password and not getattr(view, CHOICE_ATTRIBUTE, False):
+        return redirect_to(url_for("account.choose_password"), htmx_status=403)
     if current_user.two_factor_due and not getattr(view, ENROLMENT_ATTRIBUTE, False):
         # The setup page says why; no flash, which htmx polling would pile up.
         return redirect_to(url_for("account.two_factor"), htmx_status=403)

@@ -165,7 +165,7 @@ class ListFilters(Form):
         default="",
     )
     per_page = SelectField(
-        "per_page",
+        "Per page",
         choices=[SelectChoice(n, str(n)) for n in PER_PAGE_CHOICES],
         coerce=int,
         default=DEFAULT_PER_PAGE,

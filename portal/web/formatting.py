@@ -1,8 +1,11 @@
-"""How values of the API read on the pages: exact amounts, timestamps in the user's zone.
+"""How values of the API read on the pages: amounts, timestamps in the user's zone.
 
-Amounts are shown exactly as the API sent them (a `Decimal`, never a float). Timestamps are
-shown in the signed-in user's time zone (`users.time_zone`, UTC by default), with the UTC value
-at hand for comparing with the payment service.
+Amounts are `Decimal`s, never floats. `money` writes them for people: thousands separators,
+a fiat currency's cents, a crypto amount without its trailing zeros, never a digit rounded
+away; any other `{{ value }}` of a `Decimal` is its exact digits (exports keep exact values
+too, `portal.rules.csv_rows`). Timestamps are shown in the signed-in user's time zone
+(`users.time_zone`, UTC by default), with the UTC value at hand for comparing with the payment
+service.
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, tzinfo
 from decimal import Decimal
 from functools import lru_cache
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from pathlib import Path
+from zoneinfo import TZPATH, ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from flask import Flask, g
 from flask_login import current_user
@@ -18,12 +22,52 @@ from markupsafe import Markup, escape
 
 from portal.api import OPERATION_STATUSES, TRANSACTION_STATUSES
 from portal.rules.web_urls import is_web_url
+from portal.web.sentences import sentence
+
+# The decimals a page shows at least, for the currencies that have cents; other amounts show
+# as many as they need (up to the API's 8).
+CENTS = {"USD": 2, "EUR": 2}
+# An operation's category in the words of the operations filter and its column alike.
+CATEGORY_NAMES = {
+    "application": "Application",
+    "manual": "Manual",
+    "transfer": "Withdrawal",
+    "internal_transfer": "Internal transfer",
+}
+# The areas of the time-zone database whose zones are places ("Europe/Berlin").
+PLACE_AREAS = (
+    "Africa/", "America/", "Antarctica/", "Arctic/", "Asia/", "Atlantic/", "Australia/",
+    "Europe/", "Indian/", "Pacific/",
+)  # fmt: skip
 
 
 @lru_cache(maxsize=1)
 def time_zone_names() -> tuple[str, ...]:
-    """Every IANA zone name this system knows, sorted (the choices of the account page)."""
-    return tuple(sorted(available_timezones() - {"localtime", "Factory"}))
+    """The choices of the account page: places, sorted, then UTC.
+
+    Places are the zones the time-zone database lists by country (zone.tab, zone1970.tab), so
+    no alias ("GB-Eire", "W-SU", "US/Eastern") or old name ("Asia/Calcutta") is offered; a
+    system without those tables offers the names of the place areas.
+    """
+    known = available_timezones()
+    places = _listed_zones() & known or {name for name in known if name.startswith(PLACE_AREAS)}
+    return (*sorted(places), "UTC")
+
+
+def _listed_zones() -> set[str]:
+    """The zone names of zone.tab and zone1970.tab (third column) in the first zoneinfo folder
+    that has them."""
+    for folder in map(Path, TZPATH):
+        tables = [folder / "zone.tab", folder / "zone1970.tab"]
+        if any(table.is_file() for table in tables):
+            return {
+                line.split("\t")[2]
+                for table in tables
+                if table.is_file()
+                for line in table.read_text(encoding="utf-8").splitlines()
+                if line and not line.startswith("#") and line.count("\t") >= 2
+            }
+    return set()
 
 
 @lru_cache(maxsize=64)
@@ -85,11 +129,28 @@ def badge(status: str, known: dict[int, str]) -> Markup:
 
 
 def money(amount: Decimal | None, currency: str | None = None) -> str:
-    """The exact decimal, with its currency: `0.10000000 BTC`."""
+    """An amount for a page, with its currency: `1,250.00 USD`, `0.1 BTC`, `12,000 USDT`.
+
+    Thousands separators; at least the currency's cents (`CENTS`), otherwise the decimals the
+    amount has without trailing zeros. Never rounded: an amount with more decimals shows them.
+    """
     if amount is None:
         return "—"
-    text = format(amount, "f")
+    text = _grouped(amount, CENTS.get(currency or "", 0))
     return f"{text} {currency}" if currency else text
+
+
+def _grouped(amount: Decimal, least: int) -> str:
+    if not amount.is_finite():
+        return str(amount)
+    exponent = amount.normalize().as_tuple().exponent
+    places = max(least, -exponent if isinstance(exponent, int) else 0)
+    return format(amount, f",.{places}f")
+
+
+def category_name(category: str) -> str:
+    """The category's name as the filter offers it; one the portal does not know, as it came."""
+    return CATEGORY_NAMES.get(category, category)
 
 
 def web_link(url: str | None) -> str | None:
@@ -105,9 +166,11 @@ def exact(value: object) -> object:
 def init_app(app: Flask) -> None:
     app.jinja_env.finalize = exact  # every {{ value }}, so no amount depends on a filter
     app.add_template_filter(money)
+    app.add_template_filter(category_name)
     app.add_template_global(when)
     app.add_template_global(user_zone_name)
     app.add_template_global(badge)
     app.add_template_global(web_link)
+    app.add_template_global(sentence)  # what an error code a record kept means to a person
     app.jinja_env.globals["operation_statuses"] = OPERATION_STATUSES
     app.jinja_env.globals["transaction_statuses"] = TRANSACTION_STATUSES

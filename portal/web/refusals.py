@@ -117,6 +117,20 @@ def put_on_fields(form: Form, errors: dict[str, list[str]]) -> list[str]:
     return unplaced
 
 
+def unless_unavailable(read: Callable[[], T]) -> T | None:
+    """What a page reads from the API, or None when no usable answer came (`ApiUnavailable`).
+
+    For the pages that can show something without it (the dashboard without its figures, the
+    new-operation form): they say so in a banner instead of the 502 page. A refusal still goes
+    to its error page, as everywhere.
+    """
+    try:
+        return read()
+    except ApiUnavailable as failure:
+        current_app.logger.warning("Payment service unavailable on %s: %s", request.path, failure)
+        return None
+
+
 def record_or_404(fetch: Callable[[], T], not_found: ErrorCode, title: str) -> T:
     """The record `fetch()` reads from the API, or this page's own 404 when the API has no
     record with that id (its error `not_found`); any other failure is raised.

@@ -56,7 +56,7 @@ def test_filter_sort_page_and_history(page: Page, api: MerchantApiClient) -> Non
     for badge in page.get_by_role("table").locator(".badge").all():
         expect(badge).to_have_text("Confirmed")
 
-    page.get_by_label("per_page").select_option("10")
+    page.get_by_label("Per page").select_option("10")
     expect(summary).to_contain_text(showing(1, 10))
     page.get_by_role("link", name="Amount", exact=True).click()
     expect(page).to_have_url(re.compile(r"sort=amount&sort_type=asc"))
@@ -83,7 +83,7 @@ def test_filter_sort_page_and_history(page: Page, api: MerchantApiClient) -> Non
     page.reload()
     expect(summary).to_contain_text(showing(11, 20))
     expect(page.get_by_role("group", name="Status").get_by_label("Confirmed")).to_be_checked()
-    expect(page.get_by_label("per_page")).to_have_value("10")
+    expect(page.get_by_label("Per page")).to_have_value("10")
 
 
 def test_bad_filters_are_explained_next_to_the_field(page: Page) -> None:

@@ -25,7 +25,6 @@ READ_TIMEOUT = 0.5
 SLOW_MS = 2500
 FAULTS = {"error500": 502, "slow": 504, "malformed": 502, "reset": 502}
 PAGES = (
-    "/",
     "/operations",
     "/operations/{operation}",
     "/transactions",
@@ -37,6 +36,11 @@ PAGES = (
     "/cross-exchanges/{cross_exchange}",
     "/operations/export.csv",
 )
+# Pages that show what they can without the API, and a banner that says why the rest is not.
+DEGRADED = {
+    "/": "the figures, the latest operations and the rates are not shown",
+    "/operations/new": "the currencies below are the ones the portal knows",
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -128,6 +132,22 @@ def test_fault_shows_the_error_page_then_recovers(sandbox, owner, ids, mode, pat
     assert owner.get(url, headers=headers).status_code == 200, "works again, no restart"
 
 
+def assert_shown_without_the_api(response, path: str) -> None:
+    html = response.get_data(as_text=True)
+    assert response.status_code == 200, html[:500]
+    assert DEGRADED[path] in " ".join(html.split())
+    assert "Error 50" not in html and "Traceback" not in html
+
+
+@pytest.mark.parametrize("path", DEGRADED)
+@pytest.mark.parametrize("mode", FAULTS)
+def test_fault_leaves_the_dashboard_and_the_new_operation_form(sandbox, owner, mode, path):
+    set_fault(sandbox, mode)
+    assert_shown_without_the_api(owner.get(path), path)
+    set_fault(sandbox, "none")
+    assert DEGRADED[path] not in owner.get(path).get_data(as_text=True), "the banner goes"
+
+
 @pytest.fixture(scope="module")
 def revivable(tmp_path_factory):
     """A portal connected to a sandbox of its own, which the tests stop and start again."""
@@ -155,6 +175,12 @@ def test_stopped_sandbox_shows_the_error_page(revivable, path, htmx):
     client, _server, record = revivable
     assert_error_page(client.get(path.format(**record), headers=HTMX if htmx else {}), 502, htmx)
     assert_portal_still_serves(client)
+
+
+@pytest.mark.parametrize("path", DEGRADED)
+def test_stopped_sandbox_leaves_the_dashboard_and_the_new_operation_form(revivable, path):
+    client, _server, _record = revivable
+    assert_shown_without_the_api(client.get(path), path)
 
 
 def test_pages_work_again_once_the_stopped_sandbox_is_back(revivable, monkeypatch):
@@ -192,7 +218,9 @@ def test_create_operation_during_500s_creates_nothing(app, sandbox, owner, api):
 
     set_fault(sandbox, "error500")
     response = submit(owner, "/operations/new", form)
-    assert_error_page(response, 502, htmx=False)
+    html = " ".join(response.get_data(as_text=True).split())
+    assert response.status_code == 502 and "so nothing was sent" in html
+    assert DEGRADED["/operations/new"] in html and f'value="{order}"' in html, "the form stays"
     assert_portal_still_serves(owner)
 
     set_fault(sandbox, "none")

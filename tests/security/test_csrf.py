@@ -36,6 +36,7 @@ class Case:
     data: dict = field(default_factory=dict)
     anonymous: bool = False
     accepted: tuple[int, ...] = (200, 302)  # the statuses of the valid request
+    home: str = "/account"  # a page the visitor may open (its form has their CSRF token)
 
 
 def _throwaway(world, role: str = "operator", *, two_factor: bool = False, signed_in=True):
@@ -60,6 +61,23 @@ def _throwaway(world, role: str = "operator", *, two_factor: bool = False, signe
             db.session.commit()
             second_factor.new_recovery_codes(user)
     return client, address, user_id, pyotp.TOTP(secret)
+
+
+def _choose_password(world) -> Case:
+    """A user whose password an owner typed, choosing their own."""
+    from portal.extensions import db
+    from portal.rules import accounts
+
+    client, address, _, _ = _throwaway(world)
+    with world.app.app_context():
+        accounts.find_user(address).must_choose_password = True
+        db.session.commit()
+    data = {
+        "password-current_password": PASSWORD,
+        "password-new_password": "a forged new password",
+        "password-new_password_again": "a forged new password",
+    }
+    return Case(client, "/account/choose-password", data, home="/account/choose-password")
 
 
 def _as(world, visitor: str, url: str, data: dict | None = None) -> Case:
@@ -153,6 +171,7 @@ VALID: dict[str, Callable[..., Case]] = {
     "account.disable_two_factor": lambda w: _manage_two_factor(
         w, "/account/two-factor/disable", "disable-"
     ),
+    "account.choose_password": _choose_password,
     "account.change_password": lambda w: Case(
         _throwaway(w)[0],
         "/account/password",
@@ -233,7 +252,7 @@ def test_every_state_changing_route_is_covered(world):
 
 
 def _own_token(case: Case) -> str:
-    return csrf_token(case.client, "/login" if case.anonymous else "/account")
+    return csrf_token(case.client, "/login" if case.anonymous else case.home)
 
 
 def _stolen_token(world, case: Case) -> str:
@@ -265,7 +284,7 @@ def test_forged_requests_are_refused_and_change_nothing(world, endpoint):
             assert "This form has expired" in response.get_data(as_text=True)
     assert snapshot(world) == before, "a refused request changed something"
     if not case.anonymous:
-        assert case.client.get("/account").status_code == 200, "still signed in"
+        assert case.client.get(case.home).status_code == 200, "still signed in"
 
 
 @pytest.mark.parametrize("htmx", [False, True], ids=["form", "htmx"])

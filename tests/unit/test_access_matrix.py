@@ -26,6 +26,7 @@ EXPECTED = {
     "dashboard.index": ALL_ROLES,
     "account.index": ALL_ROLES,
     "account.change_password": ALL_ROLES,
+    "account.choose_password": ALL_ROLES,
     "account.two_factor": ALL_ROLES,
     "account.recovery_codes": ALL_ROLES,
     "account.disable_two_factor": ALL_ROLES,

@@ -7,15 +7,40 @@ from decimal import Decimal
 
 import pytest
 
-from portal.web.formatting import badge, money, web_link, when
+from portal.web.formatting import badge, money, time_zone_names, web_link, when
 
 MOMENT = datetime(2024, 7, 1, 12, 30, 5, 123456, tzinfo=UTC)
 
 
-def test_money_is_the_exact_decimal():
-    assert money(Decimal("0.10000000"), "BTC") == "0.10000000 BTC"
+def test_money_reads_as_a_person_writes_it_and_is_never_rounded():
+    assert money(Decimal("0.10000000"), "BTC") == "0.1 BTC"
+    assert money(Decimal("1234567.5"), "USD") == "1,234,567.50 USD"
+    assert money(Decimal("12000.00000000"), "USDT") == "12,000 USDT"
+    assert money(Decimal("0.005"), "USD") == "0.005 USD", "a digit of a cent is kept"
+    assert money(Decimal("0E-8"), "BTC") == "0 BTC" and money(Decimal(0), "USD") == "0.00 USD"
+    assert money(Decimal("-1234.56780000"), "ETH") == "-1,234.5678 ETH"
     assert money(Decimal("1E-8")) == "0.00000001"
+    assert money(Decimal("1E+3")) == "1,000"
     assert money(None, "BTC") == "—"
+
+
+def test_pages_show_amounts_grouped_and_exports_keep_them_exact(app):
+    from portal.rules.csv_rows import decimal_cell
+
+    with app.test_request_context():
+        page = app.jinja_env.from_string("{{ amount | money('BTC') }}").render(
+            amount=Decimal("1500.25000000")
+        )
+    assert page == "1,500.25 BTC"
+    assert decimal_cell(Decimal("1500.25000000")) == "1500.25000000"
+
+
+def test_time_zones_are_places_without_aliases():
+    names = time_zone_names()
+    assert {"Europe/Berlin", "America/New_York", "Asia/Kolkata", "Europe/Kyiv"} <= set(names)
+    assert not {"GB-Eire", "W-SU", "US/Eastern", "Asia/Calcutta", "Etc/GMT+5"} & set(names)
+    assert names[0].startswith("Africa/") and names[-1] == "UTC"
+    assert list(names[:-1]) == sorted(names[:-1])
 
 
 def test_times_in_utc_by_default(app):

@@ -1,0 +1,70 @@
+"""The words and figures people noticed: a refused withdrawal says why, a cross exchange shows
+the addresses entered and its list a status, filters and columns use the same words, amounts
+read with separators and their currency's decimals."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.htmx import HTMX
+from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, connect, post, signed_in, submit, text
+from tests.support.sandbox_server import run_sandbox
+
+
+@pytest.fixture(scope="module")
+def words_sandbox(tmp_path_factory):
+    with run_sandbox(tmp_path_factory.mktemp("words") / "sandbox.db") as server:
+        yield server
+
+
+@pytest.fixture
+def owner(app, accounts, words_sandbox):
+    connect(app, words_sandbox)
+    return signed_in(app, accounts.owner)
+
+
+def _withdraw(owner, amount: str) -> None:
+    form = {"amount": amount, "wallet": "BTC", "address": BTC_ADDRESS}
+    review = post(owner, "/withdrawals/new", form)
+    assert review.status_code == 302
+    post(owner, review.location + "/confirm")
+
+
+def test_a_refused_withdrawal_says_why_in_the_list(owner) -> None:
+    _withdraw(owner, "30")  # above the sandbox's daily limit (error 12)
+    listing = text(owner.get("/withdrawals"))
+    assert "Refused" in listing
+    assert "above what the wallet can pay out now" in listing
+
+
+def test_category_filter_and_column_say_the_same(owner) -> None:
+    _withdraw(owner, "0.001")
+    page = owner.get("/operations?category=transfer")
+    body = page.get_data(as_text=True)
+    assert '<option selected value="transfer">Withdrawal</option>' in body or (
+        '<option value="transfer" selected>Withdrawal</option>' in body
+    )
+    assert "<td>Withdrawal</td>" in body and "<td>transfer</td>" not in body
+    assert "Order number (exact match)" in body and ">Per page</label>" in body
+
+
+def test_cross_exchange_shows_the_addresses_entered_and_its_list_a_status(owner) -> None:
+    form = {
+        "sell_currency": "BTC",
+        "buy_currency": "ETH",
+        "sell_amount": "0.01000000",
+        "sell_address": BTC_ADDRESS,
+        "buy_address": ETH_ADDRESS,
+    }
+    created = submit(owner, "/cross-exchanges/new", form)
+    assert created.status_code == 302
+    page = text(owner.get(created.location))
+    assert f"Refund address {BTC_ADDRESS}" in page
+    assert f"Payout address {ETH_ADDRESS}" in page
+    assert "Sell 0.01 BTC" in page, "a crypto amount without its trailing zeros"
+
+    listing = owner.get("/cross-exchanges").get_data(as_text=True)
+    assert '<th scope="col">Status</th>' in listing
+    assert f'hx-get="{created.location}"' in listing, "each row asks for its status"
+    status = owner.get(created.location, headers=HTMX).get_data(as_text=True)
+    assert '<span class="cross-exchange-status">Awaiting payment</span>' in status
