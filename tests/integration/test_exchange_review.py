@@ -62,7 +62,7 @@ def test_confirm_exchange_sends_once_however_often_it_is_pressed(owner, sandbox)
     first = owner.post("/exchange", data=confirm)
     assert (first.status_code, first.location) == (302, "/exchange")
     result = text(owner.get("/exchange"))
-    assert "The exchange is done." in result and "Sold 0.01000000 BTC" in result
+    assert "The exchange is done." in result and "Sold 0.01 BTC" in result
     assert re.search(r"Fee [\d.]+ BTC", result), "the fee with its currency"
     again = owner.post("/exchange", data=confirm)  # a second click, a resend
     assert again.status_code == 302
@@ -111,8 +111,8 @@ def test_exchanges_made_are_listed_for_every_role(app, accounts, owner, sandbox)
         assert listing.status_code == 200, role
         page = text(listing)
         assert "1 exchange made in the portal" in page
-        assert "0.01000000 BTC" in page and re.search(r"[\d.]+ ETH per BTC", page)
-        assert re.search(r"\b0\.0000200+ BTC\b", page), "the fee (0.2 % of the sale), in BTC"
+        assert "0.01 BTC" in page and re.search(r"[\d.]+ ETH per BTC", page)
+        assert re.search(r"\b0\.00002(0+)? BTC\b", page), "the fee (0.2 % of the sale), in BTC"
         assert accounts.owner in page, "who made it"
 
     accountant = signed_in(app, accounts.accountant)

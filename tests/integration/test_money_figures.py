@@ -52,10 +52,10 @@ def test_the_review_says_what_arrives_and_when_the_fee_is_known(owner, sandbox):
     assert post(owner, review + "/confirm").status_code == 302
     sent = text(owner.get(review))
     # The sandbox's network fee for ETH to an outside address is 0.001 ETH (docs/sandbox.md).
-    assert "Network fee 0.00100000 ETH" in sent
-    assert "Left your wallet 0.50100000 ETH, of which 0.5 ETH arrives at the address" in sent
+    assert "Network fee 0.001 ETH" in sent
+    assert "Left your wallet 0.501 ETH, of which 0.5 ETH arrives at the address" in sent
     row = re.search(r"<tr>\s*<td>.*?</tr>", owner.get("/withdrawals").get_data(as_text=True), re.S)
-    assert "0.00100000" in row.group(0), "the list shows the fee too"
+    assert "0.001 ETH" in row.group(0), "the list shows the fee too"
 
 
 def test_a_refusal_over_the_limit_shows_the_figures_the_portal_knows(owner, sandbox):
