@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import ClassVar
 
@@ -89,12 +90,16 @@ class OperationFilters(ListFilters):
     address = StringField("Address", validators=[Optional(), Length(max=255)])
     received = SelectField("Payment", choices=RECEIVED_CHOICES, default="")
 
-    def validate_received(self, field: SelectField) -> None:
-        if field.data and self.status.data and NEW_STATUS not in self.status.data:
-            raise ValidationError(
+    def validate(self, extra_validators: Mapping | None = None) -> bool:
+        """The fields' checks, then: "money received" is about `new` operations only."""
+        valid = super().validate(extra_validators)
+        if self.received.data and self.status.data and NEW_STATUS not in self.status.data:
+            self.received.errors = [
                 "Money received but not confirmed is an operation still new: tick New, or no "
                 "status."
-            )
+            ]
+            return False
+        return valid
 
     def api_filters(self) -> dict[str, object]:
         """The API filters by status only: "money received" asks it for the `new` operations
