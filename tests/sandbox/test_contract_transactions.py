@@ -200,9 +200,7 @@ def test_rejecting_the_only_payment_of_a_paid_operation_makes_it_new_again(api, 
     assert api.operation(op["id"]) == result
 
 
-def test_rejecting_every_linked_transaction_makes_the_operation_new_with_nothing_paid(
-    api, sandbox
-):
+def test_rejecting_every_linked_transaction_makes_the_operation_new_with_nothing_paid(api, sandbox):
     """The mistake of issue 14: link, then reject the same transactions. Section 3.2: after a
     reject the operation is `new` with `amount_paid` zero, not `confirmed` with nothing paid."""
     op = api.create_operation(amount="1")
