@@ -11,7 +11,16 @@ from portal import cli
 from portal.config import load_config
 from portal.extensions import csrf, db, htmx, limiter, login_manager, migrate
 from portal.rules import attempts
-from portal.web import access, errors, formatting, i18n, navigation, security, sessions
+from portal.web import (
+    access,
+    errors,
+    formatting,
+    i18n,
+    navigation,
+    progress,
+    security,
+    sessions,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -70,6 +79,7 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     errors.init_app(app)
     formatting.init_app(app)
+    progress.init_app(app)
     navigation.init_app(app)
     cli.init_app(app)
     return app

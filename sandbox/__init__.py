@@ -9,7 +9,7 @@ from pathlib import Path
 
 from flask import Flask, Response, request
 from flask.json.provider import DefaultJSONProvider
-from werkzeug.exceptions import HTTPException, MethodNotAllowed
+from werkzeug.exceptions import HTTPException
 
 from . import api, control, db, payment_page, treasury
 from .errors import ApiError
@@ -17,7 +17,6 @@ from .faults import VERSIONED_PATH, FaultInjector
 from .seed import seed as seed_database
 
 OPENAPI_DOCUMENT = Path(__file__).with_name("openapi.json")
-_ROUTING_MESSAGES: dict[int | None, str] = {404: "Not found", 405: "Method not allowed"}
 
 
 def create_app(
@@ -79,16 +78,15 @@ def _is_api_request() -> bool:
 
 
 def _http_error(error: HTTPException):
-    """Routing errors of the API answer in the API's error body (code 0)."""
+    """A request the API cannot place (no such path, a method the path does not take) is code 0
+    as section 7 words it: 400 "Something went wrong", the only status and message the API
+    documents for that code, so a client never meets a 404/405 it cannot tell from a record
+    "not found"."""
     if not _is_api_request():
         return error
     if error.code == 413:
         return ApiError(9, errors={"body": ["The body is too large."]}).response()
-    message = _ROUTING_MESSAGES.get(error.code, error.name)
-    response = ApiError(0, http_status=error.code, message=message).response()
-    if isinstance(error, MethodNotAllowed) and error.valid_methods:
-        response.headers["Allow"] = ", ".join(error.valid_methods)
-    return response
+    return ApiError(0).response()
 
 
 def _openapi_document() -> Response:

@@ -47,13 +47,12 @@ class ApiError(Exception):
         code: int,
         *,
         errors: dict[str, list[str]] | None = None,
-        http_status: int | None = None,
         message: str | None = None,
     ) -> None:
         default_status, default_message = ERRORS[code]
         super().__init__(message or default_message)
         self.code = code
-        self.http_status = http_status or default_status
+        self.http_status = default_status
         self.message = message or default_message
         self.errors = errors
 

@@ -28,6 +28,8 @@ from .records import (
 )
 
 FEE_RATE = Decimal("0.01")
+# An operation's status -> its cross exchange's status before and after (paid, or unpaid again).
+CROSS_EXCHANGE_FOLLOWS = {CONFIRMED: ("processed", "successful"), NEW: ("successful", "processed")}
 
 
 def amount_due_units(operation: sqlite3.Row) -> int:
@@ -82,8 +84,19 @@ def confirmed_units(connection: sqlite3.Connection, operation_id: int) -> int:
     ).fetchone()[0]
 
 
+def _paid_units(connection: sqlite3.Connection, operation_id: int) -> int:
+    """What `amount_paid` says: once the merchant has linked transactions, the sum of the linked
+    ones (section 3.2 of the API documentation); before, the confirmed payments."""
+    linked = connection.execute(
+        "SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM transactions "
+        "WHERE operation_id = ? AND linked = 1",
+        (operation_id,),
+    ).fetchone()
+    return linked[1] if linked[0] else confirmed_units(connection, operation_id)
+
+
 def _refresh_amount_paid(connection: sqlite3.Connection, operation_id: int, now: str) -> int:
-    total = confirmed_units(connection, operation_id)
+    total = _paid_units(connection, operation_id)
     connection.execute(
         "UPDATE operations SET amount_paid = ?, updated_at = ? WHERE id = ?",
         (total, now, operation_id),
@@ -92,14 +105,17 @@ def _refresh_amount_paid(connection: sqlite3.Connection, operation_id: int, now:
 
 
 def _set_status(connection: sqlite3.Connection, operation_id: int, status: int, now: str) -> None:
+    """The operation's new status; a cross exchange follows its operation between awaiting
+    payment (`processed`) and paid (`successful`)."""
     connection.execute(
         "UPDATE operations SET status = ?, updated_at = ? WHERE id = ?", (status, now, operation_id)
     )
-    if status == CONFIRMED:
+    if status in CROSS_EXCHANGE_FOLLOWS:
+        before, after = CROSS_EXCHANGE_FOLLOWS[status]
         connection.execute(
-            "UPDATE cross_exchanges SET status = 'successful', updated_at = ? "
-            "WHERE operation_id = ? AND status = 'processed'",
-            (now, operation_id),
+            "UPDATE cross_exchanges SET status = ?, updated_at = ? "
+            "WHERE operation_id = ? AND status = ?",
+            (after, now, operation_id, before),
         )
 
 
@@ -165,6 +181,21 @@ def reject_transactions(operation_id: int, ids: list[str], reason: str) -> None:
                 (TX_REJECTED, reason, now, row_id),
             )
         _refresh_amount_paid(connection, operation_id, now)
+        if _paid_by_nothing_now(connection, operation_id):
+            _set_status(connection, operation_id, NEW, now)
+
+
+def _paid_by_nothing_now(connection: sqlite3.Connection, operation_id: int) -> bool:
+    """A `confirmed` operation whose every transaction is rejected: nothing pays it any more, so
+    it is `new` again, as section 3.2 of the API documentation shows it after a reject."""
+    return bool(
+        connection.execute(
+            """SELECT status = :confirmed AND NOT EXISTS(
+                   SELECT 1 FROM transactions WHERE operation_id = :id AND status != :rejected)
+               FROM operations WHERE id = :id""",
+            {"confirmed": CONFIRMED, "rejected": TX_REJECTED, "id": operation_id},
+        ).fetchone()[0]
+    )
 
 
 def end_operation(operation_id: int, status: int) -> None:

@@ -13,6 +13,8 @@ from .currencies import CURRENCIES, exchange_pairs, exchange_rate, new_address
 from .errors import ApiError
 from .money import from_units, quantize, to_units
 from .records import (
+    APPLICATION_ID,
+    APPLICATION_NAME,
     CANCELED,
     NEW,
     PROCESSED,
@@ -264,10 +266,13 @@ def create_cross_exchange(
             )
         invoice_address = new_address(sell)
         operation = connection.execute(
-            """INSERT INTO operations (category, order_id, amount, fee, rate, currency,
-                   currency_paid, status, address, created_at, updated_at, expires_at)
-               VALUES ('manual', NULL, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            """INSERT INTO operations (application_id, application_name, category, order_id,
+                   amount, fee, rate, currency, currency_paid, status, address, created_at,
+                   updated_at, expires_at)
+               VALUES (?, ?, 'manual', NULL, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (
+                APPLICATION_ID,
+                APPLICATION_NAME,
                 to_units(sell_amount),
                 to_units(Decimal(1)),
                 sell,

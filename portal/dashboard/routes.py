@@ -17,10 +17,14 @@ from portal.rules.dashboard import CHART_HEIGHT, CHART_WIDTH, summarise
 from portal.rules.rates import rate_rows
 from portal.web.access import ALL_ROLES, public, roles
 from portal.web.merchant import current_api
-from portal.web.pages import render_page
+from portal.web.pages import polled_by, render_page
 from portal.web.refusals import unless_unavailable
 
 LATEST = 5
+PAGE, LATEST_FRAGMENT = "dashboard/index.html", "dashboard/_latest.html"
+# The element that asks for the latest operations again while one of them can still change;
+# only that part is read again (the 30 days' figures read every page of the month).
+LATEST_POLLER = "latest-operations"
 
 
 @bp.route("/")
@@ -29,12 +33,15 @@ def index() -> Response:
     """The last 30 days at a glance, the latest operations and the current rates."""
     connection = current_user.merchant.api_connection
     context: dict[str, object] = {"connection": connection}
+    if connection is not None and polled_by(LATEST_POLLER):
+        latest_only = current_api().list_operations(per_page=LATEST).items
+        return render_page(PAGE, LATEST_FRAGMENT, 200, latest=latest_only, poller=LATEST_POLLER)
     if connection is not None:
         context["token_mask"] = masked_tokens(connection)[0]
         # While the payment service does not answer, the page says so instead of its figures.
         figures = unless_unavailable(partial(_figures, current_api()))
         context |= figures if figures is not None else {"api_down": True}
-    return render_page("dashboard/index.html", "dashboard/index.html", 200, **context)
+    return render_page(PAGE, PAGE, 200, poller=LATEST_POLLER, **context)
 
 
 def _figures(api: MerchantApiClient) -> dict[str, object]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import ClassVar
 
 from flask_wtf import FlaskForm
 from wtforms import (
+    BooleanField,
     HiddenField,
     SelectChoice,
     SelectField,
@@ -18,6 +20,7 @@ from wtforms import (
 from wtforms.validators import DataRequired, InputRequired, Length, Optional, ValidationError
 
 from portal.api import OPERATION_STATUSES
+from portal.rules.progress import SMALLEST_AMOUNT
 from portal.rules.web_urls import is_web_url
 from portal.web.fields import AmountField, strip
 from portal.web.filters import (
@@ -39,6 +42,13 @@ AMOUNT_NOT_POSITIVE = "The amount must be greater than zero."
 CATEGORIES = [
     SelectChoice("", "Any"),
     *(SelectChoice(value, name) for value, name in CATEGORY_NAMES.items()),
+]
+
+
+NEW_STATUS = next(code for code, text in OPERATION_STATUSES.items() if text == "new")
+RECEIVED_CHOICES = [
+    SelectChoice("", "Any"),
+    SelectChoice("received", "Partly paid or overpaid (new, money received)"),
 ]
 
 
@@ -77,6 +87,29 @@ class OperationFilters(ListFilters):
         upper=True,
     )
     address = StringField("Address", validators=[Optional(), Length(max=255)])
+    received = SelectField("Payment", choices=RECEIVED_CHOICES, default="")
+
+    def validate(self, extra_validators: Mapping | None = None) -> bool:
+        """The fields' checks, then: "money received" is about `new` operations only."""
+        valid = super().validate(extra_validators)
+        if self.received.data and self.status.data and NEW_STATUS not in self.status.data:
+            self.received.errors = [
+                "Money received but not confirmed is an operation still new: tick New, or no "
+                "status."
+            ]
+            return False
+        return valid
+
+    def api_filters(self) -> dict[str, object]:
+        """The API filters by status only: "money received" asks it for the `new` operations
+        whose `amount_paid` is at least the smallest amount, so that its pages and total count
+        exactly those."""
+        filters = super().api_filters()
+        if filters.pop("received", None):
+            filters["status"] = [NEW_STATUS]
+            given = self.amount_paid_from.data
+            filters["amount_paid_from"] = max(given, SMALLEST_AMOUNT) if given else SMALLEST_AMOUNT
+        return filters
 
 
 def _is_zero(text: str) -> bool:
@@ -121,6 +154,11 @@ def _http_url(_form: FlaskForm, field: URLField) -> None:
         raise ValidationError("Enter an address starting with http:// or https://.")
 
 
+# Currencies that are not paid on a blockchain: an operation may be priced in them, but the
+# customer pays in a crypto currency.
+FIAT_CURRENCIES = frozenset({"USD", "EUR", "GBP"})
+
+
 class NewOperationForm(FlaskForm):
     """Create an operation; the currencies are those of the current rates."""
 
@@ -139,12 +177,26 @@ class NewOperationForm(FlaskForm):
     submit = SubmitField("Create operation")
 
     def offer(self, currencies: list[str]) -> None:
-        """The currencies the rates know; the payment currency may stay the currency."""
+        """The currencies the rates know; the customer pays in a crypto currency, by default
+        the price's own, or for a fiat price the first crypto currency."""
+        crypto = [code for code in currencies if code not in FIAT_CURRENCIES]
+        fiat = [code for code in currencies if code in FIAT_CURRENCIES]
+        self.fiat_default = crypto[0] if crypto else None
+        same = "Same as the currency"
+        if fiat and self.fiat_default:
+            same += f" ({self.fiat_default} for a price in {', '.join(fiat)})"
         self.currency.choices = [SelectChoice(code, code) for code in currencies]
         self.payment_currency.choices = [
-            SelectChoice("", "Same as the currency"),
-            *(SelectChoice(code, code) for code in currencies),
+            SelectChoice("", same),
+            *(SelectChoice(code, code) for code in crypto),
         ]
+
+    def paid_in(self) -> str | None:
+        """The payment currency to ask for: the one chosen, or for a fiat price the default
+        crypto currency (a fiat currency cannot be paid on a blockchain)."""
+        if self.payment_currency.data:
+            return self.payment_currency.data
+        return self.fiat_default if self.currency.data in FIAT_CURRENCIES else None
 
 
 class TransactionsActionForm(FlaskForm):
@@ -153,6 +205,8 @@ class TransactionsActionForm(FlaskForm):
     transaction_id = SelectMultipleField("Transactions", choices=[])
     reason = StringField("Reason", validators=[Optional(), Length(max=255)], filters=[strip])
     confirm = HiddenField()
+    # Only a rejection asks for it, when a chosen transaction already pays the operation.
+    paid_ones_too = BooleanField("Yes, reject transactions that already count as paid")
 
     def offer(self, transaction_ids: list[str]) -> None:
         self.transaction_id.choices = [SelectChoice(tid, tid) for tid in transaction_ids]

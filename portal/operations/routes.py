@@ -8,13 +8,15 @@ place; without JavaScript the browser is redirected to it (Post/Redirect/Get).
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import segno
 from flask import abort, flash, redirect, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
+from wtforms import Field
 
-from portal.api import ApiFailure, ErrorCode, MerchantApiClient, Operation
+from portal.api import ApiFailure, ApiRefusal, ErrorCode, MerchantApiClient, Operation, Transaction
 from portal.models import IntentKind, Role
 from portal.operations import bp
 from portal.operations.forms import (
@@ -27,6 +29,7 @@ from portal.operations.forms import (
 from portal.rules import audit
 from portal.rules.checkout_links import created_with_link, reserve_link
 from portal.rules.csv_rows import OPERATION_COLUMNS, TRANSACTION_COLUMNS, operation_transactions
+from portal.rules.progress import can_change
 from portal.rules.rates import currencies_of
 from portal.web.access import ALL_ROLES, roles
 from portal.web.exports import csv_download
@@ -34,13 +37,20 @@ from portal.web.fields import CURRENCIES
 from portal.web.lists import ApiList, render_list
 from portal.web.merchant import current_api
 from portal.web.one_time import OneTimeForm, refuse_used, send
-from portal.web.pages import page, render_page, wants_fragment
+from portal.web.pages import page, polled_by, render_page, wants_fragment
 from portal.web.public_urls import checkout_url
 from portal.web.refusals import NOTHING_SENT, Check, meet, record_or_404, unless_unavailable
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
 CANCELABLE = "new"
 PAGE, FRAGMENT = "operations/detail.html", "operations/_operation.html"
+# The element of the operation page that asks for the operation again while it can change.
+POLLER = "operation-poll"
+POLL_SECONDS = 5
+PAID_ONES_WARNING = (
+    "Tick the box to confirm: these transactions already count as paid, and the operation "
+    "loses what they paid."
+)
 OPERATIONS = ApiList(
     OperationFilters,
     lambda api: api.list_operations,
@@ -83,12 +93,28 @@ def _operation_or_404(operation_id: str) -> Operation:
 
 
 def _show(operation: Operation, status: int = 200, **context: object) -> Response:
-    """The operation page, or for htmx the operation part of it."""
-    context.setdefault("action_form", TransactionsActionForm())
+    """The operation page, or for htmx the operation part of it.
+
+    The selection form is a blank one unless a view passes its own (`formdata=None`: after an
+    action nothing stays ticked). While the operation can still change and nothing waits for a
+    confirmation, the page asks for it again every few seconds; a poll's answer lets the page
+    keep the boxes ticked and the reason typed.
+    """
+    context.setdefault("action_form", TransactionsActionForm(formdata=None))
     context.setdefault("cancel_form", CancelForm())
     if operation.payment_url and operation.status == CANCELABLE:
         context["qr_code"] = qr_code(operation.payment_url)
-    return render_page(PAGE, FRAGMENT, status, operation=operation, **context)
+    live = can_change(operation.status) and not context.get("confirming")
+    return render_page(
+        PAGE,
+        FRAGMENT,
+        status,
+        operation=operation,
+        poll_seconds=POLL_SECONDS if live else None,
+        poller=POLLER,
+        polled=polled_by(POLLER),
+        **context,
+    )
 
 
 def qr_code(url: str) -> str:
@@ -134,10 +160,18 @@ def new() -> Response:
     try:
         operation = _create_once(api, form)
     except ApiFailure as failure:
-        refused = meet(failure, form)
+        refused = meet(failure, form, at=_concerned_field(failure, form))
         return page("operations/new.html", refused.status, error=refused.error, **shown)
     flash(f"Operation {operation.id} was created. Give the customer its payment link.")
     return redirect(url_for(".detail", operation_id=operation.id))
+
+
+def _concerned_field(failure: ApiFailure, form: NewOperationForm) -> Field | None:
+    """Code 7 (operation not created) is said next to the payment currency: a currency the
+    customer cannot pay in is the one reason the API's sandbox gives for it."""
+    if isinstance(failure, ApiRefusal) and failure.code == ErrorCode.OPERATION_NOT_CREATED:
+        return form.payment_currency
+    return None
 
 
 def _create_once(api: MerchantApiClient, form: NewOperationForm) -> Operation:
@@ -150,7 +184,7 @@ def _create_once(api: MerchantApiClient, form: NewOperationForm) -> Operation:
         "amount": form.amount.data,
         "currency": form.currency.data,
         "order_id": form.order_id.data,
-        "payment_currency": form.payment_currency.data or None,
+        "payment_currency": form.paid_in(),
         "redirect_url": form.redirect_url.data or (checkout_url(link) if link else None),
     }
     create = partial(created_with_link, link, partial(api.create_operation, **asked))
@@ -166,9 +200,17 @@ def _transactions_action(
     form.offer([transaction.id for transaction in operation.transactions])
     if not form.validate_on_submit():
         return _show(operation, 422, action_form=form)
-    if not form.confirm.data:
-        return _show(operation, action_form=form, confirming=action)
     ids = form.transaction_id.data
+    chosen = [transaction for transaction in operation.transactions if transaction.id in ids]
+    paid_ones = [transaction for transaction in chosen if _pays(transaction)]
+    asking: dict[str, Any] = {"action_form": form, "confirming": action, "chosen": chosen}
+    if action == "reject" and paid_ones:  # its own warning, and its own box to tick
+        asking["paid_ones"] = paid_ones
+        if form.confirm.data and not form.paid_ones_too.data:
+            form.paid_ones_too.errors = [PAID_ONES_WARNING]
+            return _show(operation, 422, **asking)
+    if not form.confirm.data:
+        return _show(operation, **asking)
     api = current_api()
     parameters = {"operation_id": operation_id, "transaction_ids": ids}
     try:
@@ -180,12 +222,18 @@ def _transactions_action(
                 api.reject_transactions(operation_id, ids, form.reason.data)
     except ApiFailure as failure:
         refused = meet(failure, form, _check(operation_id))
+        form.transaction_id.data = []  # whatever happened, nothing stays ticked for the next one
         operation = api.get_operation(operation_id)
         return _show(operation, refused.status, action_form=form, error=refused.error)
     count = len(ids)
     noun = "transaction" if count == 1 else "transactions"
     verb = "linked to the operation" if action == "link" else "rejected"
     return _done(operation_id, f"{count} {noun} {verb}.")
+
+
+def _pays(transaction: Transaction) -> bool:
+    """A transaction that counts as paid: rejecting it takes its amount off the operation."""
+    return transaction.linked or transaction.status == "confirmed"
 
 
 @bp.route("/<operation_id>/link-transactions", methods=["POST"])

@@ -11,20 +11,25 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 from portal.api import OPERATION_STATUSES, MerchantApiClient
+from portal.rules.progress import Progress, progress
 
 DAYS = 30
 CHART_WIDTH, CHART_HEIGHT, CHART_TOP = 600, 160, 10
 STATUS_ORDER = {text: code for code, text in OPERATION_STATUSES.items()}
+PROGRESS_ORDER = list(Progress)
+GroupKey = tuple[str, str, Progress | None]
 
 
 @dataclass(frozen=True)
 class Group:
-    """Operations of one status in one currency."""
+    """Operations of one status in one currency; `new` ones that received money apart, by how
+    far they are paid."""
 
     status: str
     currency: str
     count: int
     amount: Decimal
+    progress: Progress | None = None
 
 
 @dataclass(frozen=True)
@@ -53,23 +58,28 @@ def summarise(api: MerchantApiClient, today: date | None = None) -> Summary:
     """Counts and sums by status and currency, and operations per day, over the last 30 days."""
     until = today or datetime.now(UTC).date()
     since = until - timedelta(days=DAYS - 1)
-    counts: Counter[tuple[str, str]] = Counter()
-    sums: defaultdict[tuple[str, str], Decimal] = defaultdict(Decimal)
+    counts: Counter[GroupKey] = Counter()
+    sums: defaultdict[GroupKey, Decimal] = defaultdict(Decimal)
     per_day: Counter[date] = Counter()
     for operation in api.iter_operations(created_from=since, created_to=until):
-        key = (operation.status, operation.currency)
+        key = (operation.status, operation.currency, progress(operation))
         counts[key] += 1
         sums[key] += operation.amount
         per_day[operation.created_at.astimezone(UTC).date()] += 1
     groups = [
-        Group(status, currency, counts[status, currency], sums[status, currency])
-        for status, currency in sorted(
-            counts, key=lambda key: (STATUS_ORDER.get(key[0], len(STATUS_ORDER)), key)
-        )
+        Group(key[0], key[1], counts[key], sums[key], key[2])
+        for key in sorted(counts, key=_group_order)
     ]
     days = [since + timedelta(days=offset) for offset in range(DAYS)]
     peak = max((per_day[day] for day in days), default=0)
     return Summary(since, until, sum(counts.values()), groups, _bars(days, per_day, peak), peak)
+
+
+def _group_order(key: GroupKey) -> tuple[int, str, str, int]:
+    """By status as the API numbers them, then currency; `new` ones unpaid before paid ones."""
+    status, currency, paid = key
+    rank = -1 if paid is None else PROGRESS_ORDER.index(paid)
+    return (STATUS_ORDER.get(status, len(STATUS_ORDER)), status, currency, rank)
 
 
 def _bars(days: list[date], per_day: Counter[date], peak: int) -> list[Bar]:

@@ -18,8 +18,12 @@ from portal.api import ApiRefusal, MerchantApiClient, Page
 from portal.extensions import db
 from portal.web.filters import MAX_PAGE, ListFilters, read_filters
 from portal.web.merchant import current_api
-from portal.web.pages import render_page, wants_fragment
+from portal.web.pages import polled_by, render_page, wants_fragment
 from portal.web.refusals import meet
+
+# The element of a list page that asks for the results again while a row can still change; its
+# requests leave the address bar alone.
+LIVE_RESULTS = "results-live"
 
 
 def local_page(query: sa.Select, per_page: int = 50) -> Pagination:
@@ -74,6 +78,6 @@ def render_list(listing: ApiList, **context: object) -> Response:
         out_of_band=wants_fragment(),
         **context,
     )
-    if wants_fragment():
+    if wants_fragment() and not polled_by(LIVE_RESULTS):
         response.headers["HX-Push-Url"] = url_for(request.endpoint or "", **query.form.query_args())
     return response

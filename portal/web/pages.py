@@ -16,6 +16,12 @@ def wants_fragment() -> bool:
     return bool(htmx) and not htmx.boosted
 
 
+def polled_by(element_id: str) -> bool:
+    """An htmx request made by the element `element_id`: a poller that refreshes part of a page
+    by itself (the answer must not push the address or take the person's choices away)."""
+    return wants_fragment() and request.headers.get("HX-Trigger") == element_id
+
+
 def render_page(template: str, fragment: str, status: int = 200, **context: object) -> Response:
     """The full page, or for an htmx request only the fragment that the page includes."""
     response = make_response(

@@ -153,3 +153,92 @@ def test_accountants_see_no_controls_and_are_refused(
     assert refused.status == 403
     assert api.get_operation(operation.id).status == "new"
     assert_accessible(page)
+
+
+def ticked_boxes(page: Page) -> list[str]:
+    return [
+        box.get_attribute("value")
+        for box in page.locator("input[name=transaction_id]:checked").all()
+    ]
+
+
+def test_after_link_selected_no_box_stays_ticked(
+    page: Page, portal: PortalServer, api: MerchantApiClient
+) -> None:
+    """Issue 14: the linked ones stayed ticked, and the next Reject selected rejected them too."""
+    operation, (first, second) = operation_with_transactions(portal, api, 2)
+    sign_in_as(page, "operator@acme.test")
+    page.goto(f"/operations/{operation.id}")
+    page.get_by_role("checkbox", name=f"Select transaction {first}").check()
+    page.get_by_role("button", name="Link selected").click()
+    confirmation = page.locator("section.confirm")
+    expect(confirmation.get_by_role("row")).to_have_count(2)  # the header and the one chosen
+    expect(confirmation.get_by_role("row").nth(1)).to_contain_text("0.01000000 BTC")
+    expect(confirmation.get_by_role("row").nth(1)).to_contain_text("Undefined")
+    page.get_by_role("button", name="Confirm link").click()
+    expect(page.get_by_role("status")).to_have_text("1 transaction linked to the operation.")
+    assert ticked_boxes(page) == []
+
+    page.get_by_label("Reason").fill("Not ours")
+    page.get_by_role("button", name="Reject selected").click()
+    expect(page.get_by_text("Select at least one transaction.")).to_be_visible()
+    assert api.get_transaction(first).status == "confirmed"
+
+    page.get_by_role("checkbox", name=f"Select transaction {first}").check()
+    page.get_by_role("button", name="Reject selected").click()
+    expect(page.get_by_text("1 of these already counts as paid")).to_be_visible()
+    assert_accessible(page)
+    page.get_by_role("button", name="Confirm rejection").click()
+    expect(page.get_by_text("Tick the box to confirm")).to_be_visible()
+    assert api.get_transaction(first).status == "confirmed"
+    page.get_by_label("Yes, reject transactions that already count as paid").check()
+    page.get_by_role("button", name="Confirm rejection").click()
+    expect(page.get_by_role("status")).to_have_text("1 transaction rejected.")
+    assert ticked_boxes(page) == []
+    assert api.get_transaction(first).status == "rejected"
+    assert api.get_transaction(second).status == "undefined"
+
+
+def test_a_payment_that_arrives_shows_without_a_reload(
+    page: Page, portal: PortalServer, api: MerchantApiClient
+) -> None:
+    operation, (waiting,) = operation_with_transactions(portal, api, 1)
+    sign_in_as(page, "operator@acme.test")
+    page.goto(f"/operations/{operation.id}")
+    status = page.locator("dt:text-is('Status') + dd")
+    expect(status).to_contain_text("New")
+    page.get_by_role("checkbox", name=f"Select transaction {waiting}").check()
+    page.get_by_label("Reason").fill("Typed before the payment")
+
+    body = {"amount": "0.005", "tx_id": uuid.uuid4().hex, "status": "confirmed"}
+    portal.sandbox.control("POST", f"operations/{operation.id}/transactions", body)
+    expect(status).to_contain_text("Partly paid", timeout=15_000)
+    expect(page.locator("dt:text-is('Amount paid') + dd")).to_contain_text("0.00500000 BTC")
+    expect(page.get_by_role("row")).to_have_count(3)  # the header, the waiting one, the payment
+    # What the person had chosen and typed survived the update.
+    expect(page.get_by_role("checkbox", name=f"Select transaction {waiting}")).to_be_checked()
+    expect(page.get_by_label("Reason")).to_have_value("Typed before the payment")
+
+    body = {"amount": "0.015", "tx_id": uuid.uuid4().hex, "status": "confirmed"}
+    portal.sandbox.control("POST", f"operations/{operation.id}/transactions", body)
+    expect(status).to_have_text("Confirmed", timeout=15_000)
+    expect(page.locator("#operation-poll")).to_have_count(0)  # a final state: no more polling
+    assert_accessible(page)
+
+
+def test_the_operations_list_shows_a_payment_without_a_reload(
+    page: Page, portal: PortalServer, api: MerchantApiClient
+) -> None:
+    operation, _ = operation_with_transactions(portal, api, 0)
+    sign_in_as(page, "accountant@acme.test")
+    page.goto("/operations?per_page=10")
+    row = page.get_by_role("row").filter(
+        has=page.get_by_role("link", name=operation.id, exact=True)
+    )
+    expect(row).to_contain_text("New")
+    url, history = page.url, page.evaluate("history.length")
+    body = {"amount": "0.01", "tx_id": uuid.uuid4().hex, "status": "confirmed"}
+    portal.sandbox.control("POST", f"operations/{operation.id}/transactions", body)
+    expect(row).to_contain_text("Partly paid", timeout=25_000)
+    assert page.url == url
+    assert page.evaluate("history.length") == history  # the updates pushed nothing to it

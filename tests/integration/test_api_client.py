@@ -337,7 +337,7 @@ TRIGGERS: dict[int, Trigger] = {
     25: lambda s, a: a.create_exchange("BTC", "ETH", sell_amount=Decimal("0.00001")),
 }
 
-HTTP_STATUS_OF_CODE = {0: 404, 1: 410, 2: 401, 3: 403, 4: 403, 9: 422, 10: 415}
+HTTP_STATUS_OF_CODE = {1: 410, 2: 401, 3: 403, 4: 403, 9: 422, 10: 415}
 HTTP_STATUS_OF_CODE |= {code: 404 for code in (5, 6, 14, 18)}
 
 

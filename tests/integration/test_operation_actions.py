@@ -122,11 +122,45 @@ def test_bad_input_never_reaches_the_api(operator, api, field, value, message):
     assert api.list_operations(per_page=1).total == before
 
 
+def field_errors(html: str, field: str) -> str:
+    """The text of the errors shown next to `field` ("" when there are none)."""
+    errors = re.search(rf'<ul class="errors" id="{field}-errors">(.*?)</ul>', html, re.S)
+    return errors.group(1) if errors else ""
+
+
+def test_a_usd_price_is_paid_in_a_crypto_currency_by_default(operator, api):
+    """USD cannot be paid on a blockchain: it is not offered as the payment currency, and a
+    USD price left at the default is paid in the first crypto currency."""
+    form = operator.get("/operations/new").get_data(as_text=True)
+    payment = re.search(r'<select[^>]*id="payment_currency".*?</select>', form, re.S).group(0)
+    assert 'value="USD"' not in payment
+    assert "Same as the currency (BTC for a price in USD)" in payment
+    order = f"usd-{uuid.uuid4().hex[:8]}"
+    data = {"amount": "5", "currency": "USD", "payment_currency": "", "order_id": order}
+    response = submit(operator, "/operations/new", data)
+    assert response.status_code == 302, response.text
+    operation = api.get_operation(response.location.rsplit("/", 1)[1])
+    assert (operation.currency, operation.currency_paid) == ("USD", "BTC")
+    refused = submit(operator, "/operations/new", {**data, "payment_currency": "USD"})
+    assert refused.status_code == 422
+    assert "Not a valid choice." in field_errors(refused.text, "payment_currency")
+
+
+def test_code_7_is_said_next_to_the_payment_currency(operator, monkeypatch):
+    def refuse(_client, **_asked):
+        raise ApiRefusal(7, "Operation not created")
+
+    monkeypatch.setattr(MerchantApiClient, "create_operation", refuse)
+    data = {"amount": "5", "currency": "ETH", "payment_currency": "BTC", "order_id": "seven"}
+    response = submit(operator, "/operations/new", data)
+    assert response.status_code == 422
+    said = field_errors(response.text, "payment_currency")
+    assert "The payment service did not create the operation" in said
+    assert 'class="form-error"' not in response.text
+
+
 def test_api_refusals_are_shown_on_the_form(operator):
-    """USD cannot be paid in (code 7); an amount above the API's limit is its code 9."""
-    data = {"amount": "5", "currency": "USD", "payment_currency": "USD", "order_id": "usd"}
-    html = submit(operator, "/operations/new", data).get_data(as_text=True)
-    assert "The payment service did not create the operation" in html
+    """An amount above the API's limit is its code 9, next to the amount."""
     data = {"amount": "999999999999", "currency": "BTC", "order_id": "huge"}
     response = submit(operator, "/operations/new", data)
     errors = re.search(r'<ul class="errors" id="amount-errors">(.*?)</ul>', response.text, re.S)
@@ -148,6 +182,77 @@ def test_link_asks_first_then_links(operator, api, sandbox):
     assert linked[first].linked and linked[first].status == "confirmed"
     assert not linked[second].linked
     assert api.get_operation(operation.id).status == "confirmed"
+
+
+def ticked(html: str) -> list[str]:
+    """The transactions whose selection box is ticked on the operation page."""
+    return re.findall(
+        r'<input type="checkbox" name="transaction_id" value="([^"]+)"[^>]* checked', html
+    )
+
+
+def test_after_an_action_no_box_stays_ticked(operator, api, sandbox):
+    """Issue 14: after Link selected the linked ones stayed ticked, so the next Reject selected
+    rejected them too. After any action, sent or refused, nothing is ticked."""
+    operation, (first, second) = new_operation(api, sandbox, transactions=2)
+    url = f"/operations/{operation.id}/link-transactions"
+    asked = operator.post(url, data={"transaction_id": [first, second]}, headers=HTMX)
+    assert sorted(ticked(asked.text)) == sorted([first, second])  # the choice being confirmed
+    done = operator.post(url, data={"transaction_id": [first], "confirm": "1"}, headers=HTMX)
+    assert "1 transaction linked to the operation." in done.text
+    assert ticked(done.text) == []
+
+    reject = f"/operations/{operation.id}/reject-transactions"
+    data = {"transaction_id": [second], "reason": "Duplicate", "confirm": "1"}
+    done = operator.post(reject, data=data, headers=HTMX)
+    assert "1 transaction rejected." in done.text and ticked(done.text) == []
+    refused = operator.post(reject, data={**data, "transaction_id": ["999999"]}, headers=HTMX)
+    assert refused.status_code == 422 and ticked(refused.text) == []
+
+
+def test_the_confirmation_lists_each_transaction_with_its_amount_and_status(operator, api, sandbox):
+    operation, (first, second) = new_operation(api, sandbox, transactions=2)
+    asked = operator.post(
+        f"/operations/{operation.id}/reject-transactions",
+        data={"transaction_id": [first, second], "reason": "Not ours"},
+        headers=HTMX,
+    )
+    confirmation = re.search(r'<section class="card confirm".*?</section>', asked.text, re.S)
+    rows = re.findall(
+        r"<tr>\s*<td>(\w+)</td>\s*<td[^>]*>([^<]+)</td>\s*<td>(.*?)</td>",
+        confirmation.group(0),
+        re.S,
+    )
+    assert [(tid, amount) for tid, amount, _ in rows] == [
+        (first, "0.10000000 BTC"),
+        (second, "0.10000000 BTC"),
+    ]
+    assert all("Undefined" in status for _, _, status in rows)
+    assert "already count" not in confirmation.group(0)  # nothing paid among them
+
+
+def test_rejecting_a_linked_transaction_needs_its_own_confirmation(operator, api, sandbox):
+    operation, (first,) = new_operation(api, sandbox, transactions=1)
+    base = f"/operations/{operation.id}"
+    operator.post(f"{base}/link-transactions", data={"transaction_id": [first], "confirm": "1"})
+    assert api.get_operation(operation.id).status == "confirmed"
+
+    data = {"transaction_id": [first], "reason": "Linked by mistake"}
+    asked = operator.post(f"{base}/reject-transactions", data=data, headers=HTMX)
+    assert "1 of these already counts as paid" in asked.text
+    assert "Yes, reject transactions that already count as paid" in asked.text
+    refused = operator.post(f"{base}/reject-transactions", data={**data, "confirm": "1"})
+    assert refused.status_code == 422
+    assert "Tick the box to confirm" in field_errors(refused.text, "paid_ones_too")
+    assert api.get_transaction(first).status == "confirmed"  # nothing sent
+
+    done = operator.post(
+        f"{base}/reject-transactions", data={**data, "confirm": "1", "paid_ones_too": "y"}
+    )
+    assert done.status_code == 302
+    after = api.get_operation(operation.id)
+    assert after.transactions[0].status == "rejected"
+    assert (after.status, after.amount_paid) == ("new", 0)
 
 
 def test_reject_needs_a_reason_and_a_confirmation(operator, api, sandbox):

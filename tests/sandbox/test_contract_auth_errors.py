@@ -304,15 +304,16 @@ def test_a_bad_body_on_put_is_code_9(module_api, module_sandbox):
 
 
 @pytest.mark.parametrize("prefix", PREFIXES)
-def test_unknown_path_is_404_code_0(module_sandbox, prefix):
+@pytest.mark.parametrize("path", ["/no-such-thing", "/operations/1/2", "/vouchers/a%2Fb"])
+def test_a_path_the_sandbox_cannot_place_is_400_code_0(module_sandbox, prefix, path):
+    """Section 7 gives code 0 one status and one message: 400 "Something went wrong"."""
     response = requests.get(
-        f"{module_sandbox.base_url}{prefix}/no-such-thing",
+        f"{module_sandbox.base_url}{prefix}{path}",
         headers=module_sandbox.headers(),
         timeout=10,
     )
-    body = assert_error(response, 0)
-    assert response.status_code == 404
-    assert body["message"] == "Not found"
+    assert_error(response, 0)
+    assert response.json() == {"code": 0, "message": "Something went wrong"}
 
 
 @pytest.mark.parametrize(
@@ -324,7 +325,7 @@ def test_unknown_path_is_404_code_0(module_sandbox, prefix):
         ("GET", "/withdraw"),
     ],
 )
-def test_wrong_method_is_405_code_0(module_sandbox, method, path):
+def test_a_method_the_path_does_not_take_is_400_code_0(module_sandbox, method, path):
     headers = json_headers(module_sandbox.token)
     response = requests.request(
         method,
@@ -333,9 +334,8 @@ def test_wrong_method_is_405_code_0(module_sandbox, method, path):
         headers=headers,
         timeout=10,
     )
-    body = assert_error(response, 0)
-    assert response.status_code == 405
-    assert body["message"] == "Method not allowed"
+    assert_error(response, 0)
+    assert response.json() == {"code": 0, "message": "Something went wrong"}
 
 
 def test_errors_other_than_validation_carry_no_errors_field(module_api):

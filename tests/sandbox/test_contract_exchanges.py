@@ -275,6 +275,8 @@ def test_create_cross_exchange(api, sandbox):
     op = api.operation(created["operation_id"])
     check_operation(op)
     assert op["category"] == "manual"
+    assert op["application_id"] == "1"  # like every other manual operation
+    assert op["application_name"] == "Sandbox application"
     assert op["order_id"] == f"cross-exchange-{created['id']}"
     assert op["amount"] == created["sell_amount"]
     assert op["currency"] == "ETH"
@@ -312,6 +314,17 @@ def test_paying_the_invoice_makes_the_cross_exchange_successful(api, sandbox):
     assert api.cross_exchange(created["id"])["status"] == "successful"
     assert_error(api.put(f"/cross-exchanges/{created['id']}/cancel"), 20)
     assert api.cross_exchange(created["id"])["status"] == "successful"
+
+
+def test_rejecting_the_payment_of_a_cross_exchange_makes_it_await_payment_again(api, sandbox):
+    created = data_of(cross(api, sell="ETH", buy="BTC", sell_amount="2"), 201)
+    paid = add_transaction(sandbox, created["operation_id"], "2", "confirmed")
+    rejected = api.put(
+        f"/operations/{created['operation_id']}/reject-transactions",
+        {"tx_id": [paid["id"]], "reason": "not ours"},
+    )
+    assert data_of(rejected)["status"] == "new"
+    assert api.cross_exchange(created["id"])["status"] == "processed"
 
 
 def test_cross_exchange_expiry(api, sandbox):

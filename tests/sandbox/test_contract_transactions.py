@@ -139,7 +139,7 @@ def test_link_confirms_transactions_and_the_operation(api, sandbox):
     check_operation(result)
     assert result["id"] == op["id"]
     assert result["status"] == "confirmed"  # whatever the sum (section 3.2)
-    assert result["amount_paid"] == "0.35000000"  # confirmed ones, the linked included
+    assert result["amount_paid"] == "0.25000000"  # the linked ones (section 3.2)
     txs = by_id(result)
     for tx_id in (first["id"], second["id"]):
         assert txs[tx_id]["linked"] is True
@@ -190,13 +190,41 @@ def test_reject_recomputes_amount_paid_and_link_undoes_a_reject(api, sandbox):
     assert relinked["amount_paid"] == "0.50000000"
 
 
-def test_reject_a_payment_of_a_paid_operation(api, sandbox):
+def test_rejecting_the_only_payment_of_a_paid_operation_makes_it_new_again(api, sandbox):
     op = api.create_operation(amount="0.5")
     tx = add_transaction(sandbox, op["id"], "0.5", "confirmed")
     assert api.operation(op["id"])["status"] == "confirmed"
     result = data_of(reject(api, op["id"], [tx["id"]]))
-    assert result["status"] == "confirmed"
+    assert result["status"] == "new"
     assert result["amount_paid"] == "0.00000000"
+    assert api.operation(op["id"]) == result
+
+
+def test_rejecting_every_linked_transaction_makes_the_operation_new_with_nothing_paid(api, sandbox):
+    """The mistake of issue 14: link, then reject the same transactions. Section 3.2: after a
+    reject the operation is `new` with `amount_paid` zero, not `confirmed` with nothing paid."""
+    op = api.create_operation(amount="1")
+    first = add_transaction(sandbox, op["id"], "0.3", "undefined")
+    second = add_transaction(sandbox, op["id"], "0.2", "undefined")
+    linked = data_of(link(api, op["id"], [first["id"], second["id"]]))
+    assert linked["status"] == "confirmed" and linked["amount_paid"] == "0.50000000"
+
+    result = data_of(reject(api, op["id"], [first["id"], second["id"]], "sent twice"))
+    assert result["status"] == "new"
+    assert result["amount_paid"] == "0.00000000"
+    assert {tx["status"] for tx in result["transactions"]} == {"rejected"}
+    add_transaction(sandbox, op["id"], "1", "confirmed")
+    assert api.operation(op["id"])["status"] == "confirmed"  # it can be paid again
+
+
+def test_after_a_link_amount_paid_counts_only_the_linked_transactions(api, sandbox):
+    op = api.create_operation(amount="1")
+    add_transaction(sandbox, op["id"], "0.4", "confirmed")
+    assert api.operation(op["id"])["amount_paid"] == "0.40000000"
+    stray = add_transaction(sandbox, op["id"], "0.1", "undefined")
+    result = data_of(link(api, op["id"], [stray["id"]]))
+    assert result["status"] == "confirmed"
+    assert result["amount_paid"] == "0.10000000"
 
 
 def test_link_accepts_the_blockchain_hash(api, sandbox):
