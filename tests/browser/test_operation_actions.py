@@ -173,7 +173,7 @@ def test_after_link_selected_no_box_stays_ticked(
     page.get_by_role("button", name="Link selected").click()
     confirmation = page.locator("section.confirm")
     expect(confirmation.get_by_role("row")).to_have_count(2)  # the header and the one chosen
-    expect(confirmation.get_by_role("row").nth(1)).to_contain_text("0.01000000 BTC")
+    expect(confirmation.get_by_role("row").nth(1)).to_contain_text("0.01 BTC")
     expect(confirmation.get_by_role("row").nth(1)).to_contain_text("Undefined")
     page.get_by_role("button", name="Confirm link").click()
     expect(page.get_by_role("status")).to_have_text("1 transaction linked to the operation.")
@@ -213,7 +213,7 @@ def test_a_payment_that_arrives_shows_without_a_reload(
     body = {"amount": "0.005", "tx_id": uuid.uuid4().hex, "status": "confirmed"}
     portal.sandbox.control("POST", f"operations/{operation.id}/transactions", body)
     expect(status).to_contain_text("Partly paid", timeout=15_000)
-    expect(page.locator("dt:text-is('Amount paid') + dd")).to_contain_text("0.00500000 BTC")
+    expect(page.locator("dt:text-is('Amount paid') + dd")).to_contain_text("0.005 BTC")
     expect(page.get_by_role("row")).to_have_count(3)  # the header, the waiting one, the payment
     # What the person had chosen and typed survived the update.
     expect(page.get_by_role("checkbox", name=f"Select transaction {waiting}")).to_be_checked()

@@ -224,8 +224,8 @@ def test_the_confirmation_lists_each_transaction_with_its_amount_and_status(oper
         re.S,
     )
     assert [(tid, amount) for tid, amount, _ in rows] == [
-        (first, "0.10000000 BTC"),
-        (second, "0.10000000 BTC"),
+        (first, "0.1 BTC"),
+        (second, "0.1 BTC"),
     ]
     assert all("Undefined" in status for _, _, status in rows)
     assert "already count" not in confirmation.group(0)  # nothing paid among them
