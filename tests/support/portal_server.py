@@ -81,7 +81,7 @@ def _wait_until_up(url: str, process: subprocess.Popen, timeout: float = 60.0) -
         with contextlib.suppress(requests.ConnectionError, requests.Timeout):
             if requests.get(url, timeout=5).ok:
                 return
-        time.sleep(0.1)
+        time.sleep(0.02)
     raise TimeoutError(f"the portal did not answer at {url}")
 
 
