@@ -435,7 +435,9 @@ def test_the_excel_variant_opens_with_real_dates_and_order_numbers_kept_as_text(
     def typed(cell) -> tuple[str | None, str]:
         return cell.get(f"{{{office}}}value-type"), text_of(cell).replace("\u2060", "")
 
-    rows = spreadsheet_rows(client, tmp_path, ",")
+    rows, withdrawals = spreadsheets(
+        client, tmp_path, ",", "/operations/export.csv", "/withdrawals/export.csv"
+    )
     header = [text_of(cell) for cell in rows[0]]
     order_ids = {typed(row[header.index("order_id")]) for row in rows[1:]}
     assert order_ids == {
@@ -450,7 +452,6 @@ def test_the_excel_variant_opens_with_real_dates_and_order_numbers_kept_as_text(
     assert typed(rows[1][header.index("amount")]) == ("float", "12.5")
     assert formulas_in(rows) == []
 
-    withdrawals = spreadsheet_rows(client, tmp_path, ",", "/withdrawals/export.csv")
     header = [text_of(cell) for cell in withdrawals[0]]
     sent = next(row for row in withdrawals[1:] if text_of(row[header.index("state")]) == "sent")
     assert typed(sent[header.index("operation_id")]) == ("string", "000123")
