@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from decimal import ROUND_CEILING, Decimal
+from decimal import Decimal
 
 from flask import current_app
 from flask_babel import lazy_gettext as _l
@@ -17,11 +17,8 @@ from flask_babel.speaklater import LazyString
 from portal.api import ApiRefusal, ApiUnavailable, Operation
 from portal.models import CheckoutLink
 from portal.rules.connection import ApiNotConnected, api_client_for
+from portal.rules.progress import amount_due
 from portal.rules.web_urls import is_web_url
-
-# The amount due in another currency is rounded up to this: the smallest unit of bitcoin, and
-# what the hosted payment page asks for (the payer never owes less than the order).
-DUE_PLACES = Decimal("1e-8")
 
 
 class State(enum.StrEnum):
@@ -141,16 +138,6 @@ def state_of(operation: Operation) -> State:
     return _BY_STATUS.get(operation.status, State.CHECKING)
 
 
-def due_of(operation: Operation) -> Decimal | None:
-    """The amount due in the payment currency: the amount itself, or the amount at the
-    operation's rate; None when the API gave no rate to convert with."""
-    if operation.currency_paid == operation.currency:
-        return operation.amount
-    if operation.rate <= 0:
-        return None
-    return (operation.amount * operation.rate).quantize(DUE_PLACES, rounding=ROUND_CEILING)
-
-
 def payment_of(link: CheckoutLink) -> Payment:
     """The payment behind a link, or a state that says why it cannot be shown now (with the
     order number and amount the link kept, so that the customer still sees what they ordered)."""
@@ -168,7 +155,7 @@ def payment_of(link: CheckoutLink) -> Payment:
         amount=operation.amount,
         currency=operation.currency,
         currency_paid=operation.currency_paid,
-        due=due_of(operation),
+        due=amount_due(operation),
         paid=operation.amount_paid or Decimal(0),  # null right after creation: nothing yet
         payment_url=operation.payment_url,
     )

@@ -28,10 +28,13 @@ class Progress(enum.StrEnum):
     OVERPAID = "overpaid"
 
 
-def amount_due(operation: Operation) -> Decimal:
-    """What the customer owes in the payment currency."""
+def amount_due(operation: Operation) -> Decimal | None:
+    """What the customer owes in the payment currency: the amount itself, or the amount at the
+    operation's rate; None when the API gave no rate to convert with (unknown, not zero)."""
     if operation.currency == operation.currency_paid:
         return operation.amount
+    if operation.rate <= 0:
+        return None
     return (operation.amount * operation.rate).quantize(EIGHT_PLACES, ROUND_CEILING)
 
 
@@ -41,7 +44,7 @@ def progress(operation: Operation) -> Progress | None:
     if operation.status != "new" or paid is None or paid <= 0:
         return None
     due = amount_due(operation)
-    if paid < due:
+    if due is None or paid < due:  # without a rate, money arrived but the whole is unknown
         return Progress.PARTLY_PAID
     return Progress.OVERPAID if paid > due else Progress.PAID
 

@@ -20,7 +20,8 @@ from portal.checkout.outcomes import (
     outcome_for,
     outcome_key,
 )
-from portal.checkout.payments import Payment, State, due_of, state_of
+from portal.checkout.payments import Payment, State, state_of
+from portal.rules.progress import Progress, amount_due, progress
 from portal.rules.web_urls import is_web_url
 from portal.web.i18n import preferred_locale
 from tests.support.forms import csrf_token, sign_in
@@ -112,7 +113,23 @@ def test_state_of(status, paid, state):
 )
 def test_the_amount_due_in_the_payment_currency(currency, rate, due):
     expected = Decimal(due) if due is not None else None
-    assert due_of(_operation("new", currency=currency, rate=rate)) == expected
+    assert amount_due(_operation("new", currency=currency, rate=rate)) == expected
+
+
+@pytest.mark.parametrize(
+    ("status", "paid", "currency", "rate", "expected"),
+    [
+        ("new", None, "BTC", "1", None),
+        ("new", "4", "BTC", "1", Progress.PARTLY_PAID),
+        ("new", "10", "BTC", "1", Progress.PAID),
+        ("new", "11", "BTC", "1", Progress.OVERPAID),
+        ("new", "0.1", "USD", "0", Progress.PARTLY_PAID),  # money, but no rate to say how much
+        ("confirmed", "10", "BTC", "1", None),
+    ],
+)
+def test_how_far_an_operation_is_paid(status, paid, currency, rate, expected):
+    """The merchant's pages and the customer's page share one amount due (rules/progress)."""
+    assert progress(_operation(status, paid, currency=currency, rate=rate)) is expected
 
 
 def test_what_is_left_never_goes_below_zero():
