@@ -21,6 +21,7 @@ from portal.web import (
     security,
     sessions,
 )
+from portal.worker import queue
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,5 +82,6 @@ def create_app(test_config: dict | None = None) -> Flask:
     formatting.init_app(app)
     progress.init_app(app)
     navigation.init_app(app)
+    queue.init_app(app)
     cli.init_app(app)
     return app

@@ -5,6 +5,8 @@ Every command applies the migrations that have not run yet, so it works on a new
 
 from __future__ import annotations
 
+import logging
+
 import click
 import flask_migrate
 from flask import Flask
@@ -25,6 +27,7 @@ from portal.rules.crypto import TokenKeyError
 from portal.rules.two_factor import rotate_secrets
 from portal.web.connections import rejection_sentence, url_problem_sentence
 from portal.web.users import refusal_sentence
+from portal.worker.queue import huey
 
 
 @click.command("create-user")
@@ -87,6 +90,19 @@ def rotate_keys() -> None:
     click.echo(f"Re-encrypted the two-factor secrets of {users} user(s) under the newest key.")
 
 
+@click.command("worker")
+@click.option("--threads", default=4, show_default=True, help="Tasks run at once.")
+@with_appcontext
+def worker(threads: int) -> None:
+    """Run the background worker: the mirror's syncs, webhooks and e-mail. Stop with Ctrl+C."""
+    flask_migrate.upgrade()
+    # The migrations configured logging for themselves: the worker's own lines replace it.
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", force=True)
+    import portal.worker.tasks  # noqa: F401 (registers the tasks with the queue)
+
+    huey.create_consumer(workers=threads, worker_type="thread", periodic=True).run()
+
+
 def init_app(app: Flask) -> None:
-    for command in (create_user, connect_api, rotate_keys, demo):
+    for command in (create_user, connect_api, rotate_keys, demo, worker):
         app.cli.add_command(command)

@@ -53,6 +53,12 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         SESSION_REFRESH_EACH_REQUEST=False,
         WTF_CSRF_TIME_LIMIT=None,
         SQLALCHEMY_ENGINE_OPTIONS={"pool_pre_ping": True},
+        # The worker's queue (portal/worker/queue.py): empty means instance/queue.sqlite3.
+        QUEUE_URL=None,
+        # How often the worker syncs each merchant's mirror, in seconds.
+        SYNC_SECONDS=10,
+        # `smtp://` or `smtps://user:pass@host:port`; empty means e-mail is off.
+        SMTP_URL=None,
     )
     if test_config is None:
         app.config.from_prefixed_env("PORTAL")

@@ -387,3 +387,115 @@ class AuditEvent(Model):
     error_message: Mapped[str | None] = mapped_column(sa.Text)
     remote_address: Mapped[str | None] = mapped_column(sa.String(64))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+
+# --- The mirror of the API (portal/rules/mirror.py) and the events it writes -----------------
+
+
+class MirroredOperation(Model):
+    """An operation as the API last showed it to the mirror; a copy, never the truth to act on.
+
+    The columns are what lists, search and the attention list filter on; `record` keeps the
+    API's whole record (transactions included) for webhooks and timelines.
+    """
+
+    __tablename__ = "mirrored_operations"
+    __table_args__ = (
+        sa.UniqueConstraint("merchant_id", "operation_id"),
+        sa.Index("ix_mirrored_operations_merchant_updated", "merchant_id", "updated_at"),
+        sa.Index("ix_mirrored_operations_merchant_created", "merchant_id", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    operation_id: Mapped[str] = mapped_column(sa.String(64))
+    order_id: Mapped[str | None] = mapped_column(sa.String(255))
+    category: Mapped[str] = mapped_column(sa.String(32))
+    status: Mapped[str] = mapped_column(sa.String(32))
+    amount: Mapped[Decimal] = mapped_column(DecimalText)
+    amount_paid: Mapped[Decimal | None] = mapped_column(DecimalText)
+    currency: Mapped[str] = mapped_column(sa.String(16))
+    currency_paid: Mapped[str | None] = mapped_column(sa.String(16))
+    address: Mapped[str | None] = mapped_column(sa.String(255))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)  # the API's
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime)  # the API's
+    record: Mapped[dict] = mapped_column(sa.JSON)
+    mirrored_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
+
+
+class MirroredTransaction(Model):
+    """A blockchain transaction as the API last showed it to the mirror."""
+
+    __tablename__ = "mirrored_transactions"
+    __table_args__ = (
+        sa.UniqueConstraint("merchant_id", "transaction_id"),
+        sa.Index("ix_mirrored_transactions_merchant_operation", "merchant_id", "operation_id"),
+        sa.Index("ix_mirrored_transactions_merchant_updated", "merchant_id", "updated_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    transaction_id: Mapped[str] = mapped_column(sa.String(64))
+    operation_id: Mapped[str | None] = mapped_column(sa.String(64))
+    tx_id: Mapped[str | None] = mapped_column(sa.String(255))  # the hash on the blockchain
+    amount: Mapped[Decimal] = mapped_column(DecimalText)
+    status: Mapped[str] = mapped_column(sa.String(32))
+    linked: Mapped[bool] = mapped_column(default=False)
+    reject_reason: Mapped[str | None] = mapped_column(sa.Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)  # the API's
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime)  # the API's
+    record: Mapped[dict] = mapped_column(sa.JSON)
+    mirrored_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
+
+
+class MirrorState(Model):
+    """Where a merchant's mirror stands, and which worker holds it.
+
+    A worker syncs a merchant only while it holds the lease: one conditional UPDATE takes it
+    (`lease_until` past or empty), so two workers, on one machine or several, never sync one
+    merchant at once; a worker that died loses the lease when it runs out.
+    """
+
+    __tablename__ = "mirror_states"
+
+    merchant_id: Mapped[int] = mapped_column(
+        sa.ForeignKey("merchants.id", ondelete="CASCADE"), primary_key=True
+    )
+    # The newest `updated_at` the mirror has of each list; the next sync reads back to it
+    # (minus an overlap), newest first.
+    operations_watermark: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    transactions_watermark: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    last_sync_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    last_full_sync_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    full_sync_requested_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    last_error: Mapped[str | None] = mapped_column(sa.Text)
+    lease_owner: Mapped[str | None] = mapped_column(sa.String(64))
+    lease_until: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+
+class Event(Model):
+    """One change the mirror saw, written once; the source of webhooks, e-mail and timelines.
+
+    `public_id` is the id a shop receives (the same on every retry). `dedup_key` names the
+    change itself (subject, what changed, to what), so a change seen twice is written once.
+    Events the first sync writes from history have `notify` false: nobody is told of the past.
+    """
+
+    __tablename__ = "events"
+    __table_args__ = (
+        sa.UniqueConstraint("merchant_id", "dedup_key"),
+        sa.Index("ix_events_merchant_operation", "merchant_id", "operation_id"),
+        sa.Index("ix_events_merchant_id", "merchant_id", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)  # the order events happened in
+    public_id: Mapped[str] = mapped_column(sa.String(40), unique=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    type: Mapped[str] = mapped_column(sa.String(48))
+    operation_id: Mapped[str | None] = mapped_column(sa.String(64))
+    transaction_id: Mapped[str | None] = mapped_column(sa.String(64))
+    dedup_key: Mapped[str] = mapped_column(sa.String(255))
+    data: Mapped[dict] = mapped_column(sa.JSON)  # the API's record the event is about
+    notify: Mapped[bool] = mapped_column(default=True)
+    occurred_at: Mapped[datetime] = mapped_column(UtcDateTime)  # the API's `updated_at`
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)

@@ -1,0 +1,74 @@
+"""The events table: each change the mirror sees, written once, in the order it was seen.
+
+Webhooks, e-mail and the operation page's timeline all read events from here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import enum
+import secrets
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from portal.extensions import db
+from portal.models import Event
+
+
+class EventType(enum.StrEnum):
+    """What happened. The names are the webhook `type`s a shop receives."""
+
+    OPERATION_CREATED = "operation.created"
+    OPERATION_PARTLY_PAID = "operation.partly_paid"  # money arrived, less than due
+    OPERATION_PAID = "operation.paid"  # the whole amount arrived, not confirmed yet
+    OPERATION_OVERPAID = "operation.overpaid"
+    OPERATION_CONFIRMED = "operation.confirmed"
+    OPERATION_EXPIRED = "operation.expired"
+    OPERATION_CANCELED = "operation.canceled"
+    OPERATION_FAILED = "operation.failed"
+    OPERATION_STATUS_CHANGED = "operation.status_changed"  # to any other status
+    TRANSACTION_RECEIVED = "transaction.received"
+    TRANSACTION_NEEDS_REVIEW = "transaction.needs_review"  # arrived and nobody decided yet
+    TRANSACTION_LINKED = "transaction.linked"
+    TRANSACTION_CONFIRMED = "transaction.confirmed"
+    TRANSACTION_REJECTED = "transaction.rejected"
+
+
+def public_event_id() -> str:
+    """The id a shop sees: random, so it tells nothing about other merchants' volume."""
+    return "evt_" + secrets.token_hex(12)
+
+
+def record(
+    merchant_id: int,
+    type_: EventType,
+    *,
+    dedup_key: str,
+    data: dict,
+    occurred_at: datetime,
+    operation_id: str | None = None,
+    transaction_id: str | None = None,
+    notify: bool = True,
+) -> bool:
+    """Add an event to the session unless one with this `dedup_key` exists already; whether it
+    was new. `dedup_key` names the change (subject, what changed, to what): the same change seen
+    by two syncs is one event. The caller commits."""
+    exists = db.session.scalar(
+        sa.select(Event.id).where(Event.merchant_id == merchant_id, Event.dedup_key == dedup_key)
+    )
+    if exists is not None:
+        return False
+    db.session.add(
+        Event(
+            public_id=public_event_id(),
+            merchant_id=merchant_id,
+            type=type_.value,
+            operation_id=operation_id,
+            transaction_id=transaction_id,
+            dedup_key=dedup_key,
+            data=data,
+            notify=notify,
+            occurred_at=occurred_at,
+        )
+    )
+    return True

@@ -1,0 +1,45 @@
+"""The task queue: Huey, on a SQLite file in instance/ by default (no server needed) and on
+Redis when workers on several machines share it (`PORTAL_QUEUE_URL=redis://…`).
+
+The queue only carries work; what must happen once is claimed in the portal's database (leases
+and conditional updates in the rules), so a task that two workers both run does it once.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+from huey import Huey
+from huey.storage import MemoryStorage, RedisStorage, SqliteStorage
+
+NAME = "portal"
+# Module level, as Huey's decorators want it; `init_app` gives it the configured storage.
+huey = Huey(NAME, results=False, utc=True, storage_class=MemoryStorage)
+_application: list[Flask] = []
+
+
+def init_app(app: Flask) -> None:
+    """Point the queue at `PORTAL_QUEUE_URL` (default: instance/queue.sqlite3)."""
+    url = app.config.get("QUEUE_URL") or f"sqlite:///{Path(app.instance_path) / 'queue.sqlite3'}"
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        huey.storage = RedisStorage(NAME, url=url)
+    elif url.startswith("sqlite:///"):
+        huey.storage = SqliteStorage(NAME, filename=url.removeprefix("sqlite:///"))
+    else:
+        raise ValueError("PORTAL_QUEUE_URL must start with sqlite:///, redis:// or rediss://.")
+    _application[:] = [app]
+
+
+def in_app_context(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a task inside the application the worker was started with (database, config)."""
+
+    @functools.wraps(function)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with _application[0].app_context():
+            return function(*args, **kwargs)
+
+    return run

@@ -1,0 +1,32 @@
+"""The worker's tasks. Each minute the scheduler plans that minute's ticks, one every
+`PORTAL_SYNC_SECONDS`; a tick syncs every connected merchant's mirror and sends what is due.
+
+Every worker plans its own ticks: the rules claim each piece of work in the database, so a
+second worker's tick finds it taken or already done and makes no extra request.
+"""
+
+from __future__ import annotations
+
+from flask import current_app
+from huey import crontab
+
+from portal.rules import mail, mirror, webhooks
+from portal.worker.queue import huey, in_app_context
+
+
+@huey.periodic_task(crontab())
+@in_app_context
+def plan_ticks() -> None:
+    """Schedule this minute's ticks."""
+    interval = max(1, int(current_app.config["SYNC_SECONDS"]))
+    for offset in range(0, 60, interval):
+        tick.schedule(delay=offset)
+
+
+@huey.task()
+@in_app_context
+def tick() -> None:
+    """Sync what is due, then deliver the events it wrote."""
+    mirror.sync_due()
+    webhooks.deliver_due()
+    mail.send_due()
