@@ -15,7 +15,7 @@ from flask.cli import with_appcontext
 from portal.demo import demo
 from portal.extensions import db
 from portal.models import Environment, Role
-from portal.rules import accounts
+from portal.rules import accounts, mirror
 from portal.rules.connection import (
     ConnectionRejected,
     Credentials,
@@ -27,7 +27,7 @@ from portal.rules.crypto import TokenKeyError
 from portal.rules.two_factor import rotate_secrets
 from portal.web.connections import rejection_sentence, url_problem_sentence
 from portal.web.users import refusal_sentence
-from portal.worker.queue import huey
+from portal.worker.queue import GracefulConsumer, huey
 
 
 @click.command("create-user")
@@ -94,15 +94,53 @@ def rotate_keys() -> None:
 @click.option("--threads", default=4, show_default=True, help="Tasks run at once.")
 @with_appcontext
 def worker(threads: int) -> None:
-    """Run the background worker: the mirror's syncs, webhooks and e-mail. Stop with Ctrl+C."""
+    """Run the background worker: the mirror's syncs, webhooks and e-mail. Stop with Ctrl+C or
+    SIGTERM: tasks under way finish first."""
     flask_migrate.upgrade()
     # The migrations configured logging for themselves: the worker's own lines replace it.
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", force=True)
-    import portal.worker.tasks  # noqa: F401 (registers the tasks with the queue)
+    from portal.worker import tasks  # registers the tasks with the queue
 
-    huey.create_consumer(workers=threads, worker_type="thread", periodic=True).run()
+    consumer = GracefulConsumer(huey, workers=threads, worker_type="thread", periodic=True)
+    tasks.plan_rest_of_minute()
+    consumer.run()
+
+
+@click.command("resync")
+@click.option("--merchant", "merchant_name", default=None, help="Every connected one if omitted.")
+@with_appcontext
+def resync(merchant_name: str | None) -> None:
+    """Read every operation and transaction of the merchant(s) again and note the differences
+    as events; when a worker is syncing a merchant right now, its next tick does it."""
+    flask_migrate.upgrade()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", force=True)
+    if merchant_name is None:
+        merchant_ids = mirror.connected_merchant_ids()
+    else:
+        merchant = accounts.merchant_named(merchant_name)
+        if merchant is None or merchant.api_connection is None:
+            raise click.ClickException(
+                f"No merchant named {merchant_name!r} has an API connection."
+            )
+        merchant_ids = [merchant.id]
+    failed = False
+    for merchant_id in merchant_ids:
+        mirror.request_full_resync(merchant_id)
+        report = mirror.sync_merchant(merchant_id, force=True)
+        if report is None:
+            click.echo(f"Merchant {merchant_id}: a worker holds it now; its next tick resyncs.")
+        elif report.error:
+            failed = True
+            click.echo(f"Merchant {merchant_id}: the resync failed: {report.error}", err=True)
+        else:
+            click.echo(
+                f"Merchant {merchant_id}: {report.operations} operation(s) and "
+                f"{report.transactions} transaction(s) updated, {report.events} event(s)."
+            )
+    if failed:
+        raise SystemExit(1)
 
 
 def init_app(app: Flask) -> None:
-    for command in (create_user, connect_api, rotate_keys, demo, worker):
+    for command in (create_user, connect_api, rotate_keys, demo, worker, resync):
         app.cli.add_command(command)

@@ -8,15 +8,21 @@ and conditional updates in the rules), so a task that two workers both run does 
 from __future__ import annotations
 
 import functools
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from flask import Flask
 from huey import Huey
+from huey.consumer import Consumer
 from huey.storage import MemoryStorage, RedisStorage, SqliteStorage
 
+from portal.rules import mirror
+
 NAME = "portal"
+# A graceful stop waits this long for tasks under way (a sync stops after its current page).
+SHUTDOWN_SECONDS = 30
 # Module level, as Huey's decorators want it; `init_app` gives it the configured storage.
 huey = Huey(NAME, results=False, utc=True, storage_class=MemoryStorage)
 _application: list[Flask] = []
@@ -43,3 +49,19 @@ def in_app_context(function: Callable[..., Any]) -> Callable[..., Any]:
             return function(*args, **kwargs)
 
     return run
+
+
+class GracefulConsumer(Consumer):
+    """Huey's consumer, stopping gracefully on SIGTERM (what systemd and containers send) and on
+    SIGINT (Ctrl+C) alike: tasks under way finish, and a sync stops after its current page, so
+    no lease is left to run out."""
+
+    def __init__(self, queue: Huey, **options: Any) -> None:
+        super().__init__(
+            queue, graceful_signal="TERM", shutdown_timeout=SHUTDOWN_SECONDS, **options
+        )
+        self._signal_actions[signal.SIGINT] = (False, True)  # (restart, graceful)
+
+    def stop(self, graceful: bool = False) -> None:
+        mirror.request_stop()
+        super().stop(graceful=graceful)

@@ -1,0 +1,263 @@
+"""The mirror against a real sandbox: what it copies, the events it writes once, its lease and
+what an upstream failure leaves behind."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+import uuid
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+import requests
+import sqlalchemy as sa
+
+from portal.api import MerchantApiClient
+from tests.support.portal_app import connected_portal
+from tests.support.sandbox_server import run_sandbox
+
+SEED = 120
+
+
+@pytest.fixture
+def seeded(tmp_path):
+    with run_sandbox(tmp_path / "sandbox.db", seed=SEED, random_seed=3) as server:
+        yield server
+
+
+@pytest.fixture
+def portal(tmp_path, seeded):
+    with connected_portal(tmp_path, seeded, SYNC_SECONDS=0) as app:
+        yield app
+
+
+def sync(app):
+    from portal.rules import mirror
+
+    with app.app_context():
+        return mirror.sync_merchant(merchant_id(app))
+
+
+def merchant_id(app) -> int:
+    from portal.rules import accounts
+
+    with app.app_context():
+        return accounts.merchant_named("Acme").id
+
+
+def every(sandbox, path: str) -> list[dict]:
+    """Every record of a list, as the API's JSON."""
+    records, page = [], 1
+    while True:
+        answer = requests.get(
+            f"{sandbox.api_url}/{path}",
+            params={"per_page": 100, "page": page},
+            headers=sandbox.headers(),
+            timeout=10,
+        ).json()
+        records += answer["data"]
+        if page >= answer["meta"]["last_page"]:
+            return records
+        page += 1
+
+
+def events_of(app, **where) -> list:
+    from portal.models import Event
+
+    with app.app_context():
+        from portal.extensions import db
+
+        query = sa.select(Event).filter_by(**where).order_by(Event.id)
+        return list(db.session.scalars(query))
+
+
+def test_the_first_sync_copies_every_record_exactly_and_tells_nobody_of_the_past(portal, seeded):
+    from portal.extensions import db
+    from portal.models import MirroredOperation, MirroredTransaction
+
+    report = sync(portal)
+    assert report.error is None and report.kind == "first"
+
+    operations = every(seeded, "operations")
+    transactions = every(seeded, "transactions")
+    assert len(operations) == SEED
+    with portal.app_context():
+        mirrored = {
+            row.operation_id: row for row in db.session.scalars(sa.select(MirroredOperation))
+        }
+        mirrored_tx = {
+            row.transaction_id: row for row in db.session.scalars(sa.select(MirroredTransaction))
+        }
+    assert {op["id"]: op for op in operations} == {key: row.record for key, row in mirrored.items()}
+    assert {tx["id"]: tx for tx in transactions} == {
+        key: row.record for key, row in mirrored_tx.items()
+    }
+    some = operations[0]
+    row = mirrored[some["id"]]
+    assert row.amount == Decimal(some["amount"]) and isinstance(row.amount, Decimal)
+    assert row.status == some["status"] and row.order_id == some["order_id"]
+
+    history = events_of(portal)
+    assert len([e for e in history if e.type == "operation.created"]) == SEED
+    assert len([e for e in history if e.type == "transaction.received"]) == len(transactions)
+    assert not any(event.notify for event in history)
+    assert sync(portal).events == 0  # nothing changed: nothing new
+
+
+def test_a_payment_is_written_once_as_the_events_a_shop_needs(portal, seeded):
+    api = MerchantApiClient(seeded.base_url, token=seeded.token)
+    sync(portal)
+    operation = api.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")
+    sync(portal)
+    (created,) = events_of(portal, operation_id=operation.id)
+    assert (created.type, created.notify) == ("operation.created", True)
+
+    seeded.control(
+        "POST",
+        f"operations/{operation.id}/transactions",
+        {"amount": "0.2", "tx_id": uuid.uuid4().hex, "status": "undefined"},
+    )
+    seeded.control(
+        "POST",
+        f"operations/{operation.id}/transactions",
+        {"amount": "0.3", "tx_id": uuid.uuid4().hex, "status": "confirmed"},
+    )
+    report = sync(portal)
+    assert report.requests == 2  # one page of each list reaches back to the watermark
+    written = events_of(portal, operation_id=operation.id)
+    types = [event.type for event in written]
+    assert types[0] == "operation.created"
+    assert types.count("transaction.received") == 2
+    assert types.count("transaction.needs_review") == 1
+    assert all(event.notify for event in written)
+    needs_review = next(e for e in written if e.type == "transaction.needs_review")
+    assert needs_review.data["amount"] == "0.20000000" or Decimal(
+        needs_review.data["amount"]
+    ) == Decimal("0.2")
+    assert needs_review.data["operation_id"] == operation.id
+    paid = [
+        e
+        for e in written
+        if e.type in ("operation.partly_paid", "operation.paid", "operation.confirmed")
+    ]
+    assert paid, types
+    assert paid[-1].data["transactions"] and paid[-1].data["id"] == operation.id
+    # In order: the money arrived before the operation read paid.
+    received_ids = [e.id for e in written if e.type == "transaction.received"]
+    assert max(received_ids) < paid[-1].id
+
+    assert sync(portal).events == 0
+    assert len(events_of(portal, operation_id=operation.id)) == len(written)
+
+
+def test_late_money_on_an_expired_operation_is_a_received_transaction(portal, seeded):
+    api = MerchantApiClient(seeded.base_url, token=seeded.token)
+    operation = api.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")
+    sync(portal)
+    seeded.control("POST", f"operations/{operation.id}/expire")
+    seeded.control(
+        "POST",
+        f"operations/{operation.id}/transactions",
+        {"amount": "0.5", "tx_id": uuid.uuid4().hex, "status": "undefined"},
+    )
+    sync(portal)
+    types = [event.type for event in events_of(portal, operation_id=operation.id)]
+    assert "operation.expired" in types
+    assert "transaction.received" in types
+
+
+def test_an_upstream_failure_is_noted_and_the_next_sync_recovers(portal, seeded):
+    from portal.extensions import db
+    from portal.models import MirrorState
+
+    sync(portal)
+    with portal.app_context():
+        before = db.session.get(MirrorState, merchant_id(portal)).operations_watermark
+    seeded.control("POST", "faults", {"mode": "error500", "probability": 1.0})
+    try:
+        failed = sync(portal)
+    finally:
+        seeded.control("POST", "faults", {"mode": "none"})
+    assert failed.error
+    assert seeded.token not in failed.error
+    with portal.app_context():
+        state = db.session.get(MirrorState, merchant_id(portal))
+        assert state.last_error == failed.error
+        assert state.operations_watermark == before
+        assert state.lease_owner is None  # released for the next tick
+    recovered = sync(portal)
+    assert recovered.error is None
+    with portal.app_context():
+        assert db.session.get(MirrorState, merchant_id(portal)).last_error is None
+
+
+def test_the_resync_command_notifies_what_the_increments_missed(portal, seeded):
+    from portal.extensions import db
+    from portal.models import MirrorState
+
+    api = MerchantApiClient(seeded.base_url, token=seeded.token)
+    operation = api.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")
+    sync(portal)
+    # A change committed so late that the increments' overlap no longer reaches it: the
+    # mirror's watermark already stands minutes after the change's `updated_at`.
+    with portal.app_context():
+        state = db.session.get(MirrorState, merchant_id(portal))
+        state.operations_watermark += timedelta(minutes=5)
+        db.session.commit()
+    changed_at = (operation.updated_at + timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    with contextlib.closing(sqlite3.connect(seeded.database)) as connection:
+        connection.execute(
+            "UPDATE operations SET status = 4, updated_at = ? WHERE id = ?",
+            (changed_at, operation.id),
+        )
+        connection.commit()
+    assert sync(portal).events == 0
+
+    result = portal.test_cli_runner().invoke(args=["resync", "--merchant", "Acme"])
+    assert result.exit_code == 0, result.output
+    assert "1 operation(s)" in result.output
+    canceled = events_of(portal, operation_id=operation.id, type="operation.canceled")
+    assert [(event.notify, event.data["status"]) for event in canceled] == [(True, "canceled")]
+
+
+def test_one_of_two_syncs_at_once_runs_and_an_expired_lease_is_taken_over(
+    tmp_path, seeded, postgres_url
+):
+    from portal.extensions import db
+    from portal.models import MirrorState
+    from portal.rules import mirror
+
+    with connected_portal(tmp_path, seeded, DATABASE_URL=postgres_url, SYNC_SECONDS=0) as app:
+        merchant = merchant_id(app)
+        results = []
+        start = threading.Barrier(4)
+
+        def one() -> None:
+            with app.app_context():
+                start.wait()
+                results.append(mirror.sync_merchant(merchant))
+
+        threads = [threading.Thread(target=one) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        ran = [report for report in results if report is not None]
+        assert len(ran) == 1 and ran[0].kind == "first", results
+        assert len(events_of(app, type="operation.created")) == SEED
+
+        with app.app_context():  # a worker that died holding the lease
+            state = db.session.get(MirrorState, merchant)
+            state.lease_owner, state.lease_until = (
+                "dead-worker",
+                mirror.utcnow() + timedelta(minutes=1),
+            )
+            db.session.commit()
+        assert sync(app) is None
+        with app.app_context():
+            state = db.session.get(MirrorState, merchant)
+            state.lease_until = mirror.utcnow() - timedelta(seconds=1)
+            db.session.commit()
+        assert sync(app) is not None
