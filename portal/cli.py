@@ -9,8 +9,9 @@ import logging
 
 import click
 import flask_migrate
-from flask import Flask
+from flask import Flask, current_app
 from flask.cli import with_appcontext
+from flask.logging import default_handler
 
 from portal.demo import demo
 from portal.extensions import db
@@ -90,6 +91,16 @@ def rotate_keys() -> None:
     click.echo(f"Re-encrypted the two-factor secrets of {users} user(s) under the newest key.")
 
 
+def _log_lines() -> None:
+    """One line per event on stderr: what each sync did and Huey's start and stop. The
+    migrations configured logging for themselves, and Flask's own handler would repeat the
+    portal's lines; Huey's line per task and per scheduled tick would drown them."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", force=True)
+    current_app.logger.removeHandler(default_handler)
+    logging.getLogger("huey").setLevel(logging.WARNING)
+    logging.getLogger("huey.consumer").setLevel(logging.INFO)
+
+
 @click.command("worker")
 @click.option("--threads", default=4, show_default=True, help="Tasks run at once.")
 @with_appcontext
@@ -97,8 +108,7 @@ def worker(threads: int) -> None:
     """Run the background worker: the mirror's syncs, webhooks and e-mail. Stop with Ctrl+C or
     SIGTERM: tasks under way finish first."""
     flask_migrate.upgrade()
-    # The migrations configured logging for themselves: the worker's own lines replace it.
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", force=True)
+    _log_lines()
     from portal.worker import tasks  # registers the tasks with the queue
 
     consumer = GracefulConsumer(huey, workers=threads, worker_type="thread", periodic=True)
@@ -113,7 +123,7 @@ def resync(merchant_name: str | None) -> None:
     """Read every operation and transaction of the merchant(s) again and note the differences
     as events; when a worker is syncing a merchant right now, its next tick does it."""
     flask_migrate.upgrade()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", force=True)
+    _log_lines()
     if merchant_name is None:
         merchant_ids = mirror.connected_merchant_ids()
     else:

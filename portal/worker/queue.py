@@ -31,10 +31,12 @@ _application: list[Flask] = []
 def init_app(app: Flask) -> None:
     """Point the queue at `PORTAL_QUEUE_URL` (default: instance/queue.sqlite3)."""
     url = app.config.get("QUEUE_URL") or f"sqlite:///{Path(app.instance_path) / 'queue.sqlite3'}"
+    # Portals sharing one Redis keep apart by name (`PORTAL_QUEUE_NAME`, default "portal").
+    name = str(app.config.get("QUEUE_NAME") or NAME)
     if url.startswith(("redis://", "rediss://", "unix://")):
-        huey.storage = RedisStorage(NAME, url=url)
+        huey.storage = RedisStorage(name, url=url)
     elif url.startswith("sqlite:///"):
-        huey.storage = SqliteStorage(NAME, filename=url.removeprefix("sqlite:///"))
+        huey.storage = SqliteStorage(name, filename=url.removeprefix("sqlite:///"))
     else:
         raise ValueError("PORTAL_QUEUE_URL must start with sqlite:///, redis:// or rediss://.")
     _application[:] = [app]
@@ -57,6 +59,9 @@ class GracefulConsumer(Consumer):
     no lease is left to run out."""
 
     def __init__(self, queue: Huey, **options: Any) -> None:
+        # An idle thread looks for work at least every second (Huey's default backs off to
+        # ten), so a tick starts on time and a stop does not wait for sleeping threads.
+        options = {"max_delay": 1.0, **options}
         super().__init__(
             queue, graceful_signal="TERM", shutdown_timeout=SHUTDOWN_SECONDS, **options
         )
