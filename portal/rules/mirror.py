@@ -139,15 +139,18 @@ def connected_merchant_ids() -> list[int]:
     )
 
 
-def request_full_resync(merchant_id: int) -> None:
-    """Have the next tick read everything of the merchant again (the button and the command)."""
+def request_full_resync(merchant_id: int) -> bool:
+    """Have the next tick read everything of the merchant again (the button and the command);
+    False when the merchant has no API connection to read from."""
     _create_missing_states(merchant_id)
-    db.session.execute(
+    requested = db.session.execute(
         sa.update(MirrorState)
         .where(MirrorState.merchant_id == merchant_id)
         .values(full_sync_requested_at=utcnow())
+        .execution_options(synchronize_session=False)
     )
     db.session.commit()
+    return requested.rowcount == 1  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

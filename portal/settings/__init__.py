@@ -4,4 +4,7 @@ from flask import Blueprint
 
 bp = Blueprint("settings", __name__)
 
-from portal.settings import routes  # noqa: E402, F401  (registers the views on bp)
+from portal.settings import (  # noqa: E402  (the views register themselves on bp)
+    mirror,  # noqa: F401  (the mirror's panel and button)
+    routes,  # noqa: F401
+)

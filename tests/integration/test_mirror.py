@@ -15,7 +15,8 @@ import requests
 import sqlalchemy as sa
 
 from portal.api import MerchantApiClient
-from tests.support.portal_app import connected_portal
+from tests.support.money import post, signed_in, text
+from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import run_sandbox
 
 SEED = 120
@@ -261,3 +262,42 @@ def test_one_of_two_syncs_at_once_runs_and_an_expired_lease_is_taken_over(
             state.lease_until = mirror.utcnow() - timedelta(seconds=1)
             db.session.commit()
         assert sync(app) is not None
+
+
+def test_owners_see_the_mirror_and_ask_for_a_full_resync_with_the_button(portal, seeded):
+    from portal.extensions import db
+    from portal.models import MirrorState
+
+    sync(portal)
+    owner = signed_in(portal, email("owner"))
+    page = text(owner.get("/settings/api"))
+    assert "Mirror of the payment service" in page
+    assert f"Operations mirrored {SEED}" in page
+    assert "Last error None" in page
+    assert "Sync now (full resync)" in page
+
+    assert owner.post("/settings/api/resync").status_code == 400  # no CSRF token: refused
+    with portal.app_context():
+        assert db.session.get(MirrorState, merchant_id(portal)).full_sync_requested_at is None
+
+    answer = post(owner, "/settings/api/resync")
+    assert answer.status_code == 302 and answer.location == "/settings/api"
+    page = text(owner.get("/settings/api"))
+    assert "A full resync is requested" in page
+    assert "A full resync is waiting for the worker." in page
+    assert sync(portal).kind == "full"
+    assert "A full resync is waiting" not in text(owner.get("/settings/api"))
+
+    for role in ("operator", "accountant"):
+        assert post(signed_in(portal, email(role)), "/settings/api/resync").status_code == 403
+
+
+def test_the_last_error_is_shown_to_owners_without_the_token(portal, seeded):
+    seeded.control("POST", "faults", {"mode": "malformed", "probability": 1.0})
+    try:
+        assert sync(portal).error
+    finally:
+        seeded.control("POST", "faults", {"mode": "none"})
+    page = text(signed_in(portal, email("owner")).get("/settings/api"))
+    assert "Last error ApiUnavailable" in page
+    assert seeded.token not in page

@@ -50,6 +50,7 @@ EXPECTED = {
     "settings.edit_user": OWNER,
     "settings.remove_user": OWNER,
     "settings.require_two_factor": OWNER,
+    "settings.resync_mirror": OWNER,
     "withdrawals.index": frozenset({"owner", "accountant"}),  # accountants read the list
     "withdrawals.new": OWNER,
     "withdrawals.show": OWNER,
