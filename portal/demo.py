@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import signal
 import socket
@@ -74,6 +75,27 @@ def running_sandbox(instance: Path, host: str, port: int) -> Iterator[Credential
             process.kill()
 
 
+@contextlib.contextmanager
+def running_worker(instance: Path) -> Iterator[None]:
+    """Run `flask --app portal worker` (same instance folder and environment, its log in
+    instance/demo-worker.log) until the block ends, then stop it as an operator would."""
+    environment = {**os.environ, "PORTAL_INSTANCE_PATH": str(instance)}
+    command = [sys.executable, "-m", "flask", "--app", "portal", "worker"]
+    with (instance / "demo-worker.log").open("ab") as log:
+        # A session of its own: Ctrl+C reaches the demo only, which then stops the worker once.
+        process = subprocess.Popen(  # noqa: S603
+            command, stdout=log, stderr=subprocess.STDOUT, env=environment, start_new_session=True
+        )
+    try:
+        yield
+    finally:
+        process.terminate()  # SIGTERM: a graceful stop
+        try:
+            process.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
 def _wait_for(host: str, port: int, process: subprocess.Popen) -> None:
     """Until the sandbox listens; it seeds its database first, which takes a few seconds."""
     deadline = time.monotonic() + STARTUP_SECONDS
@@ -130,10 +152,14 @@ def demo(host: str, port: int, sandbox_port: int) -> None:
             connect(accounts.merchant_named(MERCHANT, create=True), credentials)
         except ConnectionRejected as rejection:
             raise click.ClickException(rejection_sentence(rejection)) from rejection
-        click.echo(f"\nMerchant portal: http://{host}:{port}")
-        click.echo(f"Sandbox API:     {credentials.base_url} (merchant {MERCHANT!r})")
-        click.echo("Sign in as:")
-        for role, email, password in logins:
-            click.echo(f"  {role.value:<11} {email:<26} password {password}")
-        click.echo("Stop with Ctrl+C.\n")
-        run_simple(host, port, app, threaded=True)
+        with running_worker(Path(app.instance_path)):
+            click.echo(f"\nMerchant portal: http://{host}:{port}")
+            click.echo(f"Sandbox API:     {credentials.base_url} (merchant {MERCHANT!r})")
+            click.echo(
+                "Worker:          syncs the mirror and sends notifications (demo-worker.log)"
+            )
+            click.echo("Sign in as:")
+            for role, email, password in logins:
+                click.echo(f"  {role.value:<11} {email:<26} password {password}")
+            click.echo("Stop with Ctrl+C.\n")
+            run_simple(host, port, app, threaded=True)
