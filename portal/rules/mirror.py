@@ -22,7 +22,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -38,6 +38,7 @@ from portal.api.paging import read_pages
 from portal.extensions import db
 from portal.models import (
     ApiConnection,
+    Event,
     Merchant,
     MirroredOperation,
     MirroredTransaction,
@@ -411,6 +412,7 @@ class _Sync:
     notify: bool
     operations_seen: datetime | None = None  # the newest `updated_at` read of each list
     transactions_seen: datetime | None = None
+    new_rows: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
 
     def everything(self, client: MerchantApiClient) -> None:
         """Read every operation (its transactions come embedded), page after page, each page
@@ -477,6 +479,8 @@ class _Sync:
             ]
         )
         changes: list[_Change] = []
+        # Nothing is flushed before the commit: a query per record or event would otherwise
+        # first write every row still pending (a first sync's pages of a hundred operations).
         with db.session.no_autoflush:
             mirrored = self._mirrored(MirroredOperation, newest_operations)
             for operation in newest_operations.values():
@@ -484,18 +488,8 @@ class _Sync:
             mirrored_tx = self._mirrored(MirroredTransaction, transactions)
             for transaction in transactions.values():
                 changes += self._transaction(transaction, mirrored_tx.get(transaction.id))
-        for change in sorted(changes):
-            written = events.record(
-                self.merchant_id,
-                change.type_,
-                dedup_key=change.dedup_key,
-                data=change.data,
-                occurred_at=change.occurred_at,
-                operation_id=change.operation_id,
-                transaction_id=change.transaction_id,
-                notify=self.notify,
-            )
-            self.report.events += written
+            self._insert_new()
+            self._record(changes)
         _renew(self.merchant_id, self.owner)
         db.session.commit()
         self.operations_seen = _later(
@@ -509,15 +503,62 @@ class _Sync:
     def _mirrored(self, model: Any, records: dict[str, Any]) -> dict[str, Any]:
         """The rows of the mirror for these API ids, by id."""
         column = model.operation_id if model is MirroredOperation else model.transaction_id
-        rows: dict[str, Any] = {}
-        ids = list(records)
-        for start in range(0, len(ids), LOOKUP_CHUNK):
-            chunk = ids[start : start + LOOKUP_CHUNK]
-            for row in db.session.scalars(
+        return {getattr(row, column.key): row for row in self._chunked(model, column, records)}
+
+    def _upsert(self, model: Any, row: Any, **values: Any) -> None:
+        """Change the mirror's row, or keep a new one for `_insert_new` (one statement per
+        table and page instead of one per row)."""
+        if row is None:
+            self.new_rows.setdefault(model, []).append({"merchant_id": self.merchant_id, **values})
+            return
+        for name, value in values.items():
+            setattr(row, name, value)
+
+    def _insert_new(self) -> None:
+        for model, rows in self.new_rows.items():
+            db.session.execute(sa.insert(model), rows)
+        self.new_rows.clear()
+
+    def _record(self, changes: list[_Change]) -> None:
+        """Write each change not yet in the events table, oldest first, so their ids are in the
+        order they happened.
+
+        `events.record` semantics (one event per dedup key), in two statements for the whole
+        batch instead of a query per event: a first sync writes several events per operation.
+        """
+        known = self._known_events([change.dedup_key for change in changes])
+        rows = [
+            {
+                "public_id": events.public_event_id(),
+                "merchant_id": self.merchant_id,
+                "type": change.type_.value,
+                "operation_id": change.operation_id,
+                "transaction_id": change.transaction_id,
+                "dedup_key": change.dedup_key,
+                "data": change.data,
+                "notify": self.notify,
+                "occurred_at": change.occurred_at,
+            }
+            for change in sorted(changes)
+            if change.dedup_key not in known
+        ]
+        if rows:
+            db.session.execute(sa.insert(Event), rows)
+        self.report.events += len(rows)
+
+    def _known_events(self, keys: list[str]) -> set[str]:
+        """Which of these changes the events table has already (a sync that saw them stopped
+        before its watermark moved, or the overlap read them again): one query, not one each."""
+        return {event.dedup_key for event in self._chunked(Event, Event.dedup_key, keys)}
+
+    def _chunked(self, model: Any, column: Any, values: Iterable[str]) -> Iterator[Any]:
+        """The merchant's rows of `model` whose `column` is one of `values`."""
+        values = list(values)
+        for start in range(0, len(values), LOOKUP_CHUNK):
+            chunk = values[start : start + LOOKUP_CHUNK]
+            yield from db.session.scalars(
                 sa.select(model).where(model.merchant_id == self.merchant_id, column.in_(chunk))
-            ):
-                rows[getattr(row, column.key)] = row
-        return rows
+            )
 
     def _operation(self, operation: Operation, row: MirroredOperation | None) -> list[_Change]:
         """Upsert the operation; the changes since the mirror's copy."""
@@ -531,8 +572,6 @@ class _Sync:
             changes.append(
                 change(operation.created_at, 0, EventType.OPERATION_CREATED, f"{key}:created")
             )
-            row = MirroredOperation(merchant_id=self.merchant_id, operation_id=operation.id)
-            db.session.add(row)
             old_status, old_paid = "new", None
         else:
             old_status, old_paid = row.status, row.amount_paid
@@ -553,17 +592,22 @@ class _Sync:
                     f"{key}:{reached.value}:{operation.amount_paid}",
                 )
             )
-        row.order_id = operation.order_id
-        row.category = operation.category
-        row.status = operation.status
-        row.amount = operation.amount
-        row.amount_paid = operation.amount_paid
-        row.currency = operation.currency
-        row.currency_paid = operation.currency_paid
-        row.address = operation.address
-        row.created_at = operation.created_at
-        row.updated_at = operation.updated_at
-        row.record = record
+        self._upsert(
+            MirroredOperation,
+            row,
+            operation_id=operation.id,
+            order_id=operation.order_id,
+            category=operation.category,
+            status=operation.status,
+            amount=operation.amount,
+            amount_paid=operation.amount_paid,
+            currency=operation.currency,
+            currency_paid=operation.currency_paid,
+            address=operation.address,
+            created_at=operation.created_at,
+            updated_at=operation.updated_at,
+            record=record,
+        )
         self.report.operations += 1
         return changes
 
@@ -595,8 +639,6 @@ class _Sync:
                         f"{key}:needs_review",
                     )
                 )
-            row = MirroredTransaction(merchant_id=self.merchant_id, transaction_id=transaction.id)
-            db.session.add(row)
             old_status, old_linked = None, False
         else:
             old_status, old_linked = row.status, row.linked
@@ -617,15 +659,20 @@ class _Sync:
             changes.append(
                 change(transaction.updated_at, 1, EventType.TRANSACTION_LINKED, f"{key}:linked")
             )
-        row.operation_id = transaction.operation_id
-        row.tx_id = transaction.tx_id
-        row.amount = transaction.amount
-        row.status = transaction.status
-        row.linked = transaction.linked
-        row.reject_reason = transaction.reject_reason
-        row.created_at = transaction.created_at
-        row.updated_at = transaction.updated_at
-        row.record = record
+        self._upsert(
+            MirroredTransaction,
+            row,
+            transaction_id=transaction.id,
+            operation_id=transaction.operation_id,
+            tx_id=transaction.tx_id,
+            amount=transaction.amount,
+            status=transaction.status,
+            linked=transaction.linked,
+            reject_reason=transaction.reject_reason,
+            created_at=transaction.created_at,
+            updated_at=transaction.updated_at,
+            record=record,
+        )
         self.report.transactions += 1
         return changes
 

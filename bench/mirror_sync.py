@@ -1,0 +1,104 @@
+"""The mirror's cost: its first sync of a large account, and what an idle merchant costs the API.
+
+(a) A sandbox seeded with `--operations` operations (100,000 by default; the seeding time is
+    printed too), a portal connected to it, and the merchant's first sync: seconds, requests,
+    and rows (operations + transactions) written per second.
+(b) A real worker (`flask --app portal worker`) at the default interval keeps that merchant's
+    mirror while nothing changes upstream: the API requests per minute it makes, counted in the
+    sandbox's own request log over `--idle-seconds`.
+
+    .venv/bin/python bench/mirror_sync.py [--operations 100000] [--idle-seconds 60]
+        [--database-url postgresql+psycopg://...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.support.portal_app import connected_portal
+from tests.support.sandbox_server import (
+    APP_TOKEN,
+    SandboxServer,
+    _wait_until_listening,
+    free_port,
+)
+from tests.support.worker import running_worker
+
+API_PATH = "/sandbox/v1/"
+DEFAULT_INTERVAL = 10  # PORTAL_SYNC_SECONDS' default
+
+
+@contextlib.contextmanager
+def logged_sandbox(folder: Path, operations: int) -> Iterator[tuple[SandboxServer, Path, float]]:
+    """A seeded sandbox that logs every request (to count them); the seconds its start took."""
+    port, log = free_port(), folder / "sandbox.log"
+    command = [
+        sys.executable, "-m", "sandbox", "--port", str(port), "--database",
+        str(folder / "sandbox.db"), "--token", APP_TOKEN, "--seed", str(operations),
+    ]  # fmt: skip
+    started = time.perf_counter()
+    with log.open("ab") as output:
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+    server = SandboxServer(f"http://127.0.0.1:{port}", folder / "sandbox.db", process)
+    try:
+        _wait_until_listening(f"{server.base_url}/openapi.json", process, timeout=3600)
+        yield server, log, time.perf_counter() - started
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def api_requests(log: Path) -> int:
+    return sum(API_PATH in line for line in log.read_text(errors="replace").splitlines())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--operations", type=int, default=100_000)
+    parser.add_argument("--idle-seconds", type=int, default=60)
+    parser.add_argument("--database-url", help="the portal's database (default: a SQLite file)")
+    arguments = parser.parse_args()
+
+    from portal.rules import accounts, mirror
+
+    with tempfile.TemporaryDirectory(prefix="mirror-bench-") as name:
+        folder = Path(name)
+        with logged_sandbox(folder, arguments.operations) as (sandbox, log, seeding):
+            print(f"sandbox seeded with {arguments.operations:,} operations in {seeding:.1f} s")
+            config = {"SYNC_SECONDS": DEFAULT_INTERVAL}
+            if arguments.database_url:
+                config["DATABASE_URL"] = arguments.database_url
+            with connected_portal(folder, sandbox, **config) as app:
+                with app.app_context():
+                    merchant_id = accounts.merchant_named("Acme").id
+                    report = mirror.sync_merchant(merchant_id)
+                assert report is not None and report.error is None, report
+                rows = report.operations + report.transactions
+                print(
+                    f"(a) first sync: {report.seconds:.1f} s, {report.requests:,} requests, "
+                    f"{report.operations:,} operations + {report.transactions:,} transactions, "
+                    f"{rows / report.seconds:,.0f} rows/s, {report.events:,} events"
+                )
+                with running_worker(app, folder / "worker", sync_seconds=DEFAULT_INTERVAL):
+                    before, started = api_requests(log), time.monotonic()
+                    time.sleep(arguments.idle_seconds)
+                    counted = api_requests(log) - before
+                    elapsed = time.monotonic() - started
+                print(
+                    f"(b) idle merchant, PORTAL_SYNC_SECONDS={DEFAULT_INTERVAL}: "
+                    f"{counted * 60 / elapsed:.1f} API requests per minute "
+                    f"({counted} in {elapsed:.0f} s)"
+                )
+
+
+if __name__ == "__main__":
+    main()
