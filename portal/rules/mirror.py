@@ -76,6 +76,29 @@ PROGRESS_EVENTS = {
     Progress.PAID: EventType.OPERATION_PAID,
     Progress.OVERPAID: EventType.OPERATION_OVERPAID,
 }
+# The mirror's columns copied from the API record of the same name.
+OPERATION_COLUMNS = (
+    "order_id",
+    "category",
+    "status",
+    "amount",
+    "amount_paid",
+    "currency",
+    "currency_paid",
+    "address",
+    "created_at",
+    "updated_at",
+)
+TRANSACTION_COLUMNS = (
+    "operation_id",
+    "tx_id",
+    "amount",
+    "status",
+    "linked",
+    "reject_reason",
+    "created_at",
+    "updated_at",
+)
 # Transactions someone (or the service) decided on; any other status needs a person's review.
 DECIDED_TRANSACTION_STATUSES = frozenset({"confirmed", "rejected"})
 
@@ -251,9 +274,10 @@ def _outcome(
     if report.kind is not SyncKind.INCREMENTAL:
         values["last_full_sync_at"] = started_at
         # A request made while this sync ran is for a later one.
-        requested = state.full_sync_requested_at
-        if requested is not None and requested <= started_at:
-            values["full_sync_requested_at"] = None
+        values["full_sync_requested_at"] = sa.case(
+            (MirrorState.full_sync_requested_at <= started_at, None),
+            else_=MirrorState.full_sync_requested_at,
+        )
     if values["operations_watermark"] is None:  # an empty account: mirrored all the same
         values["operations_watermark"] = started_at
     return values
@@ -454,12 +478,12 @@ class _Sync:
         self, list_page: Callable[..., Page[R]], sort: str, watermark: datetime | None
     ) -> list[R]:
         """The records changed since `watermark - OVERLAP`, newest first, page by page."""
-        since = (watermark or datetime.min.replace(tzinfo=UTC)) - OVERLAP
+        since = watermark - OVERLAP if watermark else None  # None: a list never seen a record
         records: list[R] = []
         number = 1
         while True:
             page = list_page(sort=sort, sort_type="desc", per_page=PER_PAGE, page=number)
-            recent = [record for record in page.items if record.updated_at >= since]
+            recent = [r for r in page.items if since is None or r.updated_at >= since]
             records.extend(recent)
             if len(recent) < len(page.items) or not page.has_next or not page.items:
                 return records
@@ -505,9 +529,13 @@ class _Sync:
         column = model.operation_id if model is MirroredOperation else model.transaction_id
         return {getattr(row, column.key): row for row in self._chunked(model, column, records)}
 
-    def _upsert(self, model: Any, row: Any, **values: Any) -> None:
-        """Change the mirror's row, or keep a new one for `_insert_new` (one statement per
-        table and page instead of one per row)."""
+    def _upsert(
+        self, model: Any, row: Any, record: Any, shaped: dict, columns: tuple[str, ...], **key: str
+    ) -> None:
+        """Copy the record's `columns` and its JSON (`shaped`) into the mirror's row, or keep a
+        new row for `_insert_new` (one statement per table and page instead of one per row)."""
+        values = {name: getattr(record, name) for name in columns}
+        values |= {"record": shaped, **key}
         if row is None:
             self.new_rows.setdefault(model, []).append({"merchant_id": self.merchant_id, **values})
             return
@@ -595,18 +623,10 @@ class _Sync:
         self._upsert(
             MirroredOperation,
             row,
+            operation,
+            record,
+            OPERATION_COLUMNS,
             operation_id=operation.id,
-            order_id=operation.order_id,
-            category=operation.category,
-            status=operation.status,
-            amount=operation.amount,
-            amount_paid=operation.amount_paid,
-            currency=operation.currency,
-            currency_paid=operation.currency_paid,
-            address=operation.address,
-            created_at=operation.created_at,
-            updated_at=operation.updated_at,
-            record=record,
         )
         self.report.operations += 1
         return changes
@@ -662,16 +682,10 @@ class _Sync:
         self._upsert(
             MirroredTransaction,
             row,
+            transaction,
+            record,
+            TRANSACTION_COLUMNS,
             transaction_id=transaction.id,
-            operation_id=transaction.operation_id,
-            tx_id=transaction.tx_id,
-            amount=transaction.amount,
-            status=transaction.status,
-            linked=transaction.linked,
-            reject_reason=transaction.reject_reason,
-            created_at=transaction.created_at,
-            updated_at=transaction.updated_at,
-            record=record,
         )
         self.report.transactions += 1
         return changes

@@ -11,10 +11,10 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-import requests
 import sqlalchemy as sa
 
 from portal.api import MerchantApiClient
+from tests.integration.test_exports import api_records
 from tests.support.money import post, signed_in, text
 from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import run_sandbox
@@ -48,22 +48,6 @@ def merchant_id(app) -> int:
         return accounts.merchant_named("Acme").id
 
 
-def every(sandbox, path: str) -> list[dict]:
-    """Every record of a list, as the API's JSON."""
-    records, page = [], 1
-    while True:
-        answer = requests.get(
-            f"{sandbox.api_url}/{path}",
-            params={"per_page": 100, "page": page},
-            headers=sandbox.headers(),
-            timeout=10,
-        ).json()
-        records += answer["data"]
-        if page >= answer["meta"]["last_page"]:
-            return records
-        page += 1
-
-
 def events_of(app, **where) -> list:
     from portal.models import Event
 
@@ -81,8 +65,8 @@ def test_the_first_sync_copies_every_record_exactly_and_tells_nobody_of_the_past
     report = sync(portal)
     assert report.error is None and report.kind == "first"
 
-    operations = every(seeded, "operations")
-    transactions = every(seeded, "transactions")
+    operations = api_records(seeded, "operations")
+    transactions = api_records(seeded, "transactions")
     assert len(operations) == SEED
     with portal.app_context():
         mirrored = {
