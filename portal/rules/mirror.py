@@ -141,8 +141,18 @@ def request_stop() -> None:
 def sync_due() -> list[SyncReport]:
     """Sync every connected merchant whose interval has passed (or whose full resync is due)
     and whose lease no other worker holds."""
+    _create_missing_states()
+    now = utcnow()
+    # Read first, so an idle tick writes nothing; the claim checks again, in one UPDATE.
+    due = db.session.scalars(
+        sa.select(MirrorState.merchant_id)
+        .join(ApiConnection, ApiConnection.merchant_id == MirrorState.merchant_id)
+        .where(_due(now), _free(now))
+        .order_by(MirrorState.last_sync_at.nulls_first())
+    ).all()
+    db.session.rollback()  # no transaction held open while syncing
     reports = []
-    for merchant_id in connected_merchant_ids():
+    for merchant_id in due:
         if _stopping.is_set():
             break
         report = sync_merchant(merchant_id)
@@ -338,23 +348,33 @@ def _create_missing_states(merchant_id: int | None = None) -> None:
 def _claim(merchant_id: int, owner: str, now: datetime, *, force: bool) -> bool:
     """Take the merchant's lease if it is free (or ran out) and a sync is due: one UPDATE, so
     of two workers that try at once exactly one gets it."""
+    claimed = db.session.execute(
+        sa.update(MirrorState)
+        .where(
+            MirrorState.merchant_id == merchant_id, _free(now), sa.true() if force else _due(now)
+        )
+        .values(lease_owner=owner, lease_until=now + LEASE)
+        .execution_options(synchronize_session=False)
+    )
+    db.session.commit()
+    return claimed.rowcount == 1  # type: ignore[attr-defined]
+
+
+def _due(now: datetime) -> sa.ColumnElement[bool]:
+    """A sync is due: the interval passed since the last one, or a full resync is."""
     interval = timedelta(seconds=float(current_app.config["SYNC_SECONDS"]))
-    due = sa.or_(
+    return sa.or_(
         MirrorState.last_sync_at.is_(None),
         MirrorState.last_sync_at <= now - interval + TICK_SLACK,
         MirrorState.full_sync_requested_at.is_not(None),
         MirrorState.last_full_sync_at.is_(None),
         MirrorState.last_full_sync_at <= now - FULL_RESYNC_EVERY,
     )
-    free = sa.or_(MirrorState.lease_until.is_(None), MirrorState.lease_until < now)
-    claimed = db.session.execute(
-        sa.update(MirrorState)
-        .where(MirrorState.merchant_id == merchant_id, free, sa.true() if force else due)
-        .values(lease_owner=owner, lease_until=now + LEASE)
-        .execution_options(synchronize_session=False)
-    )
-    db.session.commit()
-    return claimed.rowcount == 1  # type: ignore[attr-defined]
+
+
+def _free(now: datetime) -> sa.ColumnElement[bool]:
+    """No worker holds the lease, or the one that did let it run out."""
+    return sa.or_(MirrorState.lease_until.is_(None), MirrorState.lease_until < now)
 
 
 def _mine(merchant_id: int, owner: str) -> sa.ColumnElement[bool]:

@@ -39,8 +39,8 @@ def test_a_worker_fills_the_mirror_within_seconds_and_stops_on_sigterm(tmp_path,
     with connected_portal(tmp_path, seeded) as app:
         worker = start_worker(app, tmp_path / "worker")
         try:
-            wait_for(lambda: mirrored_operations(app) == SEED, timeout=10)
-            wait_for(lambda: "incremental sync done" in worker.output(), timeout=10)
+            wait_for(lambda: mirrored_operations(app) == SEED, timeout=30)
+            wait_for(lambda: "incremental sync done" in worker.output(), timeout=30)
         finally:
             code = worker.stop()
         assert code == 0, worker.output()
@@ -61,8 +61,8 @@ def test_two_workers_on_postgresql_and_redis_share_the_merchants(
             running_worker(app, tmp_path / "one", queue_url=queue_url, name="one") as one,
             running_worker(app, tmp_path / "two", queue_url=queue_url, name="two") as two,
         ):
-            wait_for(lambda: mirrored_operations(app) == SEED, timeout=15)
-            wait_for(lambda: "incremental sync done" in one.output() + two.output(), timeout=10)
+            wait_for(lambda: mirrored_operations(app) == SEED, timeout=30)
+            wait_for(lambda: "incremental sync done" in one.output() + two.output(), timeout=30)
         logs = one.output() + two.output()
         assert logs.count("first sync done") == 1, logs
         with app.app_context():

@@ -78,7 +78,7 @@ def start_worker(
     queue_url: str | None = None,
     sync_seconds: int = 1,
     name: str = "worker",
-    timeout: float = 20.0,
+    timeout: float = 60.0,
 ) -> WorkerProcess:
     """Start a worker for `app` (instance folder, log and default queue in `folder`) and wait
     until its consumer runs."""
