@@ -2,7 +2,8 @@
 
 (a) A sandbox seeded with `--operations` operations (100,000 by default; the seeding time is
     printed too), a portal connected to it, and the merchant's first sync: seconds, requests,
-    and rows (operations + transactions) written per second.
+    and rows (operations + transactions) written per second. Side by side, the floor: a bare
+    `requests` loop reading the same pages and doing nothing with them.
 (b) A real worker (`flask --app portal worker`) at the default interval keeps that merchant's
     mirror while nothing changes upstream: the API requests per minute it makes, counted in the
     sandbox's own request log over `--idle-seconds`.
@@ -21,6 +22,8 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -57,6 +60,23 @@ def logged_sandbox(folder: Path, operations: int) -> Iterator[tuple[SandboxServe
         process.wait(timeout=30)
 
 
+def bare_read(sandbox: SandboxServer) -> float:
+    """Seconds to read every page of operations the way a first sync does, keeping nothing."""
+    session = requests.Session()
+    started = time.perf_counter()
+    page, last_page = 1, 1
+    while page <= last_page:
+        answer = session.get(
+            f"{sandbox.api_url}/operations",
+            params={"sort": "updated", "sort_type": "desc", "per_page": 100, "page": page},
+            headers=sandbox.headers(),
+            timeout=60,
+        ).json()
+        last_page = answer["meta"]["last_page"]
+        page += 1
+    return time.perf_counter() - started
+
+
 def api_requests(log: Path) -> int:
     return sum(API_PATH in line for line in log.read_text(errors="replace").splitlines())
 
@@ -74,6 +94,7 @@ def main() -> None:
         folder = Path(name)
         with logged_sandbox(folder, arguments.operations) as (sandbox, log, seeding):
             print(f"sandbox seeded with {arguments.operations:,} operations in {seeding:.1f} s")
+            print(f"bare read of every page, one at a time: {bare_read(sandbox):.1f} s")
             config = {"SYNC_SECONDS": DEFAULT_INTERVAL}
             if arguments.database_url:
                 config["DATABASE_URL"] = arguments.database_url
