@@ -29,8 +29,15 @@ def seeded(tmp_path):
 
 
 @pytest.fixture
-def portal(tmp_path, seeded):
+def seeded_portal(tmp_path, seeded):
     with connected_portal(tmp_path, seeded, SYNC_SECONDS=0) as app:
+        yield app
+
+
+@pytest.fixture
+def portal(tmp_path, sandbox):
+    """The portal connected to an empty sandbox, syncing whenever asked."""
+    with connected_portal(tmp_path, sandbox, SYNC_SECONDS=0) as app:
         yield app
 
 
@@ -58,10 +65,13 @@ def events_of(app, **where) -> list:
         return list(db.session.scalars(query))
 
 
-def test_the_first_sync_copies_every_record_exactly_and_tells_nobody_of_the_past(portal, seeded):
+def test_the_first_sync_copies_every_record_exactly_and_tells_nobody_of_the_past(
+    seeded_portal, seeded
+):
     from portal.extensions import db
     from portal.models import MirroredOperation, MirroredTransaction
 
+    portal = seeded_portal
     report = sync(portal)
     assert report.error is None and report.kind == "first"
 
@@ -96,16 +106,16 @@ def pay(sandbox, operation_id: str, amount: str, status: str) -> None:
     sandbox.control("POST", f"operations/{operation_id}/transactions", body)
 
 
-def test_a_payment_is_written_once_as_the_events_a_shop_needs(portal, seeded):
-    api = MerchantApiClient(seeded.base_url, token=seeded.token)
+def test_a_payment_is_written_once_as_the_events_a_shop_needs(portal, sandbox):
+    api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
     sync(portal)
     operation = api.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")
     sync(portal)
     (created,) = events_of(portal, operation_id=operation.id)
     assert (created.type, created.notify) == ("operation.created", True)
 
-    pay(seeded, operation.id, "0.2", "undefined")  # nobody decided on this one yet
-    pay(seeded, operation.id, "0.3", "confirmed")
+    pay(sandbox, operation.id, "0.2", "undefined")  # nobody decided on this one yet
+    pay(sandbox, operation.id, "0.3", "confirmed")
     report = sync(portal)
     assert report.requests == 2  # one page of each list reaches back to the watermark
     written = events_of(portal, operation_id=operation.id)[1:]
@@ -125,7 +135,7 @@ def test_a_payment_is_written_once_as_the_events_a_shop_needs(portal, seeded):
     assert len(partly_paid.data["transactions"]) == 2
     assert sync(portal).events == 0  # the overlap reads it all again: nothing new
 
-    pay(seeded, operation.id, "0.2", "confirmed")  # the rest: the service confirms
+    pay(sandbox, operation.id, "0.2", "confirmed")  # the rest: the service confirms
     sync(portal)
     later = events_of(portal, operation_id=operation.id)[1 + len(written) :]
     assert [event.type for event in later] == ["transaction.received", "operation.confirmed"]
@@ -133,32 +143,32 @@ def test_a_payment_is_written_once_as_the_events_a_shop_needs(portal, seeded):
     assert sync(portal).events == 0
 
 
-def test_late_money_on_an_expired_operation_is_a_received_transaction(portal, seeded):
-    api = MerchantApiClient(seeded.base_url, token=seeded.token)
+def test_late_money_on_an_expired_operation_is_a_received_transaction(portal, sandbox):
+    api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
     operation = api.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")
     sync(portal)
-    seeded.control("POST", f"operations/{operation.id}/expire")
-    pay(seeded, operation.id, "0.5", "undefined")
+    sandbox.control("POST", f"operations/{operation.id}/expire")
+    pay(sandbox, operation.id, "0.5", "undefined")
     sync(portal)
     types = [event.type for event in events_of(portal, operation_id=operation.id)]
     assert "operation.expired" in types
     assert "transaction.received" in types
 
 
-def test_an_upstream_failure_is_noted_and_the_next_sync_recovers(portal, seeded):
+def test_an_upstream_failure_is_noted_and_the_next_sync_recovers(portal, sandbox):
     from portal.extensions import db
     from portal.models import MirrorState
 
     sync(portal)
     with portal.app_context():
         before = db.session.get(MirrorState, merchant_id(portal)).operations_watermark
-    seeded.control("POST", "faults", {"mode": "error500", "probability": 1.0})
+    sandbox.control("POST", "faults", {"mode": "error500", "probability": 1.0})
     try:
         failed = sync(portal)
     finally:
-        seeded.control("POST", "faults", {"mode": "none"})
+        sandbox.control("POST", "faults", {"mode": "none"})
     assert failed.error
-    assert seeded.token not in failed.error
+    assert sandbox.token not in failed.error
     with portal.app_context():
         state = db.session.get(MirrorState, merchant_id(portal))
         assert state.last_error == failed.error
@@ -170,11 +180,11 @@ def test_an_upstream_failure_is_noted_and_the_next_sync_recovers(portal, seeded)
         assert db.session.get(MirrorState, merchant_id(portal)).last_error is None
 
 
-def test_the_resync_command_notifies_what_the_increments_missed(portal, seeded):
+def test_the_resync_command_notifies_what_the_increments_missed(portal, sandbox):
     from portal.extensions import db
     from portal.models import MirrorState
 
-    api = MerchantApiClient(seeded.base_url, token=seeded.token)
+    api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
     operation = api.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")
     sync(portal)
     # A change committed so late that the increments' overlap no longer reaches it: the
@@ -184,7 +194,7 @@ def test_the_resync_command_notifies_what_the_increments_missed(portal, seeded):
         state.operations_watermark += timedelta(minutes=5)
         db.session.commit()
     changed_at = (operation.updated_at + timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    with contextlib.closing(sqlite3.connect(seeded.database)) as connection:
+    with contextlib.closing(sqlite3.connect(sandbox.database)) as connection:
         connection.execute(
             "UPDATE operations SET status = 4, updated_at = ? WHERE id = ?",
             (changed_at, operation.id),
@@ -240,15 +250,18 @@ def test_one_of_two_syncs_at_once_runs_and_an_expired_lease_is_taken_over(
         assert sync(app) is not None
 
 
-def test_owners_see_the_mirror_and_ask_for_a_full_resync_with_the_button(portal, seeded):
+def test_owners_see_the_mirror_and_ask_for_a_full_resync_with_the_button(portal, sandbox):
     from portal.extensions import db
     from portal.models import MirrorState
 
-    sync(portal)
+    api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
+    api.create_operation("0.5", "BTC", "order-1")
     owner = signed_in(portal, email("owner"))
+    assert "Last sync Not yet" in text(owner.get("/settings/api"))
+    sync(portal)
     page = text(owner.get("/settings/api"))
     assert "Mirror of the payment service" in page
-    assert f"Operations mirrored {SEED}" in page
+    assert "Operations mirrored 1" in page
     assert "Last error None" in page
     assert "Sync now (full resync)" in page
 
@@ -268,12 +281,12 @@ def test_owners_see_the_mirror_and_ask_for_a_full_resync_with_the_button(portal,
         assert post(signed_in(portal, email(role)), "/settings/api/resync").status_code == 403
 
 
-def test_the_last_error_is_shown_to_owners_without_the_token(portal, seeded):
-    seeded.control("POST", "faults", {"mode": "malformed", "probability": 1.0})
+def test_the_last_error_is_shown_to_owners_without_the_token(portal, sandbox):
+    sandbox.control("POST", "faults", {"mode": "malformed", "probability": 1.0})
     try:
         assert sync(portal).error
     finally:
-        seeded.control("POST", "faults", {"mode": "none"})
+        sandbox.control("POST", "faults", {"mode": "none"})
     page = text(signed_in(portal, email("owner")).get("/settings/api"))
     assert "Last error ApiUnavailable" in page
-    assert seeded.token not in page
+    assert sandbox.token not in page
