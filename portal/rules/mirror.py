@@ -532,8 +532,8 @@ class _Sync:
             mirrored_tx = self._mirrored(MirroredTransaction, transactions)
             for transaction in transactions.values():
                 changes += self._transaction(transaction, mirrored_tx.get(transaction.id))
-            self._insert_new()
             self._record(changes)
+            self._insert_new()
         _renew(self.merchant_id, self.owner)
         db.session.commit()
         self.operations_seen = _later(
@@ -563,8 +563,11 @@ class _Sync:
             setattr(row, name, value)
 
     def _insert_new(self) -> None:
+        # The tables' own INSERT, one executemany: the ORM's bulk insert would split the rows
+        # into a statement per pattern of null columns.
         for model, rows in self.new_rows.items():
-            db.session.execute(sa.insert(model), rows)
+            if rows:  # an empty list would insert one row of defaults
+                db.session.execute(sa.insert(model.__table__), rows)
         self.new_rows.clear()
 
     def _record(self, changes: list[_Change]) -> None:
@@ -572,7 +575,7 @@ class _Sync:
         order they happened.
 
         `events.record` semantics (one event per dedup key), in two statements for the whole
-        batch instead of a query per event: a first sync writes several events per operation.
+        page instead of two per event: a first sync writes several events per operation.
         """
         known = self._known_events([change.dedup_key for change in changes])
         rows = [
@@ -590,8 +593,7 @@ class _Sync:
             for change in sorted(changes)
             if change.dedup_key not in known
         ]
-        if rows:
-            db.session.execute(sa.insert(Event), rows)
+        self.new_rows.setdefault(Event, []).extend(rows)  # written by `_insert_new`
         self.report.events += len(rows)
 
     def _known_events(self, keys: list[str]) -> set[str]:
