@@ -4,4 +4,4 @@ from flask import Blueprint
 
 bp = Blueprint("settings", __name__)
 
-from portal.settings import routes  # noqa: E402, F401  (registers the views on bp)
+from portal.settings import notifications, routes  # noqa: E402, F401  (registers the views on bp)
