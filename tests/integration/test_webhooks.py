@@ -4,10 +4,14 @@ used as an owner uses it."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -293,3 +297,91 @@ def test_private_addresses_are_refused_where_not_allowed(portal_config, accounts
     refused = configure(client, shop.url, "operation.confirmed")
     assert refused.status_code == 422
     assert "private or local" in refused.get_data(as_text=True)
+
+
+def test_a_worker_killed_mid_send_loses_nothing_and_the_event_keeps_its_id(
+    app, portal_config, owner, shop
+):
+    configure(owner, shop.url, "operation.confirmed")
+    sent = record(app, "operation.confirmed")
+    shop.delay = 5  # the shop holds the POST while the worker is killed
+    environment = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+        "PORTAL_DATABASE_URL": portal_config["DATABASE_URL"],
+        "PORTAL_SECRET_KEY": portal_config["SECRET_KEY"],
+        "PORTAL_TOKEN_KEYS": portal_config["TOKEN_KEYS"],
+        "PORTAL_WEBHOOK_LEASE_SECONDS": "1",
+    }
+    worker = subprocess.Popen([sys.executable, "-c", WORKER], env=environment)
+    try:
+        shop.wait_for(1, timeout=20)
+    finally:
+        worker.kill()
+        worker.wait()
+    shop.delay = 0
+    wait_for(lambda: deliver(app), timeout=5)  # once the lease has run out
+    assert shop.event_ids() == [sent, sent]
+    page = owner.get(PAGE).get_data(as_text=True)
+    assert page.count(f"<code>{sent}</code>") == 1, "the killed worker wrote no attempt"
+    assert "Delivered" in page
+
+
+WORKER = """
+from portal import create_app
+from portal.rules import webhooks
+with create_app().app_context():
+    webhooks.deliver_due()
+"""
+
+
+def test_the_python_check_in_the_documentation_accepts_a_delivery(app, owner, shop):
+    from flask import Flask
+    from werkzeug.exceptions import BadRequest
+
+    configure(owner, shop.url, "operation.confirmed")
+    secret = shown_secret(owner)
+    record(app, "operation.confirmed")
+    deliver(app)
+    (request,) = shop.wait_for(1)
+    documentation = (Path(__file__).resolve().parents[2] / "docs" / "webhooks.md").read_text()
+    example = re.search(r"```python\n(.*?)```", documentation, re.DOTALL).group(1)
+    namespace: dict = {}
+    exec(example, namespace)  # noqa: S102 (the project's own documentation)
+    shop_app = Flask("shop")
+    headers = {"Portal-Signature": request.headers["Portal-Signature"]}
+    with shop_app.test_request_context(
+        "/", method="POST", data=request.body, headers=headers, content_type="application/json"
+    ):
+        assert namespace["verified"](secret) == request.json
+    tampered = request.body.replace(b"0.015", b"0.016")
+    with (
+        shop_app.test_request_context(
+            "/", method="POST", data=tampered, headers=headers, content_type="application/json"
+        ),
+        pytest.raises(BadRequest),
+    ):
+        namespace["verified"](secret)
+
+
+def test_after_the_retry_window_a_delivery_fails_and_the_operation_s_next_event_goes(
+    portal_config, accounts, shop
+):
+    from portal import create_app
+    from tests.support.portal_app import ready_portal
+
+    window = {"WEBHOOK_BACKOFF_SECONDS": 0.1, "WEBHOOK_RETRY_SECONDS": 0.5}
+    app = ready_portal(create_app(portal_config | window))
+    client = app.test_client()
+    sign_in(client, accounts.owner)
+    configure(client, shop.url, "transaction.received", "operation.confirmed")
+    first = record(app, "transaction.received")
+    shop.status = 500
+    wait_for(lambda: deliver(app) == 0 and "Failed" in client.get(PAGE).get_data(as_text=True))
+    tries = len(shop.requests())
+    assert tries >= 2 and set(shop.event_ids()) == {first}
+
+    shop.status = 200
+    later = record(app, "operation.confirmed")
+    assert deliver(app) == 1
+    assert shop.event_ids() == [first] * tries + [later], "no more tries of the failed one"
