@@ -15,17 +15,17 @@ branch_labels = None
 depends_on = None
 
 
+def _reference(name: str, target: str, **options: bool) -> sa.Column:
+    return sa.Column(
+        name, sa.Integer(), sa.ForeignKey(target, ondelete="CASCADE"), nullable=False, **options
+    )
+
+
 def upgrade():
     op.create_table(
         "webhook_endpoints",
         sa.Column("id", sa.Integer(), primary_key=True),
-        sa.Column(
-            "merchant_id",
-            sa.Integer(),
-            sa.ForeignKey("merchants.id", ondelete="CASCADE"),
-            nullable=False,
-            unique=True,
-        ),
+        _reference("merchant_id", "merchants.id", unique=True),
         sa.Column("url", sa.String(2048), nullable=False),
         sa.Column("event_types", sa.JSON(), nullable=False),
         sa.Column("secret_encrypted", sa.Text(), nullable=False),
@@ -39,18 +39,8 @@ def upgrade():
     op.create_table(
         "webhook_deliveries",
         sa.Column("id", sa.Integer(), primary_key=True),
-        sa.Column(
-            "endpoint_id",
-            sa.Integer(),
-            sa.ForeignKey("webhook_endpoints.id", ondelete="CASCADE"),
-            nullable=False,
-        ),
-        sa.Column(
-            "event_id",
-            sa.Integer(),
-            sa.ForeignKey("events.id", ondelete="CASCADE"),
-            nullable=False,
-        ),
+        _reference("endpoint_id", "webhook_endpoints.id"),
+        _reference("event_id", "events.id"),
         sa.Column("operation_id", sa.String(64)),
         sa.Column(
             "state",
@@ -84,12 +74,7 @@ def upgrade():
     op.create_table(
         "webhook_attempts",
         sa.Column("id", sa.Integer(), primary_key=True),
-        sa.Column(
-            "delivery_id",
-            sa.Integer(),
-            sa.ForeignKey("webhook_deliveries.id", ondelete="CASCADE"),
-            nullable=False,
-        ),
+        _reference("delivery_id", "webhook_deliveries.id"),
         sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("status", sa.Integer()),
         sa.Column("error", sa.String(255)),
