@@ -15,9 +15,9 @@ branch_labels = None
 depends_on = None
 
 
-def _reference(name: str, target: str, **options: bool) -> sa.Column:
+def _reference(name: str, target: str, *, unique: bool = False) -> sa.Column:
     return sa.Column(
-        name, sa.Integer(), sa.ForeignKey(target, ondelete="CASCADE"), nullable=False, **options
+        name, sa.Integer(), sa.ForeignKey(target, ondelete="CASCADE"), nullable=False, unique=unique
     )
 
 
