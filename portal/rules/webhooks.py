@@ -397,7 +397,8 @@ def _send(delivery_id: int, owner: str) -> bool:
 
 def _due(now: datetime) -> list[int]:
     """Deliveries due now, oldest event first; one whose operation has an earlier event still
-    pending waits for it (a failed one no longer holds the later ones back)."""
+    pending waits for it (a failed one no longer holds the later ones back). Webhooks turned
+    off keep their pending deliveries until they are turned on again."""
     earlier = aliased(WebhookDelivery)
     waiting = sa.select(earlier.id).where(
         earlier.endpoint_id == WebhookDelivery.endpoint_id,
@@ -408,7 +409,9 @@ def _due(now: datetime) -> list[int]:
     return list(
         db.session.scalars(
             sa.select(WebhookDelivery.id)
+            .join(WebhookEndpoint)
             .where(
+                WebhookEndpoint.enabled,
                 WebhookDelivery.state == DeliveryState.PENDING,
                 WebhookDelivery.next_attempt_at <= now,
                 sa.or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now),

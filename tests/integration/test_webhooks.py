@@ -385,3 +385,19 @@ def test_after_the_retry_window_a_delivery_fails_and_the_operation_s_next_event_
     later = record(app, "operation.confirmed")
     assert deliver(app) == 1
     assert shop.event_ids() == [first] * tries + [later], "no more tries of the failed one"
+
+
+def test_webhooks_turned_off_send_nothing_until_turned_on_again(app, owner, shop):
+    configure(owner, shop.url, "operation.confirmed")
+    shop.status = 500
+    waiting = record(app, "operation.confirmed")
+    deliver(app)
+    assert configure(owner, "", "operation.confirmed").status_code == 302
+    record(app, "operation.confirmed", "op-2")  # while off: never sent
+    time.sleep(BACKOFF)
+    deliver(app)
+    assert shop.event_ids() == [waiting]
+    shop.status = 200
+    configure(owner, shop.url, "operation.confirmed")
+    assert deliver(app) == 1
+    assert shop.event_ids() == [waiting, waiting]
