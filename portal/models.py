@@ -499,3 +499,101 @@ class Event(Model):
     notify: Mapped[bool] = mapped_column(default=True)
     occurred_at: Mapped[datetime] = mapped_column(UtcDateTime)  # the API's `updated_at`
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+
+# --- Signed webhooks to the merchant's shop (portal/rules/webhooks.py) ------------------------
+
+
+class WebhookEndpoint(Model):
+    """Where a merchant's shop receives events, which types, and the secrets that sign them.
+
+    Secrets are stored encrypted (`portal.rules.crypto`). After a rotation the previous secret
+    signs too, beside the new one, until `previous_secret_until`. Only events with an id above
+    `since_event_id` are sent: a shop is never told of what happened before it was set up.
+    """
+
+    __tablename__ = "webhook_endpoints"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(
+        sa.ForeignKey("merchants.id", ondelete="CASCADE"), unique=True
+    )
+    url: Mapped[str] = mapped_column(sa.String(2048))
+    event_types: Mapped[list[str]] = mapped_column(sa.JSON)
+    secret_encrypted: Mapped[str] = mapped_column(sa.Text)
+    previous_secret_encrypted: Mapped[str | None] = mapped_column(sa.Text)
+    previous_secret_until: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    enabled: Mapped[bool] = mapped_column(default=True)
+    since_event_id: Mapped[int] = mapped_column(default=0)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
+
+
+class DeliveryState(enum.StrEnum):
+    """Where the delivery of one event to one endpoint stands."""
+
+    PENDING = "pending"  # to send, or to send again after a failed attempt
+    DELIVERED = "delivered"  # the shop answered 2xx
+    FAILED = "failed"  # no 2xx in the retry window
+
+    @property
+    def label(self) -> str:
+        return self.value.capitalize()
+
+
+class WebhookDelivery(Model):
+    """One event to one endpoint, made once (the unique pair) and sent until the shop takes it.
+
+    A worker sends it only while it holds the lease, taken by one conditional UPDATE; a worker
+    killed mid-send leaves the lease to run out, and the same event (same id) is sent again.
+    `operation_id` is the event's, copied here so that the next due delivery of an operation is
+    found without a join: a later event of an operation waits for the earlier ones.
+    """
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        sa.UniqueConstraint("endpoint_id", "event_id"),
+        sa.Index("ix_webhook_deliveries_due", "state", "next_attempt_at"),
+        sa.Index("ix_webhook_deliveries_operation", "endpoint_id", "operation_id", "event_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    endpoint_id: Mapped[int] = mapped_column(
+        sa.ForeignKey("webhook_endpoints.id", ondelete="CASCADE")
+    )
+    event_id: Mapped[int] = mapped_column(sa.ForeignKey("events.id", ondelete="CASCADE"))
+    operation_id: Mapped[str | None] = mapped_column(sa.String(64))
+    state: Mapped[DeliveryState] = mapped_column(
+        _enum_column(DeliveryState), default=DeliveryState.PENDING
+    )
+    attempts: Mapped[int] = mapped_column(default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    first_attempt_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    lease_owner: Mapped[str | None] = mapped_column(sa.String(64))
+    lease_until: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    # The next attempt was asked for by a person (Resend, Send test event).
+    manual: Mapped[bool] = mapped_column(default=False)
+    last_status: Mapped[int | None]
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+    endpoint: Mapped[WebhookEndpoint] = relationship()
+    event: Mapped[Event] = relationship()
+
+
+class WebhookAttempt(Model):
+    """One POST of a delivery, as the delivery log shows it."""
+
+    __tablename__ = "webhook_attempts"
+    __table_args__ = (sa.Index("ix_webhook_attempts_delivery", "delivery_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    delivery_id: Mapped[int] = mapped_column(
+        sa.ForeignKey("webhook_deliveries.id", ondelete="CASCADE")
+    )
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    status: Mapped[int | None]  # the shop's HTTP status; None when no answer came
+    error: Mapped[str | None] = mapped_column(sa.String(255))
+    duration_ms: Mapped[int]
+    manual: Mapped[bool] = mapped_column(default=False)
+
+    delivery: Mapped[WebhookDelivery] = relationship()

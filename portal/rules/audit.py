@@ -72,6 +72,10 @@ ACTIONS = {
     "exchange.create": "Exchange",
     "cross_exchange.create": "Cross exchange created",
     "cross_exchange.cancel": "Cross exchange canceled",
+    "webhooks.change": "Webhook settings changed",
+    "webhooks.rotate": "Webhook secret rotated",
+    "webhooks.test": "Webhook test event sent",
+    "webhooks.resend": "Webhook event resent",
 }
 OUTCOMES = {
     "success": "Success",

@@ -1,5 +1,530 @@
-"""Signed webhooks to the merchant's shop (issue 15: to build)."""
+"""Signed webhooks to the merchant's shop (see docs/webhooks.md for what a shop receives).
+
+Each worker tick (`deliver_due`) first turns new events into deliveries, one per event and
+endpoint (a unique pair, so two workers cannot make two), then sends what is due. A delivery is
+sent only by the worker whose conditional UPDATE took its lease; a worker killed mid-send leaves
+the lease to run out and the same event, with the same id, goes again. A shop may therefore see
+an id twice, never one event under two ids.
+
+Settings (`PORTAL_WEBHOOK_*`, defaults below): the timeout, the backoff and its cap, the retry
+window, the lease, and whether private and loopback addresses may receive webhooks.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import hmac
+import ipaddress
+import json
+import secrets
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
+
+import requests
+import sqlalchemy as sa
+from flask import current_app
+from requests.adapters import HTTPAdapter
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import aliased
+
+from portal.api.session import PortalSession
+from portal.extensions import db, rows_changed
+from portal.models import (
+    DeliveryState,
+    Event,
+    Merchant,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
+from portal.rules import crypto
+from portal.rules.events import EventType, public_event_id
+from portal.rules.web_urls import is_web_url
+
+SIGNATURE_HEADER = "Portal-Signature"
+USER_AGENT = "MerchantPortal-Webhooks/1"
+SECRET_PREFIX = "whsec_"  # noqa: S105 (the prefix, not a secret)
+TEST_TYPE = "test"
+# The types a shop may choose: every event the mirror writes.
+TYPES = tuple(EventType)
+DEFAULT_TYPES = (
+    EventType.OPERATION_CONFIRMED,
+    EventType.OPERATION_PARTLY_PAID,
+    EventType.OPERATION_OVERPAID,
+    EventType.OPERATION_EXPIRED,
+    EventType.OPERATION_CANCELED,
+    EventType.OPERATION_FAILED,
+    EventType.TRANSACTION_RECEIVED,
+    EventType.TRANSACTION_NEEDS_REVIEW,
+)
+DEFAULTS = {
+    "WEBHOOK_TIMEOUT_SECONDS": 5.0,
+    "WEBHOOK_BACKOFF_SECONDS": 30.0,  # after the first failed attempt; doubled after each
+    "WEBHOOK_BACKOFF_CAP_SECONDS": 3600.0,
+    "WEBHOOK_RETRY_SECONDS": 24 * 3600.0,  # from the first attempt; then the delivery failed
+    "WEBHOOK_LEASE_SECONDS": 60.0,  # well above the timeout: a live sender never loses it
+    "WEBHOOK_ROTATION_SECONDS": 24 * 3600.0,  # the previous secret signs this long
+}
+BATCH = 100
+SESSION_EXTENSION = "portal.webhooks.session"
+POOL_SIZE = 10
+MAX_ERROR = 255
 
 
-def deliver_due() -> None:
-    """Send every delivery whose time has come."""
+def setting(name: str) -> float:
+    value = current_app.config.get(name)
+    return float(DEFAULTS[name] if value is None else value)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+# --- The endpoint: URL, types, secrets --------------------------------------------------------
+
+
+class UrlProblem(enum.Enum):
+    """Why an address cannot receive webhooks."""
+
+    NOT_WEB = "not an http(s) address"
+    USER = "a user name in the address"
+    UNKNOWN_HOST = "the host cannot be found"
+    PRIVATE = "a private, loopback or reserved address"
+
+
+def private_allowed() -> bool:
+    """Private and loopback addresses: refused in production unless
+    `PORTAL_WEBHOOK_ALLOW_PRIVATE` is true; allowed elsewhere (the tests' shop is on loopback)
+    unless it is false."""
+    allowed = current_app.config.get("WEBHOOK_ALLOW_PRIVATE")
+    if allowed is None:
+        return current_app.config.get("ENV") != "production"
+    return bool(allowed)
+
+
+def url_problem(url: str) -> UrlProblem | None:
+    """Why `url` may not receive webhooks, checked when it is saved and before each POST (a
+    name may resolve elsewhere later)."""
+    if not is_web_url(url):
+        return UrlProblem.NOT_WEB
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        return UrlProblem.USER
+    if private_allowed():
+        return None
+    try:
+        addresses = {
+            str(info[4][0]) for info in socket.getaddrinfo(parts.hostname, parts.port or 443)
+        }
+    except (OSError, UnicodeError):
+        return UrlProblem.UNKNOWN_HOST
+    for address in addresses:
+        ip = ipaddress.ip_address(address.split("%")[0])
+        if not ip.is_global or ip.is_multicast:
+            return UrlProblem.PRIVATE
+    return None
+
+
+def new_secret() -> str:
+    return SECRET_PREFIX + secrets.token_urlsafe(32)
+
+
+def endpoint_of(merchant: Merchant) -> WebhookEndpoint | None:
+    return db.session.scalar(
+        sa.select(WebhookEndpoint).where(WebhookEndpoint.merchant_id == merchant.id)
+    )
+
+
+def save_endpoint(merchant: Merchant, url: str, types: list[str]) -> WebhookEndpoint:
+    """Set the URL and the types (an empty URL stops the webhooks); the first save makes the
+    secret. Events written before now are not sent for a type chosen now: the events already
+    due are fanned out first, then the endpoint starts from the newest event."""
+    endpoint = endpoint_of(merchant)
+    if endpoint is None:
+        endpoint = WebhookEndpoint(
+            merchant_id=merchant.id, secret_encrypted=crypto.encrypt(new_secret())
+        )
+        db.session.add(endpoint)
+    elif endpoint.enabled:
+        _fan_out(endpoint)
+    endpoint.url = url
+    endpoint.enabled = bool(url)
+    endpoint.event_types = [type_.value for type_ in TYPES if type_.value in types]
+    endpoint.since_event_id = _newest_event_id(merchant.id)
+    db.session.commit()
+    return endpoint
+
+
+def _newest_event_id(merchant_id: int) -> int:
+    newest = db.session.scalar(
+        sa.select(sa.func.max(Event.id)).where(Event.merchant_id == merchant_id)
+    )
+    return newest or 0
+
+
+def secret_of(endpoint: WebhookEndpoint) -> str:
+    return crypto.decrypt(endpoint.secret_encrypted)
+
+
+def rotate_secret(endpoint: WebhookEndpoint) -> None:
+    """A new secret; the one it replaces keeps signing beside it for the rotation window (a
+    second rotation within the window drops the oldest)."""
+    endpoint.previous_secret_encrypted = endpoint.secret_encrypted
+    endpoint.previous_secret_until = utcnow() + timedelta(
+        seconds=setting("WEBHOOK_ROTATION_SECONDS")
+    )
+    endpoint.secret_encrypted = crypto.encrypt(new_secret())
+    db.session.commit()
+
+
+def previous_signs_until(endpoint: WebhookEndpoint, now: datetime | None = None) -> datetime | None:
+    """Until when the previous secret signs beside the current one; None when it no longer does."""
+    until = endpoint.previous_secret_until
+    if endpoint.previous_secret_encrypted and until and (now or utcnow()) < until:
+        return until
+    return None
+
+
+def signing_secrets(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
+    """The current secret, then the previous one while it still signs."""
+    keys = [secret_of(endpoint)]
+    if endpoint.previous_secret_encrypted and previous_signs_until(endpoint, now):
+        keys.append(crypto.decrypt(endpoint.previous_secret_encrypted))
+    return keys
+
+
+def signature_header(keys: list[str], body: bytes, timestamp: int) -> str:
+    """`t=<unix>,v1=<hex HMAC-SHA256(key, "<t>.<body>")>`, one `v1` per key."""
+    signed = str(timestamp).encode() + b"." + body
+    signatures = [hmac.new(key.encode(), signed, hashlib.sha256).hexdigest() for key in keys]
+    return ",".join([f"t={timestamp}", *(f"v1={signature}" for signature in signatures)])
+
+
+def payload(event: Event) -> bytes:
+    """The raw body: the bytes that are signed are the bytes sent."""
+    document = {
+        "id": event.public_id,
+        "type": event.type,
+        "created_at": _iso(event.created_at),
+        "data": event.data,
+    }
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+# --- Fan-out: events become deliveries, once ----------------------------------------------------
+
+
+def _fan_out(endpoint: WebhookEndpoint) -> int:
+    """Make the deliveries of the endpoint's new events in its types; how many.
+
+    No cursor to race on: an event has a delivery or not, and the unique pair (endpoint, event)
+    refuses a second one; a worker that loses that race rolls back and finds it made next tick.
+    Only the retry window is looked at, which bounds the scan.
+    """
+    if not endpoint.event_types:
+        return 0
+    window = utcnow() - timedelta(seconds=setting("WEBHOOK_RETRY_SECONDS"))
+    delivered = sa.select(WebhookDelivery.id).where(
+        WebhookDelivery.endpoint_id == endpoint.id, WebhookDelivery.event_id == Event.id
+    )
+    new = db.session.execute(
+        sa.select(Event.id, Event.operation_id)
+        .where(
+            Event.merchant_id == endpoint.merchant_id,
+            Event.id > endpoint.since_event_id,
+            Event.notify.is_(True),
+            Event.type.in_(endpoint.event_types),
+            Event.created_at >= window,
+            ~sa.exists(delivered),
+        )
+        .order_by(Event.id)
+    ).all()
+    for event_id, operation_id in new:
+        db.session.add(
+            WebhookDelivery(endpoint_id=endpoint.id, event_id=event_id, operation_id=operation_id)
+        )
+    return len(new)
+
+
+def fan_out() -> int:
+    """Deliveries for every enabled endpoint's new events; how many were made."""
+    made = 0
+    endpoints = db.session.scalars(sa.select(WebhookEndpoint.id).where(WebhookEndpoint.enabled))
+    for endpoint_id in list(endpoints):
+        endpoint = db.session.get(WebhookEndpoint, endpoint_id)
+        if endpoint is None:
+            continue
+        try:
+            made += _fan_out(endpoint)
+            db.session.commit()
+        except IntegrityError:  # another worker made them meanwhile
+            db.session.rollback()
+    return made
+
+
+# --- Sending ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one POST came to."""
+
+    status: int | None
+    error: str | None
+    duration_ms: int
+
+    @property
+    def delivered(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+
+def _claim(delivery_id: int, owner: str, now: datetime) -> bool:
+    """Take the delivery's lease: one conditional UPDATE, so exactly one worker wins it."""
+    lease = now + timedelta(seconds=setting("WEBHOOK_LEASE_SECONDS"))
+    claimed = rows_changed(
+        sa.update(WebhookDelivery)
+        .where(
+            WebhookDelivery.id == delivery_id,
+            WebhookDelivery.state == DeliveryState.PENDING,
+            WebhookDelivery.next_attempt_at <= now,
+            sa.or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now),
+        )
+        .values(lease_owner=owner, lease_until=lease)
+        .execution_options(synchronize_session=False)
+    )
+    db.session.commit()
+    return claimed == 1
+
+
+def _post(endpoint: WebhookEndpoint, event: Event) -> Outcome:
+    """One signed POST, timed; any answer but 2xx, and no answer, is a failed attempt."""
+    started = time.monotonic()
+    problem = url_problem(endpoint.url)
+    if problem is not None:
+        return Outcome(None, f"Not sent: {problem.value}", 0)
+    body = payload(event)
+    now = utcnow()
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        SIGNATURE_HEADER: signature_header(
+            signing_secrets(endpoint, now), body, int(now.timestamp())
+        ),
+    }
+    timeout = setting("WEBHOOK_TIMEOUT_SECONDS")
+    try:
+        with _session().post(
+            endpoint.url,
+            data=body,
+            headers=headers,
+            timeout=(timeout, timeout),
+            allow_redirects=False,
+            stream=True,
+        ) as answer:
+            status, error = answer.status_code, None
+    except requests.Timeout:
+        status, error = None, f"No answer within {timeout:g} s"
+    except requests.RequestException as failure:
+        status, error = None, _error_text(failure)
+    return Outcome(status, error, round((time.monotonic() - started) * 1000))
+
+
+def _session() -> requests.Session:
+    """One pool of connections per application in each process: a shop that keeps connections
+    alive is not dialled again for each event. No retries: a failed POST is a failed attempt."""
+    extensions = current_app.extensions
+    if SESSION_EXTENSION not in extensions:
+        session = PortalSession()
+        adapter = HTTPAdapter(pool_maxsize=POOL_SIZE, max_retries=0)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+        extensions.setdefault(SESSION_EXTENSION, session)
+    return extensions[SESSION_EXTENSION]
+
+
+def _error_text(failure: requests.RequestException) -> str:
+    if isinstance(failure, requests.ConnectionError):
+        return "Connection failed"
+    return type(failure).__name__[:MAX_ERROR]
+
+
+def _next_attempt(delivery: WebhookDelivery, now: datetime) -> datetime | None:
+    """When to try again after a failed attempt: 30 s, 1 min, 2 min … up to the cap; None once
+    the retry window from the first attempt is over."""
+    assert delivery.first_attempt_at is not None
+    if now - delivery.first_attempt_at >= timedelta(seconds=setting("WEBHOOK_RETRY_SECONDS")):
+        return None
+    delay = setting("WEBHOOK_BACKOFF_SECONDS") * 2 ** max(0, delivery.attempts - 1)
+    return now + timedelta(seconds=min(delay, setting("WEBHOOK_BACKOFF_CAP_SECONDS")))
+
+
+def _send(delivery_id: int, owner: str) -> bool:
+    """Send a delivery this worker has claimed, record the attempt and release the lease;
+    whether the shop took it."""
+    delivery = db.session.get(WebhookDelivery, delivery_id)
+    assert delivery is not None
+    outcome = _post(delivery.endpoint, delivery.event)
+    now = utcnow()
+    db.session.add(
+        WebhookAttempt(
+            delivery_id=delivery.id,
+            started_at=now - timedelta(milliseconds=outcome.duration_ms),
+            status=outcome.status,
+            error=outcome.error,
+            duration_ms=outcome.duration_ms,
+            manual=delivery.manual,
+        )
+    )
+    delivery.attempts += 1
+    delivery.first_attempt_at = delivery.first_attempt_at or now
+    delivery.last_status = outcome.status
+    delivery.manual = False
+    delivery.lease_owner = delivery.lease_until = None
+    if outcome.delivered:
+        delivery.state = DeliveryState.DELIVERED
+    else:
+        retry_at = _next_attempt(delivery, now)
+        delivery.state = DeliveryState.PENDING if retry_at else DeliveryState.FAILED
+        delivery.next_attempt_at = retry_at or now
+    db.session.commit()
+    return outcome.delivered
+
+
+def _due(now: datetime, skipped: set[int]) -> list[tuple[int, int]]:
+    """(delivery, endpoint) of the deliveries due now, oldest event first, but none of the
+    `skipped` endpoints. One whose operation has an earlier event still pending waits for it (a
+    failed one no longer holds the later ones back). Webhooks turned off keep their pending
+    deliveries until they are turned on again."""
+    earlier = aliased(WebhookDelivery)
+    waiting = sa.select(earlier.id).where(
+        earlier.endpoint_id == WebhookDelivery.endpoint_id,
+        earlier.operation_id == WebhookDelivery.operation_id,
+        earlier.event_id < WebhookDelivery.event_id,
+        earlier.state == DeliveryState.PENDING,
+    )
+    rows = db.session.execute(
+        sa.select(WebhookDelivery.id, WebhookDelivery.endpoint_id)
+        .join(WebhookEndpoint)
+        .where(
+            WebhookEndpoint.enabled,
+            WebhookEndpoint.id.not_in(skipped),
+            WebhookDelivery.state == DeliveryState.PENDING,
+            WebhookDelivery.next_attempt_at <= now,
+            sa.or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now),
+            ~sa.exists(waiting),
+        )
+        .order_by(WebhookDelivery.event_id)
+        .limit(BATCH)
+    )
+    return [(delivery_id, endpoint_id) for delivery_id, endpoint_id in rows]
+
+
+def deliver_due(budget_seconds: float | None = None) -> int:
+    """Fan out new events, then send every delivery whose time has come, until none is due or
+    the budget (default: the tick's interval) is spent; how many the shops took.
+
+    Each delivery is claimed just before its POST, so a lease never waits behind other sends.
+    A shop that fails an attempt gets no other one in this pass: a shop that does not answer
+    costs the others one timeout, not one per event.
+    """
+    fan_out()
+    owner = uuid.uuid4().hex
+    interval = float(current_app.config["SYNC_SECONDS"])
+    deadline = time.monotonic() + (interval if budget_seconds is None else budget_seconds)
+    delivered = 0
+    troubled: set[int] = set()
+    progress = True
+    while progress and time.monotonic() < deadline:
+        progress = False
+        for delivery_id, endpoint_id in _due(utcnow(), troubled):
+            if time.monotonic() >= deadline:
+                break
+            if endpoint_id in troubled or not _claim(delivery_id, owner, utcnow()):
+                continue
+            progress = True
+            if _send(delivery_id, owner):
+                delivered += 1
+            else:
+                troubled.add(endpoint_id)
+    return delivered
+
+
+# --- What a person asks for on the settings page ---------------------------------------------
+
+
+def send_test_event(endpoint: WebhookEndpoint) -> WebhookDelivery:
+    """A `test` event, sent now to this endpoint only (and never mailed: `notify` is false)."""
+    now = utcnow()
+    public_id = public_event_id()
+    event = Event(
+        public_id=public_id,
+        merchant_id=endpoint.merchant_id,
+        type=TEST_TYPE,
+        dedup_key=f"test:{public_id}",
+        data={"message": "A test event from the merchant portal.", "sent_at": _iso(now)},
+        notify=False,
+        occurred_at=now,
+    )
+    db.session.add(event)
+    db.session.flush()
+    delivery = WebhookDelivery(endpoint_id=endpoint.id, event_id=event.id, manual=True)
+    db.session.add(delivery)
+    db.session.commit()
+    _send_now(delivery)
+    return delivery
+
+
+def resend(delivery: WebhookDelivery) -> bool:
+    """Another attempt of the same event (same id), now; a failure retries for the window
+    again. False when a worker holds it at this moment (it is being sent)."""
+    db.session.execute(
+        sa.update(WebhookDelivery)
+        .where(WebhookDelivery.id == delivery.id)
+        .values(
+            state=DeliveryState.PENDING,
+            next_attempt_at=utcnow(),
+            first_attempt_at=None,
+            manual=True,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    db.session.commit()
+    return _send_now(delivery)
+
+
+def _send_now(delivery: WebhookDelivery) -> bool:
+    owner = uuid.uuid4().hex
+    if not _claim(delivery.id, owner, utcnow()):
+        return False
+    _send(delivery.id, owner)
+    return True
+
+
+def delivery_of(merchant: Merchant, delivery_id: int) -> WebhookDelivery | None:
+    """A delivery of the merchant's endpoint; None for anyone else's."""
+    return db.session.scalar(
+        sa.select(WebhookDelivery)
+        .join(WebhookEndpoint)
+        .where(WebhookDelivery.id == delivery_id, WebhookEndpoint.merchant_id == merchant.id)
+    )
+
+
+def attempts_of(merchant: Merchant) -> sa.Select:
+    """The delivery log: every attempt to the merchant's endpoint, newest first."""
+    return (
+        sa.select(WebhookAttempt)
+        .join(WebhookDelivery)
+        .join(WebhookEndpoint)
+        .where(WebhookEndpoint.merchant_id == merchant.id)
+        .order_by(WebhookAttempt.id.desc())
+        .options(sa.orm.joinedload(WebhookAttempt.delivery).joinedload(WebhookDelivery.event))
+    )
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -4,7 +4,4 @@ from flask import Blueprint
 
 bp = Blueprint("settings", __name__)
 
-from portal.settings import (  # noqa: E402  (the views register themselves on bp)
-    mirror,  # noqa: F401  (the mirror's panel and button)
-    routes,  # noqa: F401
-)
+from portal.settings import mirror, notifications, routes  # noqa: E402, F401  (the views register themselves on bp)

@@ -19,7 +19,7 @@ from tests.support.attack import HOSTILE, HOSTILE_EMAIL, XSS
 from tests.support.forms import PASSWORD
 from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, connect, post, signed_in, submit
 from tests.support.portal_app import connected_portal, email
-from tests.support.sandbox_server import SandboxServer, run_sandbox
+from tests.support.sandbox_server import SandboxServer, free_port, run_sandbox
 
 OTHER_OWNER = "owner@other.test"
 
@@ -79,7 +79,7 @@ def _hostile_api_records(world: World) -> None:
 def _hostile_portal_records(world: World) -> None:
     """Records of the portal itself, made through its forms by the owner."""
     from portal.extensions import db
-    from portal.models import CheckoutLink
+    from portal.models import CheckoutLink, WebhookDelivery
     from portal.rules import accounts
 
     owner = world.client("owner")
@@ -119,7 +119,16 @@ def _hostile_portal_records(world: World) -> None:
     cross = submit(owner, "/cross-exchanges/new", CROSS_EXCHANGE)
     assert cross.status_code == 302, cross.get_data(as_text=True)[:1000]
 
+    # Webhooks to a port nobody listens on: each attempt fails at once, and is in the log.
+    webhooks = {
+        "url": f"http://127.0.0.1:{free_port()}/hooks",
+        "event_types": "operation.confirmed",
+    }
+    assert post(owner, "/settings/notifications", webhooks).status_code == 302
+    assert post(owner, "/settings/notifications/test").status_code == 302
+
     with world.app.app_context():
+        world.ids["delivery_id"] = db.session.scalar(db.select(db.func.max(WebhookDelivery.id)))
         link = db.session.scalars(
             db.select(CheckoutLink).where(CheckoutLink.order_id == world.checkout_order)
         ).one()

@@ -215,6 +215,18 @@ VALID: dict[str, Callable[..., Case]] = {
     "settings.require_two_factor": _require_two_factor,
     "settings.edit_user": lambda w: _edit_user(w, data={"role": "owner", "password": ""}),
     "settings.remove_user": lambda w: _edit_user(w, "/remove"),
+    # the other merchant's owner: Acme's webhooks stay as the world made them
+    "settings.notifications": lambda w: _as(
+        w,
+        "other",
+        "/settings/notifications",
+        {"url": "https://shop.example.com/forged", "event_types": "operation.confirmed"},
+    ),
+    "settings.notifications_rotate": lambda w: _as(w, "owner", "/settings/notifications/rotate"),
+    "settings.notifications_test": lambda w: _as(w, "owner", "/settings/notifications/test"),
+    "settings.notifications_resend": lambda w: _as(
+        w, "owner", f"/settings/notifications/deliveries/{w.ids['delivery_id']}/resend"
+    ),
     "withdrawals.new": lambda w: _as(
         w, "owner", "/withdrawals/new", {"amount": "0.001", "wallet": "BTC", "address": BTC_ADDRESS}
     ),

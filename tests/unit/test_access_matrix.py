@@ -51,6 +51,10 @@ EXPECTED = {
     "settings.remove_user": OWNER,
     "settings.require_two_factor": OWNER,
     "settings.resync_mirror": OWNER,
+    "settings.notifications": OWNER,
+    "settings.notifications_rotate": OWNER,
+    "settings.notifications_test": OWNER,
+    "settings.notifications_resend": OWNER,
     "withdrawals.index": frozenset({"owner", "accountant"}),  # accountants read the list
     "withdrawals.new": OWNER,
     "withdrawals.show": OWNER,
@@ -106,7 +110,13 @@ def _url(app, rule) -> str:
         values["filename"] = "portal.css"
     if "user_id" in rule.arguments:
         values["user_id"] = _target_user_id(app)
-    for name in ("operation_id", "transaction_id", "voucher_id", "cross_exchange_id"):
+    for name in (
+        "operation_id",
+        "transaction_id",
+        "voucher_id",
+        "cross_exchange_id",
+        "delivery_id",
+    ):
         if name in rule.arguments:
             values[name] = "1"
     if "token" in rule.arguments:

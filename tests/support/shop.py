@@ -1,0 +1,124 @@
+"""A merchant's shop that receives webhooks: a real HTTP server on loopback that records each
+request (headers and raw body) and answers the status a test chose, as slowly as it chose.
+
+    with run_shop() as shop:
+        ... point the portal at shop.url ...
+        shop.status = 500          # every answer from now on
+        shop.delay = 2.0           # seconds before answering
+        request = shop.wait_for(1)[0]
+        request.json["id"], request.headers["Portal-Signature"], request.body
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.support.polling import wait_for
+
+
+@dataclass(frozen=True)
+class Received:
+    """One request as the shop got it."""
+
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def json(self) -> dict:
+        return json.loads(self.body)
+
+    @property
+    def event_id(self) -> str:
+        return self.json["id"]
+
+    def signatures(self) -> tuple[int, list[str]]:
+        """The header's timestamp and its `v1` values."""
+        parts = [part.split("=", 1) for part in self.headers["Portal-Signature"].split(",")]
+        timestamp = int(next(value for key, value in parts if key == "t"))
+        return timestamp, [value for key, value in parts if key == "v1"]
+
+    def signed_by(self, secret: str, tolerance: float = 300) -> bool:
+        """The check docs/webhooks.md tells shops to make: a recent timestamp, and one `v1`
+        equal (in constant time) to HMAC-SHA256(secret, "<t>.<raw body>")."""
+        timestamp, values = self.signatures()
+        if abs(time.time() - timestamp) > tolerance:
+            return False
+        expected = hmac.new(
+            secret.encode(), f"{timestamp}.".encode() + self.body, hashlib.sha256
+        ).hexdigest()
+        return any(hmac.compare_digest(expected, value) for value in values)
+
+
+@dataclass
+class Shop:
+    url: str
+    status: int = 200
+    delay: float = 0.0
+    received: list[Received] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def requests(self) -> list[Received]:
+        with self.lock:
+            return list(self.received)
+
+    def wait_for(self, count: int, timeout: float = 10.0) -> list[Received]:
+        """The first `count` requests, once that many have come."""
+        return wait_for(lambda: len(self.received) >= count and self.requests(), timeout)[:count]
+
+    def event_ids(self) -> list[str]:
+        return [request.event_id for request in self.requests()]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    # The status line and the body go out in two writes: with Nagle's algorithm the second
+    # waits for the portal's delayed ACK, 40 ms per webhook.
+    disable_nagle_algorithm = True
+    protocol_version = "HTTP/1.1"  # keeps connections alive, as a shop's web server does
+
+    def do_POST(self) -> None:
+        shop = self.server.shop
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        with shop.lock:
+            shop.received.append(Received(self.path, dict(self.headers.items()), body))
+            status, delay = shop.status, shop.delay
+        if delay:
+            time.sleep(delay)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+        except OSError:  # the portal stopped waiting (its timeout)
+            pass
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet: the tests read `received`."""
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    shop: Shop
+
+
+@contextmanager
+def run_shop(path: str = "/webhooks") -> Iterator[Shop]:
+    """A shop on a free loopback port for the length of the block."""
+    server = _Server(("127.0.0.1", 0), _Handler)
+    server.shop = Shop(f"http://127.0.0.1:{server.server_address[1]}{path}")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.shop
+    finally:
+        server.shutdown()
+        server.server_close()
