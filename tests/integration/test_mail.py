@@ -12,19 +12,12 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 
-from tests.support.forms import PASSWORD
 from tests.support.portal_app import ready_portal
 from tests.support.portal_server import serve_in_thread
-from tests.support.smtp import link_in, running_mail_server, text_of
-from tests.support.visitor import Visitor
+from tests.support.smtp import link_in, text_of
+from tests.support.visitor import Visitor, signed_in
 
 PUBLIC_URL = "http://portal.example.com"  # http: the session cookie works on loopback
-
-
-@pytest.fixture
-def mail_server():
-    with running_mail_server() as server:
-        yield server
 
 
 @pytest.fixture
@@ -138,12 +131,6 @@ def test_an_event_of_the_first_sync_mails_nobody(app, accounts, mail_server):
 def url(app, accounts):
     with serve_in_thread(app) as served:
         yield served
-
-
-def signed_in(url: str, email: str, password: str = PASSWORD) -> Visitor:
-    visitor = Visitor(url)
-    assert visitor.sign_in(email, password).status_code == 302
-    return visitor
 
 
 def ticked(page: str) -> set[str]:

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from email.message import EmailMessage
 
 from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import Envelope
 
 from tests.support.sandbox_server import free_port
 
@@ -35,10 +36,13 @@ class _Keeper:
         self.messages: list[EmailMessage] = []
         self.arrived = threading.Condition()
 
-    async def handle_DATA(self, _server: object, _session: object, envelope: object) -> str:  # noqa: N802 (aiosmtpd's name)
-        message = email.message_from_bytes(envelope.content, policy=email.policy.default)  # type: ignore[attr-defined]
+    async def handle_DATA(self, _server: object, _session: object, envelope: Envelope) -> str:
+        """aiosmtpd's hook for a message's content (after the SMTP `DATA` command)."""
+        content = envelope.original_content or b""
+        parsed = email.message_from_bytes(content, policy=email.policy.default)
+        assert isinstance(parsed, EmailMessage)
         with self.arrived:
-            self.messages.append(message)  # type: ignore[arg-type]
+            self.messages.append(parsed)
             self.arrived.notify_all()
         return "250 Message accepted for delivery"
 
