@@ -120,9 +120,12 @@ def link_user(token: str, purpose: LinkPurpose) -> User:
 
 
 def set_password(token: str, purpose: LinkPurpose, password: str) -> User:
-    """Use the link: the user's password becomes `password`, every session of theirs ends, and
-    the change is audited. `LinkRefused` for a link used meanwhile (only one use matches the
-    UPDATE); `accounts.AccountError` for a password the rules refuse (the link stays usable)."""
+    """Use the link: the user's password becomes `password`, every session and every other link
+    of theirs ends, and the change is audited.
+
+    `LinkRefused` for a link used meanwhile (only one use matches the UPDATE);
+    `accounts.AccountError` for a password the rules refuse (the link stays usable).
+    """
     user = link_user(token, purpose)
     used = rows_changed(
         sa.update(OneTimeLink).where(_usable(token, purpose)).values(used_at=utcnow())
@@ -130,6 +133,12 @@ def set_password(token: str, purpose: LinkPurpose, password: str) -> User:
     if used != 1:
         db.session.rollback()
         raise LinkRefused
+    # Any other link of theirs (an earlier reset mail) dies with this one.
+    db.session.execute(
+        sa.update(OneTimeLink)
+        .where(OneTimeLink.user_id == user.id, OneTimeLink.used_at.is_(None))
+        .values(used_at=utcnow())
+    )
     try:
         accounts.change_password(user, password)  # commits; ends every session of the user
     except accounts.AccountError:

@@ -124,8 +124,10 @@ def test_a_reset_link_sets_a_password_once_and_ends_every_other_session(
 ):
     old_session = signed_in(url, accounts.operator)
     Visitor(url).post("/password/forgot", {"email": accounts.operator})
-    path = mailed_link(app, mail_server, 1)
-    assert path.startswith("/password/reset/")
+    earlier = mailed_link(app, mail_server, 1)
+    Visitor(url).post("/password/forgot", {"email": accounts.operator})
+    path = mailed_link(app, mail_server, 2)
+    assert path.startswith("/password/reset/") and path != earlier
 
     person = Visitor(url)
     assert accounts.operator in person.get(path).text
@@ -135,6 +137,7 @@ def test_a_reset_link_sets_a_password_once_and_ends_every_other_session(
     assert Visitor(url).sign_in(accounts.operator, PASSWORD).status_code == 401
     assert signed_in(url, accounts.operator, NEW_PASSWORD).signed_in()
     assert set_password(Visitor(url), path, "yet another password").status_code == 410
+    assert set_password(Visitor(url), earlier, "yet another password").status_code == 410
     assert "Ask for a new link" in Visitor(url).get(path).text
 
 
