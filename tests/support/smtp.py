@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from email.message import EmailMessage
 
 from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import Envelope
+from aiosmtpd.smtp import AuthResult, Envelope, LoginPassword
 
 from tests.support.sandbox_server import free_port
 
@@ -48,14 +48,25 @@ class _Keeper:
 
 
 class MailServer:
-    def __init__(self) -> None:
+    """With `login` (user name, password), the server asks for that SMTP AUTH login (over plain
+    TCP: the test server has no certificate)."""
+
+    def __init__(self, login: tuple[str, str] | None = None) -> None:
         self.port = free_port()
         self.keeper = _Keeper()
+        self.login = login
         self.controller: Controller | None = None
 
     @property
     def url(self) -> str:
         return f"smtp://127.0.0.1:{self.port}"
+
+    def _authenticate(self, *args: object) -> AuthResult:
+        """aiosmtpd's authenticator: (server, session, envelope, mechanism, auth_data)."""
+        data = args[-1]
+        expected = tuple(part.encode() for part in self.login or ())
+        given = (data.login, data.password) if isinstance(data, LoginPassword) else None
+        return AuthResult(success=given == expected)
 
     @property
     def messages(self) -> list[EmailMessage]:
@@ -63,7 +74,12 @@ class MailServer:
             return list(self.keeper.messages)
 
     def start(self) -> None:
-        self.controller = Controller(self.keeper, hostname="127.0.0.1", port=self.port)
+        auth = (
+            {"authenticator": self._authenticate, "auth_required": True, "auth_require_tls": False}
+            if self.login
+            else {}
+        )
+        self.controller = Controller(self.keeper, hostname="127.0.0.1", port=self.port, **auth)
         self.controller.start()
 
     def stop(self) -> None:
@@ -97,8 +113,8 @@ def link_in(message: EmailMessage) -> str:
 
 
 @contextlib.contextmanager
-def running_mail_server() -> Iterator[MailServer]:
-    server = MailServer()
+def running_mail_server(login: tuple[str, str] | None = None) -> Iterator[MailServer]:
+    server = MailServer(login)
     server.start()
     try:
         yield server
