@@ -82,7 +82,7 @@ class MailChoicesForm(FlaskForm):
 
     event_types = SelectMultipleField(
         "E-mail me about",
-        choices=[SelectChoice(type_.value, words) for type_, words in HEADLINES.items()],
+        choices=[SelectChoice(name, words) for name, words in HEADLINES.items()],
         widget=ListWidget(prefix_label=False),
         option_widget=CheckboxInput(),
     )

@@ -12,7 +12,8 @@ from portal.extensions import db
 from portal.models import Event, MirroredOperation
 from portal.rules.events import EventType
 
-HEADLINES = {
+# Keyed by type name: an EventType is its name (a StrEnum).
+HEADLINES: dict[str, str] = {
     EventType.OPERATION_CREATED: "Operation created",
     EventType.OPERATION_PARTLY_PAID: "Partly paid",
     EventType.OPERATION_PAID: "Paid in full, not confirmed yet",
@@ -33,7 +34,7 @@ SUBJECT_LENGTH = 200
 
 def headline(type_name: str) -> str:
     """The type in words; an unknown type (a newer portal's) as its name."""
-    return HEADLINES.get(type_name, type_name)  # type: ignore[call-overload]
+    return HEADLINES.get(type_name, type_name)
 
 
 def describe(event: Event, link: Callable[[str], str]) -> tuple[str, str]:
