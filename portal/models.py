@@ -585,3 +585,14 @@ class OneTimeLink(Model):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     user: Mapped[User] = relationship()
+
+
+class ResetRequest(Model):
+    """A reset link asked for an address, until the worker looks it up and mails the link (or
+    drops the request of an address nobody uses): the request itself does the same either way."""
+
+    __tablename__ = "reset_requests"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(sa.String(254))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)

@@ -1,4 +1,5 @@
-"""E-mail: each user's choices of events, the outbox, its cursors, and one-time links.
+"""E-mail: each user's choices of events, the outbox, its cursors, one-time links and reset
+requests.
 
 Revision ID: 0013
 Revises: 0011
@@ -73,9 +74,16 @@ def upgrade():
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     )
     op.create_index("ix_one_time_links_user_id", "one_time_links", ["user_id"])
+    op.create_table(
+        "reset_requests",
+        sa.Column("id", sa.Integer(), primary_key=True),
+        sa.Column("email", sa.String(254), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    )
 
 
 def downgrade():
+    op.drop_table("reset_requests")
     op.drop_table("one_time_links")
     op.drop_table("mail_messages")
     op.drop_table("mail_cursors")

@@ -18,7 +18,7 @@ from portal.account.forms import (
     RecoveryCodesForm,
     TimeZoneForm,
 )
-from portal.rules import accounts, audit, mail
+from portal.rules import accounts, audit, mail, outbox
 from portal.rules import two_factor as second_factor
 from portal.web.access import (
     ALL_ROLES,
@@ -88,7 +88,7 @@ def choose_password() -> Response:
 def mail_choices() -> Response:
     """Save which events mail the user (nothing to choose while e-mail is off)."""
     form = MailChoicesForm(prefix="mail")
-    if not mail.enabled() or not form.validate_on_submit():
+    if not outbox.enabled() or not form.validate_on_submit():
         return _account_page(422, mail_form=form)
     mail.choose(current_user, form.event_types.data)
     flash("Your e-mail choices are saved.", "success")
@@ -111,7 +111,7 @@ def _account_page(
         form=time_zone_form or TimeZoneForm(time_zone=current_user.time_zone),
         password_form=password_form or ChangePasswordForm(prefix="password"),
         mail_form=mail_form or MailChoicesForm(prefix="mail", formdata=None, event_types=chosen),
-        mail_on=mail.enabled(),
+        mail_on=outbox.enabled(),
     )
 
 

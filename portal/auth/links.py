@@ -14,7 +14,7 @@ from werkzeug.wrappers import Response
 from portal.auth import bp
 from portal.auth.forms import ForgotPasswordForm, NewPasswordForm
 from portal.models import LinkPurpose
-from portal.rules import accounts, mail, one_time_links
+from portal.rules import accounts, one_time_links, outbox
 from portal.web.access import public
 from portal.web.pages import page
 from portal.web.users import refusal_sentence
@@ -33,7 +33,7 @@ DONE = {
 def forgot_password() -> Response:
     """Ask for a reset link; the answer never says whether the address has an account."""
     form = ForgotPasswordForm()
-    mail_on = mail.enabled()
+    mail_on = outbox.enabled()
     if not mail_on or not form.validate_on_submit():
         status = 422 if form.is_submitted() else 200
         return page("auth/forgot.html", status, form=form, mail_on=mail_on)

@@ -39,30 +39,19 @@ from portal.models import (
     User,
     utcnow,
 )
+from portal.rules import one_time_links
 from portal.rules.event_words import describe
 from portal.rules.events import EventType
+from portal.rules.outbox import enabled, portal_link
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_PUBLIC_URL = "http://127.0.0.1:5000"
 OWNER_DEFAULTS = frozenset({EventType.OPERATION_CONFIRMED, EventType.TRANSACTION_NEEDS_REVIEW})
 LEASE = timedelta(minutes=2)
 GIVE_UP_AFTER = timedelta(days=1)
 MAX_RETRY = timedelta(hours=1)
 EVENTS_PER_TICK = 500
 MESSAGES_PER_TICK = 200
-
-
-def enabled() -> bool:
-    """Whether e-mail is configured at all."""
-    return bool(current_app.config.get("SMTP_URL"))
-
-
-def portal_link(path: str) -> str:
-    """An absolute URL of the portal for a mail: always from PORTAL_PUBLIC_URL, never from a
-    request's Host header (which a stranger asking for a reset link could choose)."""
-    base = current_app.config.get("PUBLIC_URL") or DEFAULT_PUBLIC_URL
-    return base.rstrip("/") + path
 
 
 # --- Choices ---------------------------------------------------------------------------------
@@ -91,17 +80,14 @@ def choose(user: User, types: Iterable[EventType]) -> None:
 # --- The outbox ------------------------------------------------------------------------------
 
 
-def queue(to: str, subject: str, body: str, *, user_id: int | None = None) -> None:
-    """Add a message to the outbox; the caller commits (with what the message is about)."""
-    db.session.add(MailMessage(to_address=to, subject=subject, body=body, user_id=user_id))
-
-
 def send_due() -> None:
-    """Queue the mail of new events, then send every message that is due. Called each tick."""
+    """Queue the mail of new events and of reset requests, then send every message that is due.
+    Called each tick."""
     if not enabled():
         return
     for merchant_id in db.session.scalars(sa.select(Merchant.id)).all():
         _queue_events(merchant_id)
+    one_time_links.answer_reset_requests()
     _send_queued()
 
 

@@ -5,9 +5,10 @@ that hash. It works once (a conditional UPDATE of `used_at`) and until it expire
 invitation, 1 hour for a reset. Setting the password ends every session of the user.
 
 Both mails go through the outbox (`portal.rules.mail`), sent at the worker's next tick: the
-owner's request does not wait on the SMTP server, a refusal is retried, and a reset asked for
-an unknown address does the same work in the request as one for a known address, so neither
-the answer nor its time tells which addresses have accounts.
+owner's request does not wait on the SMTP server, and a refusal is retried. A reset request
+only writes down the address typed; the worker looks it up, so a request for an unknown address
+does the same work as one for a known address, and neither the answer nor its time tells which
+addresses have accounts.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ import sqlalchemy as sa
 from flask import current_app
 
 from portal.extensions import db, rows_changed
-from portal.models import LinkPurpose, Merchant, OneTimeLink, Role, User, utcnow
-from portal.rules import accounts, attempts, audit, mail
+from portal.models import LinkPurpose, Merchant, OneTimeLink, ResetRequest, Role, User, utcnow
+from portal.rules import accounts, attempts, audit, outbox
 
 LIFETIMES = {LinkPurpose.INVITE: timedelta(days=7), LinkPurpose.RESET: timedelta(hours=1)}
 PATHS = {LinkPurpose.INVITE: "/invite/", LinkPurpose.RESET: "/password/reset/"}
@@ -46,7 +47,7 @@ def _issue(user: User, purpose: LinkPurpose) -> str:
             expires_at=utcnow() + LIFETIMES[purpose],
         )
     )
-    return mail.portal_link(PATHS[purpose] + token)
+    return outbox.portal_link(PATHS[purpose] + token)
 
 
 def invite(merchant: Merchant, email: str, role: Role, *, by: User) -> User:
@@ -56,7 +57,7 @@ def invite(merchant: Merchant, email: str, role: Role, *, by: User) -> User:
     """
     user = accounts.add_user(merchant, email, role, secrets.token_urlsafe(32))
     url = _issue(user, LinkPurpose.INVITE)
-    mail.queue(
+    outbox.queue(
         user.email,
         f"You are invited to {merchant.name} on the merchant portal",
         f"{by.email} invited you to the merchant portal of {merchant.name} as "
@@ -80,26 +81,42 @@ def reset_limits(email: str, address: str | None) -> list[attempts.Limit]:
 
 
 def request_reset(email: str, address: str | None) -> bool:
-    """Mail a reset link to `email` if it is a user's; False only when over the limits.
+    """Note that a reset link was asked for `email`; False only when over the limits.
 
-    The answer is the same whether the address has an account or not.
+    The request writes the same row whether the address has an account or not; the worker's
+    next tick looks the address up (`answer_reset_requests`), so neither the answer nor its
+    time tells who has an account.
     """
     if attempts.attempt(reset_limits(email, address)) is None:
         return False
-    user = accounts.find_user(email)
-    if user is not None:
-        url = _issue(user, LinkPurpose.RESET)
-        mail.queue(
-            user.email,
-            "Reset your password on the merchant portal",
-            "Someone, probably you, asked to reset the password of "
-            f"{user.email} on the merchant portal.\n\nChoose a new password here (the link works "
-            f"once, for 1 hour):\n{url}\n\nSetting it signs you out everywhere. If you did not "
-            "ask, ignore this mail: your password stays as it is.\n",
-            user_id=user.id,
-        )
-        db.session.commit()
+    db.session.add(ResetRequest(email=accounts.normalise_email(email)))
+    db.session.commit()
     return True
+
+
+def answer_reset_requests() -> None:
+    """Mail a reset link for each request of a user's address; drop the others. Each request is
+    claimed by deleting it, in the transaction that queues its mail: one worker answers it."""
+    stale = utcnow() - LIFETIMES[LinkPurpose.RESET]
+    for request_id, email, asked_at in db.session.execute(
+        sa.select(ResetRequest.id, ResetRequest.email, ResetRequest.created_at).limit(100)
+    ).all():
+        if rows_changed(sa.delete(ResetRequest).where(ResetRequest.id == request_id)) != 1:
+            db.session.rollback()
+            continue
+        user = accounts.find_user(email)
+        if user is not None and asked_at > stale:
+            url = _issue(user, LinkPurpose.RESET)
+            outbox.queue(
+                user.email,
+                "Reset your password on the merchant portal",
+                "Someone, probably you, asked to reset the password of "
+                f"{user.email} on the merchant portal.\n\nChoose a new password here (the link "
+                f"works once, for 1 hour):\n{url}\n\nSetting it signs you out everywhere. If you "
+                "did not ask, ignore this mail: your password stays as it is.\n",
+                user_id=user.id,
+            )
+        db.session.commit()
 
 
 def _usable(token: str, purpose: LinkPurpose) -> sa.ColumnElement[bool]:

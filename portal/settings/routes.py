@@ -15,7 +15,7 @@ from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from portal.models import Environment, Role, User
-from portal.rules import accounts, audit, mail, one_time_links, two_factor
+from portal.rules import accounts, audit, one_time_links, outbox, two_factor
 from portal.rules.connection import (
     ConnectionRejected,
     Credentials,
@@ -166,7 +166,7 @@ def users() -> Response:
 def invite_user() -> Response:
     """Add a user who sets their own password from a mailed one-time link (e-mail on only)."""
     form = InviteForm(prefix="invite")
-    status = 422 if not mail.enabled() else form_refused(form, _owner(), purpose="users")
+    status = 422 if not outbox.enabled() else form_refused(form, _owner(), purpose="users")
     if status:
         return _users_page(status, invite_form=form)
     try:
@@ -226,7 +226,7 @@ def _users_page(
         status,
         form=form or NewUserForm(formdata=None),
         invite_form=invite_form or InviteForm(prefix="invite", formdata=None),
-        mail_on=mail.enabled(),
+        mail_on=outbox.enabled(),
         requirement_form=requirement_form
         or RequireTwoFactorForm(formdata=None, required=merchant.require_two_factor),
         users=merchant.users,
