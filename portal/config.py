@@ -13,6 +13,7 @@ from flask import Flask
 
 PRODUCTION = "production"
 DEV_SECRETS_FILE = "dev-secrets.json"
+DEFAULT_MAIL_FROM = "Merchant Portal <portal@localhost>"
 
 
 class ConfigError(RuntimeError):
@@ -57,8 +58,16 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         QUEUE_URL=None,
         # How often the worker syncs each merchant's mirror, in seconds.
         SYNC_SECONDS=10,
-        # `smtp://` or `smtps://user:pass@host:port`; empty means e-mail is off.
+        # `smtp://` or `smtps://user:pass@host:port`; empty means e-mail is off (docs/email.md).
         SMTP_URL=None,
+        # The sender of every mail; production with e-mail on must set it.
+        MAIL_FROM=None,
+        SMTP_TIMEOUT=10.0,
+        # A mail the SMTP server did not take is tried again after this, doubling up to an
+        # hour, and given up a day after it was queued.
+        MAIL_RETRY_SECONDS=30,
+        RESET_LINK_LIMIT_PER_ACCOUNT="3 per hour",
+        RESET_LINK_LIMIT_PER_ADDRESS="20 per hour",
     )
     if test_config is None:
         app.config.from_prefixed_env("PORTAL")
@@ -80,6 +89,7 @@ def _derive(app: Flask) -> None:
         config["SECRET_KEY"] = config.get("SECRET_KEY") or dev["secret_key"]
         config["TOKEN_KEYS"] = config.get("TOKEN_KEYS") or dev["token_key"]
     config["TOKEN_KEYS"] = parse_token_keys(config["TOKEN_KEYS"])
+    _check_mail(config)
     config["API_ALLOWED_HOSTS"] = parse_hosts(config["API_ALLOWED_HOSTS"])
     config["SQLALCHEMY_DATABASE_URI"] = database_uri(config["DATABASE_URL"])
     public_url = config.get("PUBLIC_URL") or ""
@@ -91,6 +101,23 @@ def _derive(app: Flask) -> None:
         options = {"socket_connect_timeout": 2, "socket_timeout": 2}
         config["RATELIMIT_STORAGE_OPTIONS"] = options | config.get("RATELIMIT_STORAGE_OPTIONS", {})
     config["PERMANENT_SESSION_LIFETIME"] = timedelta(hours=float(config["SESSION_LIFETIME_HOURS"]))
+
+
+def _check_mail(config: dict) -> None:
+    """E-mail on needs a URL the sender understands; in production also a sender address and the
+    public URL its links start with (a default would send mail nobody can answer or follow)."""
+    url = config.get("SMTP_URL") or None
+    config["SMTP_URL"] = url
+    if url is None:
+        return
+    if not url.startswith(("smtp://", "smtps://")):
+        raise ConfigError("PORTAL_SMTP_URL must start with smtp:// or smtps://.")
+    if config["ENV"] == PRODUCTION:
+        missing = [name for name in ("MAIL_FROM", "PUBLIC_URL") if not config.get(name)]
+        if missing:
+            names = " and ".join(f"PORTAL_{name}" for name in missing)
+            raise ConfigError(f"PORTAL_SMTP_URL in production needs {names}; refusing to start.")
+    config["MAIL_FROM"] = config.get("MAIL_FROM") or DEFAULT_MAIL_FROM
 
 
 def parse_token_keys(value: str | list[str]) -> list[str]:

@@ -597,3 +597,100 @@ class WebhookAttempt(Model):
     manual: Mapped[bool] = mapped_column(default=False)
 
     delivery: Mapped[WebhookDelivery] = relationship()
+
+
+# --- E-mail: each user's choices, the outbox, one-time links (portal/rules/mail.py) ----------
+
+
+class MailChoice(Model):
+    """The event types a user chose to be mailed about; no row means the role's default."""
+
+    __tablename__ = "mail_choices"
+
+    user_id: Mapped[int] = mapped_column(
+        sa.ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
+    event_types: Mapped[list[str]] = mapped_column(sa.JSON)
+
+
+class MailCursor(Model):
+    """The last event of a merchant turned into mail: the next tick starts after it.
+
+    One merchant's events are written by one sync at a time (its lease), so their ids are
+    committed in order and a cursor per merchant skips none.
+    """
+
+    __tablename__ = "mail_cursors"
+
+    merchant_id: Mapped[int] = mapped_column(
+        sa.ForeignKey("merchants.id", ondelete="CASCADE"), primary_key=True
+    )
+    last_event_id: Mapped[int] = mapped_column(default=0)
+
+
+class MailState(enum.StrEnum):
+    QUEUED = "queued"
+    SENT = "sent"
+    FAILED = "failed"  # given up after a day of refusals
+
+
+class MailMessage(Model):
+    """One mail to one address, queued until the SMTP server took it.
+
+    A sender claims a message with a conditional UPDATE of `lease_until`, so several workers
+    never send one twice; the body is dropped once sent or given up (it may hold a one-time
+    link). An event is mailed to a user once (`event_id`, `user_id` unique).
+    """
+
+    __tablename__ = "mail_messages"
+    __table_args__ = (
+        sa.UniqueConstraint("event_id", "user_id"),
+        sa.Index("ix_mail_messages_due", "state", "next_attempt_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="CASCADE"))
+    event_id: Mapped[int | None] = mapped_column(sa.ForeignKey("events.id", ondelete="CASCADE"))
+    to_address: Mapped[str] = mapped_column(sa.String(254))
+    subject: Mapped[str] = mapped_column(sa.String(255))
+    body: Mapped[str | None] = mapped_column(sa.Text)
+    state: Mapped[MailState] = mapped_column(_enum_column(MailState), default=MailState.QUEUED)
+    attempts: Mapped[int] = mapped_column(default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    lease_until: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    last_error: Mapped[str | None] = mapped_column(sa.Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    sent_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+
+class LinkPurpose(enum.StrEnum):
+    INVITE = "invite"
+    RESET = "reset"
+
+
+class OneTimeLink(Model):
+    """A link mailed to a person that works once, until it expires: only its token's SHA-256 is
+    kept, so the table alone opens no account."""
+
+    __tablename__ = "one_time_links"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    token_hash: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    purpose: Mapped[LinkPurpose] = mapped_column(_enum_column(LinkPurpose))
+    user_id: Mapped[int] = mapped_column(sa.ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    used_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+    user: Mapped[User] = relationship()
+
+
+class ResetRequest(Model):
+    """A reset link asked for an address, until the worker looks it up and mails the link (or
+    drops the request of an address nobody uses): the request itself does the same either way."""
+
+    __tablename__ = "reset_requests"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(sa.String(254))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)

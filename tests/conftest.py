@@ -15,6 +15,7 @@ from tests.support.databases import TEST_PASSWORD_HASH_METHOD, postgres_schema
 from tests.support.forms import PASSWORD
 from tests.support.portal_app import ready_portal
 from tests.support.sandbox_server import ReusedSandbox, SandboxServer, run_sandbox
+from tests.support.smtp import MailServer, running_mail_server
 
 pytest_plugins = ["tests.support.browser"]
 
@@ -126,6 +127,13 @@ def postgres_url() -> Iterator[str]:
     """A fresh schema for one test, dropped afterwards."""
     with postgres_schema() as url:
         yield url
+
+
+@pytest.fixture
+def mail_server() -> Iterator[MailServer]:
+    """A real SMTP server on loopback that keeps what it receives (`tests/support/smtp.py`)."""
+    with running_mail_server() as server:
+        yield server
 
 
 @dataclass

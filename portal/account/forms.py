@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 from flask_wtf import FlaskForm
-from wtforms import PasswordField, SelectChoice, SelectField, SubmitField
+from wtforms import (
+    PasswordField,
+    SelectChoice,
+    SelectField,
+    SelectMultipleField,
+    SubmitField,
+)
 from wtforms.validators import DataRequired, EqualTo, Length
+from wtforms.widgets import CheckboxInput, ListWidget
 
+from portal.rules.event_words import HEADLINES
 from portal.web.fields import PASSWORD_LENGTH, CodeField
 from portal.web.formatting import time_zone_names
 
@@ -67,3 +75,15 @@ class DisableTwoFactorForm(FlaskForm):
     password = _current_password()
     code = CodeField("Authenticator or recovery code")
     submit = SubmitField("Turn off two-factor sign-in")
+
+
+class MailChoicesForm(FlaskForm):
+    """Which events mail the user: one checkbox per event type."""
+
+    event_types = SelectMultipleField(
+        "E-mail me about",
+        choices=[SelectChoice(name, words) for name, words in HEADLINES.items()],
+        widget=ListWidget(prefix_label=False),
+        option_widget=CheckboxInput(),
+    )
+    submit = SubmitField("Save e-mail choices")

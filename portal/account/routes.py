@@ -1,5 +1,6 @@
-"""`/account`: any signed-in user's own settings: the password, the time zone and two-factor
-sign-in. Each change to its security asks for the current password again."""
+"""`/account`: any signed-in user's own settings: the password, the time zone, two-factor
+sign-in and which events mail them. Each change to its security asks for the current password
+again."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from portal.account.forms import (
     ChangePasswordForm,
     DisableTwoFactorForm,
     EnableTwoFactorForm,
+    MailChoicesForm,
     RecoveryCodesForm,
     TimeZoneForm,
 )
-from portal.rules import accounts, audit
+from portal.rules import accounts, audit, mail, outbox
 from portal.rules import two_factor as second_factor
 from portal.web.access import (
     ALL_ROLES,
@@ -81,19 +83,35 @@ def choose_password() -> Response:
     return redirect(url_for("dashboard.index"))
 
 
+@bp.route("/account/email", methods=["POST"])
+@roles(*ALL_ROLES)
+def mail_choices() -> Response:
+    """Save which events mail the user (nothing to choose while e-mail is off)."""
+    form = MailChoicesForm(prefix="mail")
+    if not outbox.enabled() or not form.validate_on_submit():
+        return _account_page(422, mail_form=form)
+    mail.choose(current_user, form.event_types.data)
+    flash("Your e-mail choices are saved.", "success")
+    return redirect(url_for("account.index"))
+
+
 def _account_page(
     status: int,
     *,
     time_zone_form: TimeZoneForm | None = None,
     password_form: ChangePasswordForm | None = None,
+    mail_form: MailChoicesForm | None = None,
 ) -> Response:
     """The account page, with the form that was sent and its errors."""
+    chosen = [type_.value for type_ in mail.choices_of(current_user)]
     return render_page(
         "account/index.html",
         "account/index.html",
         status,
         form=time_zone_form or TimeZoneForm(time_zone=current_user.time_zone),
         password_form=password_form or ChangePasswordForm(prefix="password"),
+        mail_form=mail_form or MailChoicesForm(prefix="mail", formdata=None, event_types=chosen),
+        mail_on=outbox.enabled(),
     )
 
 

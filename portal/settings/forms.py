@@ -101,6 +101,16 @@ class NewUserForm(FlaskForm):
     submit = SubmitField("Add user")
 
 
+class InviteForm(FlaskForm):
+    """Shown on the same page as `NewUserForm`: made with prefix="invite" (unique ids). The
+    person sets their own password from the mailed link."""
+
+    email = EmailField("Email", validators=[DataRequired(), Length(max=254), _email])
+    role = SelectField("Role", choices=ROLE_CHOICES, default=Role.ACCOUNTANT.value)
+    code = CodeField(STEP_UP_LABEL)
+    submit = SubmitField("Send invitation")
+
+
 class EditUserForm(FlaskForm):
     role = SelectField("Role", choices=ROLE_CHOICES)
     password = PasswordField(

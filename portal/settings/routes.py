@@ -15,7 +15,7 @@ from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from portal.models import Environment, Role, User
-from portal.rules import accounts, audit, two_factor
+from portal.rules import accounts, audit, one_time_links, outbox, two_factor
 from portal.rules.connection import (
     ConnectionRejected,
     Credentials,
@@ -30,6 +30,7 @@ from portal.settings.forms import (
     ApiSettingsForm,
     CheckoutSettingsForm,
     EditUserForm,
+    InviteForm,
     NewUserForm,
     RemoveUserForm,
     RequireTwoFactorForm,
@@ -160,6 +161,29 @@ def users() -> Response:
     return redirect(url_for("settings.users"))
 
 
+@bp.route("/users/invite", methods=["POST"])
+@roles(Role.OWNER)
+def invite_user() -> Response:
+    """Add a user who sets their own password from a mailed one-time link (e-mail on only)."""
+    form = InviteForm(prefix="invite")
+    status = 422 if not outbox.enabled() else form_refused(form, _owner(), purpose="users")
+    if status:
+        return _users_page(status, invite_form=form)
+    try:
+        user = one_time_links.invite(
+            current_user.merchant, form.email.data, Role(form.role.data), by=_owner()
+        )
+    except accounts.AccountError as refusal:
+        error = refusal_sentence(refusal, current_user.merchant)
+        form.email.errors.append(error)
+        audit.record("user.add", parameters={"email": form.email.data}, error=error)
+        return _users_page(422, invite_form=form)
+    parameters = {"email": user.email, "role": user.role.value, "invited": "yes"}
+    audit.record("user.add", parameters=parameters)
+    flash(f"An invitation is on its way to {user.email}; the link works for 7 days.", "success")
+    return redirect(url_for("settings.users"))
+
+
 @bp.route("/users/two-factor", methods=["POST"])
 @roles(Role.OWNER)
 def require_two_factor() -> Response:
@@ -193,6 +217,7 @@ def _users_page(
     status: int,
     *,
     form: NewUserForm | None = None,
+    invite_form: InviteForm | None = None,
     requirement_form: RequireTwoFactorForm | None = None,
 ) -> Response:
     merchant = current_user.merchant
@@ -200,6 +225,8 @@ def _users_page(
         "settings/users.html",
         status,
         form=form or NewUserForm(formdata=None),
+        invite_form=invite_form or InviteForm(prefix="invite", formdata=None),
+        mail_on=outbox.enabled(),
         requirement_form=requirement_form
         or RequireTwoFactorForm(formdata=None, required=merchant.require_two_factor),
         users=merchant.users,

@@ -151,7 +151,9 @@ def world(tmp_path_factory) -> World:
     folder = tmp_path_factory.mktemp("security")
     with (
         run_sandbox(folder / "sandbox.db") as sandbox,
-        connected_portal(folder, sandbox) as app,
+        # E-mail on, so that its forms are there to attack; requests only queue mail (the
+        # worker sends it), and no worker runs here.
+        connected_portal(folder, sandbox, SMTP_URL="smtp://127.0.0.1:9") as app,
     ):
         connect(app, sandbox)  # with the company token too
         with app.app_context():

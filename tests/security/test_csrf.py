@@ -158,6 +158,33 @@ def _require_two_factor(world) -> Case:
     return case
 
 
+def _mailed_link(world, purpose: str) -> Case:
+    """A new user's one-time link (an invitation, or a reset they asked for), its path read
+    from the queued mail, and a new password for it."""
+    import re
+    from urllib.parse import urlsplit
+
+    from portal.extensions import db
+    from portal.models import MailMessage, Role
+    from portal.rules import accounts, one_time_links
+
+    _client, address, _user_id, _totp = _throwaway(world, signed_in=False)
+    with world.app.app_context():
+        if purpose == "invite":
+            address = f"invited-{uuid.uuid4().hex[:8]}@acme.test"
+            owner = accounts.find_user(world.email("owner"))
+            one_time_links.invite(owner.merchant, address, Role.OPERATOR, by=owner)
+        else:
+            one_time_links.request_reset(address, None)
+            one_time_links.answer_reset_requests()  # the worker's tick
+        body = db.session.scalar(
+            db.select(MailMessage.body).where(MailMessage.to_address == address)
+        )
+    path = urlsplit(re.search(r"https?://\S+", body).group(0)).path
+    data = {"new_password": "a forged new password", "new_password_again": "a forged new password"}
+    return Case(world.app.test_client(), path, data, anonymous=True)
+
+
 # endpoint -> a valid request by a visitor allowed to make it
 VALID: dict[str, Callable[..., Case]] = {
     "auth.login": lambda w: _as(
@@ -165,6 +192,11 @@ VALID: dict[str, Callable[..., Case]] = {
     ),
     "auth.two_factor": _second_step,
     "auth.logout": lambda w: _as(w, "owner", "/logout"),
+    "auth.forgot_password": lambda w: _as(
+        w, "anonymous", "/password/forgot", {"email": _throwaway(w, signed_in=False)[1]}
+    ),
+    "auth.reset_password": lambda w: _mailed_link(w, "reset"),
+    "auth.accept_invitation": lambda w: _mailed_link(w, "invite"),
     "account.index": lambda w: Case(_throwaway(w)[0], "/account", {"time_zone": "Asia/Tokyo"}),
     "account.two_factor": _enable_two_factor,
     "account.recovery_codes": lambda w: _manage_two_factor(w, "/account/two-factor/recovery-codes"),
@@ -172,6 +204,9 @@ VALID: dict[str, Callable[..., Case]] = {
         w, "/account/two-factor/disable", "disable-"
     ),
     "account.choose_password": _choose_password,
+    "account.mail_choices": lambda w: Case(
+        _throwaway(w)[0], "/account/email", {"mail-event_types": ["operation.expired"]}
+    ),
     "account.change_password": lambda w: Case(
         _throwaway(w)[0],
         "/account/password",
@@ -213,6 +248,12 @@ VALID: dict[str, Callable[..., Case]] = {
         },
     ),
     "settings.require_two_factor": _require_two_factor,
+    "settings.invite_user": lambda w: _as(
+        w,
+        "owner",
+        "/settings/users/invite",
+        {"invite-email": f"forged-{uuid.uuid4().hex[:8]}@acme.test", "invite-role": "owner"},
+    ),
     "settings.edit_user": lambda w: _edit_user(w, data={"role": "owner", "password": ""}),
     "settings.remove_user": lambda w: _edit_user(w, "/remove"),
     # the other merchant's owner: Acme's webhooks stay as the world made them

@@ -56,3 +56,10 @@ class Visitor:
 
         with ThreadPoolExecutor(len(forms)) as pool:
             return Counter(pool.map(send, forms))
+
+
+def signed_in(url: str, email: str, password: str = PASSWORD) -> Visitor:
+    """A visitor of the portal at `url`, signed in as `email`."""
+    visitor = Visitor(url)
+    assert visitor.sign_in(email, password).status_code == 302, f"{email} could not sign in"
+    return visitor

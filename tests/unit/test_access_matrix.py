@@ -20,6 +20,9 @@ EXPECTED = {
     "auth.login": PUBLIC,
     "auth.logout": PUBLIC,
     "auth.two_factor": PUBLIC,  # only a session whose password was right gets the form
+    "auth.forgot_password": PUBLIC,
+    "auth.reset_password": PUBLIC,  # only a usable one-time link opens the form
+    "auth.accept_invitation": PUBLIC,
     "checkout.show": PUBLIC,
     "checkout.pay": PUBLIC,
     "dashboard.healthz": PUBLIC,
@@ -30,6 +33,7 @@ EXPECTED = {
     "account.two_factor": ALL_ROLES,
     "account.recovery_codes": ALL_ROLES,
     "account.disable_two_factor": ALL_ROLES,
+    "account.mail_choices": ALL_ROLES,
     "operations.index": ALL_ROLES,
     "operations.detail": ALL_ROLES,
     "operations.new": MOVERS,
@@ -55,6 +59,7 @@ EXPECTED = {
     "settings.notifications_rotate": OWNER,
     "settings.notifications_test": OWNER,
     "settings.notifications_resend": OWNER,
+    "settings.invite_user": OWNER,
     "withdrawals.index": frozenset({"owner", "accountant"}),  # accountants read the list
     "withdrawals.new": OWNER,
     "withdrawals.show": OWNER,

@@ -110,3 +110,26 @@ def test_passwords_are_hashed_with_scrypt_unless_a_method_is_set(clean_env, monk
         user.set_password("a long enough password")
     assert user.password_hash.startswith("pbkdf2:sha256:1$")
     assert user.check_password("a long enough password")
+
+
+def test_e_mail_is_off_by_default_and_has_a_sender_when_on(clean_env, monkeypatch):
+    assert create_app().config["SMTP_URL"] is None
+    monkeypatch.setenv("PORTAL_SMTP_URL", "smtp://relay.internal:25")
+    assert create_app().config["MAIL_FROM"] == "Merchant Portal <portal@localhost>"
+    monkeypatch.setenv("PORTAL_SMTP_URL", "mail.internal:25")
+    with pytest.raises(ConfigError, match="smtp:// or smtps://"):
+        create_app()
+
+
+@pytest.mark.parametrize("missing", ["PORTAL_MAIL_FROM", "PORTAL_PUBLIC_URL"])
+def test_production_with_e_mail_needs_a_sender_and_the_public_url(clean_env, monkeypatch, missing):
+    monkeypatch.setenv("PORTAL_ENV", "production")
+    monkeypatch.setenv("PORTAL_SECRET_KEY", "a production secret")
+    monkeypatch.setenv("PORTAL_TOKEN_KEYS", Fernet.generate_key().decode())
+    monkeypatch.setenv("PORTAL_SMTP_URL", "smtps://portal:s3cret@mail.example.com:465")
+    monkeypatch.setenv("PORTAL_MAIL_FROM", "Acme payments <payments@example.com>")
+    monkeypatch.setenv("PORTAL_PUBLIC_URL", "https://portal.example.com")
+    monkeypatch.delenv(missing)
+    with pytest.raises(ConfigError, match=missing) as refusal:
+        create_app()
+    assert "s3cret" not in str(refusal.value)
