@@ -179,19 +179,25 @@ def summarise(merchant_id: int, period: Period) -> Summary:
     start, end = period.start(period.since), period.start(period.until + timedelta(days=1))
     within = sa.and_(op.merchant_id == merchant_id, op.created_at >= start, op.created_at < end)
     money_on_new = sa.and_(op.status == "new", op.amount_paid.is_not(None))
+    paid_new = sa.case((money_on_new, 1), else_=0)
     counts: Counter[GroupKey] = Counter()
     sums: defaultdict[GroupKey, Decimal] = defaultdict(Decimal)
-    grouped = sa.select(op.status, op.currency, sa.func.count(), decimal_sum(op.amount))
-    for status, currency, count, amount in db.session.execute(
-        grouped.where(within, sa.not_(money_on_new)).group_by(op.status, op.currency)
+    grouped = sa.select(op.status, op.currency, paid_new, sa.func.count(), decimal_sum(op.amount))
+    paid_new_seen = False
+    for status, currency, paid, count, amount in db.session.execute(
+        grouped.where(within).group_by(op.status, op.currency, paid_new)
     ):
+        if paid:  # told apart below, one by one
+            paid_new_seen = True
+            continue
         counts[status, currency, None] += count
         sums[status, currency, None] += Decimal(amount)
-    for record in db.session.scalars(sa.select(op.record).where(within, money_on_new)):
-        operation = parse_record(Operation, record)
-        key = (operation.status, operation.currency, progress(operation))
-        counts[key] += 1
-        sums[key] += operation.amount
+    if paid_new_seen:  # a second pass only when there is something to tell apart
+        for record in db.session.scalars(sa.select(op.record).where(within, money_on_new)):
+            operation = parse_record(Operation, record)
+            key = (operation.status, operation.currency, progress(operation))
+            counts[key] += 1
+            sums[key] += operation.amount
     groups = [
         Group(key[0], key[1], counts[key], sums[key], key[2])
         for key in sorted(counts, key=_group_order)

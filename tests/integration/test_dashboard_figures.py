@@ -41,6 +41,16 @@ def app(tmp_path, sandbox):
         yield application
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_app(request, tmp_path, sandbox):
+    """The portal on SQLite and on PostgreSQL: each adds decimals its own way."""
+    database = {}
+    if request.param == "postgresql":
+        database["DATABASE_URL"] = request.getfixturevalue("postgres_url")
+    with connected_portal(tmp_path, sandbox, **database) as application:
+        yield application
+
+
 def figures(page: str) -> list[tuple[str, str, str, str]]:
     """The summary table's rows: status, currency, operations, amount (as the page reads)."""
     section = re.search(r'aria-labelledby="period-title".*?</section>', page, re.S).group(0)
@@ -53,7 +63,8 @@ def total(page: str) -> str:
     return re.search(r"<strong>(\d+ operations?)</strong>", page).group(1)
 
 
-def test_figures_are_what_the_mirror_holds(app):
+def test_figures_are_what_the_mirror_holds(any_app):
+    app = any_app
     march = datetime(2024, 3, 5, 12, tzinfo=UTC)
     mirror_operations(
         app,
@@ -86,8 +97,9 @@ def test_figures_are_what_the_mirror_holds(app):
     assert "500" not in "".join(cell for row in figures(page) for cell in row)
 
 
-def test_a_day_is_the_users_day(app):
+def test_a_day_is_the_users_day(any_app):
     """23:30 UTC on 10 March is 00:30 on 11 March in Berlin: the 11th there, the 10th in UTC."""
+    app = any_app
     mirror_operations(
         app, [made(1, "confirmed", "EUR", "7", datetime(2024, 3, 10, 23, 30, tzinfo=UTC))]
     )
