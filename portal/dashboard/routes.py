@@ -5,17 +5,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from functools import partial
 
-from flask import jsonify
+from flask import current_app, jsonify, request
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from portal.api import MerchantApiClient
 from portal.dashboard import bp
+from portal.dashboard.forms import PERIOD_WORDS, PeriodForm
 from portal.rules import attempts
 from portal.rules.connection import in_background, masked_tokens
-from portal.rules.dashboard import CHART_HEIGHT, CHART_WIDTH, summarise
+from portal.rules.dashboard import CHART_HEIGHT, CHART_WIDTH, Period, last_synced, summarise
 from portal.rules.rates import rate_rows
 from portal.web.access import ALL_ROLES, public, roles
+from portal.web.formatting import user_zone, user_zone_name
 from portal.web.merchant import current_api
 from portal.web.pages import polled_by, render_page
 from portal.web.refusals import unless_unavailable
@@ -23,14 +25,15 @@ from portal.web.refusals import unless_unavailable
 LATEST = 5
 PAGE, LATEST_FRAGMENT = "dashboard/index.html", "dashboard/_latest.html"
 # The element that asks for the latest operations again while one of them can still change;
-# only that part is read again (the 30 days' figures read every page of the month).
+# only that part is read again.
 LATEST_POLLER = "latest-operations"
 
 
 @bp.route("/")
 @roles(*ALL_ROLES)
 def index() -> Response:
-    """The last 30 days at a glance, the latest operations and the current rates."""
+    """The figures of the period asked for (from the mirror), the latest operations and the
+    current rates (from the API)."""
     connection = current_user.merchant.api_connection
     context: dict[str, object] = {"connection": connection}
     if connection is not None and polled_by(LATEST_POLLER):
@@ -38,22 +41,39 @@ def index() -> Response:
         return render_page(PAGE, LATEST_FRAGMENT, 200, latest=latest_only, poller=LATEST_POLLER)
     if connection is not None:
         context["token_mask"] = masked_tokens(connection)[0]
-        # While the payment service does not answer, the page says so instead of its figures.
-        figures = unless_unavailable(partial(_figures, current_api()))
-        context |= figures if figures is not None else {"api_down": True}
+        context |= _figures(current_user.merchant_id, PeriodForm(request.args))
+        # While the payment service does not answer, the page says so instead of its parts.
+        live = unless_unavailable(partial(_from_the_api, current_api()))
+        context |= live if live is not None else {"api_down": True}
     return render_page(PAGE, PAGE, 200, poller=LATEST_POLLER, **context)
 
 
-def _figures(api: MerchantApiClient) -> dict[str, object]:
-    """The summary, the latest operations and the rates, asked for at once."""
-    latest = in_background(api.list_operations, per_page=LATEST)
-    rates = in_background(api.get_rates)  # both asked while the summary reads its pages
+def _figures(merchant_id: int, form: PeriodForm) -> dict[str, object]:
+    """The period's summary from the mirror, once the mirror has synced at least once."""
+    zone = user_zone()
+    since, until, preset, refused = form.days(datetime.now(zone).date())
+    synced = last_synced(merchant_id)
     return {
-        "summary": summarise(api),
-        "latest": latest.result().items,
+        "form": form,
+        "presets": PERIOD_WORDS,
+        "preset": preset,
+        "period_title": PERIOD_WORDS[preset] if preset else f"{since} to {until}",
+        "period_error": refused,
+        "synced_at": synced,
+        "sync_seconds": current_app.config["SYNC_SECONDS"],
+        "summary": summarise(merchant_id, Period(since, until, zone)) if synced else None,
+        "zone_name": user_zone_name(),
+        "chart": {"width": CHART_WIDTH, "height": CHART_HEIGHT},
+    }
+
+
+def _from_the_api(api: MerchantApiClient) -> dict[str, object]:
+    """The latest operations and the rates, asked for at once."""
+    rates = in_background(api.get_rates)
+    return {
+        "latest": api.list_operations(per_page=LATEST).items,
         "rows": rate_rows(rates.result()),
         "fetched_at": datetime.now(UTC),
-        "chart": {"width": CHART_WIDTH, "height": CHART_HEIGHT},
     }
 
 

@@ -11,7 +11,7 @@ from functools import partial
 from typing import Any
 
 import segno
-from flask import abort, flash, redirect, request, url_for
+from flask import abort, current_app, flash, redirect, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 from wtforms import Field
@@ -31,6 +31,7 @@ from portal.rules.checkout_links import created_with_link, reserve_link
 from portal.rules.csv_rows import OPERATION_COLUMNS, TRANSACTION_COLUMNS, operation_transactions
 from portal.rules.progress import can_change
 from portal.rules.rates import currencies_of
+from portal.rules.timeline import timeline
 from portal.web.access import ALL_ROLES, roles
 from portal.web.exports import csv_download
 from portal.web.fields import CURRENCIES
@@ -40,6 +41,7 @@ from portal.web.one_time import OneTimeForm, refuse_used, send
 from portal.web.pages import page, polled_by, render_page, wants_fragment
 from portal.web.public_urls import checkout_url
 from portal.web.refusals import NOTHING_SENT, Check, meet, record_or_404, unless_unavailable
+from portal.web.timelines import lines
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
 CANCELABLE = "new"
@@ -104,7 +106,11 @@ def _show(operation: Operation, status: int = 200, **context: object) -> Respons
     context.setdefault("cancel_form", CancelForm())
     if operation.payment_url and operation.status == CANCELABLE:
         context["qr_code"] = qr_code(operation.payment_url)
-    live = can_change(operation.status) and not context.get("confirming")
+    history = timeline(current_user.merchant_id, operation.id)
+    # The timeline comes from the mirror, a sync behind the API: the page keeps asking until
+    # the mirror has caught up with what it shows (it stops on its own without a mirror).
+    waiting = can_change(operation.status) or history.behind(operation.updated_at)
+    live = waiting and not context.get("confirming")
     return render_page(
         PAGE,
         FRAGMENT,
@@ -113,6 +119,8 @@ def _show(operation: Operation, status: int = 200, **context: object) -> Respons
         poll_seconds=POLL_SECONDS if live else None,
         poller=POLLER,
         polled=polled_by(POLLER),
+        timeline=lines(history),
+        sync_seconds=current_app.config["SYNC_SECONDS"],
         **context,
     )
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from portal.api import MerchantApiClient
 from tests.support.browser import assert_accessible, sign_in_as
+from tests.support.mirror import mirror_operations
 from tests.support.portal_server import PortalServer
 
 
@@ -179,15 +181,31 @@ def test_rates_refresh_every_30_seconds(page: Page, api: MerchantApiClient) -> N
     expect(page.get_by_role("heading", name="Current rates")).to_have_count(1)
 
 
-def test_dashboard(page: Page, api: MerchantApiClient) -> None:
+def test_dashboard(page: Page, api: MerchantApiClient, seeded_portal: PortalServer) -> None:
+    operations = list(api.iter_operations())
+    mirror_operations(seeded_portal.app, operations)  # as the sync would copy them
+    today = datetime.now(UTC).date()
+    in_30_days = [o for o in operations if (today - o.created_at.date()).days < 30]
     sign_in_as(page, "accountant@acme.test")
     expect(page.get_by_role("heading", name="Last 30 days")).to_be_visible()
+    expect(page.get_by_text(f"{len(in_30_days)} operations", exact=True)).to_be_visible()
     expect(page.get_by_role("img", name=re.compile("Daily volume"))).to_be_visible()
     latest = api.list_operations(per_page=5).items
     table = page.get_by_role("region", name="Latest operations").get_by_role("table")
     expect(table.locator("tbody tr td:first-child")).to_have_text([o.id for o in latest])
     expect(page.get_by_role("heading", name="Current rates")).to_be_visible()
     assert_accessible(page)
+
+    page.get_by_role("link", name="Last 7 days").click()
+    expect(page).to_have_url(re.compile(r"period=7-days"))
+    in_7_days = [o for o in in_30_days if (today - o.created_at.date()).days < 7]
+    expect(page.get_by_text(f"{len(in_7_days)} operations", exact=True)).to_be_visible()
+
+    page.get_by_label("From", exact=True).fill(f"{today}")
+    page.get_by_label("To", exact=True).fill(f"{today - timedelta(days=1)}")
+    page.get_by_role("button", name="Show figures").click()
+    expect(page.get_by_role("alert")).to_contain_text("That period cannot be shown")
+    expect(page.get_by_role("heading", name="Last 30 days")).to_be_visible()
 
 
 def test_time_zone_of_the_account(page: Page, api: MerchantApiClient) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from portal.api import MerchantApiClient
 from tests.support.htmx import HTMX
+from tests.support.mirror import mirror_operations
 from tests.support.money import signed_in
 from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import run_sandbox
@@ -54,10 +55,11 @@ def status_cell(html: str, operation_id: str) -> str:
     return re.findall(r'<span class="badge[^"]*">([^<]+)</span>', row)[-1]
 
 
-def test_a_partly_paid_operation_reads_so_everywhere(operator, api, sandbox):
+def test_a_partly_paid_operation_reads_so_everywhere(app, operator, api, sandbox):
     partly, unpaid = operation(api), operation(api)
     pay(sandbox, partly.id, "0.2")
     assert api.get_operation(partly.id).status == "new"  # the API's word for it
+    mirror_operations(app, [api.get_operation(partly.id), unpaid])  # as the sync would
 
     listed = operator.get("/operations?per_page=100").text
     assert status_cell(listed, partly.id) == "Partly paid"

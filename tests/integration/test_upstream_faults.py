@@ -38,7 +38,7 @@ PAGES = (
 )
 # Pages that show what they can without the API, and a banner that says why the rest is not.
 DEGRADED = {
-    "/": "the figures, the latest operations and the rates are not shown",
+    "/": "the latest operations and the rates are not shown",
     "/operations/new": "the currencies below are the ones the portal knows",
 }
 

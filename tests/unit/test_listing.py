@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import date
 from decimal import Decimal
 
 import pytest
 from werkzeug.datastructures import MultiDict
 
-from portal.api import ApiRefusal, Operation
+from portal.api import ApiRefusal
 from portal.operations.forms import OperationFilters
-from portal.rules.dashboard import summarise
 from portal.transactions.forms import TransactionFilters
 from portal.web.filters import read_filters
 from portal.web.refusals import meet
@@ -102,52 +101,3 @@ def test_api_validation_errors_go_to_their_fields():
     assert form.currency.errors == ["Unknown currency XYZ."]
     assert refused.status == 422
     assert refused.error is not None and refused.error.endswith(" Odd."), "names no field: above"
-
-
-def _operation(status: str, currency: str, amount: str, day: int) -> Operation:
-    moment = datetime(2024, 3, day, 23, 59, tzinfo=UTC)
-    return Operation(
-        id=f"{day}{status}",
-        category="application",
-        amount=Decimal(amount),
-        fee=Decimal(0),
-        rate=Decimal(1),
-        currency=currency,
-        currency_paid=currency,
-        status=status,
-        address="a",
-        created_at=moment,
-        updated_at=moment,
-    )
-
-
-class FakeApi:
-    def __init__(self, operations):
-        self.operations = operations
-        self.filters = None
-
-    def iter_operations(self, **filters):
-        self.filters = filters
-        return iter(self.operations)
-
-
-def test_dashboard_counts_and_sums_exactly():
-    api = FakeApi(
-        [
-            _operation("confirmed", "BTC", "0.1", 30),
-            _operation("confirmed", "BTC", "0.2", 30),
-            _operation("new", "USDT", "5", 2),
-            _operation("settled", "BTC", "1", 2),
-        ]
-    )
-    summary = summarise(api, today=date(2024, 3, 30))
-    assert api.filters == {"created_from": date(2024, 3, 1), "created_to": date(2024, 3, 30)}
-    assert [(g.status, g.currency, g.count, g.amount) for g in summary.groups] == [
-        ("new", "USDT", 1, Decimal("5")),
-        ("confirmed", "BTC", 2, Decimal("0.3")),
-        ("settled", "BTC", 1, Decimal("1")),
-    ]
-    assert summary.total == 4 and summary.peak == 2
-    assert len(summary.bars) == 30
-    assert [bar.count for bar in summary.bars if bar.count] == [2, 2]
-    assert summary.bars[-1].height > 0 and summary.bars[0].height == 0

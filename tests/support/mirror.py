@@ -1,0 +1,116 @@
+"""The mirror filled directly, as the sync would fill it: operations, events, its last sync.
+
+For the pages that read the mirror (dashboard, timelines) without running the sync itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from flask import Flask
+
+from portal.api import Operation
+from tests.support.portal_app import MERCHANT
+
+_keys = itertools.count()
+
+
+def api_json(value: object) -> object:
+    """A record of the client (or a part of one) in the API's JSON shape."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: api_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple | list):
+        return [api_json(item) for item in value]
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return value
+
+
+def merchant_id(app: Flask, merchant: str = MERCHANT) -> int:
+    from portal.extensions import db
+    from portal.rules import accounts
+
+    with app.app_context():
+        made = accounts.merchant_named(merchant, create=True)
+        db.session.commit()
+        return made.id
+
+
+def mirror_operations(
+    app: Flask,
+    operations: Iterable[Operation],
+    merchant: str = MERCHANT,
+    synced_at: datetime | None = None,
+) -> None:
+    """Store `operations` as the mirror's copy of `merchant`'s, and a finished sync."""
+    from portal.extensions import db
+    from portal.models import MirroredOperation
+
+    owner = merchant_id(app, merchant)
+    with app.app_context():
+        for operation in operations:
+            db.session.add(
+                MirroredOperation(
+                    merchant_id=owner,
+                    operation_id=operation.id,
+                    order_id=operation.order_id,
+                    category=operation.category,
+                    status=operation.status,
+                    amount=operation.amount,
+                    amount_paid=operation.amount_paid,
+                    currency=operation.currency,
+                    currency_paid=operation.currency_paid,
+                    address=operation.address,
+                    created_at=operation.created_at,
+                    updated_at=operation.updated_at,
+                    record=api_json(operation),
+                )
+            )
+        synced(owner, synced_at or datetime.now(UTC))
+        db.session.commit()
+
+
+def synced(owner: int, moment: datetime) -> None:
+    """The mirror of merchant `owner` finished a sync at `moment` (in the caller's session)."""
+    from portal.extensions import db
+    from portal.models import MirrorState
+
+    state = db.session.get(MirrorState, owner) or MirrorState(merchant_id=owner)
+    state.last_sync_at = moment
+    db.session.add(state)
+
+
+def add_event(
+    app: Flask,
+    type_: str,
+    record: object,
+    *,
+    operation_id: str,
+    occurred_at: datetime,
+    merchant: str = MERCHANT,
+) -> None:
+    """One event about `operation_id`, written by `portal.rules.events.record` as the sync does;
+    `record` is the operation or transaction the event is about (a client record or JSON)."""
+    from portal.extensions import db
+    from portal.rules.events import EventType
+    from portal.rules.events import record as write
+
+    data = api_json(record)
+    owner = merchant_id(app, merchant)
+    with app.app_context():
+        write(
+            owner,
+            EventType(type_),
+            dedup_key=f"test:{next(_keys)}",
+            data=data,
+            occurred_at=occurred_at,
+            operation_id=operation_id,
+            transaction_id=data.get("id") if type_.startswith("transaction.") else None,
+        )
+        db.session.commit()
