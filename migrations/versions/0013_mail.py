@@ -15,8 +15,14 @@ branch_labels = None
 depends_on = None
 
 
-def _user(**options: object) -> sa.Column:
-    return sa.Column("user_id", sa.Integer(), sa.ForeignKey("users.id", ondelete="CASCADE"), **options)
+def _user(*, primary_key: bool = False, nullable: bool = True) -> sa.Column:
+    return sa.Column(
+        "user_id",
+        sa.Integer(),
+        sa.ForeignKey("users.id", ondelete="CASCADE"),
+        primary_key=primary_key,
+        nullable=nullable,
+    )
 
 
 def upgrade():
