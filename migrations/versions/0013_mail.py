@@ -28,7 +28,7 @@ def _user(*, primary_key: bool = False, nullable: bool = True) -> sa.Column:
 def upgrade():
     op.create_table(
         "mail_choices",
-        _user(primary_key=True),
+        _user(primary_key=True, nullable=False),
         sa.Column("event_types", sa.JSON(), nullable=False),
     )
     op.create_table(

@@ -263,6 +263,7 @@ VALID: dict[str, Callable[..., Case]] = {
         "/settings/notifications",
         {"url": "https://shop.example.com/forged", "event_types": "operation.confirmed"},
     ),
+    "settings.resync_mirror": lambda w: _as(w, "owner", "/settings/api/resync"),
     "settings.notifications_rotate": lambda w: _as(w, "owner", "/settings/notifications/rotate"),
     "settings.notifications_test": lambda w: _as(w, "owner", "/settings/notifications/test"),
     "settings.notifications_resend": lambda w: _as(
