@@ -1,0 +1,101 @@
+"""Search: any fragment of an order number, operation id, address or transaction hash or id,
+read from the mirror; a voucher by its exact id, asked of the API (vouchers are not mirrored).
+
+A fragment is at least `MIN_FRAGMENT` characters, case-insensitive. A plain LIKE '%…%' would
+read every mirrored row of the merchant, so migration 0014 gives each database a substring
+index: on SQLite FTS5 tables with the trigram tokenizer (queried with MATCH), on PostgreSQL
+trigram indexes of the lower-cased columns (used by LIKE; without pg_trgm the same LIKE reads
+the rows). A shorter text can still be a whole id: that is looked up exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TypeVar
+
+import sqlalchemy as sa
+
+from portal.api import ApiRefusal, ErrorCode, MerchantApiClient, Voucher
+from portal.extensions import db
+from portal.models import MirroredOperation, MirroredTransaction
+
+Row = TypeVar("Row", MirroredOperation, MirroredTransaction)
+MIN_FRAGMENT = 3
+MAX_QUERY = 255
+LIMIT = 50
+# What the API's ids look like (the list filters' own pattern): anything else is no voucher id.
+VOUCHER_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+# The FTS5 table of each mirrored table on SQLite (migration 0014), rowid = the row's id.
+FTS_TABLES = {
+    MirroredOperation: "mirrored_operations_search",
+    MirroredTransaction: "mirrored_transactions_search",
+}
+SEARCHED_COLUMNS = {
+    MirroredOperation: (
+        MirroredOperation.order_id,
+        MirroredOperation.operation_id,
+        MirroredOperation.address,
+    ),
+    MirroredTransaction: (MirroredTransaction.tx_id, MirroredTransaction.transaction_id),
+}
+IDS = {
+    MirroredOperation: MirroredOperation.operation_id,
+    MirroredTransaction: MirroredTransaction.transaction_id,
+}
+
+
+@dataclass(frozen=True)
+class Found:
+    """At most `LIMIT` rows of each kind, newest first; `more_…` when there were others."""
+
+    operations: list[MirroredOperation]
+    transactions: list[MirroredTransaction]
+    more_operations: bool
+    more_transactions: bool
+
+
+def search_mirror(merchant_id: int, text: str) -> Found:
+    """The merchant's mirrored operations and transactions that `text` is part of."""
+    operations = _matching(MirroredOperation, merchant_id, text)
+    transactions = _matching(MirroredTransaction, merchant_id, text)
+    return Found(
+        operations[:LIMIT], transactions[:LIMIT], len(operations) > LIMIT, len(transactions) > LIMIT
+    )
+
+
+def _matching(model: type[Row], merchant_id: int, text: str) -> list[Row]:
+    query = sa.select(model).where(model.merchant_id == merchant_id)
+    if len(text) < MIN_FRAGMENT:
+        query = query.where(IDS[model] == text)
+    elif db.session.get_bind().dialect.name == "sqlite":
+        phrase = '"' + text.replace('"', '""') + '"'  # a phrase: the trigrams in a row
+        table = FTS_TABLES[model]
+        matches = sa.text(f"SELECT rowid FROM {table} WHERE {table} MATCH :phrase")  # noqa: S608  (fixed names)
+        query = query.where(
+            model.id.in_(matches.bindparams(phrase=phrase).columns(sa.column("rowid")))
+        )
+    else:
+        pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text.lower()) + "%"
+        query = query.where(
+            sa.or_(
+                *(
+                    sa.func.lower(column).like(pattern, escape="\\")
+                    for column in SEARCHED_COLUMNS[model]
+                )
+            )
+        )
+    query = query.order_by(model.created_at.desc(), model.id.desc()).limit(LIMIT + 1)
+    return list(db.session.scalars(query))
+
+
+def find_voucher(api: MerchantApiClient, text: str) -> list[Voucher]:
+    """The voucher whose id is exactly `text`, as a list of it or of none."""
+    if not VOUCHER_ID.fullmatch(text):
+        return []
+    try:
+        return [api.get_voucher(text)]
+    except ApiRefusal as refusal:
+        if refusal.code != ErrorCode.VOUCHER_NOT_FOUND:
+            raise
+        return []
