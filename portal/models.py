@@ -502,18 +502,22 @@ class Event(Model):
 
 
 # --- Search and the attention list over the mirror (issue 15, points 5 and 6) ----------------
-# What the attention list counts on every page: undecided transactions, operations by status.
+# What the attention list counts on every page: undecided transactions, operations by status;
+# each index holds every column its count reads (the rows' `record` is large).
 sa.Index(
     "ix_mirrored_operations_merchant_status",
     MirroredOperation.merchant_id,
     MirroredOperation.status,
     MirroredOperation.updated_at,
+    MirroredOperation.operation_id,
+    MirroredOperation.amount_paid,
 )
 sa.Index(
     "ix_mirrored_transactions_merchant_status",
     MirroredTransaction.merchant_id,
     MirroredTransaction.status,
     MirroredTransaction.linked,
+    MirroredTransaction.operation_id,
 )
 # Migration 0014 adds, on SQLite, FTS5 tables (trigram) over the searched columns, kept by
 # triggers, and on PostgreSQL trigram indexes of lower-cased columns: no models, so a
