@@ -517,7 +517,13 @@ sa.Index(
     MirroredTransaction.merchant_id,
     MirroredTransaction.status,
     MirroredTransaction.linked,
+)
+sa.Index(
+    "ix_mirrored_transactions_merchant_operation_status",
+    MirroredTransaction.merchant_id,
     MirroredTransaction.operation_id,
+    MirroredTransaction.status,
+    MirroredTransaction.linked,
 )
 # Migration 0014 adds, on SQLite, FTS5 tables (trigram) over the searched columns, kept by
 # triggers, and on PostgreSQL trigram indexes of lower-cased columns: no models, so a

@@ -8,9 +8,9 @@ plain LIKE '%…%' reads every row of a merchant's mirror (about 80 ms at 100,00
 - PostgreSQL: GIN trigram indexes (pg_trgm) on the lower-cased columns, which `LIKE` uses;
   without the extension (not installed, or not allowed) search reads the rows instead.
 
-The attention list counts on every page: undecided transactions, operations by status (indexes
-on the merchant and status that hold every column these counts read, so the rows themselves,
-with their large `record`, are not read).
+The attention list counts on every page: undecided transactions, operations by status, and the
+transactions of closed operations (indexes that hold every column these counts read, so the
+rows themselves, with their large `record`, are not read).
 
 Revision ID: 0014
 Revises: 0011
@@ -42,7 +42,12 @@ def upgrade():
     op.create_index(
         "ix_mirrored_transactions_merchant_status",
         "mirrored_transactions",
-        ["merchant_id", "status", "linked", "operation_id"],
+        ["merchant_id", "status", "linked"],
+    )
+    op.create_index(
+        "ix_mirrored_transactions_merchant_operation_status",
+        "mirrored_transactions",
+        ["merchant_id", "operation_id", "status", "linked"],
     )
     bind = op.get_bind()
     if bind.dialect.name == "sqlite":
@@ -115,5 +120,6 @@ def downgrade():
         for table, (_search, columns) in SEARCHED.items():
             for column in columns:
                 op.execute(f"DROP INDEX IF EXISTS ix_{table}_{column}_trigram")
+    op.drop_index("ix_mirrored_transactions_merchant_operation_status", "mirrored_transactions")
     op.drop_index("ix_mirrored_transactions_merchant_status", "mirrored_transactions")
     op.drop_index("ix_mirrored_operations_merchant_status", "mirrored_operations")

@@ -78,50 +78,53 @@ def operation_record(
     }
 
 
-def mirror(app, record: dict, merchant: str = MERCHANT) -> dict:
-    """Insert the operation `record` and its transactions into `merchant`'s mirror."""
+def operation_columns(merchant_id: int, record: dict) -> dict:
+    """The columns of a MirroredOperation for the API's `record`."""
     from portal.api import Operation
     from portal.api.records import parse_record
+
+    operation = parse_record(Operation, record)
+    names = ("order_id", "category", "status", "amount", "amount_paid", "currency")
+    return {
+        "merchant_id": merchant_id,
+        "operation_id": operation.id,
+        **{name: getattr(operation, name) for name in names},
+        "currency_paid": operation.currency_paid,
+        "address": operation.address,
+        "created_at": operation.created_at,
+        "updated_at": operation.updated_at,
+        "record": record,
+    }
+
+
+def transaction_columns(merchant_id: int, operation_id: str, record: dict) -> dict:
+    """The columns of a MirroredTransaction for `record`, a transaction of the operation."""
+    from portal.api import Transaction
+    from portal.api.records import parse_record
+
+    transaction = parse_record(Transaction, record)
+    names = ("tx_id", "amount", "status", "linked", "reject_reason", "created_at", "updated_at")
+    return {
+        "merchant_id": merchant_id,
+        "transaction_id": transaction.id,
+        "operation_id": operation_id,
+        **{name: getattr(transaction, name) for name in names},
+        "record": {**record, "operation_id": operation_id},
+    }
+
+
+def mirror(app, record: dict, merchant: str = MERCHANT) -> dict:
+    """Insert the operation `record` and its transactions into `merchant`'s mirror."""
     from portal.extensions import db
     from portal.models import MirroredOperation, MirroredTransaction
     from portal.rules.accounts import merchant_named
 
-    operation = parse_record(Operation, record)
     with app.app_context():
         merchant_id = merchant_named(merchant).id
-        db.session.add(
-            MirroredOperation(
-                merchant_id=merchant_id,
-                operation_id=operation.id,
-                order_id=operation.order_id,
-                category=operation.category,
-                status=operation.status,
-                amount=operation.amount,
-                amount_paid=operation.amount_paid,
-                currency=operation.currency,
-                currency_paid=operation.currency_paid,
-                address=operation.address,
-                created_at=operation.created_at,
-                updated_at=operation.updated_at,
-                record=record,
-            )
-        )
-        for transaction, raw in zip(operation.transactions, record["transactions"], strict=True):
-            db.session.add(
-                MirroredTransaction(
-                    merchant_id=merchant_id,
-                    transaction_id=transaction.id,
-                    operation_id=operation.id,
-                    tx_id=transaction.tx_id,
-                    amount=transaction.amount,
-                    status=transaction.status,
-                    linked=transaction.linked,
-                    reject_reason=transaction.reject_reason,
-                    created_at=transaction.created_at,
-                    updated_at=transaction.updated_at,
-                    record={**raw, "operation_id": operation.id},
-                )
-            )
+        db.session.add(MirroredOperation(**operation_columns(merchant_id, record)))
+        for raw in record["transactions"]:
+            columns = transaction_columns(merchant_id, record["id"], raw)
+            db.session.add(MirroredTransaction(**columns))
         db.session.commit()
     return record
 
