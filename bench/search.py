@@ -15,7 +15,6 @@ Prints the median and p95 of each kind, and of `/attention` (with its menu count
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import random
 import statistics
@@ -210,23 +209,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--operations", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=40)
+    parser.add_argument(
+        "--databases", default="sqlite,postgresql", help="comma-separated: sqlite, postgresql"
+    )
     arguments = parser.parse_args()
+    databases = arguments.databases.split(",")
     with (
         tempfile.TemporaryDirectory() as folder,
         run_sandbox(Path(folder) / "sandbox.db") as sandbox,
     ):
-        sqlite_folder = Path(folder) / "sqlite"
-        sqlite_folder.mkdir()
-        url = f"sqlite:///{sqlite_folder / 'portal.sqlite3'}"
-        measure("SQLite", url, sandbox, sqlite_folder, arguments)
-        if os.environ.get("PORTAL_TEST_DATABASE_URL"):
+        if "sqlite" in databases:
+            sqlite_folder = Path(folder) / "sqlite"
+            sqlite_folder.mkdir()
+            url = f"sqlite:///{sqlite_folder / 'portal.sqlite3'}"
+            measure("SQLite", url, sandbox, sqlite_folder, arguments)
+        if "postgresql" in databases and not os.environ.get("PORTAL_TEST_DATABASE_URL"):
+            print("\nPostgreSQL: skipped (PORTAL_TEST_DATABASE_URL is not set)")
+        elif "postgresql" in databases:
             postgres_folder = Path(folder) / "postgresql"
             postgres_folder.mkdir()
-            with contextlib.ExitStack() as stack:
-                url = stack.enter_context(postgres_schema())
+            with postgres_schema() as url:
                 measure("PostgreSQL", url, sandbox, postgres_folder, arguments)
-        else:
-            print("\nPostgreSQL: skipped (PORTAL_TEST_DATABASE_URL is not set)")
 
 
 if __name__ == "__main__":

@@ -65,22 +65,34 @@ def search_mirror(merchant_id: int, text: str) -> Found:
 
 
 def _matching(model: type[Row], merchant_id: int, text: str) -> list[Row]:
-    if len(text) >= MIN_FRAGMENT and db.session.get_bind().dialect.name == "sqlite":
-        return _fts_matching(model, merchant_id, text)
-    query = sa.select(model).where(model.merchant_id == merchant_id)
     if len(text) < MIN_FRAGMENT:
-        query = query.where(IDS[model] == text)
-    else:
-        pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text.lower()) + "%"
-        query = query.where(
-            sa.or_(
-                *(
-                    sa.func.lower(column).like(pattern, escape="\\")
-                    for column in SEARCHED_COLUMNS[model]
-                )
-            )
-        )
-    query = query.order_by(model.created_at.desc(), model.id.desc()).limit(LIMIT + 1)
+        exact = model.merchant_id == merchant_id, IDS[model] == text
+        return list(db.session.scalars(sa.select(model).where(*exact).limit(LIMIT + 1)))
+    if db.session.get_bind().dialect.name == "sqlite":
+        return _fts_matching(model, merchant_id, text)
+    return _like_matching(model, merchant_id, text)
+
+
+def _like_matching(model: type[Row], merchant_id: int, text: str) -> list[Row]:
+    """Other databases: `lower(column) LIKE`, which PostgreSQL's trigram indexes answer.
+
+    The matches are found first (a materialized CTE), then sorted: otherwise PostgreSQL may walk
+    the merchant's rows newest first until 51 match, which reads them all for a rare text.
+    """
+    pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text.lower()) + "%"
+    likes = (sa.func.lower(column).like(pattern, escape="\\") for column in SEARCHED_COLUMNS[model])
+    matching = (
+        sa.select(model.id)
+        .where(model.merchant_id == merchant_id, sa.or_(*likes))
+        .cte("matching")
+        .prefix_with("MATERIALIZED", dialect="postgresql")
+    )
+    query = (
+        sa.select(model)
+        .where(model.id.in_(sa.select(matching.c.id)))
+        .order_by(model.created_at.desc(), model.id.desc())
+        .limit(LIMIT + 1)
+    )
     return list(db.session.scalars(query))
 
 
