@@ -517,6 +517,7 @@ sa.Index(
     MirroredTransaction.merchant_id,
     MirroredTransaction.status,
     MirroredTransaction.linked,
+    MirroredTransaction.operation_id,
 )
 sa.Index(
     "ix_mirrored_transactions_merchant_operation_status",

@@ -42,7 +42,7 @@ def upgrade():
     op.create_index(
         "ix_mirrored_transactions_merchant_status",
         "mirrored_transactions",
-        ["merchant_id", "status", "linked"],
+        ["merchant_id", "status", "linked", "operation_id"],
     )
     op.create_index(
         "ix_mirrored_transactions_merchant_operation_status",

@@ -114,9 +114,10 @@ def transaction_columns(merchant_id: int, operation_id: str, record: dict) -> di
 
 
 def mirror(app, record: dict, merchant: str = MERCHANT) -> dict:
-    """Insert the operation `record` and its transactions into `merchant`'s mirror."""
+    """Insert the operation `record` and its transactions into `merchant`'s mirror, and mark
+    the mirror synced now."""
     from portal.extensions import db
-    from portal.models import MirroredOperation, MirroredTransaction
+    from portal.models import MirroredOperation, MirroredTransaction, MirrorState, utcnow
     from portal.rules.accounts import merchant_named
 
     with app.app_context():
@@ -125,6 +126,9 @@ def mirror(app, record: dict, merchant: str = MERCHANT) -> dict:
         for raw in record["transactions"]:
             columns = transaction_columns(merchant_id, record["id"], raw)
             db.session.add(MirroredTransaction(**columns))
+        state = db.session.get(MirrorState, merchant_id) or MirrorState(merchant_id=merchant_id)
+        state.last_sync_at = utcnow()  # as the sync marks it: the menu's count follows it
+        db.session.add(state)
         db.session.commit()
     return record
 
