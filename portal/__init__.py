@@ -51,6 +51,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     i18n.init_app(app)
 
     from portal.account import bp as account_bp
+    from portal.attention import bp as attention_bp
     from portal.audit_log import bp as audit_log_bp
     from portal.auth import bp as auth_bp
     from portal.checkout import bp as checkout_bp
@@ -59,6 +60,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     from portal.exchanges import bp as exchanges_bp
     from portal.operations import bp as operations_bp
     from portal.rates import bp as rates_bp
+    from portal.search import bp as search_bp
     from portal.settings import bp as settings_bp
     from portal.transactions import bp as transactions_bp
     from portal.vouchers import bp as vouchers_bp
@@ -77,6 +79,8 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.register_blueprint(exchanges_bp, url_prefix="/exchange")
     app.register_blueprint(cross_exchanges_bp, url_prefix="/cross-exchanges")
     app.register_blueprint(audit_log_bp, url_prefix="/audit")
+    app.register_blueprint(attention_bp)
+    app.register_blueprint(search_bp)
 
     errors.init_app(app)
     formatting.init_app(app)

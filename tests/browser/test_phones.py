@@ -36,6 +36,8 @@ PAGES = (
     "/audit",
     "/account",
     "/account/two-factor",
+    "/attention",
+    "/search?q=order",
 )
 
 

@@ -80,6 +80,8 @@ EXPECTED = {
     "cross_exchanges.cancel": MOVERS,
     "audit_log.index": OWNER,
     "audit_log.export": OWNER,
+    "attention.index": ALL_ROLES,  # accountants read it; the actions are the operations'
+    "search.index": ALL_ROLES,
 }
 VISITORS = ("anonymous", "owner", "operator", "accountant")
 TARGET = "target@acme.test"

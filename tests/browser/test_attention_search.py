@@ -1,0 +1,46 @@
+"""A person works the needs-attention list and searches, in Chromium: the count in the menu,
+Link from the list with the operation page's confirmation, and the header's search box."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from playwright.sync_api import Page, expect
+
+from portal.api import MerchantApiClient
+from tests.support.browser import assert_accessible, sign_in_as
+from tests.support.mirror_rows import mirror_from_sandbox
+from tests.support.portal_server import PortalServer
+
+
+def test_link_from_the_list_then_find_it_by_a_part_of_its_order_number(
+    page: Page, portal: PortalServer
+) -> None:
+    sandbox = portal.sandbox
+    api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
+    order = f"Spring-Sale-{uuid.uuid4().hex[:6]}"
+    operation = api.create_operation("0.5", "BTC", order)
+    body = {"amount": "0.1", "tx_id": f"hash-{uuid.uuid4().hex}", "status": "undefined"}
+    transaction = sandbox.control("POST", f"operations/{operation.id}/transactions", body)
+    transaction_id = transaction.json()["data"]["id"]
+    mirror_from_sandbox(portal.app, sandbox, operation.id)
+
+    sign_in_as(page, "operator@acme.test")
+    menu = page.get_by_role("navigation", name="Main")
+    menu.get_by_role("link", name="Needs attention").click()
+    expect(menu.get_by_role("link", name="Needs attention")).to_have_text(re.compile(r" \d+$"))
+    expect(page.get_by_role("heading", name="Transactions nobody decided (1)")).to_be_visible()
+    assert_accessible(page)
+    page.get_by_role("button", name=f"Link transaction {transaction_id}").click()
+    expect(page.get_by_role("heading", name="Link 1 transaction?")).to_be_visible()
+    page.get_by_role("button", name="Confirm link").click()
+    expect(page.get_by_role("status")).to_have_text("1 transaction linked to the operation.")
+    assert api.get_transaction(transaction_id).linked is True
+
+    page.get_by_label("Search").fill(order[2:10].upper())
+    page.get_by_label("Search").press("Enter")
+    expect(page.get_by_role("heading", name="Search", exact=True)).to_be_visible()
+    assert_accessible(page)
+    page.get_by_role("link", name=operation.id, exact=True).click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text(operation.id)
