@@ -10,6 +10,7 @@ from flask import Flask
 from portal import cli
 from portal.config import load_config
 from portal.extensions import csrf, db, htmx, limiter, login_manager, migrate
+from portal.models import is_modelled
 from portal.rules import attempts
 from portal.web import (
     access,
@@ -40,7 +41,13 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     security.init_app(app)
     db.init_app(app)
-    migrate.init_app(app, db, directory=str(ROOT / "migrations"), render_as_batch=True)
+    migrate.init_app(
+        app,
+        db,
+        directory=str(ROOT / "migrations"),
+        render_as_batch=True,
+        include_name=is_modelled,  # `flask db migrate` leaves the search indexes of 0014 alone
+    )
     login_manager.init_app(app)
     htmx.init_app(app)
     sessions.init_app(app)  # who acts, before any hook may load the user

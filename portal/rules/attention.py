@@ -48,6 +48,7 @@ class TransactionItem:
     transaction: MirroredTransaction
     currency: str | None  # the operation's payment currency, when the mirror has it
     operation_status: str | None
+    order_id: str | None  # what the shop calls the order: how people know it
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,10 @@ def _operation_of_transaction() -> sa.ColumnElement[bool]:
 def _selections(merchant_id: int, now: datetime) -> dict[Reason, sa.Select]:
     """For each reason, the rows it takes (transactions with their operation, or operations)."""
     transactions = sa.select(
-        MirroredTransaction, MirroredOperation.currency_paid, MirroredOperation.status
+        MirroredTransaction,
+        MirroredOperation.currency_paid,
+        MirroredOperation.status,
+        MirroredOperation.order_id,
     ).where(MirroredTransaction.merchant_id == merchant_id)
     operations = sa.select(MirroredOperation).where(MirroredOperation.merchant_id == merchant_id)
     return {

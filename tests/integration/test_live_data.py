@@ -13,6 +13,7 @@ import uuid
 
 import requests
 
+from tests.support.money import signed_in
 from tests.support.polling import wait_for
 from tests.support.portal_app import MERCHANT, connected_portal, email
 from tests.support.shop import Shop, run_shop
@@ -123,3 +124,25 @@ def test_two_workers_on_postgresql_and_redis_send_each_event_once(
     types = collections.Counter(request.json["type"] for request in shop.requests())
     assert types["operation.confirmed"] == 6
     assert types["transaction.received"] == 6
+
+
+def test_what_the_sync_saw_is_on_the_attention_list_and_found_by_a_fragment(tmp_path, sandbox):
+    from portal.rules import mirror
+
+    order_id = f"SHOP-{uuid.uuid4().hex[:10].upper()}"
+    with connected_portal(tmp_path, sandbox, SYNC_SECONDS=0) as app:
+        operation = create_operation(sandbox, order_id)
+        arrived = {"amount": "0.004", "tx_id": f"hash-{uuid.uuid4().hex}", "status": "undefined"}
+        sandbox.control("POST", f"operations/{operation['id']}/transactions", arrived)
+        with app.app_context():
+            mirror.sync_due()  # what the worker's tick does, over real HTTP to the sandbox
+
+        accountant = signed_in(app, email("accountant"))
+        attention = accountant.get("/attention").get_data(as_text=True)
+        found = accountant.get(f"/search?q={order_id[7:13].lower()}").get_data(as_text=True)
+
+    assert arrived["tx_id"] in attention or operation["id"] in attention
+    assert order_id in attention
+    assert "Link" not in attention  # accountants read; they do not decide
+    assert order_id in found
+    assert f'href="/operations/{operation["id"]}"' in found
