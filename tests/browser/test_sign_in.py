@@ -29,6 +29,8 @@ def test_sign_in_shows_the_dashboard_and_the_sandbox_banner(page: Page) -> None:
     expect(navigation.get_by_role("link")).to_have_text(
         [
             "Dashboard",
+            # with how many items wait, once the mirror has any
+            re.compile(r"^Needs attention( \d+)?$"),
             "Operations",
             "Transactions",
             "Rates",
