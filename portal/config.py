@@ -56,6 +56,8 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         SQLALCHEMY_ENGINE_OPTIONS={"pool_pre_ping": True},
         # The worker's queue (portal/worker/queue.py): empty means instance/queue.sqlite3.
         QUEUE_URL=None,
+        # Portals that share one Redis keep their queues apart by name (default "portal").
+        QUEUE_NAME=None,
         # How often the worker syncs each merchant's mirror, in seconds.
         SYNC_SECONDS=10,
         # `smtp://` or `smtps://user:pass@host:port`; empty means e-mail is off (docs/email.md).
@@ -68,6 +70,17 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         MAIL_RETRY_SECONDS=30,
         RESET_LINK_LIMIT_PER_ACCOUNT="3 per hour",
         RESET_LINK_LIMIT_PER_ADDRESS="20 per hour",
+        # Webhooks (docs/webhooks.md): a shop gets this long to answer; a failed delivery is
+        # tried again after the backoff, doubled each time up to the cap, for the retry window.
+        WEBHOOK_TIMEOUT_SECONDS=5.0,
+        WEBHOOK_BACKOFF_SECONDS=30.0,
+        WEBHOOK_BACKOFF_CAP_SECONDS=3600.0,
+        WEBHOOK_RETRY_SECONDS=24 * 3600.0,
+        # Well above the timeout: a live sender never loses its claim on a delivery.
+        WEBHOOK_LEASE_SECONDS=60.0,
+        WEBHOOK_ROTATION_SECONDS=24 * 3600.0,  # the previous secret keeps signing this long
+        # Private and loopback webhook URLs: None allows them outside production only.
+        WEBHOOK_ALLOW_PRIVATE=None,
     )
     if test_config is None:
         app.config.from_prefixed_env("PORTAL")

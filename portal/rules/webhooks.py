@@ -62,14 +62,6 @@ DEFAULT_TYPES = (
     EventType.TRANSACTION_RECEIVED,
     EventType.TRANSACTION_NEEDS_REVIEW,
 )
-DEFAULTS = {
-    "WEBHOOK_TIMEOUT_SECONDS": 5.0,
-    "WEBHOOK_BACKOFF_SECONDS": 30.0,  # after the first failed attempt; doubled after each
-    "WEBHOOK_BACKOFF_CAP_SECONDS": 3600.0,
-    "WEBHOOK_RETRY_SECONDS": 24 * 3600.0,  # from the first attempt; then the delivery failed
-    "WEBHOOK_LEASE_SECONDS": 60.0,  # well above the timeout: a live sender never loses it
-    "WEBHOOK_ROTATION_SECONDS": 24 * 3600.0,  # the previous secret signs this long
-}
 BATCH = 100
 SESSION_EXTENSION = "portal.webhooks.session"
 POOL_SIZE = 10
@@ -77,8 +69,8 @@ MAX_ERROR = 255
 
 
 def setting(name: str) -> float:
-    value = current_app.config.get(name)
-    return float(DEFAULTS[name] if value is None else value)
+    """A `WEBHOOK_*_SECONDS` setting (portal/config.py) as seconds."""
+    return float(current_app.config[name])
 
 
 def utcnow() -> datetime:

@@ -119,6 +119,8 @@ def test_two_workers_on_postgresql_and_redis_send_each_event_once(
         wait_for(lambda: all(confirmed_for(shop, operation_id) for operation_id in paid), 45)
         time.sleep(3)  # three more ticks of each worker: time enough to send a second copy
 
+    logs = one.output() + two.output()
+    assert logs.count("first sync done") == 1, logs  # the two workers shared the merchant
     sent = collections.Counter(shop.event_ids())
     assert sent and max(sent.values()) == 1, sent
     types = collections.Counter(request.json["type"] for request in shop.requests())

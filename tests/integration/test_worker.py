@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from tests.support.polling import wait_for
 from tests.support.portal_app import connected_portal
 from tests.support.sandbox_server import run_sandbox
-from tests.support.worker import running_worker, start_worker
+from tests.support.worker import start_worker
 
 SEED = 60
 
@@ -47,26 +47,3 @@ def test_a_worker_fills_the_mirror_within_seconds_and_stops_on_sigterm(tmp_path,
         assert "first sync done" in worker.output()
         assert seeded.token not in worker.output()
         assert state(app).lease_owner is None  # a graceful stop leaves no lease to run out
-
-
-def test_two_workers_on_postgresql_and_redis_share_the_merchants(
-    tmp_path, seeded, postgres_url, redis_store
-):
-    from portal.extensions import db
-    from portal.models import Event
-
-    queue_url = f"{redis_store.url}"
-    with connected_portal(tmp_path, seeded, DATABASE_URL=postgres_url) as app:
-        with (
-            running_worker(app, tmp_path / "one", queue_url=queue_url, name="one") as one,
-            running_worker(app, tmp_path / "two", queue_url=queue_url, name="two") as two,
-        ):
-            wait_for(lambda: mirrored_operations(app) == SEED, timeout=30)
-            wait_for(lambda: "incremental sync done" in one.output() + two.output(), timeout=30)
-        logs = one.output() + two.output()
-        assert logs.count("first sync done") == 1, logs
-        with app.app_context():
-            created = db.session.scalar(
-                sa.select(sa.func.count()).where(Event.type == "operation.created")
-            )
-        assert created == SEED
