@@ -18,7 +18,7 @@ from wtforms.validators import Length, Optional, ValidationError
 from wtforms.widgets import CheckboxInput, ListWidget
 
 from portal.models import Role, User, WebhookDelivery
-from portal.rules import audit, webhooks
+from portal.rules import audit, outbox, webhooks
 from portal.settings import bp
 from portal.settings.forms import STEP_UP_LABEL
 from portal.web.access import roles
@@ -103,6 +103,7 @@ def _page(form: WebhookForm, status: int = 200) -> Response:
         previous_until=webhooks.previous_signs_until(endpoint) if endpoint else None,
         log=local_page(webhooks.attempts_of(current_user.merchant), per_page=PER_PAGE),
         zone=user_zone_name(),
+        mail_on=outbox.enabled(),
     )
 
 

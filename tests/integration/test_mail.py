@@ -146,8 +146,9 @@ def test_a_user_chooses_what_mails_them_on_the_account_page(app, url, accounts, 
     assert "E-mail me about" in page
     assert 'value="transaction.needs_review"' in page
     assert ticked(page) == set()
-    owner_page = signed_in(url, accounts.owner).get("/account").text
-    assert ticked(owner_page) == {"operation.confirmed", "transaction.needs_review"}
+    owner = signed_in(url, accounts.owner)
+    assert ticked(owner.get("/account").text) == {"operation.confirmed", "transaction.needs_review"}
+    assert "chooses which events mail them" in owner.get("/settings/notifications").text
 
     saved = operator.post(
         "/account/email", {"mail-event_types": ["transaction.needs_review"]}, page="/account"
@@ -269,6 +270,7 @@ def test_without_smtp_the_pages_say_e_mail_is_off(url_without_mail, accounts):
     users = owner.get("/settings/users").text
     assert "E-mail is off" in users
     assert "Send invitation" not in users
+    assert "E-mail is off" in owner.get("/settings/notifications").text
     refused = owner.post(
         "/settings/users/invite",
         {"invite-email": "new@acme.test", "invite-role": "operator"},
