@@ -39,6 +39,32 @@ def public_event_id() -> str:
     return "evt_" + secrets.token_hex(12)
 
 
+# Dedup keys asked for in one query (a first sync's page writes several hundred events).
+KEYS_PER_QUERY = 500
+
+
+def unrecorded(merchant_id: int, candidates: list[dict]) -> list[dict]:
+    """Of these events (the Event columns but the merchant and the public id), the ones the
+    table does not hold yet, in the order given, ready to insert. `dedup_key` names the change
+    (subject, what changed, to what): the same change seen by two syncs is one event."""
+    keys = [candidate["dedup_key"] for candidate in candidates]
+    known: set[str] = set()
+    for start in range(0, len(keys), KEYS_PER_QUERY):
+        known.update(
+            db.session.scalars(
+                sa.select(Event.dedup_key).where(
+                    Event.merchant_id == merchant_id,
+                    Event.dedup_key.in_(keys[start : start + KEYS_PER_QUERY]),
+                )
+            )
+        )
+    return [
+        {**candidate, "merchant_id": merchant_id, "public_id": public_event_id()}
+        for candidate in candidates
+        if candidate["dedup_key"] not in known
+    ]
+
+
 def record(
     merchant_id: int,
     type_: EventType,
@@ -50,25 +76,17 @@ def record(
     transaction_id: str | None = None,
     notify: bool = True,
 ) -> bool:
-    """Add an event to the session unless one with this `dedup_key` exists already; whether it
-    was new. `dedup_key` names the change (subject, what changed, to what): the same change seen
-    by two syncs is one event. The caller commits."""
-    exists = db.session.scalar(
-        sa.select(Event.id).where(Event.merchant_id == merchant_id, Event.dedup_key == dedup_key)
-    )
-    if exists is not None:
-        return False
-    db.session.add(
-        Event(
-            public_id=public_event_id(),
-            merchant_id=merchant_id,
-            type=type_.value,
-            operation_id=operation_id,
-            transaction_id=transaction_id,
-            dedup_key=dedup_key,
-            data=data,
-            notify=notify,
-            occurred_at=occurred_at,
-        )
-    )
-    return True
+    """Add one event to the session unless its change is recorded already (`unrecorded`);
+    whether it was new. The caller commits."""
+    candidate = {
+        "type": type_.value,
+        "dedup_key": dedup_key,
+        "data": data,
+        "occurred_at": occurred_at,
+        "operation_id": operation_id,
+        "transaction_id": transaction_id,
+        "notify": notify,
+    }
+    rows = unrecorded(merchant_id, [candidate])
+    db.session.add_all(Event(**row) for row in rows)
+    return bool(rows)

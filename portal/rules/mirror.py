@@ -571,17 +571,11 @@ class _Sync:
         self.new_rows.clear()
 
     def _record(self, changes: list[_Change]) -> None:
-        """Write each change not yet in the events table, oldest first, so their ids are in the
-        order they happened.
-
-        `events.record` semantics (one event per dedup key), in two statements for the whole
-        page instead of two per event: a first sync writes several events per operation.
-        """
-        known = self._known_events([change.dedup_key for change in changes])
-        rows = [
+        """Write each change not yet in the events table (`events.unrecorded`), oldest first,
+        so their ids are in the order they happened; with the page's other rows, in one
+        statement per table."""
+        candidates = [
             {
-                "public_id": events.public_event_id(),
-                "merchant_id": self.merchant_id,
                 "type": change.type_.value,
                 "operation_id": change.operation_id,
                 "transaction_id": change.transaction_id,
@@ -591,15 +585,10 @@ class _Sync:
                 "occurred_at": change.occurred_at,
             }
             for change in sorted(changes)
-            if change.dedup_key not in known
         ]
+        rows = events.unrecorded(self.merchant_id, candidates)
         self.new_rows.setdefault(Event, []).extend(rows)  # written by `_insert_new`
         self.report.events += len(rows)
-
-    def _known_events(self, keys: list[str]) -> set[str]:
-        """Which of these changes the events table has already (a sync that saw them stopped
-        before its watermark moved, or the overlap read them again): one query, not one each."""
-        return {event.dedup_key for event in self._chunked(Event, Event.dedup_key, keys)}
 
     def _chunked(self, model: Any, column: Any, values: Iterable[str]) -> Iterator[Any]:
         """The merchant's rows of `model` whose `column` is one of `values`."""

@@ -5,31 +5,17 @@ For the pages that read the mirror (dashboard, timelines) without running the sy
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from decimal import Decimal
 
 from flask import Flask
 
 from portal.api import Operation
+from portal.rules.mirror import wire_record
 from tests.support.portal_app import MERCHANT
 
 _keys = itertools.count()
-
-
-def api_json(value: object) -> object:
-    """A record of the client (or a part of one) in the API's JSON shape."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: api_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, tuple | list):
-        return [api_json(item) for item in value]
-    if isinstance(value, Decimal):
-        return format(value, "f")
-    if isinstance(value, datetime):
-        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-    return value
 
 
 def merchant_id(app: Flask, merchant: str = MERCHANT) -> int:
@@ -69,7 +55,7 @@ def mirror_operations(
                     address=operation.address,
                     created_at=operation.created_at,
                     updated_at=operation.updated_at,
-                    record=api_json(operation),
+                    record=wire_record(operation),
                 )
             )
         synced(owner, synced_at or datetime.now(UTC))
@@ -101,7 +87,7 @@ def add_event(
     from portal.rules.events import EventType
     from portal.rules.events import record as write
 
-    data = api_json(record)
+    data = record if isinstance(record, dict) else wire_record(record)
     owner = merchant_id(app, merchant)
     with app.app_context():
         write(
