@@ -1,44 +1,63 @@
-"""Load: 50 simulated users browsing the portal under gunicorn, with locust, on loopback only.
+"""Load: simulated people browsing the portal under gunicorn, with locust, on loopback only.
 
-Starts the seeded sandbox (2,000 operations) and the portal under gunicorn with several
-workers as real processes on 127.0.0.1, then runs locust (as a library, headless) against the
-portal. Each simulated user signs in as the owner, operator or accountant (with the CSRF token
-of the sign-in form), then, with a pause between pages, browses `/operations` with various
-filters, sorts and pages, opens operations taken from those lists, looks at `/transactions`,
-`/rates` and the dashboard, and now and then downloads `/operations/export.csv?status=1`.
-Users are spawned first; the run then lasts `--duration` seconds with all of them signed in.
+Starts the seeded sandbox (2,000 operations) and the portal under gunicorn as real processes on
+127.0.0.1, then runs locust (as a library, headless) against the portal. Each simulated user
+signs in as the owner, operator or accountant (with the CSRF token of the sign-in form; their
+passwords are hashed with the production default, scrypt, so a sign-in costs what it costs in
+production), then, with a pause between pages, browses `/operations` with various filters,
+sorts and pages, opens operations taken from those lists, looks at `/transactions`, `/rates`
+and the dashboard, and now and then downloads `/operations/export.csv?status=1`.
 
-Prints the total requests, the failures (target of issue #8: none; each is listed), the
-throughput and the p50/p95 time of each kind of page (locust's percentiles: whole milliseconds
-below 100 ms, two significant digits above). Exits with 1 when any request failed.
+Two phases are measured apart, each with its own figures:
+- signing in: the users are spawned (10 per second), each signing in as it starts;
+- browsing: `--duration` seconds with all of them signed in. The target (issue #16) is for
+  this phase at 200 users: no failure and p95 under 300 ms.
+With `--saturation`, the run then adds `--step` users at a time, measuring each level for
+`--step-duration` seconds, until p95 passes 300 ms (or a request fails): the saturation point.
 
-    .venv/bin/python bench/load_test.py [--users 50] [--duration 60] [--workers 4]
+For each phase: requests, failures (each listed), throughput, p50/p95 of each kind of page
+(locust's percentiles: whole milliseconds below 100 ms, two significant digits above), and the
+CPU seconds the portal's processes, the sandbox and the load generator used (two cores in all).
+Exits with 1 when any request failed or the target p95 was passed at `--users`.
+
+    .venv/bin/python bench/load_test.py [--users 200] [--duration 60] [--workers 4]
+        [--saturation [--step 50 --step-duration 30 --max-users 600]]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import re
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import gevent
 from locust import HttpUser, between, task
 from locust.env import Environment
+from locust.runners import LocalRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.conftest import CSRF_FIELD, PASSWORD
-from tests.support.portal_app import ROLES, email
-from tests.support.portal_server import run_portal
+from bench.figures import figure
+from tests.support.forms import CSRF_FIELD, PASSWORD
+from tests.support.portal_app import ROLES
+from tests.support.portal_server import PortalServer, run_portal
 from tests.support.sandbox_server import run_sandbox
 
 OPERATIONS = 2000
 SPAWN_RATE = 10  # users started per second
-EMAILS = tuple(email(role) for role in ROLES)
+TARGET_P95_MS = 300
+SIGN_IN = "/login (sign in)"
+# One user per role whose password has the production hash (the test users' hash is cheap).
+EMAILS = tuple(f"load-{role}@acme.test" for role in ROLES)
+PRODUCTION_HASH = "scrypt"  # portal/config.py's default PASSWORD_HASH_METHOD
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 OPERATION_LINK = re.compile(r'href="/operations/([A-Za-z0-9]+)"')
 NOT_OPERATIONS = {"new", "export"}
 # Filters of the operations list, as the filter form sends them (status is repeated).
@@ -59,10 +78,17 @@ class PortalUser(HttpUser):
     """Someone of Acme reading the portal: lists, records, rates and an export now and then."""
 
     wait_time = between(1, 3)  # replaced from the command line
-    emails = iter(())  # replaced: the next user's email, taking the roles in turn
+    emails: Iterator[str] = iter(())  # replaced: the next user's email, the roles in turn
+    started = 0  # users whose sign-in has been answered (or failed)
 
     def on_start(self) -> None:
         self.operation_ids: list[str] = []
+        try:
+            self.sign_in()
+        finally:
+            PortalUser.started += 1
+
+    def sign_in(self) -> None:
         with self.client.get("/login", name="/login (form)", catch_response=True) as page:
             match = CSRF_FIELD.search(page.text or "")
             if not match:
@@ -70,7 +96,7 @@ class PortalUser(HttpUser):
                 return
         form = {"email": next(self.emails), "password": PASSWORD, "csrf_token": match.group(1)}
         with self.client.post(
-            "/login", data=form, name="/login (sign in)", allow_redirects=False, catch_response=True
+            "/login", data=form, name=SIGN_IN, allow_redirects=False, catch_response=True
         ) as answer:
             if answer.status_code != 302:
                 answer.failure(f"sign-in answered HTTP {answer.status_code}, not 302")
@@ -135,70 +161,220 @@ class PortalUser(HttpUser):
                 answer.failure("the export ended with EXPORT INCOMPLETE")
 
 
-def run(
-    url: str, users: int, duration: float, think: tuple[float, float]
-) -> tuple[Environment, float]:
-    """Spawn `users`, keep them all busy for `duration` seconds, stop.
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time a process and its waited-for children have used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(value) for value in fields[11:15]) / CLOCK_TICKS
 
-    Returns locust's environment (its stats) and the requests per second at full load.
-    """
-    PortalUser.wait_time = between(*think)
-    PortalUser.emails = (EMAILS[n % len(EMAILS)] for n in range(users))
-    environment = Environment(user_classes=[PortalUser], host=url)
-    runner = environment.create_local_runner()
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its descendants (gunicorn's workers)."""
+    pids = [pid]
+    for parent in pids:
+        for thread in Path(f"/proc/{parent}/task").iterdir():
+            pids += [int(child) for child in (thread / "children").read_text().split()]
+    return pids
+
+
+@dataclass
+class CpuMeter:
+    """CPU seconds used by the portal (gunicorn and its workers), the sandbox and this process."""
+
+    portal: int
+    sandbox: int
+
+    def read(self) -> dict[str, float]:
+        return {
+            "portal": sum(cpu_seconds(pid) for pid in process_tree(self.portal)),
+            "sandbox": cpu_seconds(self.sandbox),
+            "load generator": cpu_seconds(os.getpid()),
+        }
+
+
+@dataclass
+class Phase:
+    """The figures of one measured stretch of the run."""
+
+    title: str
+    users: int
+    seconds: float
+    requests: int
+    failures: int
+    p95_ms: float
+    sign_in_p95_ms: float
+    table: list[str]
+    errors: list[str]
+    cpu: dict[str, float]
+
+    @property
+    def throughput(self) -> float:
+        return self.requests / self.seconds
+
+    def print(self) -> None:
+        print(f"\n== {self.title}: {self.users} users, {self.seconds:.0f} s")
+        print(f"requests   {self.requests}")
+        print(f"failures   {self.failures}")
+        print(f"throughput {self.throughput:.1f} requests/s")
+        print(
+            "CPU used   "
+            + ", ".join(
+                f"{name} {seconds:.1f} s ({seconds / self.seconds:.2f} cores)"
+                for name, seconds in self.cpu.items()
+            )
+        )
+        print(*self.table, sep="\n")
+        for error in self.errors:
+            print(error)
+
+
+def measure(environment: Environment, meter: CpuMeter, title: str, users: int, wait) -> Phase:
+    """Reset the figures, let `wait()` run, and return what happened meanwhile."""
+    environment.stats.reset_all()
+    cpu_before, started = meter.read(), time.perf_counter()
+    wait()
+    seconds = time.perf_counter() - started
+    cpu_after = meter.read()
+    stats = environment.stats
+    pages = [entry for entry in stats.entries.values() if entry.num_requests]
+    entries = [*sorted(pages, key=lambda e: -e.num_requests), stats.total]
+    table = [f"{'page':<34} {'requests':>8} {'failures':>8} {'p50 ms':>7} {'p95 ms':>7}"]
+    table += [
+        f"{entry.name:<34} {entry.num_requests:>8} {entry.num_failures:>8} "
+        f"{entry.get_response_time_percentile(0.5):>7} "
+        f"{entry.get_response_time_percentile(0.95):>7}"
+        for entry in entries
+    ]
+    return Phase(
+        title=title,
+        users=users,
+        seconds=seconds,
+        requests=stats.total.num_requests,
+        failures=stats.total.num_failures,
+        p95_ms=stats.total.get_response_time_percentile(0.95) or 0,
+        sign_in_p95_ms=stats.get(SIGN_IN, "POST").get_response_time_percentile(0.95) or 0,
+        table=table,
+        errors=[
+            f"FAILED {error.occurrences}x {error.method} {error.name}: {error.error}"
+            for error in stats.errors.values()
+        ],
+        cpu={name: cpu_after[name] - cpu_before[name] for name in cpu_after},
+    )
+
+
+def spawn(runner: LocalRunner, users: int) -> None:
+    """Bring the number of users to `users` at the spawn rate; wait until all have signed in."""
     runner.start(users, spawn_rate=SPAWN_RATE)
     runner.spawning_greenlet.join()
-    started = time.perf_counter()
-    before = environment.stats.total.num_requests
-    gevent.sleep(duration)
-    throughput = (environment.stats.total.num_requests - before) / (time.perf_counter() - started)
+    while PortalUser.started < users:
+        gevent.sleep(0.05)
+
+
+def add_load_users(server: PortalServer) -> None:
+    """One user per role with a production-hashed password."""
+    server.app.config["PASSWORD_HASH_METHOD"] = PRODUCTION_HASH
+    for role, address in zip(ROLES, EMAILS, strict=True):
+        server.add_user(address, role)
+
+
+def run(server: PortalServer, arguments: argparse.Namespace, think: tuple[float, float]) -> int:
+    """The signing-in phase, the browsing phase, then the saturation steps if asked for."""
+    PortalUser.wait_time = between(*think)
+    PortalUser.emails = (EMAILS[n % len(EMAILS)] for n in range(10**6))
+    environment = Environment(user_classes=[PortalUser], host=server.url)
+    runner = environment.create_local_runner()
+    meter = CpuMeter(server.process.pid, server.sandbox.process.pid)
+    users = arguments.users
+    phases = [
+        measure(environment, meter, "signing in", users, lambda: spawn(runner, users)),
+        measure(environment, meter, "browsing", users, lambda: gevent.sleep(arguments.duration)),
+    ]
+    for phase in phases:
+        phase.print()
+    signing_in, browsing = phases
+    figure(
+        f"{users} users browsing",
+        f"{browsing.requests} requests, {browsing.failures} failures, "
+        f"{browsing.throughput:.1f} requests/s, p95 {browsing.p95_ms:.0f} ms",
+    )
+    figure(
+        f"{users} users signing in",
+        f"{signing_in.failures} failures, sign-in p95 {signing_in.sign_in_p95_ms:.0f} ms",
+    )
+    target_met = phases[-1].failures == 0 and phases[-1].p95_ms < TARGET_P95_MS
+    failed = any(phase.failures for phase in phases)
+    if arguments.saturation:
+        print_saturation(environment, runner, meter, arguments, phases[-1])
     runner.quit()
     runner.greenlet.join()
-    return environment, throughput
+    return 0 if target_met and not failed else 1
 
 
-def report(environment: Environment, throughput: float, arguments: argparse.Namespace) -> int:
-    """Print the figures; 1 when any request failed."""
-    users, duration, workers = arguments.users, arguments.duration, arguments.workers
-    stats = environment.stats
-    total = stats.total
-    print(
-        f"{users} users, {duration:.0f} s after spawning ({SPAWN_RATE}/s), portal under gunicorn "
-        f"with {workers} workers (threads per gunicorn.conf.py), sandbox with {OPERATIONS:,} "
-        "operations, all on 127.0.0.1"
-    )
-    print(f"requests   {total.num_requests}")
-    print(f"failures   {total.num_failures}")
-    print(f"throughput {throughput:.1f} requests/s with all {users} users")
-    print(f"{'page':<34} {'requests':>8} {'failures':>8} {'p50 ms':>7} {'p95 ms':>7}")
-    for entry in [*sorted(stats.entries.values(), key=lambda e: -e.num_requests), total]:
-        print(
-            f"{entry.name:<34} {entry.num_requests:>8} {entry.num_failures:>8} "
-            f"{entry.get_response_time_percentile(0.5):>7} "
-            f"{entry.get_response_time_percentile(0.95):>7}"
+def print_saturation(
+    environment: Environment,
+    runner: LocalRunner,
+    meter: CpuMeter,
+    arguments: argparse.Namespace,
+    first: Phase,
+) -> None:
+    """Add users step by step until p95 passes the target; print each level's figures."""
+    levels = [first]
+    users = first.users
+    while levels[-1].p95_ms < TARGET_P95_MS and not levels[-1].failures:
+        if users + arguments.step > arguments.max_users:
+            break
+        users += arguments.step
+        spawn(runner, users)
+        levels.append(
+            measure(
+                environment,
+                meter,
+                "level",
+                users,
+                lambda: gevent.sleep(arguments.step_duration),
+            )
         )
-    for error in stats.errors.values():
-        print(f"FAILED {error.occurrences}x {error.method} {error.name}: {error.error}")
-    return 1 if total.num_failures else 0
+    print(f"\n== saturation: p95 of every request at each level (target {TARGET_P95_MS} ms)")
+    print(f"{'users':>6} {'requests/s':>10} {'failures':>8} {'p95 ms':>7} {'portal CPU':>10}")
+    for level in levels:
+        print(
+            f"{level.users:>6} {level.throughput:>10.1f} {level.failures:>8} "
+            f"{level.p95_ms:>7.0f} {level.cpu['portal'] / level.seconds:>9.2f}c"
+        )
+    last = levels[-1]
+    if last.p95_ms >= TARGET_P95_MS or last.failures:
+        found = f"{last.users} users (p95 {last.p95_ms:.0f} ms, {last.throughput:.1f} requests/s)"
+    else:
+        found = f"not reached at {last.users} users (--max-users)"
+    print(f"saturation point: {found}")
+    figure("saturation point (p95 passes 300 ms)", found)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--users", type=int, default=50)
-    parser.add_argument("--duration", type=float, default=60.0, help="seconds at full load")
+    parser.add_argument("--users", type=int, default=200)
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds browsing")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
     parser.add_argument(
         "--think", default="1,3", help="pause between pages, seconds: MIN,MAX (default 1,3)"
     )
+    parser.add_argument("--saturation", action="store_true", help="then find the saturation")
+    parser.add_argument("--step", type=int, default=50, help="users added per level")
+    parser.add_argument("--step-duration", type=float, default=30.0, help="seconds per level")
+    parser.add_argument("--max-users", type=int, default=600)
     arguments = parser.parse_args()
     low, high = (float(value) for value in arguments.think.split(","))
+    print(
+        f"portal under gunicorn with {arguments.workers} workers (threads per gunicorn.conf.py), "
+        f"sandbox with {OPERATIONS:,} operations, all on 127.0.0.1; pause {low:g}-{high:g} s "
+        f"between pages; {os.cpu_count()} CPUs"
+    )
     with (
         tempfile.TemporaryDirectory() as folder,
         run_sandbox(Path(folder) / "sandbox.db", seed=OPERATIONS, random_seed=7) as sandbox,
         run_portal(Path(folder), sandbox, gunicorn=True, workers=arguments.workers) as server,
     ):
-        environment, throughput = run(server.url, arguments.users, arguments.duration, (low, high))
-        status = report(environment, throughput, arguments)
+        add_load_users(server)
+        status = run(server, arguments, (low, high))
         if status:
             log = (Path(folder) / "portal.log").read_text().splitlines()
             print("last lines of the portal's log:", *log[-20:], sep="\n")

@@ -27,6 +27,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.figures import figure
 from tests.support.portal_app import connected_portal
 from tests.support.sandbox_server import (
     APP_TOKEN,
@@ -94,7 +95,9 @@ def main() -> None:
         folder = Path(name)
         with logged_sandbox(folder, arguments.operations) as (sandbox, log, seeding):
             print(f"sandbox seeded with {arguments.operations:,} operations in {seeding:.1f} s")
-            print(f"bare read of every page, one at a time: {bare_read(sandbox):.1f} s")
+            bare = f"{bare_read(sandbox):.1f} s"
+            print(f"bare read of every page, one at a time: {bare}")
+            figure(f"bare read of {arguments.operations:,} operations' pages", bare)
             config = {"SYNC_SECONDS": DEFAULT_INTERVAL}
             if arguments.database_url:
                 config["DATABASE_URL"] = arguments.database_url
@@ -104,21 +107,24 @@ def main() -> None:
                     report = mirror.sync_merchant(merchant_id)
                 assert report is not None and report.error is None, report
                 rows = report.operations + report.transactions
-                print(
-                    f"(a) first sync: {report.seconds:.1f} s, {report.requests:,} requests, "
+                first_sync = (
+                    f"{report.seconds:.1f} s, {report.requests:,} requests, "
                     f"{report.operations:,} operations + {report.transactions:,} transactions, "
                     f"{rows / report.seconds:,.0f} rows/s, {report.events:,} events"
                 )
+                print(f"(a) first sync: {first_sync}")
+                figure(f"first sync of {arguments.operations:,} operations", first_sync)
                 with running_worker(app, folder / "worker", sync_seconds=DEFAULT_INTERVAL):
                     before, started = api_requests(log), time.monotonic()
                     time.sleep(arguments.idle_seconds)
                     counted = api_requests(log) - before
                     elapsed = time.monotonic() - started
+                idle = f"{counted * 60 / elapsed:.1f} ({counted} in {elapsed:.0f} s)"
                 print(
                     f"(b) idle merchant, PORTAL_SYNC_SECONDS={DEFAULT_INTERVAL}: "
-                    f"{counted * 60 / elapsed:.1f} API requests per minute "
-                    f"({counted} in {elapsed:.0f} s)"
+                    f"{idle} API requests per minute"
                 )
+                figure("idle merchant, API requests per minute", idle)
 
 
 if __name__ == "__main__":

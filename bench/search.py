@@ -33,6 +33,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.figures import figure
 from tests.support.databases import postgres_schema
 from tests.support.forms import CSRF_FIELD, PASSWORD
 from tests.support.mirror_rows import operation_columns, transaction_columns
@@ -209,6 +210,10 @@ def measure(name: str, database_url: str, sandbox, folder: Path, arguments) -> N
                 median = statistics.median(times)
                 verdict = "ok" if kind == "attention page" or median < TARGET_MS else "SLOW"
                 print(f"{kind:<18} {median:8.1f} {p95:8.1f}  {verdict}")
+                figure(
+                    f"{kind} at {arguments.operations:,} operations ({name})",
+                    f"median {median:.1f} ms, p95 {p95:.1f} ms",
+                )
 
 
 def main() -> None:

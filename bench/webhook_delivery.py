@@ -26,6 +26,7 @@ from cryptography.fernet import Fernet
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.figures import figure
 from tests.support.databases import migrated, postgres_schema
 from tests.support.shop import run_shop
 
@@ -39,6 +40,7 @@ def main() -> None:
         rate = measure(arguments.events, url)
     kind = "PostgreSQL" if arguments.postgres else "SQLite"
     print(f"events per second:       {rate:.0f} (one worker, {kind})")
+    figure(f"webhooks delivered per second, one worker ({kind})", f"{rate:.0f}")
 
 
 @contextmanager
