@@ -7,7 +7,7 @@ place; without JavaScript the browser is redirected to it (Post/Redirect/Get).
 
 from __future__ import annotations
 
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import segno
@@ -125,8 +125,13 @@ def _show(operation: Operation, status: int = 200, **context: object) -> Respons
     )
 
 
+@lru_cache(maxsize=256)
 def qr_code(url: str) -> str:
-    """The link as a QR code, an SVG `data:` URI made on the server (no script, CSP-safe)."""
+    """The link as a QR code, an SVG `data:` URI made on the server (no script, CSP-safe).
+
+    Kept per link: encoding takes several milliseconds, and a page waiting for a payment asks
+    for the same link every few seconds.
+    """
     return segno.make(url, error="m").svg_data_uri(scale=4, border=2)
 
 
