@@ -1,12 +1,14 @@
 """Load: simulated people browsing the portal under gunicorn, with locust, on loopback only.
 
-Starts the seeded sandbox (2,000 operations) and the portal under gunicorn as real processes on
-127.0.0.1, then runs locust (as a library, headless) against the portal. Each simulated user
-signs in as the owner, operator or accountant (with the CSRF token of the sign-in form; their
-passwords are hashed with the production default, scrypt, so a sign-in costs what it costs in
-production), then, with a pause between pages, browses `/operations` with various filters,
-sorts and pages, opens operations taken from those lists, looks at `/transactions`, `/rates`
-and the dashboard, and now and then downloads `/operations/export.csv?status=1`.
+Starts the seeded sandbox (2,000 operations), the portal under gunicorn and its background
+worker (mirroring the merchant every 10 s, as in production) as real processes on 127.0.0.1,
+waits for the worker's first sync (the dashboard reads the mirror), then runs locust (as a
+library, headless) against the portal. Each simulated user signs in as the owner, operator
+or accountant (with the CSRF token of the sign-in form; their passwords are hashed with the
+production default, scrypt, so a sign-in costs what it costs in production), then, with a
+pause between pages, browses `/operations` with various filters, sorts and pages, opens
+operations taken from those lists, looks at `/transactions`, `/rates` and the dashboard, and
+now and then downloads `/operations/export.csv?status=1`.
 
 Two phases are measured apart, each with its own figures:
 - signing in: the users are spawned (10 per second), each signing in as it starts;
@@ -17,7 +19,8 @@ With `--saturation`, the run then adds `--step` users at a time, measuring each 
 
 For each phase: requests, failures (each listed), throughput, p50/p95 of each kind of page
 (locust's percentiles: whole milliseconds below 100 ms, two significant digits above), and the
-CPU seconds the portal's processes, the sandbox and the load generator used (two cores in all).
+CPU seconds that the portal's web processes, its worker, the sandbox and the load generator
+used (on two cores in all).
 Exits with 1 when any request failed or the target p95 was passed at `--users`.
 
     .venv/bin/python bench/load_test.py [--users 200] [--duration 60] [--workers 4]
@@ -38,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import gevent
+import sqlalchemy as sa
 from locust import HttpUser, between, task
 from locust.env import Environment
 from locust.runners import LocalRunner
@@ -46,9 +50,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.figures import figure
 from tests.support.forms import CSRF_FIELD, PASSWORD
+from tests.support.polling import wait_for
 from tests.support.portal_app import ROLES
 from tests.support.portal_server import PortalServer, run_portal
 from tests.support.sandbox_server import run_sandbox
+from tests.support.worker import running_worker
 
 OPERATIONS = 2000
 SPAWN_RATE = 10  # users started per second
@@ -57,6 +63,7 @@ SIGN_IN = "/login (sign in)"
 # One user per role whose password has the production hash (the test users' hash is cheap).
 EMAILS = tuple(f"load-{role}@acme.test" for role in ROLES)
 PRODUCTION_HASH = "scrypt"  # portal/config.py's default PASSWORD_HASH_METHOD
+SYNC_SECONDS = 10  # the worker's production default (PORTAL_SYNC_SECONDS)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 OPERATION_LINK = re.compile(r'href="/operations/([A-Za-z0-9]+)"')
 NOT_OPERATIONS = {"new", "export"}
@@ -178,14 +185,17 @@ def process_tree(pid: int) -> list[int]:
 
 @dataclass
 class CpuMeter:
-    """CPU seconds used by the portal (gunicorn and its workers), the sandbox and this process."""
+    """CPU seconds used by the portal (gunicorn and its workers), its background worker, the
+    sandbox and this process."""
 
     portal: int
+    worker: int
     sandbox: int
 
     def read(self) -> dict[str, float]:
         return {
             "portal": sum(cpu_seconds(pid) for pid in process_tree(self.portal)),
+            "worker": sum(cpu_seconds(pid) for pid in process_tree(self.worker)),
             "sandbox": cpu_seconds(self.sandbox),
             "load generator": cpu_seconds(os.getpid()),
         }
@@ -276,13 +286,28 @@ def add_load_users(server: PortalServer) -> None:
         server.add_user(address, role)
 
 
-def run(server: PortalServer, arguments: argparse.Namespace, think: tuple[float, float]) -> int:
+def first_sync_done(server: PortalServer) -> bool:
+    """Whether the worker has mirrored the merchant's operations once (the dashboard's data)."""
+    from portal.extensions import db
+    from portal.models import MirrorState
+
+    with server.app.app_context():
+        return bool(
+            db.session.scalar(
+                sa.select(sa.func.count()).where(MirrorState.last_full_sync_at.is_not(None))
+            )
+        )
+
+
+def run(
+    server: PortalServer, worker: int, arguments: argparse.Namespace, think: tuple[float, float]
+) -> int:
     """The signing-in phase, the browsing phase, then the saturation steps if asked for."""
     PortalUser.wait_time = between(*think)
     PortalUser.emails = (EMAILS[n % len(EMAILS)] for n in range(10**6))
     environment = Environment(user_classes=[PortalUser], host=server.url)
     runner = environment.create_local_runner()
-    meter = CpuMeter(server.process.pid, server.sandbox.process.pid)
+    meter = CpuMeter(server.process.pid, worker, server.sandbox.process.pid)
     users = arguments.users
     phases = [
         measure(environment, meter, "signing in", users, lambda: spawn(runner, users)),
@@ -374,7 +399,11 @@ def main() -> None:
         run_portal(Path(folder), sandbox, gunicorn=True, workers=arguments.workers) as server,
     ):
         add_load_users(server)
-        status = run(server, arguments, (low, high))
+        with running_worker(server.app, Path(folder) / "worker", sync_seconds=SYNC_SECONDS) as (
+            worker
+        ):
+            wait_for(lambda: first_sync_done(server), timeout=120)
+            status = run(server, worker.process.pid, arguments, (low, high))
         if status:
             log = (Path(folder) / "portal.log").read_text().splitlines()
             print("last lines of the portal's log:", *log[-20:], sep="\n")
