@@ -103,6 +103,9 @@ class Merchant(Model):
     api_connection: Mapped[ApiConnection | None] = relationship(
         back_populates="merchant", cascade="all, delete-orphan"
     )
+    # Read with the signed-in session (the menu's count follows the last sync); the mirror's
+    # sync writes it.
+    mirror_state: Mapped[MirrorState | None] = relationship(viewonly=True)
 
 
 class User(UserMixin, Model):

@@ -80,10 +80,11 @@ def _zone(name: str) -> tzinfo:
 
 def user_zone() -> tzinfo:
     """The signed-in user's zone; UTC for anyone else or an unknown name (once per request)."""
-    if "user_zone" not in g:
+    zone = g.get("user_zone")
+    if zone is None:
         name = current_user.time_zone if current_user.is_authenticated else None
-        g.user_zone = _zone(name) if name and name != "UTC" else UTC
-    return g.user_zone
+        zone = g.user_zone = _zone(name) if name and name != "UTC" else UTC
+    return zone
 
 
 def user_zone_name() -> str:
@@ -95,28 +96,29 @@ def when(moment: datetime | None, full: bool = False) -> Markup:
     """A `<time>` in the user's zone with the UTC value as its title (and, `full`, beside it).
 
     `2024-05-01 14:03:22 CEST`, titled `2024-05-01 12:03:22 UTC`. Python rather than a macro,
-    each conversion done once, and plain escaping rather than `Markup.format`: a list shows
-    hundreds of them.
+    each text cut from one isoformat, and plain escaping rather than `Markup.format`: a list
+    shows hundreds of them.
     """
     if moment is None:
         return Markup("—")
     utc = moment.astimezone(UTC)
+    stamp = utc.isoformat()
+    utc_text = f"{_seconds(stamp)} UTC"
     zone = user_zone()
-    here = utc if zone is UTC else utc.astimezone(zone)
-    utc_text = f"{_seconds(utc)} UTC"
-    local_text = f"{_seconds(here)} {here.tzname()}"
-    html = (
-        f'<time datetime="{utc.isoformat().replace("+00:00", "Z")}" title="{utc_text}">'
-        f"{escape(local_text)}</time>"
-    )
+    if zone is UTC:
+        local_text = utc_text
+    else:
+        here = utc.astimezone(zone)
+        local_text = str(escape(f"{_seconds(here.isoformat())} {here.tzname()}"))
+    html = f'<time datetime="{stamp.replace("+00:00", "Z")}" title="{utc_text}">{local_text}</time>'
     if full and local_text != utc_text:  # Etc/UTC, Zulu and the like read as UTC already
         html += f' <span class="muted">({utc_text})</span>'
     return Markup(html)  # noqa: S704  (digits and separators; the zone's name escaped)
 
 
-def _seconds(moment: datetime) -> str:
-    """`2024-05-01 14:03:22`, to the second (isoformat: 4 times faster than strftime)."""
-    return moment.isoformat(" ", "seconds")[:19]
+def _seconds(isoformat: str) -> str:
+    """`2024-05-01 14:03:22` from `2024-05-01T14:03:22.5+02:00`, to the second."""
+    return f"{isoformat[:10]} {isoformat[11:19]}"
 
 
 def badge(status: str, known: dict[int, str]) -> Markup:
