@@ -10,6 +10,7 @@ the database adds them as decimals (PostgreSQL's NUMERIC; on SQLite an aggregate
 from __future__ import annotations
 
 import enum
+import functools
 import sqlite3
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -209,19 +210,33 @@ def summarise(merchant_id: int, period: Period) -> Summary:
 
 def _counts_per_bucket(merchant_id: int, period: Period) -> list[int]:
     """Operations created in each bar's span, in one query (one index range per bar)."""
-    op = MirroredOperation
-    counted = [
-        sa.select(sa.func.count())
-        .where(
-            op.merchant_id == merchant_id,
-            op.created_at >= period.start(first),
-            op.created_at < period.start(after),
+    bounds: dict[str, object] = {"merchant_id": merchant_id}
+    for number, (first, after) in enumerate(period.buckets()):
+        bounds[f"start_{number}"], bounds[f"end_{number}"] = (
+            period.start(first),
+            period.start(after),
         )
-        .scalar_subquery()
-        for first, after in period.buckets()
-    ]
-    row = db.session.execute(sa.select(*counted)).one()
+    row = db.session.execute(_counts_statement(len(bounds) // 2), bounds).one()
     return [int(count) for count in row]
+
+
+@functools.cache
+def _counts_statement(bars: int) -> sa.Select:
+    """The count of each of `bars` spans, their bounds bound at execution: the same statement
+    for every page with that many bars (up to 92), built and compiled once, not per page."""
+    op = MirroredOperation
+    return sa.select(
+        *[
+            sa.select(sa.func.count())
+            .where(
+                op.merchant_id == sa.bindparam("merchant_id"),
+                op.created_at >= sa.bindparam(f"start_{number}"),
+                op.created_at < sa.bindparam(f"end_{number}"),
+            )
+            .scalar_subquery()
+            for number in range(bars)
+        ]
+    )
 
 
 def _group_order(key: GroupKey) -> tuple[int, str, str, int]:
