@@ -123,7 +123,13 @@ def _seconds(isoformat: str) -> str:
 
 def badge(status: str, known: dict[int, str]) -> Markup:
     """A readable badge for a status text; a text the portal does not know is shown as it came."""
-    if status in known.values():
+    return _badge(status, status in known.values())
+
+
+@lru_cache(maxsize=256)
+def _badge(status: str, known: bool) -> Markup:
+    """The badge's HTML, made once per status: a list shows the same few on every row."""
+    if known:
         html = f'<span class="badge status-{escape(status)}">{escape(status.capitalize())}</span>'
     else:
         html = f'<span class="badge status-other">{escape(status)}</span>'

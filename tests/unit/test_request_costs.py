@@ -35,6 +35,15 @@ def test_a_signed_in_page_reads_the_database_once(app, client, accounts):
     assert "mirror_states" in statements[0]
 
 
+def test_a_signed_in_healthz_reads_the_session_as_every_signed_in_request(app, client, accounts):
+    """bench/page_cost.py takes a signed-in /healthz as the no-op every page costs at least: it
+    loads the session with its user (one query) and answers as to a signed-in user."""
+    sign_in(client, accounts.owner)
+    statements = _statements(app, client, "/healthz")
+    assert len(statements) == 1 and "user_sessions" in statements[0], statements
+    assert client.get("/healthz").headers["Cache-Control"] == "no-store"
+
+
 def test_a_static_file_reads_no_database(app, client, accounts):
     """A signed-in browser's stylesheet does not look the session up."""
     sign_in(client, accounts.owner)
