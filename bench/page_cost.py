@@ -54,7 +54,7 @@ from werkzeug.datastructures import MultiDict
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from search import fill  # noqa: E402  (bench/search.py, beside this file)
+from search import fill, timed  # noqa: E402  (bench/search.py, beside this file)
 
 from portal.api import MerchantApiClient  # noqa: E402
 from portal.api.client import OPERATION_FILTERS, TRANSACTION_FILTERS  # noqa: E402
@@ -73,14 +73,6 @@ def hello(_environ: dict, start_response: Callable) -> list[bytes]:
     """The bare WSGI app: what a request through gunicorn costs with no framework at all."""
     start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "5")])
     return [b"hello"]
-
-
-def timed(call: Callable[[], requests.Response]) -> float:
-    started = time.perf_counter()
-    response = call()
-    elapsed = (time.perf_counter() - started) * 1000
-    response.raise_for_status()
-    return elapsed
 
 
 def timed_together(calls: list[Callable[[], requests.Response]], pool: ThreadPoolExecutor) -> float:
