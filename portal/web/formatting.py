@@ -149,11 +149,13 @@ def money(amount: Decimal | None, currency: str | None = None) -> str:
 
 
 def _grouped(amount: Decimal, least: int) -> str:
+    """The amount's digits with thousands separators; its decimals without trailing zeros,
+    but at least `least` of them."""
     if not amount.is_finite():
         return str(amount)
-    exponent = amount.normalize().as_tuple().exponent
-    places = max(least, -exponent if isinstance(exponent, int) else 0)
-    return format(amount, f",.{places}f")
+    whole, _, decimals = format(amount, ",f").partition(".")
+    decimals = decimals.rstrip("0").ljust(least, "0")
+    return f"{whole}.{decimals}" if decimals else whole
 
 
 def category_name(category: str) -> str:
