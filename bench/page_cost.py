@@ -145,9 +145,11 @@ def dashboard_statements(server: PortalServer) -> list[tuple[str, tuple]]:
     with server.app.test_request_context():
         owner = db.session.scalar(sa.select(User).where(User.email == "owner@acme.test"))
         login_user(owner)
+        merchant = owner.merchant
+        assert merchant.mirror_state is not None  # loaded with the session, as the page has it
         sa.event.listen(db.engine, "before_cursor_execute", record)
         try:
-            _figures(owner.merchant_id, PeriodForm(MultiDict()))
+            _figures(merchant, PeriodForm(MultiDict()))
         finally:
             sa.event.remove(db.engine, "before_cursor_execute", record)
     return statements
