@@ -209,13 +209,12 @@ def summarise(merchant_id: int, period: Period) -> Summary:
 
 def _counts_per_bucket(merchant_id: int, period: Period) -> list[int]:
     """Operations created in each bar's span, in one query (one index range per bar)."""
+    buckets = period.buckets()
     bounds: dict[str, object] = {"merchant_id": merchant_id}
-    for number, (first, after) in enumerate(period.buckets()):
-        bounds[f"start_{number}"], bounds[f"end_{number}"] = (
-            period.start(first),
-            period.start(after),
-        )
-    row = db.session.execute(_counts_statement(len(bounds) // 2), bounds).one()
+    for number, (first, after) in enumerate(buckets):
+        bounds[f"start_{number}"] = period.start(first)
+        bounds[f"end_{number}"] = period.start(after)
+    row = db.session.execute(_counts_statement(len(buckets)), bounds).one()
     return [int(count) for count in row]
 
 
