@@ -17,6 +17,7 @@ from portal.web import (
     errors,
     formatting,
     i18n,
+    lists,
     navigation,
     progress,
     security,
@@ -91,6 +92,7 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     errors.init_app(app)
     formatting.init_app(app)
+    lists.init_app(app)
     progress.init_app(app)
     navigation.init_app(app)
     queue.init_app(app)

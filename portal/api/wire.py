@@ -39,7 +39,8 @@ def _reject_constant(name: str) -> object:
 def to_text(value: object) -> str:
     """A string field without control characters; integer ids are accepted too."""
     if isinstance(value, str):
-        if CONTROL_CHARACTER.search(value):
+        # Printable ASCII, as most texts are, holds no control character: no search needed.
+        if not (value.isascii() and value.isprintable()) and CONTROL_CHARACTER.search(value):
             raise MalformedAnswer(f"a control character in {value!r}")
         return value
     if isinstance(value, int) and not isinstance(value, bool):
@@ -75,11 +76,24 @@ def to_decimal(value: object) -> Decimal:
         raise MalformedAnswer(f"expected a decimal number, got {value!r}") from None
     if not number.is_finite():
         raise MalformedAnswer(f"expected a finite number, got {value!r}")
+    if _short_plain_text(value):
+        return number  # the usual amount: its few digits are all there is to write
     if not _plainly_writable(number):
         raise MalformedAnswer(
             f"a number with more than {MAX_DIGITS_EACH_SIDE} digits before or after its point"
         )
     return number
+
+
+def _short_plain_text(value: object) -> bool:
+    """A text of at most MAX_DIGITS_EACH_SIDE characters without an exponent: no side of its
+    point can have more digits (a page of 50 operations reads some 200 amounts)."""
+    return (
+        isinstance(value, str)
+        and len(value) <= MAX_DIGITS_EACH_SIDE
+        and "e" not in value
+        and "E" not in value
+    )
 
 
 def _plainly_writable(number: Decimal) -> bool:

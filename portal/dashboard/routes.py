@@ -12,6 +12,7 @@ from werkzeug.wrappers import Response
 from portal.api import MerchantApiClient
 from portal.dashboard import bp
 from portal.dashboard.forms import PERIOD_WORDS, PeriodForm
+from portal.models import Merchant
 from portal.rules import attempts
 from portal.rules.connection import in_background, masked_tokens
 from portal.rules.dashboard import CHART_HEIGHT, CHART_WIDTH, Period, last_synced, summarise
@@ -41,18 +42,18 @@ def index() -> Response:
         return render_page(PAGE, LATEST_FRAGMENT, 200, latest=latest_only, poller=LATEST_POLLER)
     if connection is not None:
         context["token_mask"] = masked_tokens(connection)[0]
-        context |= _figures(current_user.merchant_id, PeriodForm(request.args))
+        context |= _figures(current_user.merchant, PeriodForm(request.args))
         # While the payment service does not answer, the page says so instead of its parts.
         live = unless_unavailable(partial(_from_the_api, current_api()))
         context |= live if live is not None else {"api_down": True}
     return render_page(PAGE, PAGE, 200, poller=LATEST_POLLER, **context)
 
 
-def _figures(merchant_id: int, form: PeriodForm) -> dict[str, object]:
+def _figures(merchant: Merchant, form: PeriodForm) -> dict[str, object]:
     """The period's summary from the mirror, once the mirror has synced at least once."""
     zone = user_zone()
     since, until, preset, refused = form.days(datetime.now(zone).date())
-    synced = last_synced(merchant_id)
+    synced = last_synced(merchant)
     return {
         "form": form,
         "presets": PERIOD_WORDS,
@@ -61,7 +62,7 @@ def _figures(merchant_id: int, form: PeriodForm) -> dict[str, object]:
         "period_error": refused,
         "synced_at": synced,
         "sync_seconds": current_app.config["SYNC_SECONDS"],
-        "summary": summarise(merchant_id, Period(since, until, zone)) if synced else None,
+        "summary": summarise(merchant.id, Period(since, until, zone)) if synced else None,
         "zone_name": user_zone_name(),
         "chart": {"width": CHART_WIDTH, "height": CHART_HEIGHT},
     }

@@ -25,7 +25,7 @@ from portal.api import Operation
 from portal.api.records import parse_record
 from portal.api.wire import MalformedAnswer
 from portal.extensions import db
-from portal.models import MirroredOperation, MirroredTransaction, MirrorState, utcnow
+from portal.models import Merchant, MirroredOperation, MirroredTransaction, utcnow
 from portal.rules.progress import Progress, amount_due, progress
 
 FAILED_WITHIN = timedelta(days=7)
@@ -134,22 +134,22 @@ def counts(merchant_id: int) -> dict[Reason, int]:
 _counted: dict[int, tuple[datetime, int]] = {}
 
 
-def count(merchant_id: int) -> int:
+def count(merchant: Merchant) -> int:
     """Everything that waits for a decision: the figure in the menu of every page.
 
     Counting reads indexes, but at 100,000 operations it still takes tens of milliseconds, and
     the figure can only change when the mirror syncs: it is counted once per sync (and process),
-    and 0 before the first sync. The attention page itself always counts afresh.
+    and 0 before the first sync. When the mirror last synced comes with the merchant (the
+    signed-in session's query, `accounts.WITH_USER`). The attention page itself always counts
+    afresh.
     """
-    synced = db.session.scalar(
-        sa.select(MirrorState.last_sync_at).where(MirrorState.merchant_id == merchant_id)
-    )
+    synced = merchant.mirror_state.last_sync_at if merchant.mirror_state else None
     if synced is None:
         return 0
-    counted = _counted.get(merchant_id)
+    counted = _counted.get(merchant.id)
     if counted is None or counted[0] != synced:
-        counted = synced, sum(counts(merchant_id).values())
-        _counted[merchant_id] = counted
+        counted = synced, sum(counts(merchant.id).values())
+        _counted[merchant.id] = counted
     return counted[1]
 
 

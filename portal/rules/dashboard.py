@@ -10,6 +10,7 @@ the database adds them as decimals (PostgreSQL's NUMERIC; on SQLite an aggregate
 from __future__ import annotations
 
 import enum
+import functools
 import sqlite3
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from sqlalchemy.sql.functions import GenericFunction
 from portal.api import OPERATION_STATUSES, Operation
 from portal.api.records import parse_record
 from portal.extensions import db
-from portal.models import MirroredOperation, MirrorState
+from portal.models import Merchant, MirroredOperation
 from portal.rules.progress import Progress, progress
 
 CHART_WIDTH, CHART_HEIGHT, CHART_TOP = 600, 160, 10
@@ -161,11 +162,10 @@ def _exact_sums_ready() -> None:
         raw.create_aggregate("decimal_sum", 1, _DecimalSum)  # type: ignore[arg-type]
 
 
-def last_synced(merchant_id: int) -> datetime | None:
-    """When the mirror of this merchant last finished a sync; None before its first one."""
-    return db.session.scalar(
-        sa.select(MirrorState.last_sync_at).where(MirrorState.merchant_id == merchant_id)
-    )
+def last_synced(merchant: Merchant) -> datetime | None:
+    """When the mirror of this merchant last finished a sync; None before its first one (read
+    with the signed-in session, `accounts.WITH_USER`)."""
+    return merchant.mirror_state.last_sync_at if merchant.mirror_state else None
 
 
 def summarise(merchant_id: int, period: Period) -> Summary:
@@ -209,19 +209,32 @@ def summarise(merchant_id: int, period: Period) -> Summary:
 
 def _counts_per_bucket(merchant_id: int, period: Period) -> list[int]:
     """Operations created in each bar's span, in one query (one index range per bar)."""
-    op = MirroredOperation
-    counted = [
-        sa.select(sa.func.count())
-        .where(
-            op.merchant_id == merchant_id,
-            op.created_at >= period.start(first),
-            op.created_at < period.start(after),
-        )
-        .scalar_subquery()
-        for first, after in period.buckets()
-    ]
-    row = db.session.execute(sa.select(*counted)).one()
+    buckets = period.buckets()
+    bounds: dict[str, object] = {"merchant_id": merchant_id}
+    for number, (first, after) in enumerate(buckets):
+        bounds[f"start_{number}"] = period.start(first)
+        bounds[f"end_{number}"] = period.start(after)
+    row = db.session.execute(_counts_statement(len(buckets)), bounds).one()
     return [int(count) for count in row]
+
+
+@functools.cache
+def _counts_statement(bars: int) -> sa.Select:
+    """The count of each of `bars` spans, their bounds bound at execution: the same statement
+    for every page with that many bars (up to 92), built and compiled once, not per page."""
+    op = MirroredOperation
+    return sa.select(
+        *[
+            sa.select(sa.func.count())
+            .where(
+                op.merchant_id == sa.bindparam("merchant_id"),
+                op.created_at >= sa.bindparam(f"start_{number}"),
+                op.created_at < sa.bindparam(f"end_{number}"),
+            )
+            .scalar_subquery()
+            for number in range(bars)
+        ]
+    )
 
 
 def _group_order(key: GroupKey) -> tuple[int, str, str, int]:

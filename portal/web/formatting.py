@@ -80,10 +80,11 @@ def _zone(name: str) -> tzinfo:
 
 def user_zone() -> tzinfo:
     """The signed-in user's zone; UTC for anyone else or an unknown name (once per request)."""
-    if "user_zone" not in g:
+    zone = g.get("user_zone")
+    if zone is None:
         name = current_user.time_zone if current_user.is_authenticated else None
-        g.user_zone = _zone(name) if name and name != "UTC" else UTC
-    return g.user_zone
+        zone = g.user_zone = _zone(name) if name and name != "UTC" else UTC
+    return zone
 
 
 def user_zone_name() -> str:
@@ -95,33 +96,40 @@ def when(moment: datetime | None, full: bool = False) -> Markup:
     """A `<time>` in the user's zone with the UTC value as its title (and, `full`, beside it).
 
     `2024-05-01 14:03:22 CEST`, titled `2024-05-01 12:03:22 UTC`. Python rather than a macro,
-    each conversion done once, and plain escaping rather than `Markup.format`: a list shows
-    hundreds of them.
+    each text cut from one isoformat, and plain escaping rather than `Markup.format`: a list
+    shows hundreds of them.
     """
     if moment is None:
         return Markup("—")
     utc = moment.astimezone(UTC)
+    stamp = utc.isoformat()
+    utc_text = f"{_seconds(stamp)} UTC"
     zone = user_zone()
-    here = utc if zone is UTC else utc.astimezone(zone)
-    utc_text = f"{_seconds(utc)} UTC"
-    local_text = f"{_seconds(here)} {here.tzname()}"
-    html = (
-        f'<time datetime="{utc.isoformat().replace("+00:00", "Z")}" title="{utc_text}">'
-        f"{escape(local_text)}</time>"
-    )
+    if zone is UTC:
+        local_text = utc_text
+    else:
+        here = utc.astimezone(zone)
+        local_text = str(escape(f"{_seconds(here.isoformat())} {here.tzname()}"))
+    html = f'<time datetime="{stamp.replace("+00:00", "Z")}" title="{utc_text}">{local_text}</time>'
     if full and local_text != utc_text:  # Etc/UTC, Zulu and the like read as UTC already
         html += f' <span class="muted">({utc_text})</span>'
     return Markup(html)  # noqa: S704  (digits and separators; the zone's name escaped)
 
 
-def _seconds(moment: datetime) -> str:
-    """`2024-05-01 14:03:22`, to the second (isoformat: 4 times faster than strftime)."""
-    return moment.isoformat(" ", "seconds")[:19]
+def _seconds(isoformat: str) -> str:
+    """`2024-05-01 14:03:22` from `2024-05-01T14:03:22.5+02:00`, to the second."""
+    return f"{isoformat[:10]} {isoformat[11:19]}"
 
 
 def badge(status: str, known: dict[int, str]) -> Markup:
     """A readable badge for a status text; a text the portal does not know is shown as it came."""
-    if status in known.values():
+    return _badge(status, status in known.values())
+
+
+@lru_cache(maxsize=256)
+def _badge(status: str, known: bool) -> Markup:
+    """The badge's HTML, made once per status: a list shows the same few on every row."""
+    if known:
         html = f'<span class="badge status-{escape(status)}">{escape(status.capitalize())}</span>'
     else:
         html = f'<span class="badge status-other">{escape(status)}</span>'
@@ -141,11 +149,13 @@ def money(amount: Decimal | None, currency: str | None = None) -> str:
 
 
 def _grouped(amount: Decimal, least: int) -> str:
+    """The amount's digits with thousands separators; its decimals without trailing zeros,
+    but at least `least` of them."""
     if not amount.is_finite():
         return str(amount)
-    exponent = amount.normalize().as_tuple().exponent
-    places = max(least, -exponent if isinstance(exponent, int) else 0)
-    return format(amount, f",.{places}f")
+    whole, _, decimals = format(amount, ",f").partition(".")
+    decimals = decimals.rstrip("0").ljust(least, "0")
+    return f"{whole}.{decimals}" if decimals else whole
 
 
 def category_name(category: str) -> str:

@@ -3,10 +3,10 @@ need attention, and the sandbox banner."""
 
 from __future__ import annotations
 
-from flask import Flask, request, url_for
+from flask import Flask, current_app, request, url_for
 from flask_login import current_user
 
-from portal.models import Environment
+from portal.models import Environment, Role
 from portal.rules import attention
 from portal.web.access import may_open
 
@@ -25,29 +25,41 @@ NAVIGATION = (
     ("Settings", "settings.api"),
     ("Audit", "audit_log.index"),
 )
+ATTENTION = "attention.index"
+MENUS_EXTENSION = "portal_menus"
 
 
 def layout_context() -> dict[str, object]:
     """Navigation and the sandbox banner for the signed-in user.
 
-    Each entry is (label, URL, current, count): the count of items that need attention (one
-    COUNT query on the mirror), 0 for the other entries; the menu shows it when there are any.
+    Each entry is (label, URL, current, count): the count of items that need attention (counted
+    once per sync of the mirror), 0 for the other entries; the menu shows it when there are any.
     """
     if not current_user.is_authenticated:
         return {"navigation": [], "sandbox": False, "may_open": may_open}
+    merchant = current_user.merchant
     navigation = [
-        (
-            label,
-            url_for(endpoint),
-            request.blueprint == endpoint.split(".")[0],
-            attention.count(current_user.merchant_id) if endpoint == "attention.index" else 0,
-        )
-        for label, endpoint in NAVIGATION
-        if may_open(endpoint)
+        (label, url, request.blueprint == blueprint, attention.count(merchant) if counted else 0)
+        for label, url, blueprint, counted in _menu(current_user.role)
     ]
-    connection = current_user.merchant.api_connection
+    connection = merchant.api_connection
     sandbox = connection is not None and connection.environment == Environment.SANDBOX
     return {"navigation": navigation, "sandbox": sandbox, "may_open": may_open}
+
+
+def _menu(role: Role) -> tuple[tuple[str, str, str, bool], ...]:
+    """The entries `role` may open: (label, URL, blueprint, whether it counts what needs
+    attention). The same for every request of the role, so made once per application and
+    address prefix (SCRIPT_NAME) rather than for every page."""
+    menus = current_app.extensions.setdefault(MENUS_EXTENSION, {})
+    key = role, request.script_root
+    if key not in menus:
+        menus[key] = tuple(
+            (label, url_for(endpoint), endpoint.split(".")[0], endpoint == ATTENTION)
+            for label, endpoint in NAVIGATION
+            if may_open(endpoint)
+        )
+    return menus[key]
 
 
 def init_app(app: Flask) -> None:

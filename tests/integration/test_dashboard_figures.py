@@ -15,6 +15,7 @@ from portal.rules.dashboard import Preset, preset_days
 from tests.support.mirror import mirror_operations
 from tests.support.money import signed_in
 from tests.support.portal_app import add_user, connected_portal, email
+from tests.support.statements import statements_of
 
 MARCH = "/?from=2024-03-01&to=2024-03-31"
 
@@ -172,3 +173,17 @@ def test_a_long_period_has_a_bar_per_month(app):
     assert "Monthly volume" in page
     bars = re.findall(r"<title>([\d-]+): (\d+)</title>", page)
     assert bars[0] == ("2024-01-15", "0") and ("2024-03-01", "1") in bars and len(bars) == 12
+
+
+def test_the_figures_cost_two_queries_beside_the_session(app):
+    """When the mirror last synced comes with the signed-in session's one query; the figures
+    are then one grouped query and one count per bar (and, only for `new` operations that money
+    reached, the query that reads them)."""
+    march = datetime(2024, 3, 5, 12, tzinfo=UTC)
+    mirror_operations(app, [made(1, "confirmed", "BTC", "0.1", march)])
+    owner = signed_in(app, email("owner"))
+    assert total(owner.get(MARCH).text) == "1 operation"  # the sign-in's message shown once
+    statements = statements_of(app, owner, MARCH)
+    assert len(statements) == 3, statements
+    assert "mirror_states" in statements[0] and "user_sessions" in statements[0]
+    assert not any("mirror_states" in statement for statement in statements[1:])

@@ -262,3 +262,25 @@ def test_amounts_up_to_thirty_digits_each_side_are_kept_exactly(api):
     amount = "9" * 30 + "." + "9" * 30
     api.answer("GET", "/v1/operations/42", Answer(200, {"data": operation_json(amount=amount)}))
     assert api.client().get_operation("42").amount == Decimal(amount)
+
+
+def test_a_record_read_is_the_record_its_constructor_makes():
+    """parse_record fills records without their __init__: the same fields, defaults included,
+    equal, hashable and frozen as a record made the ordinary way."""
+    from portal.api.records import parse_record
+
+    body = operation_json(transactions=[transaction_json()])
+    del body["application_id"], body["payment_url"]  # optional fields the answer left out
+    read = parse_record(Operation, body)
+    made = Operation(
+        **{
+            spec.name: getattr(read, spec.name)
+            for spec in dataclasses.fields(Operation)
+            if spec.name not in ("application_id", "payment_url")
+        }
+    )
+    assert read == made and hash(read) == hash(made) and repr(read) == repr(made)
+    assert read.application_id is None and read.payment_url is None
+    assert dataclasses.replace(read, status="confirmed").status == "confirmed"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        read.amount = Decimal(1)  # type: ignore[misc]

@@ -2,43 +2,33 @@
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-
-from portal.extensions import db
 from tests.support.forms import sign_in
+from tests.support.statements import statements_of
 
 
-def _statements(app, client, path: str) -> list[str]:
-    """The SQL statements that serving `path` to `client` runs."""
-    statements: list[str] = []
-
-    def record(_conn, _cursor, statement, *_args) -> None:
-        statements.append(statement)
-
-    with app.app_context():
-        engine = db.engine
-    sa.event.listen(engine, "before_cursor_execute", record)
-    try:
-        assert client.get(path).status_code == 200
-    finally:
-        sa.event.remove(engine, "before_cursor_execute", record)
-    return statements
-
-
-def test_a_signed_in_page_reads_the_database_twice(app, client, accounts):
-    """The session, its user, the merchant and its API connection come in one query; when the
-    mirror last synced in a second, for the menu's count of what needs attention (counted once
-    per sync, portal/rules/attention.py)."""
+def test_a_signed_in_page_reads_the_database_once(app, client, accounts):
+    """The session, its user, the merchant, its API connection and when its mirror last synced
+    (for the menu's count of what needs attention, counted once per sync,
+    portal/rules/attention.py) come in one query."""
     sign_in(client, accounts.owner)
-    statements = _statements(app, client, "/settings/api")
-    assert len(statements) == 2, statements
-    assert "mirror_states" in statements[1]
+    statements = statements_of(app, client, "/settings/api")
+    assert len(statements) == 1, statements
+    assert "mirror_states" in statements[0]
+
+
+def test_a_signed_in_healthz_reads_the_session_as_every_signed_in_request(app, client, accounts):
+    """bench/page_cost.py takes a signed-in /healthz as the no-op every page costs at least: it
+    loads the session with its user (one query) and answers as to a signed-in user."""
+    sign_in(client, accounts.owner)
+    statements = statements_of(app, client, "/healthz")
+    assert len(statements) == 1 and "user_sessions" in statements[0], statements
+    assert client.get("/healthz").headers["Cache-Control"] == "no-store"
 
 
 def test_a_static_file_reads_no_database(app, client, accounts):
     """A signed-in browser's stylesheet does not look the session up."""
     sign_in(client, accounts.owner)
-    assert _statements(app, client, "/static/portal.css") == []
+    assert statements_of(app, client, "/static/portal.css") == []
 
 
 def test_the_session_cookie_is_set_at_sign_in_only(client, accounts):
