@@ -93,7 +93,7 @@ def list_operations():
             "created": "created_at",
             "updated": "updated_at",
         },
-        default="created_at DESC, id DESC",
+        default="created_at",
     )
     rows, page = query.page("operations", "operations_counting")
     return {"data": records.operations(rows), **page}
@@ -168,7 +168,7 @@ def list_transactions():
             "created_at": "created_at",
             "updated_at": "updated_at",
         },
-        default="created_at DESC, id DESC",
+        default="created_at",
     )
     rows, page = query.page("transactions", "transactions_counting")
     return {"data": [records.transaction(row, with_operation=True) for row in rows], **page}
@@ -205,7 +205,7 @@ def list_vouchers():
     query.date_range("created_at")
     query.sort(
         {"amount": "amount", "status": "status", "created": "created_at", "updated": "updated_at"},
-        default="created_at DESC, id DESC",
+        default="created_at",
     )
     rows, page = query.page("vouchers", "vouchers_counting")
     return {"data": [records.voucher(row) for row in rows], **page}

@@ -11,12 +11,13 @@ import sqlite3
 from datetime import date, timedelta
 from urllib.parse import urlencode
 
-from flask import request
+from flask import current_app, request
 
-from . import money
+from . import money, seek
 from .currencies import CURRENCIES
-from .db import COUNTING_INDEXES, get
+from .db import COUNTING_INDEXES, get, nullable_columns, table_version
 from .errors import ApiError
+from .seek import ListSql, Order
 
 DEFAULT_PER_PAGE = 50
 MAX_PER_PAGE = 100
@@ -36,7 +37,7 @@ class ListQuery:
         self.where: list[str] = []
         self.params: list[object] = []
         self.columns: set[str] = set()
-        self.order_by = ""
+        self.sorted_by: tuple[str, bool] | None = None  # the column, and whether descending
 
     def _value(self, name: str) -> str | None:
         value = self.args.get(name)
@@ -155,20 +156,21 @@ class ListQuery:
         self._condition(column, f"{column} = ?", int(value))
 
     def sort(self, columns: dict[str, str], default: str) -> None:
-        """`sort` picks the column, `sort_type` the direction; ties go by id the same way."""
+        """`sort` picks the column, `sort_type` the direction; ties go by id the same way.
+        Without `sort`, the `default` column descending."""
         field = self._value("sort")
         direction = self._value("sort_type")
         if direction is not None and direction.lower() not in ("asc", "desc"):
             self._fail("sort_type", "The sort_type must be asc or desc.")
             direction = None
         if field is None:
-            self.order_by = default
-            return
-        if field not in columns:
+            column, descending = default, True
+        elif field not in columns:
             self._fail("sort", f"The sort must be one of: {', '.join(columns)}.")
             return
-        way = (direction or "asc").upper()
-        self.order_by = f"{columns[field]} {way}, id {way}"
+        else:
+            column, descending = columns[field], (direction or "asc").lower() == "desc"
+        self.sorted_by = column, descending
 
     def _positive_int(self, name: str, default: int) -> int:
         value = self._value(name)
@@ -182,25 +184,33 @@ class ListQuery:
     def page(self, table: str, counting_index: str | None = None) -> tuple[list[sqlite3.Row], dict]:
         """Run the query for the requested page; returns the rows and the envelope around them.
 
-        Counting a broad filter through a range index costs a table lookup per row; when every
-        filtered column is in the table's narrow covering index, the count scans that instead.
+        The table's version, the count and the rows are read in one transaction, so they agree
+        with each other; the count is remembered for that version and a deep page seeks from a
+        boundary remembered for it (`seek`). Counting a broad filter through a range index costs
+        a table lookup per row; when every filtered column is in the table's narrow covering
+        index, the count scans that instead.
         """
         page = self._positive_int("page", 1)
         per_page = min(self._positive_int("per_page", DEFAULT_PER_PAGE), MAX_PER_PAGE)
         if self.errors:
             raise ApiError(9, errors=self.errors)
-        where = f"WHERE {' AND '.join(self.where)}" if self.where else ""
+        assert self.sorted_by is not None  # sort() ran, and refused nothing
+        where = " AND ".join(self.where)
         connection = get()
+        column, descending = self.sorted_by
+        order = Order(column, descending, nullable=column in nullable_columns(connection, table))
         # Table and column names come from the views' constants, values go in as parameters.
         covered = counting_index and self.columns and self.columns <= COVERED[counting_index]
         source = f"{table} INDEXED BY {counting_index}" if covered else table
-        count_sql = f"SELECT COUNT(*) FROM {source} {where}"  # noqa: S608
-        total = connection.execute(count_sql, self.params).fetchone()[0]
-        page_sql = f"SELECT * FROM {table} {where} ORDER BY {self.order_by} LIMIT ? OFFSET ?"  # noqa: S608
-        rows = connection.execute(
-            page_sql,
-            [*self.params, per_page, (page - 1) * per_page],
-        ).fetchall()
+        count_sql = f"SELECT COUNT(*) FROM {source} {f'WHERE {where}' if where else ''}"  # noqa: S608
+        query = ListSql(current_app.config["DATABASE"], table, where, tuple(self.params), order)
+        connection.execute("BEGIN")
+        try:
+            version = table_version(connection, table)
+            total = seek.total(connection, query, version, count_sql)
+            rows = seek.page_rows(connection, query, version, (page - 1) * per_page, per_page)
+        finally:
+            connection.execute("COMMIT")
         return rows, envelope(page, per_page, total, len(rows))
 
 

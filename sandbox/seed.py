@@ -12,7 +12,7 @@ from datetime import timedelta
 from decimal import ROUND_CEILING, Decimal
 
 from .currencies import CRYPTO, market_rate, new_address
-from .db import create_indexes, timestamp, utcnow
+from .db import create_indexes, timestamp, unversioned_changes, utcnow
 from .money import to_units
 from .records import (
     APPLICATION_ID,
@@ -236,6 +236,7 @@ def seed(connection: sqlite3.Connection, count: int, random_seed: int, ttl_minut
     """Seed `count` operations into an empty database; returns False when data already exists."""
     if count <= 0 or connection.execute("SELECT EXISTS(SELECT 1 FROM operations)").fetchone()[0]:
         return False
-    Seeder(connection, random_seed, ttl_minutes).run(count)
+    with unversioned_changes(connection):
+        Seeder(connection, random_seed, ttl_minutes).run(count)
     create_indexes(connection)
     return True

@@ -16,12 +16,13 @@ import csv
 import io
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from portal.api import ApiFailure, ApiUnavailable
 from portal.api.paging import read_pages
 from portal.api.records import Page
-from portal.rules.csv_rows import Column, TimeZone, header, row
+from portal.rules.csv_rows import Column, TimeZone, header, row_writer
 
 PER_PAGE = 100
 BYTE_ORDER_MARK = "\ufeff"
@@ -57,6 +58,7 @@ class _Lines:
 
     def __init__(self, columns: tuple[Column, ...], zone: TimeZone, excel: bool) -> None:
         self.columns, self.zone, self.excel = columns, zone, excel
+        self.row = row_writer(columns, zone, excel)
         self.buffer = io.StringIO()
         self.writer = csv.writer(self.buffer)
 
@@ -64,8 +66,8 @@ class _Lines:
         self.writer.writerow(header(self.columns, self.zone))
         return (BYTE_ORDER_MARK if self.excel else "") + self.flush()
 
-    def add(self, record: object) -> None:
-        self.writer.writerow(row(self.columns, record, self.zone, self.excel))
+    def add(self, records: Iterable[object]) -> None:
+        self.writer.writerows(map(self.row, records))
 
     def flush(self) -> str:
         text = self.buffer.getvalue()
@@ -80,11 +82,10 @@ def local_text(
     """The CSV of records of the portal's own database, a chunk per PER_PAGE rows."""
     lines = _Lines(columns, zone, excel)
     yield lines.header()
-    for written, record in enumerate(records, start=1):
-        lines.add(record)
-        if written % PER_PAGE == 0:
-            yield lines.flush()
-    yield lines.flush()
+    remaining = iter(records)
+    while chunk := list(islice(remaining, PER_PAGE)):
+        lines.add(chunk)
+        yield lines.flush()
 
 
 def _csv_text(export: Export, first: Page) -> Iterator[str]:
@@ -94,13 +95,14 @@ def _csv_text(export: Export, first: Page) -> Iterator[str]:
     written = 0
     try:
         for page in read_pages(export.fetch, first):
-            for record in page.items:
-                if record.id in seen:  # moved to a later page while we read
-                    continue
-                seen.add(record.id)
-                for item in export.rows_of(record) if export.rows_of else (record,):
-                    lines.add(item)
-                    written += 1
+            records = [record for record in page.items if record.id not in seen]
+            seen.update(record.id for record in records)  # one moved to a later page comes once
+            if export.rows_of is None:
+                rows: list = records
+            else:
+                rows = [item for record in records for item in export.rows_of(record)]
+            lines.add(rows)
+            written += len(rows)
             yield lines.flush()
     except ApiFailure as failure:
         why = "no answer" if isinstance(failure, ApiUnavailable) else failure.message
