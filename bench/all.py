@@ -29,7 +29,7 @@ BENCH = Path(__file__).resolve().parent
 # another database.
 POSTGRES = os.environ.get("PORTAL_TEST_DATABASE_URL")
 BENCHES: list[tuple[str, list[str]]] = [
-    ("portal_operations_page.py", []),
+    ("page_cost.py", []),
     ("export_throughput.py", []),
     ("sandbox_scaling.py", []),
     ("load_test.py", ["--saturation"]),

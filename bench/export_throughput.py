@@ -27,6 +27,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.figures import figure
 from tests.support.portal_server import run_portal
 from tests.support.sandbox_server import run_sandbox
 
@@ -109,6 +110,10 @@ def main() -> None:
                     f"{growth / 1024:+.1f} MB",
                     flush=True,
                 )
+                figure(
+                    f"export peak memory, {max(sizes):,} rows vs {arguments.baseline:,} ({server})",
+                    f"{growth / 1024:+.1f} MB",
+                )
 
 
 def compare(server: str, sizes: list[int], rounds: int, sandbox: dict, portal: dict, root: Path):
@@ -124,11 +129,16 @@ def compare(server: str, sizes: list[int], rounds: int, sandbox: dict, portal: d
                 (bare_rates if kind == "bare" else portal_rates)[size].append(rows / seconds)
     for size in sizes:
         ratios = [p / b for p, b in zip(portal_rates[size], bare_rates[size], strict=True)]
+        bare_rate, portal_rate = (statistics.median(r[size]) for r in (bare_rates, portal_rates))
         print(
-            f"{server:>8}  {size:>10}  {statistics.median(bare_rates[size]):>11.0f}  "
-            f"{statistics.median(portal_rates[size]):>13.0f}  {statistics.median(ratios):>5.2f}  "
-            f"{portal[size].peak_memory_kib() / 1024:>7.1f}",
+            f"{server:>8}  {size:>10}  {bare_rate:>11.0f}  {portal_rate:>13.0f}  "
+            f"{statistics.median(ratios):>5.2f}  {portal[size].peak_memory_kib() / 1024:>7.1f}",
             flush=True,
+        )
+        figure(
+            f"export of {size:,} operations ({server})",
+            f"{portal_rate:,.0f} rows/s, bare loop {bare_rate:,.0f} rows/s, "
+            f"ratio {statistics.median(ratios):.2f} (target >= 1.0)",
         )
 
 

@@ -29,20 +29,6 @@ settings (the least any request through gunicorn costs). Exits 1 when a ratio is
 
     .venv/bin/python bench/page_cost.py [--requests 40] [--operations 300] [--mirrored 100000]
                                         [--servers gunicorn,flask]
-
-One run each way on 2026-11-24 (before: main, 40 rounds; after: 60), on a 2-core machine shared
-with other work (single figures move by some 10 %); ratio page / floor, page and floor in ms:
-
-    page                      gunicorn before        after                 flask run before  after
-    operations list, 50 rows  1.79 (12.2 / 6.8)  ->  1.58 (10.0 / 6.3)     1.84  ->  1.57
-    transactions, 50 rows     1.61 (16.4 / 10.1) ->  1.41 (12.9 / 9.1)     1.60  ->  1.41
-    dashboard, 30 days        1.09 (119 / 109)   ->  1.11 (53 / 48)        1.08  ->  1.11
-
-The signed-in no-op went from 3.4 to 3.2 ms (a bare WSGI app: 0.7-0.9 ms); the dashboard's SQL
-from 101 to 40 ms (migration 0015), which lowers its floor as much as the page. What remains
-above the floor of a list page is the portal's own work, in process: reading the 50 records
-(0.45 ms), the filter form (0.25 ms to read and validate, 0.5 ms to render), the rows (about
-1 ms) and the rest of the layout.
 """
 
 from __future__ import annotations
@@ -65,18 +51,19 @@ import sqlalchemy as sa
 from flask_login import login_user
 from werkzeug.datastructures import MultiDict
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.figures import figure
+from bench.search import fill, timed
+from portal.api import MerchantApiClient
+from portal.api.client import OPERATION_FILTERS, TRANSACTION_FILTERS
+from portal.api.wire import encode_query
+from portal.operations.forms import OperationFilters
+from portal.transactions.forms import TransactionFilters
+from tests.support.portal_server import PortalServer, run_portal
+from tests.support.sandbox_server import free_port, run_sandbox
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from search import fill, timed  # noqa: E402  (bench/search.py, beside this file)
-
-from portal.api import MerchantApiClient  # noqa: E402
-from portal.api.client import OPERATION_FILTERS, TRANSACTION_FILTERS  # noqa: E402
-from portal.api.wire import encode_query  # noqa: E402
-from portal.operations.forms import OperationFilters  # noqa: E402
-from portal.transactions.forms import TransactionFilters  # noqa: E402
-from tests.support.portal_server import PortalServer, run_portal  # noqa: E402
-from tests.support.sandbox_server import free_port, run_sandbox  # noqa: E402
 
 TARGET_RATIO = 1.2
 LIST_PAGE = {"per_page": "50"}
@@ -335,8 +322,14 @@ def main() -> None:
                 f"{each.median('no-op'):6.2f} {each.floor:6.2f} {each.median('page'):6.2f} "
                 f"{each.ratio:6.2f}"
             )
+            figure(
+                f"{each.name} ({kind})",
+                f"page {each.median('page'):.2f} ms, floor {each.floor:.2f} ms (no-op "
+                f"{each.median('no-op'):.2f}), ratio {each.ratio:.2f} (target <= {TARGET_RATIO})",
+            )
         print(f"{kind:<9} {'(operations API call through the portal client)':<54} {client_ms:6.2f}")
     print(f"bare WSGI 'hello' under gunicorn (the least a request costs): {hello_ms:.2f} ms")
+    figure("bare WSGI 'hello' under gunicorn", f"{hello_ms:.2f} ms")
     print(f"target: page / floor at most {TARGET_RATIO}; worst {worst:.2f}")
     sys.exit(0 if worst <= TARGET_RATIO else 1)
 

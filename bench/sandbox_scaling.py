@@ -30,6 +30,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.figures import figure
 from sandbox import db
 from sandbox.seed import seed
 from tests.support.sandbox_server import run_sandbox
@@ -126,6 +127,12 @@ def print_deep_pages(size: int, timings: dict[tuple[str, int, str], list[float]]
                 else:
                     medians.append(f"{statistics.median(timings[order, page, kind]):>8.2f}")
             print(f"{size:>10}  {order:>8}  {kind:>14}  {'  '.join(medians)}", flush=True)
+            if size >= 100 * max(DEEP_PAGES):
+                pages = ", ".join(
+                    f"page {page} {median.strip()} ms"
+                    for page, median in zip(DEEP_PAGES, medians, strict=True)
+                )
+                figure(f"sandbox, {size:,} operations, {order} order, {kind}", pages)
 
 
 def main() -> None:
@@ -152,6 +159,11 @@ def main() -> None:
                 f"{statistics.median(timings):>9.2f}  {p95:>7.2f}",
                 flush=True,
             )
+            figure(
+                f"sandbox, {size:,} operations, filtered sorted page of 100",
+                f"median {statistics.median(timings):.2f} ms, p95 {p95:.2f} ms; "
+                f"seeded in {seconds:.1f} s",
+            )
         print(f"\ndeep pages, per_page 100, median ms; filtered: {ORDERS['filtered']}")
         print(
             f"{'operations':>10}  {'order':>8}  {'read':>14}  "
@@ -172,6 +184,10 @@ def main() -> None:
     for size in sizes:
         cost = statistics.median(per_row[size])
         print(f"{size:>10}  {rows[size]:>7}  {cost:>13.1f}  {cost / smallest:>11.2f}")
+        figure(
+            f"sandbox, reading all {size:,} operations, cost per row",
+            f"{cost:.1f} us ({cost / smallest:.2f} x the {min(sizes):,}'s)",
+        )
 
 
 if __name__ == "__main__":
