@@ -14,8 +14,9 @@ Two phases are measured apart, each with its own figures:
 - signing in: the users are spawned (10 per second), each signing in as it starts;
 - browsing: `--duration` seconds with all of them signed in. The target (issue #16) is for
   this phase at 200 users: no failure and p95 under 300 ms.
-With `--saturation`, the run then adds `--step` users at a time, measuring each level for
-`--step-duration` seconds, until p95 passes 300 ms (or a request fails): the saturation point.
+With `--saturation`, the run then adds `--step` users at a time (or takes them away, when p95
+is already past 300 ms), measuring each level for `--step-duration` seconds, until p95 crosses
+300 ms (or a request fails): the saturation point lies between the last two levels.
 
 For each phase: requests, failures (each listed), throughput, p50/p95 of each kind of page
 (locust's percentiles: whole milliseconds below 100 ms, two significant digits above), and the
@@ -334,6 +335,10 @@ def run(
     return 0 if target_met and not failed else 1
 
 
+def saturated(level: Phase) -> bool:
+    return level.p95_ms >= TARGET_P95_MS or level.failures > 0
+
+
 def print_saturation(
     environment: Environment,
     runner: LocalRunner,
@@ -341,35 +346,42 @@ def print_saturation(
     arguments: argparse.Namespace,
     first: Phase,
 ) -> None:
-    """Add users step by step until p95 passes the target; print each level's figures."""
+    """From the first level, add users (or, when it is already past the target, take some
+    away) `--step` at a time until p95 crosses the target; print each level's figures."""
     levels = [first]
+    step = -arguments.step if saturated(first) else arguments.step
     users = first.users
-    while levels[-1].p95_ms < TARGET_P95_MS and not levels[-1].failures:
-        if users + arguments.step > arguments.max_users:
+    while saturated(levels[-1]) == saturated(first):
+        users += step
+        if not arguments.step <= users <= arguments.max_users:
             break
-        users += arguments.step
         spawn(runner, users)
         levels.append(
             measure(
-                environment,
-                meter,
-                "level",
-                users,
-                lambda: gevent.sleep(arguments.step_duration),
+                environment, meter, "level", users, lambda: gevent.sleep(arguments.step_duration)
             )
         )
     print(f"\n== saturation: p95 of every request at each level (target {TARGET_P95_MS} ms)")
     print(f"{'users':>6} {'requests/s':>10} {'failures':>8} {'p95 ms':>7} {'portal CPU':>10}")
-    for level in levels:
+    for level in sorted(levels, key=lambda level: level.users):
         print(
             f"{level.users:>6} {level.throughput:>10.1f} {level.failures:>8} "
             f"{level.p95_ms:>7.0f} {level.cpu['portal'] / level.seconds:>9.2f}c"
         )
-    last = levels[-1]
-    if last.p95_ms >= TARGET_P95_MS or last.failures:
-        found = f"{last.users} users (p95 {last.p95_ms:.0f} ms, {last.throughput:.1f} requests/s)"
+    over = [level for level in levels if saturated(level)]
+    under = [level for level in levels if not saturated(level)]
+    if over and under:
+        below = max(under, key=lambda level: level.users)
+        above = min(over, key=lambda level: level.users)
+        found = (
+            f"between {below.users} users (p95 {below.p95_ms:.0f} ms, "
+            f"{below.throughput:.1f} requests/s) and {above.users} "
+            f"(p95 {above.p95_ms:.0f} ms, {above.throughput:.1f} requests/s)"
+        )
+    elif over:
+        found = f"at or below {min(level.users for level in levels)} users"
     else:
-        found = f"not reached at {last.users} users (--max-users)"
+        found = f"not reached at {max(level.users for level in levels)} users (--max-users)"
     print(f"saturation point: {found}")
     figure("saturation point (p95 passes 300 ms)", found)
 
