@@ -107,6 +107,11 @@ class Merchant(Model):
     # sync writes it.
     mirror_state: Mapped[MirrorState | None] = relationship(viewonly=True)
 
+    @property
+    def last_synced_at(self) -> datetime | None:
+        """When the mirror last finished a sync of this merchant; None before its first one."""
+        return self.mirror_state.last_sync_at if self.mirror_state else None
+
 
 class User(UserMixin, Model):
     """A person who signs in; belongs to exactly one merchant."""

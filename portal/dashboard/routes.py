@@ -15,7 +15,7 @@ from portal.dashboard.forms import PERIOD_WORDS, PeriodForm
 from portal.models import Merchant
 from portal.rules import attempts
 from portal.rules.connection import in_background, masked_tokens
-from portal.rules.dashboard import CHART_HEIGHT, CHART_WIDTH, Period, last_synced, summarise
+from portal.rules.dashboard import CHART_HEIGHT, CHART_WIDTH, Period, summarise
 from portal.rules.rates import rate_rows
 from portal.web.access import ALL_ROLES, public, roles
 from portal.web.formatting import user_zone, user_zone_name
@@ -53,7 +53,7 @@ def _figures(merchant: Merchant, form: PeriodForm) -> dict[str, object]:
     """The period's summary from the mirror, once the mirror has synced at least once."""
     zone = user_zone()
     since, until, preset, refused = form.days(datetime.now(zone).date())
-    synced = last_synced(merchant)
+    synced = merchant.last_synced_at
     return {
         "form": form,
         "presets": PERIOD_WORDS,

@@ -143,7 +143,7 @@ def count(merchant: Merchant) -> int:
     signed-in session's query, `accounts.WITH_USER`). The attention page itself always counts
     afresh.
     """
-    synced = merchant.mirror_state.last_sync_at if merchant.mirror_state else None
+    synced = merchant.last_synced_at
     if synced is None:
         return 0
     counted = _counted.get(merchant.id)

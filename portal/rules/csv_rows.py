@@ -122,9 +122,6 @@ class Column:
     def header(self, zone: TimeZone) -> str:
         return f"{self.name} ({zone.name})" if self.kind == "timestamp" else self.name
 
-    def cell(self, record: object, zone: TimeZone, excel: bool = False) -> str:
-        return cell_writer(self.kind, zone, excel)(self.read(record))
-
 
 def cell_writer(kind: str, zone: TimeZone, excel: bool = False) -> Callable[[Any], str]:
     """How a value of a column of `kind` is written, worked out once rather than per cell."""
@@ -237,12 +234,6 @@ CROSS_EXCHANGE_COLUMNS = (
 
 def header(columns: tuple[Column, ...], zone: TimeZone) -> list[str]:
     return [column.header(zone) for column in columns]
-
-
-def row(
-    columns: tuple[Column, ...], record: object, zone: TimeZone, excel: bool = False
-) -> list[str]:
-    return row_writer(columns, zone, excel)(record)
 
 
 def row_writer(

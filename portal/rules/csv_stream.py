@@ -95,8 +95,11 @@ def _csv_text(export: Export, first: Page) -> Iterator[str]:
     written = 0
     try:
         for page in read_pages(export.fetch, first):
-            records = [record for record in page.items if record.id not in seen]
-            seen.update(record.id for record in records)  # one moved to a later page comes once
+            records = []
+            for record in page.items:  # one that moved to a later page while we read comes once
+                if record.id not in seen:
+                    seen.add(record.id)
+                    records.append(record)
             if export.rows_of is None:
                 rows: list = records
             else:

@@ -26,7 +26,7 @@ from sqlalchemy.sql.functions import GenericFunction
 from portal.api import OPERATION_STATUSES, Operation
 from portal.api.records import parse_record
 from portal.extensions import db
-from portal.models import Merchant, MirroredOperation
+from portal.models import MirroredOperation
 from portal.rules.progress import Progress, progress
 
 CHART_WIDTH, CHART_HEIGHT, CHART_TOP = 600, 160, 10
@@ -160,12 +160,6 @@ def _exact_sums_ready() -> None:
     raw = db.session.connection().connection.driver_connection
     if isinstance(raw, sqlite3.Connection):
         raw.create_aggregate("decimal_sum", 1, _DecimalSum)  # type: ignore[arg-type]
-
-
-def last_synced(merchant: Merchant) -> datetime | None:
-    """When the mirror of this merchant last finished a sync; None before its first one (read
-    with the signed-in session, `accounts.WITH_USER`)."""
-    return merchant.mirror_state.last_sync_at if merchant.mirror_state else None
 
 
 def summarise(merchant_id: int, period: Period) -> Summary:

@@ -21,7 +21,7 @@ from portal.rules.csv_rows import (
     header,
     neutralise,
     operation_transactions,
-    row,
+    row_writer,
     spreadsheet_text,
     utc_text,
 )
@@ -49,7 +49,7 @@ def operation(**changes) -> Operation:
 
 def by_header(columns, record, zone) -> dict[str, str]:
     """The CSV row of `record` by header name."""
-    return dict(zip(header(columns, zone), row(columns, record, zone), strict=True))
+    return dict(zip(header(columns, zone), row_writer(columns, zone)(record), strict=True))
 
 
 @pytest.mark.parametrize("trigger", ["=", "+", "-", "@", "\t", "\r", "\n"])
@@ -100,7 +100,7 @@ def test_every_text_column_of_an_operation_is_neutralised():
 
 
 def test_amounts_stay_exact_numbers_even_when_negative():
-    cells = row(OPERATION_COLUMNS, operation(amount=Decimal("-5.50000000")), UTC_ZONE)
+    cells = row_writer(OPERATION_COLUMNS, UTC_ZONE)(operation(amount=Decimal("-5.50000000")))
     names = header(OPERATION_COLUMNS, UTC_ZONE)
     assert cells[names.index("amount")] == "-5.50000000"
     assert cells[names.index("fee")] == "0.00100000"
@@ -137,7 +137,7 @@ def test_the_excel_variant_writes_dates_a_spreadsheet_reads_in_the_named_zone():
     cells = dict(
         zip(
             header(OPERATION_COLUMNS, berlin),
-            row(OPERATION_COLUMNS, operation(), berlin, excel=True),
+            row_writer(OPERATION_COLUMNS, berlin, excel=True)(operation()),
             strict=True,
         )
     )
@@ -163,7 +163,7 @@ def test_the_excel_variant_writes_dates_a_spreadsheet_reads_in_the_named_zone():
 )
 def test_the_excel_variant_keeps_text_that_a_spreadsheet_would_change_as_text(text, kept):
     assert spreadsheet_text(text) == kept
-    cells = row(OPERATION_COLUMNS, operation(order_id=text), UTC_ZONE, excel=True)
+    cells = row_writer(OPERATION_COLUMNS, UTC_ZONE, excel=True)(operation(order_id=text))
     assert cells[header(OPERATION_COLUMNS, UTC_ZONE).index("order_id")] == kept
 
 
