@@ -27,7 +27,9 @@ from portal.api.records import Operation
 from portal.rules.paid_transactions import PaidTransaction
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\n")
-_ANY_TRIGGER = re.compile("[" + re.escape("".join(FORMULA_TRIGGERS)) + "]")
+# Where a formula can start: at the start of the cell or of a piece after a list separator,
+# behind any spaces or quotes. A `-` inside `ORD-1` or an id is no such place.
+_FORMULA_START = re.compile(r'(?:^|[,;\t])[ "]*[' + re.escape("".join(FORMULA_TRIGGERS)) + "]")
 # The list separators spreadsheets split a line on (tab too, when they guess it), kept by the
 # split.
 _SEPARATORS = re.compile(r"([,;\t])")
@@ -45,10 +47,10 @@ def neutralise(text: str) -> str:
     Each piece between `,`, `;` or a tab that starts like a formula (after any spaces or quotes,
     which a split line may leave in front) gets the apostrophe, and so does a cell that starts
     with a tab or a line break; a piece that is a plain number (`-4`) is left alone, since a
-    spreadsheet reads it as that number. Most cells hold none of the characters a formula starts
-    with, and are returned at once (an export writes a dozen text cells a row).
+    spreadsheet reads it as that number. Most cells have no piece that starts like a formula,
+    and are returned at once (an export writes a dozen text cells a row).
     """
-    return _neutralise_pieces(text) if _ANY_TRIGGER.search(text) else text
+    return _neutralise_pieces(text) if _FORMULA_START.search(text) else text
 
 
 def _neutralise_pieces(text: str) -> str:
@@ -87,22 +89,32 @@ class TimeZone:
     zone: tzinfo
     name: str
 
-    def cell(self, moment: datetime | None, excel: bool = False) -> str:
-        """ISO 8601 with the zone; for `excel`, the date and time a spreadsheet reads as one
-        (to the second, without the zone, which the header names)."""
-        if moment is None:
-            return ""
+    def writer(self, excel: bool = False) -> Callable[[datetime | None], str]:
+        """How a timestamp is written: ISO 8601 with the zone; for `excel`, the date and time a
+        spreadsheet reads as one (to the second, without the zone, which the header names)."""
         if excel:
-            return moment.astimezone(self.zone).strftime("%Y-%m-%d %H:%M:%S")
+            return partial(_spreadsheet_time, self.zone)
         if self.zone is UTC:
-            return utc_text(moment)
-        return moment.astimezone(self.zone).isoformat(timespec="microseconds")
+            return _utc_cell
+        return partial(_iso_time, self.zone)
+
+
+def _spreadsheet_time(zone: tzinfo, moment: datetime | None) -> str:
+    return "" if moment is None else moment.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _iso_time(zone: tzinfo, moment: datetime | None) -> str:
+    return "" if moment is None else moment.astimezone(zone).isoformat(timespec="microseconds")
+
+
+def _utc_cell(moment: datetime | None) -> str:
+    return "" if moment is None else utc_text(moment)
 
 
 def utc_text(moment: datetime) -> str:
     """`YYYY-MM-DDTHH:MM:SS.ffffffZ` in UTC; `isoformat` writes it in a fifth of the time
     `strftime` takes, and alike but for a year before 1000, which strftime does not pad."""
-    utc = moment.astimezone(UTC)
+    utc = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
     if utc.year < 1000:
         return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return utc.isoformat(timespec="microseconds")[:-6] + "Z"
@@ -128,7 +140,7 @@ def cell_writer(kind: str, zone: TimeZone, excel: bool = False) -> Callable[[Any
     if kind == "decimal":
         return decimal_cell
     if kind == "timestamp":
-        return partial(zone.cell, excel=excel)
+        return zone.writer(excel)
     if kind == "bool":
         return _bool_cell
     return _excel_text_cell if excel else _text_cell
@@ -139,7 +151,7 @@ def _bool_cell(value: bool | None) -> str:
 
 
 def _text_cell(value: object) -> str:
-    return "" if value is None else neutralise(str(value))
+    return "" if value is None else neutralise(value if value.__class__ is str else str(value))
 
 
 def _excel_text_cell(value: object) -> str:
