@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,12 +61,17 @@ def local_page(query: sa.Select, per_page: int = 50) -> Pagination:
 @dataclass(frozen=True)
 class ApiList:
     """A list of the API as a page shows it: its filter form, the client's method that reads a
-    page of it, and the page's template with the fragment htmx asks for."""
+    page of it, and the page's template with the fragment htmx asks for.
+
+    `rows`, when given, makes the cells of a page's records at once for the template (its
+    `rows`; see `portal.web.rows`), rather than the template working each cell out.
+    """
 
     filters: type[ListFilters]
     read: Callable[[MerchantApiClient], Callable[..., Page]]
     template: str
     fragment: str
+    rows: Callable[[tuple[Any, ...]], Sequence[object]] | None = None
 
 
 def render_list(listing: ApiList, **context: object) -> Response:
@@ -90,6 +95,7 @@ def render_list(listing: ApiList, **context: object) -> Response:
         200 if page is not None else 422,
         form=query.form,
         page=page,
+        rows=listing.rows(page.items) if page is not None and listing.rows else None,
         out_of_band=wants_fragment(),
         **context,
     )

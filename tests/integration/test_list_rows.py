@@ -76,3 +76,33 @@ def test_transaction_rows_link_each_id_and_its_operation(tmp_path, upstream):
         assert f"<a {operation}>Operation {escape(f'op {ident}')}</a>" in html
     assert SCRIPT not in html
     assert html.count(str(escape(SCRIPT))) == len(HOSTILE_IDS)
+
+
+def test_currencies_of_the_api_are_escaped_beside_every_amount(tmp_path, upstream):
+    """A currency is a text of the API too: beside an operation's amounts, and in the currency
+    column of a transaction (its operation's payment currency)."""
+    mark, paid_in = "<i>X</i>", "<i>Y</i>"
+    operation = operation_json(id="9", currency=mark, currency_paid=paid_in, amount_paid="0.5")
+    upstream.answer(
+        "GET",
+        "/sandbox/v1/operations",
+        Answer(200, page_json([operation], page=1, per_page=50, total=1)),
+    )
+    transactions = [transaction_json(id="1", operation_id="9"), transaction_json(id="2")]
+    upstream.answer(
+        "GET",
+        "/sandbox/v1/transactions",
+        Answer(200, page_json(transactions, page=1, per_page=50, total=2)),
+    )
+    api = SimpleNamespace(base_url=upstream.base_url, token="list-rows-api-token")
+    with connected_portal(tmp_path, api) as app:
+        owner = signed_in(app, email("owner"))
+        operations = owner.get("/operations").get_data(as_text=True)
+        paid = owner.get("/transactions").get_data(as_text=True)
+    for html in (operations, paid):
+        assert mark not in html and paid_in not in html
+    assert f'<td class="number">100 {escape(mark)}</td>' in operations  # the amount
+    assert f'<td class="number">1 {escape(mark)}</td>' in operations  # the fee
+    assert f'<td class="number">0.5 {escape(paid_in)}</td>' in operations
+    assert f"<td>{escape(paid_in)}</td>" in paid  # the transaction of operation 9
+    assert "<td>—</td>" in paid  # the other has no operation, so no currency
