@@ -13,14 +13,15 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.support.browser import assert_accessible, sign_in_as
+from portal.checkout.routes import POLL_SECONDS
+from tests.support.browser import assert_accessible, next_poll, sign_in_as
 from tests.support.checkout import Checkout, new_checkout
 from tests.support.portal_server import PortalServer
 
 SHOP = "Checkout Shop"
 OWNER = "owner@checkout-shop.test"
 PHONE = {"width": 375, "height": 740}
-POLL_TIMEOUT = 15_000  # ms: polling asks every 5 s
+POLL_TIMEOUT = 15_000  # ms: time for one more poll, should `next_poll` catch one sent before
 
 
 @pytest.fixture(scope="module")
@@ -148,6 +149,7 @@ def test_each_failure_code(customer: Page, shop, portal: PortalServer, code: int
 
 def test_the_state_updates_by_itself(customer: Page, shop, portal: PortalServer) -> None:
     checkout = shop()
+    customer.clock.install()
     customer.goto(checkout.url)
     _expect_checkout(customer, checkout, WAITING, "Waiting for payment")
     expect(customer.get_by_text("Thank you")).to_have_count(0)
@@ -160,6 +162,7 @@ def test_the_state_updates_by_itself(customer: Page, shop, portal: PortalServer)
         f"operations/{checkout.operation.id}/transactions",
         {"amount": format(due, "f"), "status": "confirmed"},
     )
+    next_poll(customer, POLL_SECONDS)
     expect(_payment(customer).get_by_text("Confirmed", exact=True)).to_be_visible(
         timeout=POLL_TIMEOUT
     )
@@ -171,12 +174,14 @@ def test_a_partial_payment_says_what_is_paid_and_left(
     customer: Page, shop, portal: PortalServer
 ) -> None:
     checkout = shop(amount="0.02", currency="BTC", payment_currency="BTC")
+    customer.clock.install()
     customer.goto(checkout.url)
     portal.sandbox.control(
         "POST",
         f"operations/{checkout.operation.id}/transactions",
         {"amount": "0.005", "status": "confirmed"},
     )
+    next_poll(customer, POLL_SECONDS)
     heading = customer.get_by_role("heading", level=1)
     expect(heading).to_have_text("Part of your payment has arrived", timeout=POLL_TIMEOUT)
     expect(customer.get_by_text("0.005 BTC paid, 0.015 BTC left.")).to_be_visible()
@@ -184,6 +189,7 @@ def test_a_partial_payment_says_what_is_paid_and_left(
     assert_accessible(customer)
 
     portal.sandbox.control("POST", f"operations/{checkout.operation.id}/expire")
+    next_poll(customer, POLL_SECONDS)
     expect(heading).to_have_text(
         "The time to pay ran out before the full amount arrived", timeout=POLL_TIMEOUT
     )

@@ -9,7 +9,9 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from portal.api import MerchantApiClient
-from tests.support.browser import assert_accessible, sign_in_as
+from portal.operations.routes import POLL_SECONDS as OPERATION_POLL_SECONDS
+from portal.web.progress import LIST_POLL_SECONDS
+from tests.support.browser import assert_accessible, next_poll, sign_in_as
 from tests.support.portal_server import PortalServer
 
 
@@ -203,6 +205,7 @@ def test_a_payment_that_arrives_shows_without_a_reload(
     page: Page, portal: PortalServer, api: MerchantApiClient
 ) -> None:
     operation, (waiting,) = operation_with_transactions(portal, api, 1)
+    page.clock.install()
     sign_in_as(page, "operator@acme.test")
     page.goto(f"/operations/{operation.id}")
     status = page.locator("dt:text-is('Status') + dd")
@@ -212,6 +215,7 @@ def test_a_payment_that_arrives_shows_without_a_reload(
 
     body = {"amount": "0.005", "tx_id": uuid.uuid4().hex, "status": "confirmed"}
     portal.sandbox.control("POST", f"operations/{operation.id}/transactions", body)
+    next_poll(page, OPERATION_POLL_SECONDS)
     expect(status).to_contain_text("Partly paid", timeout=15_000)
     expect(page.locator("dt:text-is('Amount paid') + dd")).to_contain_text("0.005 BTC")
     expect(page.get_by_role("row")).to_have_count(3)  # the header, the waiting one, the payment
@@ -221,6 +225,7 @@ def test_a_payment_that_arrives_shows_without_a_reload(
 
     body = {"amount": "0.015", "tx_id": uuid.uuid4().hex, "status": "confirmed"}
     portal.sandbox.control("POST", f"operations/{operation.id}/transactions", body)
+    next_poll(page, OPERATION_POLL_SECONDS)
     expect(status).to_have_text("Confirmed", timeout=15_000)
     expect(page.locator("#operation-poll")).to_have_count(0)  # a final state: no more polling
     assert_accessible(page)
@@ -230,6 +235,7 @@ def test_the_operations_list_shows_a_payment_without_a_reload(
     page: Page, portal: PortalServer, api: MerchantApiClient
 ) -> None:
     operation, _ = operation_with_transactions(portal, api, 0)
+    page.clock.install()
     sign_in_as(page, "accountant@acme.test")
     page.goto("/operations?per_page=10")
     row = page.get_by_role("row").filter(
@@ -239,6 +245,7 @@ def test_the_operations_list_shows_a_payment_without_a_reload(
     url, history = page.url, page.evaluate("history.length")
     body = {"amount": "0.01", "tx_id": uuid.uuid4().hex, "status": "confirmed"}
     portal.sandbox.control("POST", f"operations/{operation.id}/transactions", body)
+    next_poll(page, LIST_POLL_SECONDS)
     expect(row).to_contain_text("Partly paid", timeout=25_000)
     assert page.url == url
     assert page.evaluate("history.length") == history  # the updates pushed nothing to it

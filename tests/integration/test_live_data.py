@@ -11,6 +11,7 @@ import collections
 import time
 import uuid
 
+import pytest
 import requests
 
 from tests.support.money import signed_in
@@ -101,6 +102,7 @@ def test_a_payment_on_the_hosted_page_reaches_the_shop_signed_and_the_owner_by_m
     assert f"https://portal.example.com/operations/{operation['id']}" in text_of(mail)
 
 
+@pytest.mark.slow
 def test_two_workers_on_postgresql_and_redis_send_each_event_once(
     tmp_path, sandbox, postgres_url, redis_store
 ):

@@ -27,6 +27,7 @@ def served(world):
         yield url
 
 
+@pytest.mark.slow
 def test_no_script_runs_on_the_main_pages(browser, served, world):
     context = browser.new_context(base_url=served)
     page = context.new_page()

@@ -53,6 +53,16 @@ def sign_in_as(page: Page, email: str, password: str = PASSWORD) -> None:
     expect(signed_in.or_(page.get_by_role("alert"))).to_be_attached()
 
 
+def next_poll(page: Page, every_seconds: float) -> None:
+    """Let a page that polls every `every_seconds` send its next poll now, and wait for the answer.
+
+    The page must have run under `page.clock.install()` since it loaded: the clock then runs past
+    the interval at once, so the real request goes out without the test sleeping through it.
+    """
+    with page.expect_response(lambda answer: answer.request.headers.get("hx-request") == "true"):
+        page.clock.run_for(int(every_seconds * 1000) + 1000)
+
+
 def assert_accessible(page: Page) -> None:
     """axe-core finds no serious or critical violation on the current page."""
     page.evaluate(AXE.read_text())

@@ -115,7 +115,10 @@ def run_shop(path: str = "/webhooks") -> Iterator[Shop]:
     """A shop on a free loopback port for the length of the block."""
     server = _Server(("127.0.0.1", 0), _Handler)
     server.shop = Shop(f"http://127.0.0.1:{server.server_address[1]}{path}")
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # The loop sees a shutdown at its next poll: half a second by default, for every test.
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )
     thread.start()
     try:
         yield server.shop
