@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
+from operator import attrgetter
+from types import SimpleNamespace
 
 import pytest
 
 from portal.api import ApiUnavailable, Page
-from portal.api.paging import read_pages
+from portal.api.paging import PAGES_AHEAD, read_pages
+from portal.rules import csv_stream
+from portal.rules.csv_rows import UTC_ZONE, Column
 
 
 class FakeList:
@@ -64,3 +69,16 @@ def test_a_failure_is_raised_at_its_page():
     assert [page.current_page for page in (next(pages), next(pages))] == [1, 2]
     with pytest.raises(ApiUnavailable):
         next(pages)
+
+
+def test_an_export_asks_for_more_pages_at_once_than_a_background_read_and_never_too_many():
+    listing = FakeList(pages=20, delay=0.02)
+
+    def list_page(page: int, per_page: int) -> Page:
+        answer = listing(page)
+        return replace(answer, items=tuple(SimpleNamespace(id=item) for item in answer.items))
+
+    export = csv_stream.Export(list_page, {}, (Column("id", "text", attrgetter("id")),), UTC_ZONE)
+    _, text = csv_stream.start(export)
+    assert len("".join(text).splitlines()) == 1 + 2 * 20  # the header, then every record
+    assert PAGES_AHEAD < listing.most_at_once <= csv_stream.PAGES_AHEAD
