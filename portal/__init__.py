@@ -17,9 +17,9 @@ from portal.web import (
     errors,
     formatting,
     i18n,
-    lists,
     navigation,
     progress,
+    rows,
     security,
     sessions,
 )
@@ -92,8 +92,8 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     errors.init_app(app)
     formatting.init_app(app)
-    lists.init_app(app)
     progress.init_app(app)
+    rows.init_app(app)
     navigation.init_app(app)
     queue.init_app(app)
     cli.init_app(app)

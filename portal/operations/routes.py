@@ -41,7 +41,6 @@ from portal.web.one_time import OneTimeForm, refuse_used, send
 from portal.web.pages import page, polled_by, render_page, wants_fragment
 from portal.web.public_urls import checkout_url
 from portal.web.refusals import NOTHING_SENT, Check, meet, record_or_404, unless_unavailable
-from portal.web.rows import operation_rows
 from portal.web.timelines import lines
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
@@ -59,7 +58,6 @@ OPERATIONS = ApiList(
     lambda api: api.list_operations,
     "operations/index.html",
     "operations/_results.html",
-    rows=operation_rows,
 )
 OPERATION = OneTimeForm(
     IntentKind.OPERATION,

@@ -151,7 +151,7 @@ def _bool_cell(value: bool | None) -> str:
 
 
 def _text_cell(value: object) -> str:
-    return "" if value is None else neutralise(value if value.__class__ is str else str(value))
+    return "" if value is None else neutralise(str(value))
 
 
 def _excel_text_cell(value: object) -> str:

@@ -17,14 +17,12 @@ from portal.web.lists import ApiList, render_list
 from portal.web.merchant import current_api
 from portal.web.pages import render_page
 from portal.web.refusals import record_or_404
-from portal.web.rows import transaction_rows
 
 TRANSACTIONS = ApiList(
     TransactionFilters,
     lambda api: partial(list_paid, api),  # each with its currency, on the page and in exports
     "transactions/index.html",
     "transactions/_results.html",
-    rows=transaction_rows,
 )
 
 

@@ -6,12 +6,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from flask import Flask, current_app, request, url_for
+from flask import current_app, request, url_for
 from flask_sqlalchemy.pagination import Pagination
 from werkzeug.wrappers import Response
 
@@ -61,17 +61,12 @@ def local_page(query: sa.Select, per_page: int = 50) -> Pagination:
 @dataclass(frozen=True)
 class ApiList:
     """A list of the API as a page shows it: its filter form, the client's method that reads a
-    page of it, and the page's template with the fragment htmx asks for.
-
-    `rows`, when given, makes the cells of a page's records at once for the template (its
-    `rows`; see `portal.web.rows`), rather than the template working each cell out.
-    """
+    page of it, and the page's template with the fragment htmx asks for."""
 
     filters: type[ListFilters]
     read: Callable[[MerchantApiClient], Callable[..., Page]]
     template: str
     fragment: str
-    rows: Callable[[tuple[Any, ...]], Sequence[object]] | None = None
 
 
 def render_list(listing: ApiList, **context: object) -> Response:
@@ -95,14 +90,9 @@ def render_list(listing: ApiList, **context: object) -> Response:
         200 if page is not None else 422,
         form=query.form,
         page=page,
-        rows=listing.rows(page.items) if page is not None and listing.rows else None,
         out_of_band=wants_fragment(),
         **context,
     )
     if wants_fragment() and not polled_by(LIVE_RESULTS):
         response.headers["HX-Push-Url"] = url_for(request.endpoint or "", **query.form.query_args())
     return response
-
-
-def init_app(app: Flask) -> None:
-    app.add_template_global(record_url)

@@ -36,7 +36,6 @@ def operation_badge(operation: Operation) -> Markup:
 
 
 def init_app(app: Flask) -> None:
-    app.add_template_global(operation_badge)
     app.add_template_global(state_badge)
     app.add_template_global(progress, "payment_progress")
     app.add_template_global(amount_due)

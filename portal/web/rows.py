@@ -1,9 +1,10 @@
-"""The rows of the operations and transactions lists, each worked out in one Python call.
+"""The rows of the operations and transactions tables, each worked out in one Python call.
 
 A list page shows up to 100 rows of a dozen values each; written with template calls
 (`when(...)`, `| money`, badges) a row cost Jinja some ten calls of its own. Here a row's cells
 are made at once with the same functions, so the pages read exactly as any other page, and the
-templates only loop over the rows and place the cells. Texts of the API stay plain strings:
+templates (the lists, the dashboard's latest operations) loop over `operation_rows(...)` or
+`transaction_rows(...)` and place the cells. Texts of the API stay plain strings:
 the template escapes them as it escapes any value; the cells that are markup already (`when`,
 badges) are `Markup`.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from flask import Flask
 from markupsafe import Markup
 
 from portal.api import TRANSACTION_STATUSES, Operation
@@ -99,3 +101,8 @@ def transaction_rows(paid: Iterable[PaidTransaction]) -> list[TransactionRow]:
             )
         )
     return rows
+
+
+def init_app(app: Flask) -> None:
+    app.add_template_global(operation_rows)
+    app.add_template_global(transaction_rows)

@@ -106,3 +106,22 @@ def test_currencies_of_the_api_are_escaped_beside_every_amount(tmp_path, upstrea
     assert f'<td class="number">0.5 {escape(paid_in)}</td>' in operations
     assert f"<td>{escape(paid_in)}</td>" in paid  # the transaction of operation 9
     assert "<td>—</td>" in paid  # the other has no operation, so no currency
+
+
+def test_the_dashboards_latest_operations_are_written_as_the_lists_rows(tmp_path, upstream):
+    """The dashboard's table of the latest operations makes its rows as the operations list
+    does: the same links, and the API's text escaped."""
+    latest = HOSTILE_IDS[:5]  # the dashboard shows the latest five
+    operations = [operation_json(id=ident, order_id=SCRIPT, status=SCRIPT) for ident in latest]
+    page = page_json(operations, page=1, per_page=5, total=len(operations))
+    upstream.answer("GET", "/sandbox/v1/operations", Answer(200, page))
+    api = SimpleNamespace(base_url=upstream.base_url, token="list-rows-api-token")
+    poll = {"HX-Request": "true", "HX-Trigger": "latest-operations"}
+    with connected_portal(tmp_path, api) as app:
+        html = signed_in(app, email("owner")).get("/", headers=poll).get_data(as_text=True)
+        with app.test_request_context():
+            links = [_href("operations.detail", operation_id=ident) for ident in latest]
+    for ident, link in zip(latest, links, strict=True):
+        assert f"<a {link}>{escape(ident)}</a>" in html
+    assert SCRIPT not in html
+    assert html.count(str(escape(SCRIPT))) == 2 * len(latest)  # order number, status
