@@ -41,10 +41,11 @@ messages: $(STAMP)
 	$(BIN)/pybabel extract -F babel.cfg -k _l --no-location --sort-output -o portal/translations/messages.pot .
 	$(BIN)/pybabel update --ignore-obsolete -i portal/translations/messages.pot -d portal/translations
 
-# Playwright cannot download its own browser here: the tests drive Debian's Chromium, or the
-# one PORTAL_TEST_CHROMIUM names (as tests/browser/conftest.py reads it).
+# Playwright cannot download its own browser here: the tests drive Debian's headless shell of
+# Chromium, or the one PORTAL_TEST_CHROMIUM names (as tests/support/browser.py reads it).
 chromium:
-	@test -x "$${PORTAL_TEST_CHROMIUM:-/usr/bin/chromium}" || $(call apt_install,chromium)
+	@test -x "$${PORTAL_TEST_CHROMIUM:-/usr/bin/chromium-headless-shell}" || \
+	  $(call apt_install,chromium-headless-shell)
 
 # htmx and the accessibility checker come from the npm registry.
 npm:
