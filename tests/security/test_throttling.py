@@ -18,7 +18,7 @@ ACCOUNT_LIMIT = 3
 ADDRESS_LIMIT = 5
 LIMITED = "Too many failed sign-in attempts"
 # Long enough for the attempts before the lock to fit in it on a busy machine.
-SHORT_WINDOW = 4
+SHORT_WINDOW = 2
 
 
 @pytest.fixture(params=["memory", "redis"])
