@@ -1,6 +1,14 @@
 """Client of the Merchant API v1: the only code of the portal that speaks HTTP to the API."""
 
-from portal.api.client import ENVIRONMENT_PREFIXES, MerchantApiClient, mask_token
+from portal.api.client import (
+    ENVIRONMENT_PREFIXES,
+    OPERATION_LIST,
+    TRANSACTION_LIST,
+    VOUCHER_LIST,
+    ListEndpoint,
+    MerchantApiClient,
+    mask_token,
+)
 from portal.api.errors import (
     DOCUMENTED_MESSAGES,
     ApiFailure,
@@ -26,8 +34,11 @@ from portal.api.session import make_session
 __all__ = [
     "DOCUMENTED_MESSAGES",
     "ENVIRONMENT_PREFIXES",
+    "OPERATION_LIST",
     "OPERATION_STATUSES",
+    "TRANSACTION_LIST",
     "TRANSACTION_STATUSES",
+    "VOUCHER_LIST",
     "VOUCHER_STATUSES",
     "ApiFailure",
     "ApiRefusal",
@@ -41,6 +52,7 @@ __all__ = [
     "ErrorCode.VOUCHER_NOT_FOUND",
     "Exchange",
     "Identified",
+    "ListEndpoint",
     "MerchantApiClient",
     "Operation",
     "Page",

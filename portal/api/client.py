@@ -6,9 +6,10 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, Unpack
 from urllib.parse import quote
 
 import requests
@@ -16,7 +17,7 @@ import urllib3.exceptions
 from requests.auth import AuthBase
 
 from portal.api.errors import ApiFailure, ApiUnavailable, ErrorCode, error_from_answer
-from portal.api.paging import read_pages
+from portal.api.paging import PageReader, read_pages
 from portal.api.records import (
     CrossExchange,
     Exchange,
@@ -76,6 +77,22 @@ TRANSACTION_FILTERS = (
     "reject_reason",
 )
 VOUCHER_FILTERS = (*_COMMON_PARAMS, "amount_from", "amount_to", "currency", "status")
+
+
+@dataclass(frozen=True)
+class ListEndpoint(Generic[T]):
+    """A list of the API: its path, the records it holds, the filters it takes, and whether it
+    is read with the company token when there is one."""
+
+    path: str
+    kind: type[T]
+    filters: tuple[str, ...]
+    company: bool = False
+
+
+OPERATION_LIST = ListEndpoint("/operations", Operation, OPERATION_FILTERS)
+TRANSACTION_LIST = ListEndpoint("/transactions", Transaction, TRANSACTION_FILTERS)
+VOUCHER_LIST = ListEndpoint("/vouchers", Voucher, VOUCHER_FILTERS, company=True)
 
 
 def mask_token(token: str | None) -> str | None:
@@ -177,11 +194,11 @@ class MerchantApiClient:
 
     def list_operations(self, **filters: Any) -> Page[Operation]:
         """One page of operations; filters are those of section 4.4, as Python values."""
-        return self._page("/operations", Operation, OPERATION_FILTERS, filters)
+        return self.fetch_page(OPERATION_LIST, **filters)()
 
     def iter_operations(self, **filters: Any) -> Iterator[Operation]:
         """Every operation matching the filters, page after page."""
-        return _every(self.list_operations, filters)
+        return _every(partial(self.fetch_page, OPERATION_LIST), filters)
 
     def get_operation(self, operation_id: str) -> Operation:
         return self._call(
@@ -241,10 +258,10 @@ class MerchantApiClient:
 
     def list_transactions(self, **filters: Any) -> Page[Transaction]:
         """One page of transactions; filters are those of section 4.7, as Python values."""
-        return self._page("/transactions", Transaction, TRANSACTION_FILTERS, filters)
+        return self.fetch_page(TRANSACTION_LIST, **filters)()
 
     def iter_transactions(self, **filters: Any) -> Iterator[Transaction]:
-        return _every(self.list_transactions, filters)
+        return _every(partial(self.fetch_page, TRANSACTION_LIST), filters)
 
     def get_transaction(self, transaction_id: str) -> Transaction:
         return self._call(
@@ -258,10 +275,10 @@ class MerchantApiClient:
 
     def list_vouchers(self, **filters: Any) -> Page[Voucher]:
         """One page of vouchers (with the company token when there is one)."""
-        return self._page("/vouchers", Voucher, VOUCHER_FILTERS, filters, company=True)
+        return self.fetch_page(VOUCHER_LIST, **filters)()
 
     def iter_vouchers(self, **filters: Any) -> Iterator[Voucher]:
-        return _every(self.list_vouchers, filters)
+        return _every(partial(self.fetch_page, VOUCHER_LIST), filters)
 
     def get_voucher(self, voucher_id: str) -> Voucher:
         return self._call(
@@ -347,18 +364,16 @@ class MerchantApiClient:
 
     # --- The HTTP exchange --------------------------------------------------------------------
 
-    def _page(
-        self,
-        path: str,
-        kind: type[T],
-        allowed: tuple[str, ...],
-        filters: dict[str, Any],
-        company: bool = False,
-    ) -> Page[T]:
-        params = encode_query(filters, allowed)
-        return self._call(
-            "GET", path, params=params, parse=partial(parse_page, kind), company=company
-        )
+    def fetch_page(self, endpoint: ListEndpoint[T], **filters: Any) -> PageReader[T]:
+        """Ask for one page of a list and wait for the answer; the function returned reads it.
+
+        `list_operations(**filters)` is `fetch_page(OPERATION_LIST, **filters)()`. Apart, the two
+        steps let paging wait for answers on worker threads and read them where the pages are
+        used (`portal.api.paging`). A refusal raises here, a body that is not a page when read.
+        """
+        params = encode_query(filters, endpoint.filters)
+        parse = partial(parse_page, endpoint.kind)
+        return self._fetch("GET", endpoint.path, parse, params=params, company=endpoint.company)
 
     def _send(
         self,
@@ -406,7 +421,18 @@ class MerchantApiClient:
         self, method: str, path: str, *, parse: Callable[[object], R], **options: Unpack[_Options]
     ) -> R:
         """Send one request (see `_send`) and return `parse(json body)`."""
-        response = self._send(method, path, **options)
+        return self._fetch(method, path, parse, **options)()
+
+    def _fetch(
+        self, method: str, path: str, parse: Callable[[object], R], **options: Unpack[_Options]
+    ) -> Callable[[], R]:
+        """Send one request (see `_send`); the function returned reads its answer with `parse`."""
+        return partial(self._read, method, path, self._send(method, path, **options), parse)
+
+    def _read(
+        self, method: str, path: str, response: requests.Response, parse: Callable[[object], R]
+    ) -> R:
+        """`parse(json body)`; a body that is not what the contract promises is ApiUnavailable."""
         try:
             payload = parse_json(response.content) if response.content.strip() else None
             return parse(payload)
@@ -455,7 +481,9 @@ class MerchantApiClient:
         return text
 
 
-def _every(list_page: Callable[..., Page[Record]], filters: dict[str, Any]) -> Iterator[Record]:
+def _every(
+    fetch_page: Callable[..., PageReader[Record]], filters: dict[str, Any]
+) -> Iterator[Record]:
     """Every record of a list, at the largest page size, the next pages read ahead.
 
     A record that moves to a later page while the pages are read (newest first, and new records
@@ -463,7 +491,7 @@ def _every(list_page: Callable[..., Page[Record]], filters: dict[str, Any]) -> I
     """
     if "page" in filters:
         raise TypeError("iterators read every page; `page` is not a filter for them")
-    pages = read_pages(partial(list_page, **{"per_page": MAX_PER_PAGE, **filters}))
+    pages = read_pages(partial(fetch_page, **{"per_page": MAX_PER_PAGE, **filters}))
 
     def records() -> Iterator[Record]:
         seen: set[str] = set()

@@ -16,7 +16,15 @@ from flask_login import current_user
 from werkzeug.wrappers import Response
 from wtforms import Field
 
-from portal.api import ApiFailure, ApiRefusal, ErrorCode, MerchantApiClient, Operation, Transaction
+from portal.api import (
+    OPERATION_LIST,
+    ApiFailure,
+    ApiRefusal,
+    ErrorCode,
+    MerchantApiClient,
+    Operation,
+    Transaction,
+)
 from portal.models import IntentKind, Role
 from portal.operations import bp
 from portal.operations.forms import (
@@ -55,7 +63,7 @@ PAID_ONES_WARNING = (
 )
 OPERATIONS = ApiList(
     OperationFilters,
-    lambda api: api.list_operations,
+    lambda api: partial(api.fetch_page, OPERATION_LIST),
     "operations/index.html",
     "operations/_results.html",
 )

@@ -1,10 +1,10 @@
 """Every page of a list as one streamed CSV: rows leave as pages arrive, never the whole result.
 
 The first page is fetched before the response starts, so a bad filter or an unreachable API is
-an ordinary error page, not a file. Later pages are requested several ahead on worker threads
-while the current one is written. A failure after the first page cannot change the status any
-more: the file then ends with an `EXPORT INCOMPLETE` row that says how far it got, so it can
-never pass for a complete export (docs/exports.md).
+an ordinary error page, not a file. Later pages are asked for ahead on worker threads while the
+current one is written (`portal.api.paging`). A failure after the first page cannot change the
+status any more: the file then ends with an `EXPORT INCOMPLETE` row that says how far it got, so
+it can never pass for a complete export (docs/exports.md).
 
 The portal's own tables (`local_text`) are read from the database as they are written, in the
 same format.
@@ -20,40 +20,36 @@ from itertools import islice
 from typing import Any
 
 from portal.api import ApiFailure, ApiUnavailable
-from portal.api.paging import read_pages
+from portal.api.paging import PageReader, read_pages
 from portal.api.records import Page
 from portal.rules.csv_rows import Column, TimeZone, header, row_writer
 
 PER_PAGE = 100
-# Pages requested at once while one is written. A person waits for an export, and the API
-# answers pages faster side by side than one after the other; the mirror's background sync
-# keeps to the gentler default of `read_pages` (docs/exports.md, "Streaming").
-PAGES_AHEAD = 6
 BYTE_ORDER_MARK = "\ufeff"
 INCOMPLETE_MARK = "EXPORT INCOMPLETE"
 
-ListPage = Callable[..., Page]
+FetchPage = Callable[..., PageReader[Any]]
 
 
 @dataclass(frozen=True)
 class Export:
     """What to export: a list endpoint with its filters, and how records become rows."""
 
-    list_page: ListPage
+    fetch_page: FetchPage
     filters: dict
     columns: tuple[Column, ...]
     zone: TimeZone
     rows_of: Callable[[Any], Iterable[object]] | None = None  # default: the record itself
     excel: bool = False  # the Excel variant: a byte-order mark, spreadsheet dates and text
 
-    def fetch(self, page: int) -> Page:
-        """One page of the export, at the export's page size."""
-        return self.list_page(page=page, per_page=PER_PAGE, **self.filters)
+    def fetch(self, page: int) -> PageReader[Any]:
+        """Ask for one page of the export, at the export's page size."""
+        return self.fetch_page(page=page, per_page=PER_PAGE, **self.filters)
 
 
 def start(export: Export) -> tuple[Page, Iterator[str]]:
     """Fetch the first page (errors raise here, before any byte is sent) and the CSV stream."""
-    first = export.fetch(page=1)
+    first = export.fetch(page=1)()
     return first, _csv_text(export, first)
 
 
@@ -98,7 +94,7 @@ def _csv_text(export: Export, first: Page) -> Iterator[str]:
     seen: set[str] = set()
     written = 0
     try:
-        for page in read_pages(export.fetch, first, ahead=PAGES_AHEAD):
+        for page in read_pages(export.fetch, first):
             records = []
             for record in page.items:  # one that moved to a later page while we read comes once
                 if record.id not in seen:

@@ -33,7 +33,7 @@ import sqlalchemy as sa
 from flask import current_app
 from sqlalchemy.exc import IntegrityError
 
-from portal.api import ApiFailure, MerchantApiClient, Operation, Page, Transaction
+from portal.api import OPERATION_LIST, ApiFailure, MerchantApiClient, Operation, Page, Transaction
 from portal.api.paging import read_pages
 from portal.extensions import db
 from portal.models import (
@@ -52,6 +52,7 @@ from portal.rules.progress import Progress, progress
 
 log = logging.getLogger(__name__)
 R = TypeVar("R", Operation, Transaction)
+A = TypeVar("A")
 
 PER_PAGE = 100
 # How far before the watermark an incremental sync still reads.
@@ -463,7 +464,13 @@ class _Sync:
         written and committed on its own so a long first sync keeps its progress."""
         pages = read_pages(
             self._counted(
-                partial(client.list_operations, sort="updated", sort_type="desc", per_page=PER_PAGE)
+                partial(
+                    client.fetch_page,
+                    OPERATION_LIST,
+                    sort="updated",
+                    sort_type="desc",
+                    per_page=PER_PAGE,
+                )
             )
         )
         for page in pages:
@@ -487,10 +494,12 @@ class _Sync:
         )
         self._write(operations, transactions)
 
-    def _counted(self, list_page: Callable[..., Page[R]]) -> Callable[..., Page[R]]:
-        def counted(**filters: Any) -> Page[R]:
+    def _counted(self, request: Callable[..., A]) -> Callable[..., A]:
+        """`request`, each call counted as one request to the API."""
+
+        def counted(**filters: Any) -> A:
             self.report.requests += 1
-            return list_page(**filters)
+            return request(**filters)
 
         return counted
 

@@ -8,9 +8,11 @@ one more request, by their ids, so a list or an export asks once per page, never
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from portal.api import MerchantApiClient, Page, Transaction
+from portal.api import OPERATION_LIST, MerchantApiClient, Operation, Page, Transaction
+from portal.api.paging import PageReader
 
 
 @dataclass(frozen=True)
@@ -25,14 +27,28 @@ class PaidTransaction:
         return self.transaction.id
 
 
-def list_paid(api: MerchantApiClient, **filters: Any) -> Page[PaidTransaction]:
-    """One page of the transactions list (section 4.7), each with its currency."""
-    page = api.list_transactions(**filters)
-    operation_ids = sorted({tx.operation_id for tx in page.items if tx.operation_id})
-    currencies: dict[str, str] = {}
+def fetch_paid(api: MerchantApiClient, **filters: Any) -> PageReader[PaidTransaction]:
+    """Ask for one page of the transactions list (section 4.7); the function returned reads it,
+    each transaction with its currency.
+
+    The transactions are read at once: their operations' ids make the second request. The
+    operations are read with the page, where it is used (`portal.api.paging`).
+    """
+    transactions = api.list_transactions(**filters)
+    operation_ids = sorted({tx.operation_id for tx in transactions.items if tx.operation_id})
+    operations = None
     if operation_ids:
-        operations = api.list_operations(id=operation_ids, per_page=len(operation_ids))
-        currencies = {operation.id: operation.currency_paid for operation in operations.items}
+        operations = api.fetch_page(OPERATION_LIST, id=operation_ids, per_page=len(operation_ids))
+    return partial(_paid, transactions, operations)
+
+
+def _paid(
+    transactions: Page[Transaction], operations: PageReader[Operation] | None
+) -> Page[PaidTransaction]:
+    currencies: dict[str, str] = {}
+    if operations is not None:
+        currencies = {operation.id: operation.currency_paid for operation in operations().items}
+    page = transactions
     paid = tuple(PaidTransaction(tx, currencies.get(tx.operation_id or "")) for tx in page.items)
     return Page(
         paid, page.total, page.current_page, page.last_page, page.per_page, page.from_, page.to

@@ -8,7 +8,7 @@ from werkzeug.wrappers import Response
 
 from portal.api import ErrorCode
 from portal.rules.csv_rows import TRANSACTION_COLUMNS
-from portal.rules.paid_transactions import list_paid
+from portal.rules.paid_transactions import fetch_paid
 from portal.transactions import bp
 from portal.transactions.forms import TransactionFilters
 from portal.web.access import ALL_ROLES, roles
@@ -20,7 +20,7 @@ from portal.web.refusals import record_or_404
 
 TRANSACTIONS = ApiList(
     TransactionFilters,
-    lambda api: partial(list_paid, api),  # each with its currency, on the page and in exports
+    lambda api: partial(fetch_paid, api),  # each with its currency, on the page and in exports
     "transactions/index.html",
     "transactions/_results.html",
 )

@@ -10,7 +10,7 @@ from flask import flash, redirect, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from portal.api import ApiFailure, ErrorCode, Voucher
+from portal.api import VOUCHER_LIST, ApiFailure, ErrorCode, Voucher
 from portal.models import IntentKind, Role
 from portal.rules import audit
 from portal.rules.csv_rows import VOUCHER_COLUMNS
@@ -44,7 +44,7 @@ VOUCHER = OneTimeForm(
 
 VOUCHERS = ApiList(
     VoucherFilters,
-    lambda api: api.list_vouchers,
+    lambda api: partial(api.fetch_page, VOUCHER_LIST),
     "vouchers/index.html",
     "vouchers/_results.html",
 )

@@ -41,7 +41,7 @@ def csv_download(
     if query.filters is None:
         return render_list(listing)
     export = Export(
-        list_page=listing.read(current_api()),
+        fetch_page=listing.fetch(current_api()),
         filters={name: value for name, value in query.filters.items() if name not in PAGING},
         columns=columns,
         zone=_zone(),

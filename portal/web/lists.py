@@ -15,7 +15,8 @@ from flask import current_app, request, url_for
 from flask_sqlalchemy.pagination import Pagination
 from werkzeug.wrappers import Response
 
-from portal.api import ApiRefusal, MerchantApiClient, Page
+from portal.api import ApiRefusal, MerchantApiClient
+from portal.api.paging import PageReader
 from portal.extensions import db
 from portal.web.filters import MAX_PAGE, ListFilters, read_filters
 from portal.web.merchant import current_api
@@ -60,11 +61,12 @@ def local_page(query: sa.Select, per_page: int = 50) -> Pagination:
 
 @dataclass(frozen=True)
 class ApiList:
-    """A list of the API as a page shows it: its filter form, the client's method that reads a
-    page of it, and the page's template with the fragment htmx asks for."""
+    """A list of the API as a page shows it: its filter form, how a client asks for a page of
+    it (`MerchantApiClient.fetch_page` or a rule built on it), and the page's template with the
+    fragment htmx asks for."""
 
     filters: type[ListFilters]
-    read: Callable[[MerchantApiClient], Callable[..., Page]]
+    fetch: Callable[[MerchantApiClient], Callable[..., PageReader[Any]]]
     template: str
     fragment: str
 
@@ -79,7 +81,7 @@ def render_list(listing: ApiList, **context: object) -> Response:
     page = None
     if query.filters is not None:
         try:
-            page = listing.read(current_api())(**query.filters)
+            page = listing.fetch(current_api())(**query.filters)()
         except ApiRefusal as refusal:  # no answer: the error page, there is nothing to show
             refused = meet(refusal, query.form)
             if refused.error:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
+from functools import partial
 
 import pytest
 import requests
 
-from portal.api import MerchantApiClient
+from portal.api import OPERATION_LIST, MerchantApiClient
 from portal.rules.csv_rows import (
     OPERATION_COLUMNS,
     TRANSACTION_COLUMNS,
@@ -21,6 +22,11 @@ from tests.support.sandbox_server import run_sandbox
 
 def client_for(server) -> MerchantApiClient:
     return MerchantApiClient(server.base_url, "sandbox", server.token)
+
+
+def operations(client: MerchantApiClient):
+    """What the operations export asks the client for a page with."""
+    return partial(client.fetch_page, OPERATION_LIST)
 
 
 def export_rows(export: Export) -> list[list[str]]:
@@ -48,7 +54,7 @@ def raw_operations(server, **params) -> list[dict]:
 def test_the_export_covers_every_page_of_the_filtered_list(seeded_sandbox, filters):
     client = client_for(seeded_sandbox)
     total = client.list_operations(per_page=1, **filters).total
-    rows = export_rows(Export(client.list_operations, filters, OPERATION_COLUMNS, UTC_ZONE))
+    rows = export_rows(Export(operations(client), filters, OPERATION_COLUMNS, UTC_ZONE))
     assert total > 100  # more than one page of 100
     assert len(rows) == total + 1  # the header, then one row per operation
     assert len({row[0] for row in rows[1:]}) == total
@@ -56,7 +62,7 @@ def test_the_export_covers_every_page_of_the_filtered_list(seeded_sandbox, filte
 
 def test_decimals_are_written_exactly_as_the_api_gave_them(seeded_sandbox):
     client = client_for(seeded_sandbox)
-    rows = export_rows(Export(client.list_operations, {}, OPERATION_COLUMNS, UTC_ZONE))
+    rows = export_rows(Export(operations(client), {}, OPERATION_COLUMNS, UTC_ZONE))
     names = rows[0]
     written = {row[0]: dict(zip(names, row, strict=True)) for row in rows[1:]}
     for record in raw_operations(seeded_sandbox):
@@ -69,9 +75,7 @@ def test_decimals_are_written_exactly_as_the_api_gave_them(seeded_sandbox):
 
 def test_transactions_of_operations_one_row_each_with_the_operation_id(seeded_sandbox):
     client = client_for(seeded_sandbox)
-    export = Export(
-        client.list_operations, {}, TRANSACTION_COLUMNS, UTC_ZONE, operation_transactions
-    )
+    export = Export(operations(client), {}, TRANSACTION_COLUMNS, UTC_ZONE, operation_transactions)
     rows = export_rows(export)
     expected = client.list_transactions(per_page=1).total
     assert len(rows) - 1 == expected
@@ -82,7 +86,7 @@ def test_transactions_of_operations_one_row_each_with_the_operation_id(seeded_sa
 def test_no_matching_rows_gives_just_the_header(seeded_sandbox):
     client = client_for(seeded_sandbox)
     rows = export_rows(
-        Export(client.list_operations, {"order_id": ["no-such-order"]}, OPERATION_COLUMNS, UTC_ZONE)
+        Export(operations(client), {"order_id": ["no-such-order"]}, OPERATION_COLUMNS, UTC_ZONE)
     )
     assert rows == [[column.header(UTC_ZONE) for column in OPERATION_COLUMNS]]
 
@@ -90,14 +94,14 @@ def test_no_matching_rows_gives_just_the_header(seeded_sandbox):
 def test_byte_order_mark_only_when_asked(seeded_sandbox):
     client = client_for(seeded_sandbox)
     for bom in (False, True):
-        _, text = start(Export(client.list_operations, {}, OPERATION_COLUMNS, UTC_ZONE, excel=bom))
+        _, text = start(Export(operations(client), {}, OPERATION_COLUMNS, UTC_ZONE, excel=bom))
         assert next(text).startswith("\ufeff") is bom
 
 
 def test_a_failure_after_the_first_page_ends_the_file_with_an_error_row(tmp_path):
     with run_sandbox(tmp_path / "sandbox.db", seed=350) as server:
         client = client_for(server)
-        first, text = start(Export(client.list_operations, {}, OPERATION_COLUMNS, UTC_ZONE))
+        first, text = start(Export(operations(client), {}, OPERATION_COLUMNS, UTC_ZONE))
         header = next(text)
         server.control("POST", "faults", {"mode": "error500"})
         rows = list(csv.reader(io.StringIO(header + "".join(text))))
