@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
 from portal.api.records import Page
@@ -39,20 +38,26 @@ def read_pages(
     first = first if first is not None else fetch_page(page=1)()
     yield first
     ahead = _Ahead(fetch_page, first.last_page)
-    with ThreadPoolExecutor(REQUESTS_AT_ONCE, thread_name_prefix="pages-ahead") as pool:
-        for _ in range(REQUESTS_AT_ONCE):
-            pool.submit(ahead.fetch_until_stopped)
-        try:
-            number = 2
-            while number <= ahead.last_page:
-                page = ahead.take(number)()
-                yield page
-                if not page.items:
-                    return
-                ahead.reach(page.last_page)
-                number += 1
-        finally:
-            ahead.stop()
+    # Daemon threads: a reader that is never closed must not keep the process from exiting.
+    workers = [
+        threading.Thread(target=ahead.fetch_until_stopped, name="pages-ahead", daemon=True)
+        for _ in range(REQUESTS_AT_ONCE)
+    ]
+    for worker in workers:
+        worker.start()
+    try:
+        number = 2
+        while number <= ahead.last_page:
+            page = ahead.take(number)()
+            yield page
+            if not page.items:
+                return
+            ahead.reach(page.last_page)
+            number += 1
+    finally:
+        ahead.stop()
+        for worker in workers:  # the requests under way end; no other starts
+            worker.join()
 
 
 class _Ahead(Generic[T]):
