@@ -16,6 +16,7 @@ from portal.api.errors import (
     ApiUnavailable,
     ErrorCode,
 )
+from portal.api.paging import PageReader
 from portal.api.records import (
     OPERATION_STATUSES,
     TRANSACTION_STATUSES,
@@ -56,6 +57,7 @@ __all__ = [
     "MerchantApiClient",
     "Operation",
     "Page",
+    "PageReader",
     "Rates",
     "Transaction",
     "Voucher",

@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from portal.api import ApiFailure, ApiUnavailable
-from portal.api.paging import PageReader, read_pages
-from portal.api.records import Page
+from portal.api import ApiFailure, ApiUnavailable, Page, PageReader
+from portal.api.paging import read_pages
 from portal.rules.csv_rows import Column, TimeZone, header, row_writer
 
 PER_PAGE = 100

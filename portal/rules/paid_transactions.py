@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from portal.api import OPERATION_LIST, MerchantApiClient, Operation, Page, Transaction
-from portal.api.paging import PageReader
+from portal.api import OPERATION_LIST, MerchantApiClient, Operation, Page, PageReader, Transaction
 
 
 @dataclass(frozen=True)
@@ -48,8 +47,15 @@ def _paid(
     currencies: dict[str, str] = {}
     if operations is not None:
         currencies = {operation.id: operation.currency_paid for operation in operations().items}
-    page = transactions
-    paid = tuple(PaidTransaction(tx, currencies.get(tx.operation_id or "")) for tx in page.items)
+    paid = tuple(
+        PaidTransaction(tx, currencies.get(tx.operation_id or "")) for tx in transactions.items
+    )
     return Page(
-        paid, page.total, page.current_page, page.last_page, page.per_page, page.from_, page.to
+        paid,
+        transactions.total,
+        transactions.current_page,
+        transactions.last_page,
+        transactions.per_page,
+        transactions.from_,
+        transactions.to,
     )

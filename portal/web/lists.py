@@ -15,8 +15,7 @@ from flask import current_app, request, url_for
 from flask_sqlalchemy.pagination import Pagination
 from werkzeug.wrappers import Response
 
-from portal.api import ApiRefusal, MerchantApiClient
-from portal.api.paging import PageReader
+from portal.api import ApiRefusal, MerchantApiClient, PageReader
 from portal.extensions import db
 from portal.web.filters import MAX_PAGE, ListFilters, read_filters
 from portal.web.merchant import current_api
