@@ -37,6 +37,8 @@ def read_pages(
     """
     first = first if first is not None else fetch_page(page=1)()
     yield first
+    if first.last_page < 2:
+        return
     ahead = _Ahead(fetch_page, first.last_page)
     # Daemon threads: a reader that is never closed must not keep the process from exiting.
     workers = [
@@ -56,8 +58,11 @@ def read_pages(
             number += 1
     finally:
         ahead.stop()
-        for worker in workers:  # the requests under way end; no other starts
-            worker.join()
+        # The requests under way end; no other starts. (A reader left to the garbage collector
+        # may be closed on one of its own workers, which cannot wait for itself.)
+        if threading.current_thread() not in workers:
+            for worker in workers:
+                worker.join()
 
 
 class _Ahead(Generic[T]):
@@ -69,16 +74,16 @@ class _Ahead(Generic[T]):
         self.last_page = last_page
         self._next = 2  # the next page nobody asked for
         self._in_use = 1
-        self._answers: dict[int, PageReader[T] | Exception] = {}
+        self._answers: dict[int, PageReader[T] | BaseException] = {}
         self._stopped = False
         self._changed = threading.Condition()
 
     def fetch_until_stopped(self) -> None:
         while (number := self._claim()) is not None:
-            answer: PageReader[T] | Exception
+            answer: PageReader[T] | BaseException
             try:
                 answer = self._fetch_page(page=number)
-            except Exception as failure:  # raised to the reader, where the page is used
+            except BaseException as failure:  # raised to the reader, where the page is used
                 answer = failure
             with self._changed:
                 self._answers[number] = answer
@@ -103,7 +108,7 @@ class _Ahead(Generic[T]):
             answer = self._answers.pop(number)
             self._in_use = number
             self._changed.notify_all()
-        if isinstance(answer, Exception):
+        if isinstance(answer, BaseException):
             raise answer
         return answer
 

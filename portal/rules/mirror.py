@@ -458,6 +458,7 @@ class _Sync:
     operations_seen: datetime | None = None  # the newest `updated_at` read of each list
     transactions_seen: datetime | None = None
     new_rows: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
+    counting: threading.Lock = field(default_factory=threading.Lock)  # paging's workers count
 
     def everything(self, client: MerchantApiClient) -> None:
         """Read every operation (its transactions come embedded), page after page, each page
@@ -498,7 +499,8 @@ class _Sync:
         """`request`, each call counted as one request to the API."""
 
         def counted(**filters: Any) -> A:
-            self.report.requests += 1
+            with self.counting:
+                self.report.requests += 1
             return request(**filters)
 
         return counted
