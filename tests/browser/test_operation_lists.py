@@ -79,6 +79,9 @@ def test_filter_sort_page_and_history(page: Page, api: MerchantApiClient) -> Non
     expect(summary).to_contain_text(showing(1, 10))
     expect(page.locator("tbody tr td:first-child")).to_have_text(first_page_ids)
     expect(page.get_by_label("Currency", exact=True)).to_have_value("BTC")
+    # Back reloaded the page (htmx keeps no history cache); Forward is htmx's to handle only
+    # once its script has run, which on a busy machine comes after the list is shown.
+    page.wait_for_load_state()
     page.go_forward()
     expect(summary).to_contain_text(showing(11, 20))
     expect(page).to_have_url(second_url)
