@@ -74,6 +74,7 @@ def test_the_first_sync_copies_every_record_exactly_and_tells_nobody_of_the_past
     portal = seeded_portal
     report = sync(portal)
     assert report.error is None and report.kind == "first"
+    assert report.requests == 2  # the two pages of 100, each counted once by paging's workers
 
     operations = api_records(seeded, "operations")
     transactions = api_records(seeded, "transactions")

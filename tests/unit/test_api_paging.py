@@ -1,5 +1,5 @@
 """Reading every page of a list: the next pages asked for ahead on worker threads, each read
-where it is used (dashboard, exports, the mirror)."""
+where it is used (exports, the mirror's first sync, the client's iterators)."""
 
 from __future__ import annotations
 
