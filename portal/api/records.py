@@ -217,9 +217,10 @@ def parse_page(kind: type[D], payload: object) -> Page[D]:
     data, meta = payload.get("data"), payload.get("meta")
     if not isinstance(data, list) or not isinstance(meta, dict):
         raise MalformedAnswer("a list answer needs `data` (array) and `meta` (object)")
+    items = tuple(parse_record(kind, item) for item in data)
     try:
         return Page(
-            items=tuple(parse_record(kind, item) for item in data),
+            items=items,
             total=to_int(meta.get("total")),
             current_page=to_int(meta.get("current_page")),
             last_page=to_int(meta.get("last_page")),
