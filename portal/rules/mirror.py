@@ -213,6 +213,8 @@ class MirrorStatus:
     last_full_sync_at: datetime | None
     full_sync_requested_at: datetime | None
     last_error: str | None
+    failures: int  # syncs failed in a row
+    retry_at: datetime | None  # the next attempt after a failure
     operations: int
 
 
@@ -228,6 +230,8 @@ def status_of(merchant_id: int) -> MirrorStatus:
         last_full_sync_at=state.last_full_sync_at if state else None,
         full_sync_requested_at=state.full_sync_requested_at if state else None,
         last_error=state.last_error if state else None,
+        failures=state.failures if state else 0,
+        retry_at=state.retry_at if state else None,
         operations=count or 0,
     )
 
