@@ -125,3 +125,41 @@ def test_another_account_and_back_each_start_a_new_mirror(tmp_path, sandbox, mai
             assert [data["order_id"] for data in delivered] == ["order-of-a"]
         subjects = [(message["Subject"], text_of(message)) for message in mail_server.messages]
         assert len(subjects) == 1 and "order-of-a" in subjects[0][1], subjects
+
+
+def test_a_sync_of_the_old_account_under_way_writes_nothing_after_the_change(tmp_path, sandbox):
+    """The old account answers slowly; the connection changes while its sync waits: that sync
+    loses its lease at its page, and the new mirror holds nothing of the old account."""
+    import threading
+
+    from portal.extensions import db
+    from portal.models import MirroredOperation
+    from portal.rules import accounts, mirror
+    from tests.support.fake_api import Answer, FakeApi, operation_json, page_json
+
+    with (
+        FakeApi() as old,
+        connected_portal(tmp_path, sandbox, SYNC_SECONDS=0) as app,
+    ):
+        old.answer("GET", "/sandbox/v1/ping", Answer(200, {"data": {"status": "ok"}}))
+        page = page_json([operation_json(order_id="old-account")], page=1, per_page=100, total=1)
+        old.answer("GET", "/sandbox/v1/operations", Answer(200, page, delay=1.0))
+        switch_to(app, SandboxServer(old.base_url, sandbox.database, sandbox.process))
+        with app.app_context():
+            merchant = accounts.merchant_named("Acme").id
+        reports = []
+
+        def sync_old() -> None:
+            with app.app_context():
+                reports.append(mirror.sync_merchant(merchant))
+
+        under_way = threading.Thread(target=sync_old)
+        under_way.start()
+        while not old.count("GET", "/sandbox/v1/operations"):
+            under_way.join(0.01)
+        switch_to(app, sandbox)  # while the old account's answer is on its way
+        under_way.join()
+        assert reports == [None]  # its lease went with the old mirror
+        with app.app_context():
+            assert db.session.scalars(sa.select(MirroredOperation.order_id)).all() == []
+        assert sync(app).kind == "first"
