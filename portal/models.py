@@ -221,6 +221,10 @@ class ApiConnection(Model):
     environment: Mapped[Environment] = mapped_column(_enum_column(Environment))
     token_encrypted: Mapped[str] = mapped_column(sa.Text)
     company_token_encrypted: Mapped[str | None] = mapped_column(sa.Text)
+    # Which of the merchant's connections this is: one more each time the base URL, the
+    # environment or the token changes (another account, perhaps). The mirror and its events
+    # belong to one generation: a new one starts a new mirror (`portal.rules.connection`).
+    generation: Mapped[int] = mapped_column(default=1, server_default="1")
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
 
     merchant: Mapped[Merchant] = relationship(back_populates="api_connection")
@@ -486,6 +490,10 @@ class MirrorState(Model):
     last_full_sync_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     full_sync_requested_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     last_error: Mapped[str | None] = mapped_column(sa.Text)
+    # Syncs failed in a row, and when the next may start: a failing merchant waits longer each
+    # time, and its turn comes after the merchants whose syncs work.
+    failures: Mapped[int] = mapped_column(default=0, server_default="0")
+    retry_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     lease_owner: Mapped[str | None] = mapped_column(sa.String(64))
     lease_until: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
@@ -494,8 +502,11 @@ class Event(Model):
     """One change the mirror saw, written once; the source of webhooks, e-mail and timelines.
 
     `public_id` is the id a shop receives (the same on every retry). `dedup_key` names the
-    change itself (subject, what changed, to what), so a change seen twice is written once.
+    change itself (the connection's generation, subject, what changed, to what), so a change
+    seen twice is written once, and the same change of another account is another event.
     Events the first sync writes from history have `notify` false: nobody is told of the past.
+    Readers see only the events of the merchant's current connection
+    (`events.of_current_connection`).
     """
 
     __tablename__ = "events"
@@ -512,6 +523,8 @@ class Event(Model):
     operation_id: Mapped[str | None] = mapped_column(sa.String(64))
     transaction_id: Mapped[str | None] = mapped_column(sa.String(64))
     dedup_key: Mapped[str] = mapped_column(sa.String(255))
+    # The merchant's `ApiConnection.generation` when the event was seen (0: none).
+    connection_generation: Mapped[int] = mapped_column(default=0, server_default="0")
     data: Mapped[dict] = mapped_column(sa.JSON)  # the API's record the event is about
     notify: Mapped[bool] = mapped_column(default=True)
     occurred_at: Mapped[datetime] = mapped_column(UtcDateTime)  # the API's `updated_at`

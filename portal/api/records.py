@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Protocol, TypeVar
 
 from portal.api.wire import MalformedAnswer, to_bool, to_datetime, to_decimal, to_int, to_text
 
@@ -36,6 +36,21 @@ OPERATION_STATUSES = {
 TRANSACTION_STATUSES = {1: "confirmed", 2: "undefined", 4: "rejected"}
 VOUCHER_STATUSES = {0: "new", 1: "successful", 2: "cancelled", 3: "expired"}
 
+
+@dataclass(frozen=True)
+class MaxLength:
+    """The most characters a text field may hold. The API documents no lengths; the portal keeps
+    these fields in columns of these sizes (portal/models.py), so a longer text is a malformed
+    answer, met like any other, and never an insert that fails."""
+
+    characters: int
+
+
+Id = Annotated[str, MaxLength(64)]  # a record's id, and the ids it names
+Word = Annotated[str, MaxLength(32)]  # statuses and categories
+Currency = Annotated[str, MaxLength(16)]
+Text = Annotated[str, MaxLength(255)]  # order numbers, addresses, transaction hashes
+
 Rates = dict[tuple[str, str], Decimal]
 """Price of one unit of the first currency in the second: `rates["BTC", "USD"]`."""
 
@@ -51,35 +66,35 @@ class Identified(Protocol):
 class Transaction:
     """A blockchain transaction; `operation_id` only comes with the transaction endpoints."""
 
-    id: str
-    tx_id: str
+    id: Id
+    tx_id: Text
     amount: Decimal
-    status: str
+    status: Word
     linked: bool
     created_at: datetime
     updated_at: datetime
     reject_reason: str | None = None
-    operation_id: str | None = None
+    operation_id: Id | None = None
 
 
 @dataclass(frozen=True)
 class Operation:
     """A payment request, or a withdrawal (category `transfer` or `internal_transfer`)."""
 
-    id: str
-    category: str
+    id: Id
+    category: Word
     amount: Decimal
     fee: Decimal
     rate: Decimal
-    currency: str
-    currency_paid: str
-    status: str
-    address: str
+    currency: Currency
+    currency_paid: Currency
+    status: Word
+    address: Text
     created_at: datetime
     updated_at: datetime
     application_id: str | None = None
     application_name: str | None = None
-    order_id: str | None = None
+    order_id: Text | None = None
     amount_paid: Decimal | None = None
     payment_url: str | None = None
     redirect_url: str | None = None
@@ -90,7 +105,7 @@ class Operation:
 class Voucher:
     """A voucher; its `code` is a secret redemption value, kept out of the repr."""
 
-    id: str
+    id: Id
     amount: Decimal
     currency: str
     code: str = field(repr=False)
@@ -104,7 +119,7 @@ class Voucher:
 class Exchange:
     """An exchange between two wallets; the API documentation does not show its fields."""
 
-    id: str
+    id: Id
     sell_currency: str | None = None
     buy_currency: str | None = None
     sell_amount: Decimal | None = None
@@ -120,8 +135,8 @@ class Exchange:
 class CrossExchange:
     """A cross exchange: the payer sends `sell_amount` to `invoice_address` before `expired_at`."""
 
-    id: str
-    operation_id: str
+    id: Id
+    operation_id: Id
     sell_currency: str
     buy_currency: str
     sell_amount: Decimal
@@ -202,9 +217,10 @@ def parse_page(kind: type[D], payload: object) -> Page[D]:
     data, meta = payload.get("data"), payload.get("meta")
     if not isinstance(data, list) or not isinstance(meta, dict):
         raise MalformedAnswer("a list answer needs `data` (array) and `meta` (object)")
+    items = tuple(parse_record(kind, item) for item in data)
     try:
         return Page(
-            items=tuple(parse_record(kind, item) for item in data),
+            items=items,
             total=to_int(meta.get("total")),
             current_page=to_int(meta.get("current_page")),
             last_page=to_int(meta.get("last_page")),
@@ -245,7 +261,7 @@ def _readers(
     """
     if hasattr(kind, "__post_init__") or hasattr(kind, "__slots__"):
         raise TypeError(f"{kind.__name__}: parse_record cannot fill it without its __init__")
-    hints = typing.get_type_hints(kind)
+    hints = typing.get_type_hints(kind, include_extras=True)
     specs = fields(kind)
     for spec in specs:
         if spec.default is MISSING and spec.default_factory is not MISSING:
@@ -256,12 +272,23 @@ def _readers(
     return readers, {spec.name: spec.default for spec in specs if spec.default is not MISSING}
 
 
+def _limited_text(convert: Callable[[object], object], characters: int, raw: object) -> object:
+    text = convert(raw)
+    if isinstance(text, str) and len(text) > characters:
+        raise MalformedAnswer(f"longer than {characters} characters")
+    return text
+
+
 def _converter(hint: Any) -> Callable[[object], object]:
     """The function that reads a JSON value of a field typed `hint`."""
     origin = typing.get_origin(hint)
     if origin is types.UnionType or origin is typing.Union:
         (hint,) = (arg for arg in typing.get_args(hint) if arg is not type(None))
         origin = typing.get_origin(hint)
+    if origin is typing.Annotated:
+        text, *marks = typing.get_args(hint)
+        (limit,) = (mark for mark in marks if isinstance(mark, MaxLength))
+        return functools.partial(_limited_text, _converter(text), limit.characters)
     if origin is tuple:
         item = _converter(typing.get_args(hint)[0])
 

@@ -15,6 +15,9 @@ from decimal import Decimal, InvalidOperation
 # C0 and C1 control characters and DEL; tab, line feed and carriage return are text. NUL among
 # them cannot even be stored by PostgreSQL: such text is no answer a page may show or keep.
 CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# Nor can a lone surrogate (the JSON escape "\ud800" without its pair): no UTF-8 database
+# encodes it, and the insert that tries fails.
+UNSTORABLE_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 class MalformedAnswer(ValueError):
@@ -37,11 +40,12 @@ def _reject_constant(name: str) -> object:
 
 
 def to_text(value: object) -> str:
-    """A string field without control characters; integer ids are accepted too."""
+    """A string field without control characters or lone surrogates; integer ids are accepted
+    too."""
     if isinstance(value, str):
-        # Printable ASCII, as most texts are, holds no control character: no search needed.
-        if not (value.isascii() and value.isprintable()) and CONTROL_CHARACTER.search(value):
-            raise MalformedAnswer(f"a control character in {value!r}")
+        # Printable ASCII, as most texts are, holds neither: no search needed.
+        if not (value.isascii() and value.isprintable()) and UNSTORABLE_CHARACTER.search(value):
+            raise MalformedAnswer(f"a control character or lone surrogate in {value!r}")
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)

@@ -14,6 +14,7 @@ from typing import TypeVar
 from urllib.parse import urlsplit
 
 import requests
+import sqlalchemy as sa
 from flask import current_app
 
 from portal.api import (
@@ -25,7 +26,14 @@ from portal.api import (
     mask_token,
 )
 from portal.extensions import db
-from portal.models import ApiConnection, Environment, Merchant
+from portal.models import (
+    ApiConnection,
+    Environment,
+    Merchant,
+    MirroredOperation,
+    MirroredTransaction,
+    MirrorState,
+)
 from portal.rules import crypto
 
 T = TypeVar("T")
@@ -227,9 +235,18 @@ def check(credentials: Credentials) -> None:
 
 
 def connect(merchant: Merchant, credentials: Credentials) -> ApiConnection:
-    """Check the credentials, then store them encrypted; nothing is saved when the check fails."""
+    """Check the credentials, then store them encrypted; nothing is saved when the check fails.
+
+    Another base URL, environment or token may be another account: it is a new connection
+    (`generation`), which starts a new mirror (`_start_new_mirror`). A new company token alone
+    reaches the same account's vouchers.
+    """
     check(credentials)
-    connection = merchant.api_connection or ApiConnection(merchant=merchant)
+    connection = merchant.api_connection
+    if connection is None:
+        connection = ApiConnection(merchant=merchant)
+    elif _reaches_another_account(connection, credentials):
+        _start_new_mirror(connection)
     connection.base_url = credentials.base_url
     connection.environment = credentials.environment
     connection.token_encrypted = crypto.encrypt(credentials.token)
@@ -238,6 +255,35 @@ def connect(merchant: Merchant, credentials: Credentials) -> ApiConnection:
     db.session.add(connection)
     db.session.commit()
     return connection
+
+
+def _reaches_another_account(connection: ApiConnection, credentials: Credentials) -> bool:
+    stored = stored_credentials(connection)
+    return (stored.base_url, stored.environment, stored.token) != (
+        credentials.base_url,
+        credentials.environment,
+        credentials.token,
+    )
+
+
+def _start_new_mirror(connection: ApiConnection) -> None:
+    """The next generation of the connection, with an empty mirror: its state (watermarks,
+    lease) and its rows are deleted, so the next sync is a first one (its history written with
+    `notify` false), and what other connections' events remain is no longer read
+    (`events.of_current_connection`).
+
+    The mirror's state goes first: a sync of the old account holds its row locked while it
+    writes a page (`mirror._renew`), so that page is committed before this delete reads the
+    rows, or finds its lease gone and is not written at all.
+    """
+    merchant_id = connection.merchant_id
+    for model in (MirrorState, MirroredTransaction, MirroredOperation):
+        db.session.execute(
+            sa.delete(model)
+            .where(model.merchant_id == merchant_id)
+            .execution_options(synchronize_session=False)
+        )
+    connection.generation += 1
 
 
 def rotate_stored_tokens() -> int:

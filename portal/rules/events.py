@@ -1,6 +1,8 @@
 """The events table: each change the mirror sees, written once, in the order it was seen.
 
-Webhooks, e-mail and the operation page's timeline all read events from here and nowhere else.
+Webhooks, e-mail and the operation page's timeline all read events from here and nowhere else,
+and only those of the merchant's current API connection (`of_current_connection`): a new
+connection starts a new mirror, and the events of another account are no news about this one.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from portal.extensions import db
-from portal.models import Event
+from portal.models import ApiConnection, Event
 
 
 class EventType(enum.StrEnum):
@@ -43,10 +45,34 @@ def public_event_id() -> str:
 KEYS_PER_QUERY = 500
 
 
-def unrecorded(merchant_id: int, candidates: list[dict]) -> list[dict]:
-    """Of these events (the Event columns but the merchant and the public id), the ones the
-    table does not hold yet, in the order given, ready to insert. `dedup_key` names the change
-    (subject, what changed, to what): the same change seen by two syncs is one event."""
+def of_current_connection() -> sa.ColumnElement[bool]:
+    """The events of their merchant's current connection (generation 0 while there is none)."""
+    generation = (
+        sa.select(ApiConnection.generation)
+        .where(ApiConnection.merchant_id == Event.merchant_id)
+        .scalar_subquery()
+    )
+    return Event.connection_generation == sa.func.coalesce(generation, 0)
+
+
+def current_generation(merchant_id: int) -> int:
+    """The generation of the merchant's connection; 0 while it has none."""
+    generation = db.session.scalar(
+        sa.select(ApiConnection.generation).where(ApiConnection.merchant_id == merchant_id)
+    )
+    return generation or 0
+
+
+def unrecorded(merchant_id: int, generation: int, candidates: list[dict]) -> list[dict]:
+    """Of these events (the Event columns but the merchant, the connection and the public id),
+    the ones the table does not hold yet, in the order given, ready to insert. `dedup_key`
+    names the change (subject, what changed, to what): the same change seen by two syncs is one
+    event. Stored, it begins with the connection's `generation`: the same change of another
+    account is another event."""
+    candidates = [
+        {**candidate, "dedup_key": f"{generation}:{candidate['dedup_key']}"}
+        for candidate in candidates
+    ]
     keys = [candidate["dedup_key"] for candidate in candidates]
     known: set[str] = set()
     for start in range(0, len(keys), KEYS_PER_QUERY):
@@ -59,7 +85,12 @@ def unrecorded(merchant_id: int, candidates: list[dict]) -> list[dict]:
             )
         )
     return [
-        {**candidate, "merchant_id": merchant_id, "public_id": public_event_id()}
+        {
+            **candidate,
+            "merchant_id": merchant_id,
+            "connection_generation": generation,
+            "public_id": public_event_id(),
+        }
         for candidate in candidates
         if candidate["dedup_key"] not in known
     ]
@@ -76,8 +107,8 @@ def record(
     transaction_id: str | None = None,
     notify: bool = True,
 ) -> bool:
-    """Add one event to the session unless its change is recorded already (`unrecorded`);
-    whether it was new. The caller commits."""
+    """Add one event of the merchant's current connection to the session unless its change is
+    recorded already (`unrecorded`); whether it was new. The caller commits."""
     candidate = {
         "type": type_.value,
         "dedup_key": dedup_key,
@@ -87,6 +118,6 @@ def record(
         "transaction_id": transaction_id,
         "notify": notify,
     }
-    rows = unrecorded(merchant_id, [candidate])
+    rows = unrecorded(merchant_id, current_generation(merchant_id), [candidate])
     db.session.add_all(Event(**row) for row in rows)
     return bool(rows)

@@ -41,7 +41,7 @@ from portal.models import (
 )
 from portal.rules import one_time_links
 from portal.rules.event_words import describe
-from portal.rules.events import EventType
+from portal.rules.events import EventType, of_current_connection
 from portal.rules.outbox import enabled, portal_link
 
 logger = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ def _queue_events(merchant_id: int) -> None:
     start = _cursor(merchant_id)
     events = db.session.scalars(
         sa.select(Event)
-        .where(Event.merchant_id == merchant_id, Event.id > start)
+        .where(Event.merchant_id == merchant_id, Event.id > start, of_current_connection())
         .order_by(Event.id)
         .limit(EVENTS_PER_TICK)
     ).all()

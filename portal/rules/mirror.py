@@ -11,6 +11,14 @@ differences are notified, since they are real changes the increments missed.
 Only the worker holding a merchant's lease (one conditional UPDATE of its MirrorState) syncs it,
 and every write checks the lease is still its own. The mirror only reads from the API: it never
 moves money.
+
+The mirror belongs to the merchant's API connection: connecting to another account (a new base
+URL, environment or token, `portal.rules.connection.connect`) deletes the mirror and its state,
+and the next sync is a first one, of the new account, under the connection's new generation.
+
+A sync that fails, in any way, is rolled back and recorded on its merchant (`last_error`, shown
+on /settings/api); the tick goes on with the other merchants, and the failing one waits longer
+after each failure (`retry_at`), its turn after the merchants whose syncs work.
 """
 
 from __future__ import annotations
@@ -65,6 +73,8 @@ TICK_SLACK = timedelta(milliseconds=500)
 # Records looked up in the mirror with one query (SQLite allows 999 parameters per statement).
 LOOKUP_CHUNK = 500
 MAX_ERROR_LENGTH = 500
+# The pause before a failed merchant is tried again doubles from the sync interval up to this.
+MAX_RETRY_PAUSE = timedelta(minutes=15)
 
 OPERATION_STATUS_EVENTS = {
     "confirmed": EventType.OPERATION_CONFIRMED,
@@ -145,18 +155,25 @@ def sync_due() -> list[SyncReport]:
     _create_missing_states()
     now = utcnow()
     # Read first, so an idle tick writes nothing; the claim checks again, in one UPDATE.
+    # Merchants whose last sync worked first, the one synced longest ago first; then those
+    # whose syncs fail, in the order their pauses end.
     due = db.session.scalars(
         sa.select(MirrorState.merchant_id)
         .join(ApiConnection, ApiConnection.merchant_id == MirrorState.merchant_id)
         .where(_due(now), _free(now))
-        .order_by(MirrorState.last_sync_at.nulls_first())
+        .order_by(MirrorState.retry_at.nulls_first(), MirrorState.last_sync_at.nulls_first())
     ).all()
     db.session.rollback()  # no transaction held open while syncing
     reports = []
     for merchant_id in due:
         if _stopping.is_set():
             break
-        report = sync_merchant(merchant_id)
+        try:
+            report = sync_merchant(merchant_id)
+        except Exception:  # even its failure could not be written: its lease runs out
+            db.session.rollback()
+            log.exception("merchant %s: the sync's failure could not be recorded", merchant_id)
+            continue
         if report is not None:
             reports.append(report)
     return reports
@@ -181,7 +198,7 @@ def request_full_resync(merchant_id: int) -> bool:
     requested = db.session.execute(
         sa.update(MirrorState)
         .where(MirrorState.merchant_id == merchant_id)
-        .values(full_sync_requested_at=utcnow())
+        .values(full_sync_requested_at=utcnow(), retry_at=None)  # asked for: no pause
         .execution_options(synchronize_session=False)
     )
     db.session.commit()
@@ -196,6 +213,8 @@ class MirrorStatus:
     last_full_sync_at: datetime | None
     full_sync_requested_at: datetime | None
     last_error: str | None
+    failures: int  # syncs failed in a row
+    retry_at: datetime | None  # the next attempt after a failure
     operations: int
 
 
@@ -211,6 +230,8 @@ def status_of(merchant_id: int) -> MirrorStatus:
         last_full_sync_at=state.last_full_sync_at if state else None,
         full_sync_requested_at=state.full_sync_requested_at if state else None,
         last_error=state.last_error if state else None,
+        failures=state.failures if state else 0,
+        retry_at=state.retry_at if state else None,
         operations=count or 0,
     )
 
@@ -218,8 +239,9 @@ def status_of(merchant_id: int) -> MirrorStatus:
 def sync_merchant(merchant_id: int, *, force: bool = False) -> SyncReport | None:
     """Sync one merchant if it is due (or `force`) and its lease is free; None otherwise.
 
-    An ApiFailure ends the sync with the watermarks where they were and the failure in
-    `last_error`; the next tick tries again.
+    A failure of any kind (the API's, a record the database refuses, a bug) ends the sync with
+    what it wrote so far rolled back to its last page, the watermarks where they were and the
+    failure in `last_error`; the merchant is tried again after a pause (`_retry_at`).
     """
     _create_missing_states(merchant_id)
     owner = _lease_owner()
@@ -231,9 +253,12 @@ def sync_merchant(merchant_id: int, *, force: bool = False) -> SyncReport | None
     kind = _kind_of(state, started_at)
     report = SyncReport(merchant_id, kind)
     clock = time.monotonic()
-    sync = _Sync(merchant_id, owner, report, notify=kind is not SyncKind.FIRST)
+    merchant = db.session.get_one(Merchant, merchant_id)
+    connection = merchant.api_connection
+    generation = connection.generation if connection else 0
+    sync = _Sync(merchant_id, owner, report, generation, notify=kind is not SyncKind.FIRST)
     try:
-        client = api_client_for(db.session.get_one(Merchant, merchant_id))
+        client = api_client_for(merchant)
         if kind is SyncKind.INCREMENTAL:
             sync.incremental(client, state.operations_watermark, state.transactions_watermark)
         else:
@@ -249,6 +274,10 @@ def sync_merchant(merchant_id: int, *, force: bool = False) -> SyncReport | None
         _finish(merchant_id, owner, {})
         log.info("merchant %s: %s sync stopped for shutdown", merchant_id, kind.value)
         return None
+    except Exception as error:  # anything else: this merchant's failure, not the tick's
+        db.session.rollback()
+        log.exception("merchant %s: %s sync failed", merchant_id, kind.value)
+        report.error = _internal_error_text(error)
     except BaseException:
         db.session.rollback()
         _finish(merchant_id, owner, {"last_error": "The sync stopped on an internal error."})
@@ -273,11 +302,17 @@ def _kind_of(state: MirrorState, now: datetime) -> SyncKind:
 def _outcome(
     state: MirrorState, sync: _Sync, report: SyncReport, started_at: datetime
 ) -> dict[str, Any]:
-    """The MirrorState columns a finished sync sets; after a failure only the error."""
+    """The MirrorState columns a finished sync sets; after a failure the error and the pause."""
     if report.error is not None:
-        return {"last_error": report.error}
+        return {
+            "last_error": report.error,
+            "failures": state.failures + 1,
+            "retry_at": _retry_at(started_at, state.failures + 1),
+        }
     values: dict[str, Any] = {
         "last_error": None,
+        "failures": 0,
+        "retry_at": None,
         "last_sync_at": started_at,
         "operations_watermark": _later(state.operations_watermark, sync.operations_seen),
         "transactions_watermark": _later(state.transactions_watermark, sync.transactions_seen),
@@ -294,6 +329,13 @@ def _outcome(
     return values
 
 
+def _retry_at(now: datetime, failures: int) -> datetime:
+    """When a merchant whose last `failures` syncs failed may be tried again: the sync interval,
+    doubled for each failure after the first, at most MAX_RETRY_PAUSE."""
+    interval = timedelta(seconds=float(current_app.config["SYNC_SECONDS"]))
+    return now + min(interval * 2 ** min(failures - 1, 16), MAX_RETRY_PAUSE)
+
+
 def _later(watermark: datetime | None, seen: datetime | None) -> datetime | None:
     if watermark is None or seen is None:
         return seen or watermark
@@ -303,6 +345,15 @@ def _later(watermark: datetime | None, seen: datetime | None) -> datetime | None
 def _error_text(failure: ApiFailure) -> str:
     """The failure in words for owners; the client already masked any token in it."""
     return f"{type(failure).__name__}: {failure}"[:MAX_ERROR_LENGTH]
+
+
+def _internal_error_text(error: Exception) -> str:
+    """A failure that is not the API's, for owners: its kind, not its text (a database error's
+    text may quote the records); the worker's log has the whole of it."""
+    return (
+        f"The sync stopped on an internal error ({type(error).__name__}); "
+        "the worker's log has the details."
+    )
 
 
 def _log(report: SyncReport) -> None:
@@ -362,14 +413,18 @@ def _claim(merchant_id: int, owner: str, now: datetime, *, force: bool) -> bool:
 
 
 def _due(now: datetime) -> sa.ColumnElement[bool]:
-    """A sync is due: the interval passed since the last one, or a full resync is."""
+    """A sync is due: the interval passed since the last one, or a full resync is; and a
+    merchant whose last sync failed waited its pause."""
     interval = timedelta(seconds=float(current_app.config["SYNC_SECONDS"]))
-    return sa.or_(
-        MirrorState.last_sync_at.is_(None),
-        MirrorState.last_sync_at <= now - interval + TICK_SLACK,
-        MirrorState.full_sync_requested_at.is_not(None),
-        MirrorState.last_full_sync_at.is_(None),
-        MirrorState.last_full_sync_at <= now - FULL_RESYNC_EVERY,
+    return sa.and_(
+        sa.or_(
+            MirrorState.last_sync_at.is_(None),
+            MirrorState.last_sync_at <= now - interval + TICK_SLACK,
+            MirrorState.full_sync_requested_at.is_not(None),
+            MirrorState.last_full_sync_at.is_(None),
+            MirrorState.last_full_sync_at <= now - FULL_RESYNC_EVERY,
+        ),
+        sa.or_(MirrorState.retry_at.is_(None), MirrorState.retry_at <= now + TICK_SLACK),
     )
 
 
@@ -383,8 +438,10 @@ def _mine(merchant_id: int, owner: str) -> sa.ColumnElement[bool]:
 
 
 def _renew(merchant_id: int, owner: str) -> None:
-    """Extend the lease, in the transaction of the page just written: LeaseLost if it is no
-    longer ours, and then that page is not committed."""
+    """Extend the lease, first in the transaction of the page to write: LeaseLost if it is no
+    longer ours, and then that page is not written. Its row stays locked until the page is
+    committed: a new connection (`connection.connect`) deletes the mirror after taking the
+    same lock, so a page of the old account lands before that delete or not at all."""
     renewed = db.session.execute(
         sa.update(MirrorState)
         .where(_mine(merchant_id, owner))
@@ -454,6 +511,7 @@ class _Sync:
     merchant_id: int
     owner: str
     report: SyncReport
+    generation: int  # of the merchant's connection this sync reads
     notify: bool
     operations_seen: datetime | None = None  # the newest `updated_at` read of each list
     transactions_seen: datetime | None = None
@@ -534,6 +592,7 @@ class _Sync:
             ]
         )
         changes: list[_Change] = []
+        _renew(self.merchant_id, self.owner)
         # Nothing is flushed before the commit: a query per record or event would otherwise
         # first write every row still pending (a first sync's pages of a hundred operations).
         with db.session.no_autoflush:
@@ -545,7 +604,6 @@ class _Sync:
                 changes += self._transaction(transaction, mirrored_tx.get(transaction.id))
             self._record(changes)
             self._insert_new()
-        _renew(self.merchant_id, self.owner)
         db.session.commit()
         self.operations_seen = _later(
             self.operations_seen,
@@ -597,7 +655,7 @@ class _Sync:
             }
             for change in sorted(changes)
         ]
-        rows = events.unrecorded(self.merchant_id, candidates)
+        rows = events.unrecorded(self.merchant_id, self.generation, candidates)
         self.new_rows.setdefault(Event, []).extend(rows)  # written by `_insert_new`
         self.report.events += len(rows)
 

@@ -19,7 +19,7 @@ from portal.api.records import parse_record
 from portal.api.wire import MalformedAnswer
 from portal.extensions import db
 from portal.models import Event, MirroredOperation
-from portal.rules.events import EventType
+from portal.rules.events import EventType, of_current_connection
 from portal.rules.progress import amount_due
 
 # Events about the operation whose record says what was paid against what was due.
@@ -77,7 +77,11 @@ def timeline(merchant_id: int, operation_id: str) -> Timeline:
     ).first()
     events = db.session.scalars(
         sa.select(Event)
-        .where(Event.merchant_id == merchant_id, Event.operation_id == operation_id)
+        .where(
+            Event.merchant_id == merchant_id,
+            Event.operation_id == operation_id,
+            of_current_connection(),  # another account's operation of the same id is another story
+        )
         .order_by(Event.occurred_at, Event.id)
     ).all()
     paid_in = mirrored.currency_paid if mirrored else None

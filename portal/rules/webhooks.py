@@ -43,7 +43,7 @@ from portal.models import (
     WebhookEndpoint,
 )
 from portal.rules import crypto
-from portal.rules.events import EventType, public_event_id
+from portal.rules.events import EventType, of_current_connection, public_event_id
 from portal.rules.web_urls import is_web_url
 
 SIGNATURE_HEADER = "Portal-Signature"
@@ -230,6 +230,7 @@ def _fan_out(endpoint: WebhookEndpoint) -> int:
             Event.merchant_id == endpoint.merchant_id,
             Event.id > endpoint.since_event_id,
             Event.notify.is_(True),
+            of_current_connection(),  # a connection of the past is no news to the shop
             Event.type.in_(endpoint.event_types),
             Event.created_at >= window,
             ~sa.exists(delivered),

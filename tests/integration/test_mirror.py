@@ -291,3 +291,32 @@ def test_the_last_error_is_shown_to_owners_without_the_token(portal, sandbox):
     page = text(signed_in(portal, email("owner")).get("/settings/api"))
     assert "Last error ApiUnavailable" in page
     assert sandbox.token not in page
+
+
+def test_each_change_of_status_and_each_new_amount_paid_is_an_event(portal, sandbox):
+    """A change's dedup key names what it changed to: a status that goes back, an amount paid
+    that grows again, are new changes, each written (and sent) once."""
+    api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
+    paid_twice = api.create_operation("1", "BTC", "order-paid-twice")
+    back_and_forth = api.create_operation("1", "BTC", "order-back-and-forth")
+    sync(portal)
+    for _ in range(2):
+        pay(sandbox, paid_twice.id, "0.3", "confirmed")
+        sync(portal)
+    arrived = sandbox.control(
+        "POST", f"operations/{back_and_forth.id}/transactions", {"amount": "0.2"}
+    ).json()["data"]["id"]
+    api.link_transactions(back_and_forth.id, [arrived])  # confirmed
+    sync(portal)
+    api.reject_transactions(back_and_forth.id, [arrived], "not this order's")  # new again
+    sync(portal)
+
+    partly = events_of(portal, operation_id=paid_twice.id, type="operation.partly_paid")
+    paid = [Decimal(event.data["amount_paid"]) for event in partly]
+    assert paid == [Decimal("0.3"), Decimal("0.6")]
+    statuses = [
+        (event.type, event.data["status"])
+        for event in events_of(portal, operation_id=back_and_forth.id)
+        if event.type.startswith("operation.") and event.type != "operation.created"
+    ]
+    assert statuses == [("operation.confirmed", "confirmed"), ("operation.status_changed", "new")]

@@ -158,3 +158,27 @@ def test_fragments_on_each_database_with_like_characters(app, accounts):
     client = signed_in(app, accounts.owner)
     assert links(results(client, "e_100%"), "operations") == [wanted["id"]]
     assert links(results(client, "RATE_1"), "operations") == [wanted["id"]]
+
+
+def test_another_merchants_rows_match_neither_a_fragment_nor_a_short_id(app, accounts):
+    """On each database: the fragment's query (FTS or LIKE) and the exact look-up of a text too
+    short for a fragment both keep to the signed-in user's merchant."""
+    theirs = mirror(
+        app,
+        operation_record(
+            id="77",
+            order_id="Shared-Kiwi-9",
+            transactions=[transaction_record(id="78", tx_id="0xShared" + "ef" * 20)],
+        ),
+        "Other",
+    )
+    ours = mirror(app, operation_record(order_id="Shared-Kiwi-1"))
+    client = signed_in(app, accounts.owner)
+    assert links(results(client, "shared-kiwi"), "operations") == [ours["id"]]
+    assert links(results(client, "0xshared"), "transactions") == []
+    assert links(results(client, "77"), "operations") == []
+    assert links(results(client, "78"), "transactions") == []
+    other = signed_in(app, accounts.other_owner)
+    assert links(results(other, "shared-kiwi"), "operations") == [theirs["id"]]
+    assert links(results(other, "77"), "operations") == ["77"]
+    assert links(results(other, "78"), "transactions") == ["78"]

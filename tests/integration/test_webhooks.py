@@ -90,7 +90,7 @@ def record(app, type_: str, operation_id: str | None = "op-1", *, notify: bool =
             notify=notify,
         )
         db.session.commit()
-        return db.session.scalar(db.select(Event.public_id).where(Event.dedup_key == key))
+        return db.session.scalar(db.select(Event.public_id).where(Event.dedup_key.endswith(key)))
 
 
 def deliver(app) -> int:
