@@ -22,10 +22,8 @@ from portal.rules.connection import (
     Credentials,
     base_url_problem,
     connect,
-    rotate_stored_tokens,
 )
-from portal.rules.crypto import TokenKeyError
-from portal.rules.two_factor import rotate_secrets
+from portal.rules.crypto import TokenKeyError, rotate_every_column
 from portal.web.connections import rejection_sentence, url_problem_sentence
 from portal.web.users import refusal_sentence
 from portal.worker.queue import GracefulConsumer, huey
@@ -79,16 +77,15 @@ def connect_api(
 @click.command("rotate-keys")
 @with_appcontext
 def rotate_keys() -> None:
-    """Re-encrypt every stored secret (API tokens, two-factor secrets) under the first key."""
+    """Re-encrypt every stored secret (every `*_encrypted` column: API tokens, two-factor and
+    webhook secrets) under the first key; nothing changes when one cannot be decrypted."""
     flask_migrate.upgrade()
     try:
-        merchants = rotate_stored_tokens()
-        users = rotate_secrets()
+        counts = rotate_every_column()
     except TokenKeyError as error:
-        db.session.rollback()
         raise click.ClickException(str(error)) from error
-    click.echo(f"Re-encrypted the API tokens of {merchants} merchant(s) under the newest key.")
-    click.echo(f"Re-encrypted the two-factor secrets of {users} user(s) under the newest key.")
+    for column, count in counts.items():
+        click.echo(f"Re-encrypted {count} value(s) of {column} under the newest key.")
 
 
 def _log_lines() -> None:

@@ -14,6 +14,7 @@ from cryptography.fernet import Fernet
 from tests.support.databases import TEST_PASSWORD_HASH_METHOD, postgres_schema
 from tests.support.forms import PASSWORD
 from tests.support.portal_app import ready_portal
+from tests.support.required import skip_unless
 from tests.support.sandbox_server import ReusedSandbox, SandboxServer, run_sandbox
 from tests.support.smtp import MailServer, running_mail_server
 
@@ -157,9 +158,8 @@ def redis_store() -> RedisStore:
     """PORTAL_TEST_REDIS_URL and a key prefix of the test's own, deleted afterwards."""
     import redis
 
-    url = os.environ.get("PORTAL_TEST_REDIS_URL")
-    if not url:
-        pytest.skip("PORTAL_TEST_REDIS_URL is not set: Redis tests skipped")
+    url = os.environ.get("PORTAL_TEST_REDIS_URL", "")
+    skip_unless(bool(url), "redis", "PORTAL_TEST_REDIS_URL is not set")
     store = RedisStore(url, f"portal-test-{uuid.uuid4().hex[:12]}")
     yield store
     connection = redis.Redis.from_url(url)

@@ -7,7 +7,7 @@ from flask_wtf import FlaskForm
 from wtforms import EmailField, HiddenField, PasswordField, SubmitField
 from wtforms.validators import DataRequired, EqualTo, Length
 
-from portal.web.fields import PASSWORD_LENGTH, CodeField
+from portal.web.fields import PASSWORD_LENGTH, CodeField, EmailAddressField
 
 
 class SignInForm(FlaskForm):
@@ -23,7 +23,7 @@ class TwoFactorSignInForm(FlaskForm):
 
 
 class ForgotPasswordForm(FlaskForm):
-    email = EmailField("Email", validators=[DataRequired(), Length(max=254)])
+    email = EmailAddressField()
     submit = SubmitField("Send me a link")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 import secrets
 from datetime import timedelta
+from email.utils import getaddresses
 from typing import Literal, overload
 
 import sqlalchemy as sa
@@ -16,6 +17,8 @@ from portal.extensions import db
 from portal.models import Merchant, Role, User, UserSession, session_key_hash, utcnow
 
 MIN_PASSWORD_LENGTH = 10
+EMAIL_LENGTH = 254
+NOT_IN_AN_ADDRESS = frozenset(',;<>()[]"\\:@')  # either side of the address's one `@`
 LAST_SEEN_RESOLUTION = timedelta(minutes=1)
 # Every signed-in page needs the user, the merchant, its API connection and its mirror's last
 # sync (the menu's count): one query, not five, built once (`Session.get` would build it again
@@ -56,9 +59,22 @@ class AccountError(Exception):
 
 
 def looks_like_email(value: str) -> bool:
-    """A plausible address (the real check is that the person can sign in with it)."""
-    local, _, domain = value.strip().rpartition("@")
-    return bool(local) and "." in domain.strip(".") and not any(c.isspace() for c in value.strip())
+    """One plausible address and nothing else (the real check is that the person can sign in
+    with it). A list of addresses would have a mail go to each of them: no separator (`,`, `;`,
+    a space), no display name or comment (`<>`, `()`), no quoting, one `@`, no control
+    character, and nothing that `email.utils` reads as more than this one address."""
+    value = value.strip()
+    local, _, domain = value.partition("@")
+    return (
+        bool(local)
+        and "." in domain.strip(".")
+        and len(value) <= EMAIL_LENGTH
+        and not any(
+            char.isspace() or not char.isprintable() or char in NOT_IN_AN_ADDRESS
+            for char in local + domain
+        )
+        and getaddresses([value]) == [("", value)]
+    )
 
 
 def normalise_email(email: str) -> str:

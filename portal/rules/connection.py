@@ -285,13 +285,3 @@ def _start_new_mirror(connection: ApiConnection) -> None:
         )
     connection.generation += 1
 
-
-def rotate_stored_tokens() -> int:
-    """Re-encrypt every stored token under the newest key; returns how many connections."""
-    connections = db.session.scalars(db.select(ApiConnection)).all()
-    for connection in connections:
-        connection.token_encrypted = crypto.rotate(connection.token_encrypted)
-        if connection.company_token_encrypted:
-            connection.company_token_encrypted = crypto.rotate(connection.company_token_encrypted)
-    db.session.commit()
-    return len(connections)

@@ -9,6 +9,7 @@ from flask import current_app
 
 from portal.extensions import db
 from portal.models import MailMessage
+from portal.rules.accounts import looks_like_email
 
 DEFAULT_PUBLIC_URL = "http://127.0.0.1:5000"
 
@@ -25,6 +26,13 @@ def portal_link(path: str) -> str:
     return base.rstrip("/") + path
 
 
-def queue(to: str, subject: str, body: str, *, user_id: int | None = None) -> None:
-    """Add a message to the outbox; the caller commits (with what the message is about)."""
+def queue(to: str, subject: str, body: str, *, user_id: int | None = None) -> bool:
+    """Add a message to the outbox, whether it was; the caller commits (with what the message
+    is about). A message goes to one address: `to` holding a list, or anything else than one
+    address (stored before addresses were checked so), is logged and not queued, since its
+    link would reach every mailbox of the list."""
+    if not looks_like_email(to):
+        current_app.logger.warning("Mail to %r not queued: not one email address.", to)
+        return False
     db.session.add(MailMessage(to_address=to, subject=subject, body=body, user_id=user_id))
+    return True

@@ -4,7 +4,7 @@ Codes are SHA-1, 6 digits, 30-second steps; the step before and after the curren
 accepted too, for clocks that drift. A code is accepted once: the user's `totp_last_step` moves
 forward with one conditional UPDATE, so the same code (or an older one) is refused afterwards,
 across processes. The secret is stored encrypted with the API tokens' keys (`portal.rules.crypto`),
-and `flask rotate-keys` re-encrypts it (`rotate_secrets`).
+and `flask rotate-keys` re-encrypts it with every other `*_encrypted` column.
 
 Every check of a code goes through `check_code`, which counts each code before checking it
 (`portal.rules.attempts`: parallel guesses get no more checks than the limit) under limits of their
@@ -103,17 +103,6 @@ def _use_step(user: User, step: int) -> bool:
     db.session.commit()
     db.session.refresh(user)
     return changed == 1
-
-
-def rotate_secrets() -> int:
-    """Re-encrypt every stored TOTP secret under the newest key; returns how many users."""
-    users = db.session.scalars(sa.select(User).where(User.totp_secret_encrypted.is_not(None))).all()
-    for user in users:
-        secret = user.totp_secret_encrypted
-        assert secret is not None  # selected for having one
-        user.totp_secret_encrypted = crypto.rotate(secret)
-    db.session.commit()
-    return len(users)
 
 
 # --- Recovery codes --------------------------------------------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 from flask_wtf import FlaskForm
 from wtforms import (
     BooleanField,
-    EmailField,
     PasswordField,
     SelectChoice,
     SelectField,
@@ -16,12 +15,11 @@ from wtforms import (
 from wtforms.validators import DataRequired, Length, Optional, ValidationError
 
 from portal.models import Environment, Role
-from portal.rules.accounts import looks_like_email
 from portal.rules.connection import base_url_problem
-from portal.rules.shops import SUPPORT_EMAIL_LENGTH, is_support_email
+from portal.rules.shops import is_support_email
 from portal.rules.web_urls import is_web_url
 from portal.web.connections import url_problem_sentence
-from portal.web.fields import PASSWORD_LENGTH, CodeField, strip
+from portal.web.fields import PASSWORD_LENGTH, CodeField, EmailAddressField, strip
 
 ROLE_CHOICES = [SelectChoice(role.value, role.label) for role in Role]
 
@@ -47,20 +45,10 @@ def _shop_url(_form: FlaskForm, field: URLField) -> None:
         raise ValidationError("Enter an address starting with http:// or https://.")
 
 
-def _support_email(_form: FlaskForm, field: EmailField) -> None:
-    if field.data and not is_support_email(field.data):
-        raise ValidationError("Enter an email address such as support@example.com.")
-
-
 def _token_characters(_form: FlaskForm, field: PasswordField) -> None:
     """A token is one word: a space or line break inside it is a pasting mistake."""
     if field.data and any(char.isspace() or not char.isprintable() for char in field.data):
         raise ValidationError("A token has no spaces or line breaks: paste it again.")
-
-
-def _email(_form: FlaskForm, field: EmailField) -> None:
-    if not looks_like_email(field.data or ""):
-        raise ValidationError("Enter an email address such as name@example.com.")
 
 
 class ApiSettingsForm(FlaskForm):
@@ -94,7 +82,7 @@ class NewUserForm(FlaskForm):
     """A new user starts at the least privileged role; they replace the password at first
     sign-in (`User.must_choose_password`)."""
 
-    email = EmailField("Email", validators=[DataRequired(), Length(max=254), _email])
+    email = EmailAddressField()
     role = SelectField("Role", choices=ROLE_CHOICES, default=Role.ACCOUNTANT.value)
     password = PasswordField("Password", validators=[DataRequired(), PASSWORD_LENGTH])
     code = CodeField(STEP_UP_LABEL)
@@ -105,7 +93,7 @@ class InviteForm(FlaskForm):
     """Shown on the same page as `NewUserForm`: made with prefix="invite" (unique ids). The
     person sets their own password from the mailed link."""
 
-    email = EmailField("Email", validators=[DataRequired(), Length(max=254), _email])
+    email = EmailAddressField()
     role = SelectField("Role", choices=ROLE_CHOICES, default=Role.ACCOUNTANT.value)
     code = CodeField(STEP_UP_LABEL)
     submit = SubmitField("Send invitation")
@@ -144,10 +132,8 @@ class CheckoutSettingsForm(FlaskForm):
     shop_url = URLField(
         "Shop URL", validators=[Optional(), Length(max=2048), _shop_url], filters=[strip]
     )
-    support_email = EmailField(
-        "Support email",
-        validators=[Optional(), Length(max=SUPPORT_EMAIL_LENGTH), _support_email],
-        filters=[strip],
+    support_email = EmailAddressField(
+        "Support email", optional=True, also=is_support_email, example="support@example.com"
     )
     code = CodeField(STEP_UP_LABEL)
     submit = SubmitField("Save")

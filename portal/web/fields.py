@@ -1,5 +1,5 @@
-"""Form fields and checks shared by several forms: amounts, currencies, addresses, one-time
-codes and new passwords.
+"""Form fields and checks shared by several forms: amounts, currencies, addresses, email
+addresses, one-time codes and new passwords.
 
 Bad input is caught here, next to its field, before anything is sent to the API.
 """
@@ -7,13 +7,14 @@ Bad input is caught here, next to its field, before anything is sent to the API.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 
 from flask_wtf import FlaskForm
-from wtforms import Field, SelectChoice, SelectField, StringField
-from wtforms.validators import InputRequired, Length, Optional, ValidationError
+from wtforms import EmailField, Field, SelectChoice, SelectField, StringField
+from wtforms.validators import DataRequired, InputRequired, Length, Optional, ValidationError
 
-from portal.rules.accounts import MIN_PASSWORD_LENGTH
+from portal.rules.accounts import EMAIL_LENGTH, MIN_PASSWORD_LENGTH, looks_like_email
 
 # The currencies of the API (section 2.5 names BTC, ETH and USD; USDT is an ERC-20 token).
 # Which of them have wallets, pairs or limits is the API's to say, in its error codes.
@@ -125,6 +126,33 @@ class AddressField(StringField):
 
 def strip(value: str | None) -> str | None:
     return value.strip() if isinstance(value, str) else value
+
+
+class EmailAddressField(EmailField):
+    """One email address, never a list: every form where an address is typed uses this field,
+    since a mail to "a@x.example,b@y.example" would reach both (an invitation's link too).
+    Required unless `optional`; `also` is a further check of the address (the support address
+    must fit in a `mailto:` link), refused in the same words, which give `example`."""
+
+    def __init__(
+        self,
+        label: str = "Email",
+        *,
+        optional: bool = False,
+        also: Callable[[str], bool] | None = None,
+        example: str = "name@example.com",
+        **kwargs: object,
+    ) -> None:
+        self.also = also
+        self.refusal = f"Enter one email address, such as {example}."
+        presence = Optional() if optional else DataRequired()
+        validators = [presence, Length(max=EMAIL_LENGTH), self._one_address]
+        super().__init__(label, validators=validators, filters=[strip], **kwargs)
+
+    @staticmethod
+    def _one_address(_form: FlaskForm, field: EmailAddressField) -> None:
+        if not looks_like_email(field.data) or (field.also and not field.also(field.data)):
+            raise ValidationError(field.refusal)
 
 
 # A new password: long enough, and not so long that hashing it costs more than a sign-in.

@@ -10,7 +10,7 @@ from portal.api import ApiFailure
 from portal.models import IntentState, Role, WithdrawalIntent
 from portal.rules import withdrawals
 from portal.rules.csv_rows import WITHDRAWAL_COLUMNS
-from portal.web.access import ALL_ROLES, roles
+from portal.web.access import roles
 from portal.web.exports import local_csv_download
 from portal.web.lists import local_page
 from portal.web.merchant import current_api
@@ -118,7 +118,7 @@ def confirm(key: str) -> Response:
 
 
 @bp.get("/export.csv")
-@roles(*ALL_ROLES)
+@roles(Role.OWNER, Role.ACCOUNTANT)
 def export_csv() -> Response:
     """Every withdrawal confirmed through the portal, with its outcome, for the accounts."""
     return local_csv_download(

@@ -272,7 +272,9 @@ def test_the_owner_names_the_shop_and_its_url(page: Page, shop) -> None:
     page.get_by_label("Shop URL").fill("https://cafe-nord.example/")
     page.get_by_label("Support email").fill("help at cafe-nord")
     page.get_by_role("button", name="Save").click()
-    expect(page.get_by_text("Enter an email address such as support@example.com.")).to_be_visible()
+    expect(
+        page.get_by_text("Enter one email address, such as support@example.com.")
+    ).to_be_visible()
     page.get_by_label("Support email").fill("help@cafe-nord.example")
     page.get_by_role("button", name="Save").click()
     expect(page.get_by_role("status")).to_have_text("The checkout page settings are saved.")

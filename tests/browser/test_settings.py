@@ -104,6 +104,6 @@ def test_an_invalid_user_form_says_what_is_wrong(page: Page, portal: PortalServe
     page.get_by_label("Email").fill("not an email")
     page.get_by_label("Password").fill("short")
     page.get_by_role("button", name="Add user").click()
-    expect(page.get_by_text("Enter an email address such as name@example.com.")).to_be_visible()
+    expect(page.get_by_text("Enter one email address, such as name@example.com.")).to_be_visible()
     expect(page.get_by_text("Use at least 10 characters.")).to_be_visible()
     assert_accessible(page)

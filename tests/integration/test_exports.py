@@ -14,6 +14,7 @@ import requests
 
 from tests.support.forms import sign_in
 from tests.support.money import connect
+from tests.support.required import skip_unless
 
 FODS = {
     "table": "urn:oasis:names:tc:opendocument:xmlns:table:1.0",
@@ -160,9 +161,12 @@ def formulas_in(rows: list[list]) -> list:
     return [cell for row in rows for cell in row if cell.get(f"{{{FODS['table']}}}formula")]
 
 
-needs_soffice = pytest.mark.skipif(
-    not shutil.which("soffice"), reason="LibreOffice (soffice) is not installed"
-)
+@pytest.fixture
+def soffice() -> None:
+    skip_unless(shutil.which("soffice") is not None, "soffice", "LibreOffice (soffice) is missing")
+
+
+needs_soffice = pytest.mark.usefixtures("soffice")
 
 
 @needs_soffice

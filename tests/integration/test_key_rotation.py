@@ -1,4 +1,5 @@
-"""Changing the token key with no downtime, against the real sandbox.
+"""Changing the token key with no downtime, against the real sandbox; and every encrypted column
+of the schema rotated, webhook secrets included.
 
 Two portal applications on one SQLite file stand for two processes during a rolling restart:
 one still configured with the old key A, one with `PORTAL_TOKEN_KEYS=B,A`. Tokens stored under A
@@ -10,6 +11,7 @@ in clear in the database file.
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -159,7 +161,7 @@ def test_tokens_under_the_old_key_work_during_the_rollout_and_rotate_to_the_new_
     # Every process runs with "B,A": the operator rotates.
     result = _rotate_keys(tmp_path, f"{new},{old}")
     assert result.returncode == 0, result.stderr
-    assert "Re-encrypted the API tokens of 1 merchant(s)" in result.stdout
+    assert "Re-encrypted 1 value(s) of api_connections.token_encrypted" in result.stdout
     for token in (sandbox.token, sandbox.company_token):
         assert token not in result.stdout + result.stderr
 
@@ -221,3 +223,185 @@ def test_tokens_saved_during_the_rollout_stay_readable_by_every_process(tmp_path
     for app in (old_only, added, promoted, new_only):
         with app.app_context():
             db.engine.dispose()
+
+
+# --- Every encrypted column of the schema ------------------------------------------------------
+
+
+def _encrypted_columns() -> list:
+    """Every column of the schema holding a secret, read from the models' metadata: the portal
+    names each `*_encrypted` (test_every_encrypted_value_is_stored_in_a_column_named_so)."""
+    import portal.models  # noqa: F401 (every table registered)
+    from portal.extensions import db
+
+    return [
+        column
+        for table in db.metadata.sorted_tables
+        for column in table.columns
+        if column.name.endswith("_encrypted")
+    ]
+
+
+def _a_row_of_every_table_with_a_secret(app, shop_url: str) -> None:
+    """The owner's two-factor secret, an API connection with both tokens, a webhook endpoint
+    just rotated (current and previous secret): a row in each table that holds a secret."""
+    from portal.extensions import db
+    from portal.models import ApiConnection, Environment, User
+    from portal.rules import accounts, crypto, webhooks
+
+    with app.app_context():
+        acme = accounts.merchant_named("Acme")
+        owner = db.session.scalars(db.select(User).where(User.email == OWNER)).one()
+        owner.totp_secret_encrypted = crypto.encrypt("JBSWY3DPEHPK3PXP")
+        db.session.add(
+            ApiConnection(
+                merchant=acme,
+                base_url="http://127.0.0.1:9",
+                environment=Environment.SANDBOX,
+                token_encrypted=crypto.encrypt("application-token"),
+                company_token_encrypted=crypto.encrypt("company-token"),
+            )
+        )
+        db.session.commit()
+        endpoint = webhooks.save_endpoint(acme, shop_url, ["operation.confirmed"])
+        webhooks.rotate_secret(endpoint)
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_rotation_re_encrypts_every_encrypted_column_of_the_schema(
+    request, portal_config, keys, database
+):
+    """Every value of every encrypted column, written under the old key A, reads with B alone
+    after `rotate-keys` (on SQLite and on PostgreSQL, where production runs it): a column the
+    rotation forgets fails here by its name."""
+    from portal import create_app
+    from portal.extensions import db
+    from portal.models import Role
+    from portal.rules import accounts, crypto
+    from tests.support.portal_app import ready_portal
+
+    old, new = keys
+    columns = _encrypted_columns()
+    names = {f"{column.table.name}.{column.name}" for column in columns}
+    assert names >= {
+        "users.totp_secret_encrypted",
+        "api_connections.token_encrypted",
+        "api_connections.company_token_encrypted",
+        "webhook_endpoints.secret_encrypted",
+        "webhook_endpoints.previous_secret_encrypted",
+    }, "the schema's secrets are found by their name"
+
+    if database == "postgresql":
+        portal_config = {**portal_config, "DATABASE_URL": request.getfixturevalue("postgres_url")}
+    under_old = ready_portal(create_app({**portal_config, "TOKEN_KEYS": old}))
+    with under_old.app_context():
+        accounts.add_user(accounts.merchant_named("Acme", create=True), OWNER, Role.OWNER, PASSWORD)
+    _a_row_of_every_table_with_a_secret(under_old, "http://127.0.0.1:9/hooks")
+
+    written = {}  # (column, primary key) -> the plaintext written under A
+    with under_old.app_context():
+        for column in columns:
+            (key,) = column.table.primary_key.columns
+            ids = db.session.scalars(db.select(key)).all()
+            assert ids, f"give {column.table.name} a row in _a_row_of_every_table_with_a_secret"
+            for id_ in ids:
+                plain = f"{column.table.name}.{column.name}#{id_}"
+                written[column, id_] = plain
+                db.session.execute(
+                    db.update(column.table)
+                    .where(key == id_)
+                    .values({column.name: crypto.encrypt(plain)})
+                )
+        db.session.commit()
+
+    both = create_app({**portal_config, "TOKEN_KEYS": f"{new},{old}"})
+    result = both.test_cli_runner().invoke(args=["rotate-keys"])
+    assert result.exit_code == 0, result.output
+    for name in names:
+        assert f"of {name} under the newest key" in result.output
+
+    new_only = create_app({**portal_config, "TOKEN_KEYS": new})
+    with new_only.app_context():
+        for (column, id_), plain in written.items():
+            (key,) = column.table.primary_key.columns
+            stored = db.session.scalar(db.select(column).where(key == id_))
+            assert crypto.decrypt(stored) == plain, f"{column.table.name}.{column.name} rotated"
+    for app in (under_old, both, new_only):
+        with app.app_context():
+            db.engine.dispose()
+
+
+def test_after_rotation_without_the_old_key_notifications_open_and_deliveries_sign_alike(
+    portal_config, keys
+):
+    """The webhook secrets rotate with the rest: with the old key dropped, the owner opens
+    /settings/notifications and a due delivery is signed with the same secrets as before."""
+    from portal import create_app
+    from portal.extensions import db
+    from portal.models import Role, WebhookEndpoint
+    from portal.rules import accounts, events, webhooks
+    from tests.support.forms import sign_in
+    from tests.support.portal_app import ready_portal
+    from tests.support.shop import run_shop
+
+    old, new = keys
+    under_old = ready_portal(create_app({**portal_config, "TOKEN_KEYS": old}))
+    with under_old.app_context():
+        accounts.add_user(accounts.merchant_named("Acme", create=True), OWNER, Role.OWNER, PASSWORD)
+    with run_shop() as shop:
+        _a_row_of_every_table_with_a_secret(under_old, shop.url)
+        with under_old.app_context():
+            endpoint = db.session.scalars(db.select(WebhookEndpoint)).one()
+            secrets = webhooks.signing_secrets(endpoint, webhooks.utcnow())
+            assert len(secrets) == 2, "the current secret and the previous one, both signing"
+            events.record(
+                endpoint.merchant_id,
+                events.EventType.OPERATION_CONFIRMED,
+                dedup_key="confirmed:op-1",
+                data={"id": "op-1"},
+                occurred_at=webhooks.utcnow(),
+                operation_id="op-1",
+            )
+            db.session.commit()
+
+        both = create_app({**portal_config, "TOKEN_KEYS": f"{new},{old}"})
+        assert both.test_cli_runner().invoke(args=["rotate-keys"]).exit_code == 0
+
+        new_only = create_app({**portal_config, "TOKEN_KEYS": new})
+        owner = new_only.test_client()
+        sign_in(owner, OWNER)
+        assert owner.get("/settings/notifications").status_code == 200
+        with new_only.app_context():
+            assert webhooks.deliver_due() == 1
+        (request,) = shop.wait_for(1)
+        assert request.signed_by(secrets[0]) and request.signed_by(secrets[1])
+        assert len(request.signatures()[1]) == 2
+    for app in (under_old, both, new_only):
+        with app.app_context():
+            db.engine.dispose()
+
+
+def test_every_encrypted_value_is_stored_in_a_column_named_so():
+    """`rotate-keys` finds the secrets by their columns' `_encrypted` names: every value the
+    portal encrypts goes to such a column (an attribute or a keyword named so), or to the
+    browser session's setup key of a two-factor enrolment, which is not stored in the database
+    and is dropped when no key reads it."""
+    stored_in = []
+    for path in (ROOT / "portal").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "crypto.encrypt"):
+                continue
+            holder = parents[node]
+            while isinstance(holder, ast.IfExp):
+                holder = parents[holder]
+            if isinstance(holder, ast.keyword):
+                stored_in.append((path.name, holder.arg))
+            elif isinstance(holder, ast.Assign):
+                stored_in.extend((path.name, ast.unparse(target)) for target in holder.targets)
+            else:
+                stored_in.append((path.name, ast.unparse(holder)))
+    assert len(stored_in) >= 5, "the walk finds the portal's calls"
+    for module, name in stored_in:
+        assert name.endswith("_encrypted") or (module, name) == ("enrolment.py", "session[SETUP]")

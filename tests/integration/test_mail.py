@@ -5,10 +5,12 @@ them."""
 
 from __future__ import annotations
 
+import base64
+import logging
 import re
 import threading
 from datetime import UTC, datetime
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 import pytest
 import sqlalchemy as sa
@@ -187,27 +189,67 @@ def test_mail_waits_in_the_outbox_while_the_smtp_server_is_down(app, accounts, m
     assert queued(app) == [("sent", 1)]
 
 
-@pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")
-def test_the_smtp_password_signs_in_and_is_never_logged(portal_config, app, accounts, caplog):
-    from portal import create_app
+def _written_forms(password: str) -> list[str]:
+    """How a password can show: as typed, percent-encoded as PORTAL_SMTP_URL holds it (every
+    way), and as AUTH PLAIN sends it."""
+    plain = f"\0portal\0{password}".encode()
+    return [
+        password,
+        quote(password, safe=""),
+        quote(password),
+        quote_plus(password),
+        base64.b64encode(plain).decode(),
+    ]
 
-    password = "p@ss:w/rd 42"
+
+@pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")
+def test_the_smtp_password_signs_in_and_is_never_logged(
+    portal_config, app, accounts, caplog, capfd
+):
+    """Every log record at any level, the process's output and the error stored on the message
+    (a login refused, then a server gone) hold neither password in any form, nor the URL."""
+    from portal import create_app
+    from portal.extensions import db
+    from portal.models import MailMessage
+
+    password = "p@ss:w/rd%42 +x"  # characters the URL must percent-encode
+    wrong = "wr@ng/pass:word%"
+    urls = []
 
     def sender(url: str, given: str, timeout: float = 10.0):
         login = url.replace("smtp://", f"smtp://portal:{quote(given, safe='')}@")
+        urls.append(login)
         return create_app({**portal_config, "SMTP_URL": login, "SMTP_TIMEOUT": timeout})
 
+    caplog.set_level(logging.DEBUG)
     with running_mail_server(("portal", password)) as server:
         record(app, "operation.confirmed", operation_record(), "op_8f3a2c:status:confirmed")
         # The same database. aiosmtpd leaves smtplib's second try of a wrong password (AUTH
         # LOGIN after PLAIN) unanswered: a short timeout ends it (the right one gets the usual).
-        send_due(sender(server.url, "wrong password", timeout=0.5))
+        send_due(sender(server.url, wrong, timeout=0.5))
         assert server.messages == []
         assert queued(app) == [("queued", 1)]
+        with app.app_context():
+            refused = db.session.scalars(sa.select(MailMessage.last_error)).one()
         send_due(sender(server.url, password))
         assert [message["To"] for message in server.messages] == [accounts.owner]
-    assert "Mail 1 not sent (attempt 1)" in caplog.text  # the failure is logged...
-    assert "p@ss" not in caplog.text and "wrong password" not in caplog.text  # ...not the password
+        record(app, "operation.confirmed", operation_record(order="A-1002"), "A-1002")
+    send_due(sender(server.url, password, timeout=0.5))  # the server is gone
+    with app.app_context():
+        gone = db.session.scalars(
+            sa.select(MailMessage.last_error).where(MailMessage.attempts > 0)
+        ).all()
+    assert "Mail 1 not sent (attempt 1)" in caplog.text  # the failures are logged...
+    assert "Mail 2 not sent (attempt 1)" in caplog.text
+    output = capfd.readouterr()
+    written = {
+        "the log": caplog.text,
+        "the output": output.out + output.err,
+        "the stored errors": " ".join([refused or "", *(error or "" for error in gone)]),
+    }
+    for where, text in written.items():  # ...neither password, nor the URL
+        for secret in [*_written_forms(password), *_written_forms(wrong), *urls]:
+            assert secret not in text, f"{secret!r} in {where}"
 
 
 @pytest.fixture

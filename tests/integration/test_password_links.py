@@ -92,8 +92,10 @@ def test_an_invitation_expires_after_7_days(app, url, accounts, mail_server):
     owner = signed_in(url, accounts.owner)
     invite(owner, "late@acme.test")
     path = mailed_link(app, mail_server, 1)
-    age_links(app, timedelta(days=7, minutes=1))
-    assert Visitor(url).get(path).status_code == 410
+    age_links(app, timedelta(days=7) - timedelta(minutes=1))
+    assert "Choose your password" in Visitor(url).get(path).text, "just before 7 days"
+    age_links(app, timedelta(minutes=2))
+    assert Visitor(url).get(path).status_code == 410, "just after 7 days"
 
 
 def test_only_owners_invite(url, accounts):
@@ -172,3 +174,107 @@ def test_forms_without_their_csrf_token_are_refused(url, accounts):
     assert refused.status_code == 400
     refused = owner.http.post(f"{url}/settings/users/invite", data={"invite-email": "x@acme.test"})
     assert refused.status_code == 400
+
+
+NOT_ONE_ADDRESS = [
+    "x@a.example,other@b.example",
+    "x@a.example;other@b.example",
+    "x@a.example other@b.example",
+    "Someone <x@a.example>",
+    "x@a.example (other@b.example)",
+    '"x,other"@a.example',
+    "x@other@a.example",
+    "x@a.example\r\nBcc: other@b.example",
+]
+WITH_A_CONTROL_CHARACTER = "x\x07@a.example"  # refused before any view; the rules refuse it too
+ONE_ADDRESS = "Enter one email address, such as"
+
+
+def test_every_typed_address_is_one_address_or_refused_with_nothing_changed(
+    app, url, accounts, mail_server
+):
+    """An invitation, a new user, a reset request, the checkout's support address and
+    `create-user` each refuse a list of addresses (and other than one address) in words, and
+    change nothing: no user, no link, no mail, no reset request, the old support address."""
+    from portal.extensions import db
+    from portal.models import MailMessage, OneTimeLink, ResetRequest, User
+    from portal.rules import accounts as rules
+    from portal.rules import mail
+
+    def counts() -> tuple[int, ...]:
+        with app.app_context():
+            tables = (User, OneTimeLink, MailMessage, ResetRequest)
+            return tuple(
+                db.session.scalar(sa.select(sa.func.count()).select_from(t)) for t in tables
+            )
+
+    owner = signed_in(url, accounts.owner)
+    assert (
+        owner.post("/settings/checkout", {"support_email": "help@acme.example"}).status_code == 302
+    )
+    before = counts()
+    for typed in NOT_ONE_ADDRESS:
+        for path, form, page in (
+            ("/settings/users/invite", {"invite-email": typed}, "/settings/users"),
+            ("/settings/users", {"email": typed, "password": PASSWORD}, None),
+            ("/settings/checkout", {"support_email": typed}, None),
+        ):
+            refused = owner.post(
+                path, {**form, "role": "operator", "invite-role": "operator"}, page=page
+            )
+            assert (refused.status_code, ONE_ADDRESS in refused.text) == (422, True), (path, typed)
+        refused = Visitor(url).post("/password/forgot", {"email": typed})
+        assert (refused.status_code, ONE_ADDRESS in refused.text) == (422, True), typed
+    for typed in [*NOT_ONE_ADDRESS, WITH_A_CONTROL_CHARACTER]:
+        options = ["--merchant", "Acme", "--role", "owner", "--password", PASSWORD]
+        created = app.test_cli_runner().invoke(args=["create-user", typed, *options])
+        assert created.exit_code == 1 and "is not an email address" in created.output, typed
+    assert counts() == before
+    with app.app_context():
+        assert rules.merchant_named("Acme").support_email == "help@acme.example"
+        mail.send_due()
+    assert mail_server.messages == []
+
+    assert invite(owner, "x@a.example").status_code == 302, "one address is taken"
+    assert mailed_link(app, mail_server, 1).startswith("/invite/")
+    assert [message["To"] for message in mail_server.messages] == ["x@a.example"]
+
+
+def test_the_outbox_queues_a_message_for_one_address_only(app, caplog):
+    """Defence in depth: an address stored before addresses were checked, holding a list, gets
+    no message (and no link); one address does."""
+    from portal.extensions import db
+    from portal.models import MailMessage
+    from portal.rules import outbox
+
+    with app.app_context():
+        for to in [*NOT_ONE_ADDRESS, WITH_A_CONTROL_CHARACTER]:
+            assert not outbox.queue(to, "A link", "https://portal.test/invite/secret")
+        assert outbox.queue("x@a.example", "A link", "https://portal.test/invite/secret")
+        db.session.commit()
+        assert db.session.scalars(sa.select(MailMessage.to_address)).all() == ["x@a.example"]
+    assert "not one email address" in caplog.text
+
+
+def test_every_email_field_of_the_portal_s_forms_takes_one_address(app):
+    """A form added later with an email field uses the one-address field too. Signing in only
+    looks an address up (a list finds no user), so its field may stay the plain one."""
+    from flask_wtf import FlaskForm
+    from wtforms import EmailField
+    from wtforms.fields.core import UnboundField
+
+    from portal.web.fields import EmailAddressField
+
+    def subclasses(cls: type) -> list[type]:
+        return [sub for child in cls.__subclasses__() for sub in (child, *subclasses(child))]
+
+    email_fields = {
+        (form.__name__, name): field.field_class
+        for form in subclasses(FlaskForm)
+        if form.__module__.startswith("portal.")
+        for name, field in vars(form).items()
+        if isinstance(field, UnboundField) and issubclass(field.field_class, EmailField)
+    }
+    assert ("InviteForm", "email") in email_fields, "the walk finds the portal's forms"
+    plain = {place for place, kind in email_fields.items() if kind is not EmailAddressField}
+    assert plain == {("SignInForm", "email")}

@@ -233,15 +233,27 @@ def test_after_a_rotation_both_secrets_sign_for_24_hours_then_only_the_new_one(a
     assert len(during.signatures()[1]) == 2
     assert during.signed_by(old) and during.signed_by(new)
 
-    with app.app_context():  # 24 hours later
-        endpoint = db.session.scalars(db.select(WebhookEndpoint)).one()
-        endpoint.previous_secret_until = datetime.now(UTC) - timedelta(seconds=1)
-        db.session.commit()
+    def as_if_passed(elapsed: timedelta) -> None:
+        """Time moves in the database: the previous secret's deadline comes `elapsed` closer."""
+        with app.app_context():
+            endpoint = db.session.scalars(db.select(WebhookEndpoint)).one()
+            endpoint.previous_secret_until -= elapsed
+            db.session.commit()
+
+    as_if_passed(timedelta(hours=23, minutes=59))  # just before 24 hours
     record(app, "operation.confirmed", "op-2")
     deliver(app)
-    after = shop.wait_for(2)[1]
+    before = shop.wait_for(2)[1]
+    assert len(before.signatures()[1]) == 2
+    assert before.signed_by(old) and before.signed_by(new)
+
+    as_if_passed(timedelta(minutes=2))  # just after 24 hours
+    record(app, "operation.confirmed", "op-3")
+    deliver(app)
+    after = shop.wait_for(3)[2]
     assert len(after.signatures()[1]) == 1
     assert after.signed_by(new) and not after.signed_by(old)
+    assert "The previous secret signs too" not in owner.get(PAGE).get_data(as_text=True)
 
 
 def test_the_page_sets_the_url_and_types_and_refuses_a_bad_url(app, owner, shop):

@@ -14,10 +14,11 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import sqlalchemy as sa
 from cryptography.fernet import Fernet
 from flask import Flask
+
+from tests.support.required import skip_unless
 
 # One iteration keeps a sign-in at a fraction of a millisecond; production hashes with scrypt.
 TEST_PASSWORD_HASH_METHOD = "pbkdf2:sha256:1"
@@ -69,9 +70,8 @@ def migrated(app: Flask) -> Flask:
 @contextlib.contextmanager
 def postgres_schema() -> Iterator[str]:
     """A fresh schema in PORTAL_TEST_DATABASE_URL, as a URL whose search path is that schema."""
-    base = os.environ.get("PORTAL_TEST_DATABASE_URL")
-    if not base:
-        pytest.skip("PORTAL_TEST_DATABASE_URL is not set: PostgreSQL tests skipped")
+    base = os.environ.get("PORTAL_TEST_DATABASE_URL", "")
+    skip_unless(bool(base), "postgresql", "PORTAL_TEST_DATABASE_URL is not set")
     schema = f"portal_test_{uuid.uuid4().hex[:12]}"
     engine = sa.create_engine(base)
     with engine.begin() as connection:

@@ -1,6 +1,7 @@
 """Every route x method x role, anonymous included, against an explicit table of who may do what.
 
-The routes come from the application's url_map, so a new route fails here until its row is added.
+The routes come from the application's url_map, so a new route fails here until its row is added;
+every export is opened by the roles of its list page, no more.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ EXPECTED = {
     "operations.export_csv": ALL_ROLES,
     "transactions.export_csv": ALL_ROLES,
     "vouchers.export_csv": ALL_ROLES,
-    "withdrawals.export_csv": ALL_ROLES,  # accountants export the withdrawals
+    "withdrawals.export_csv": frozenset({"owner", "accountant"}),  # as its list
     "cross_exchanges.export_csv": ALL_ROLES,
     "settings.api": OWNER,
     "settings.checkout": OWNER,
@@ -97,6 +98,23 @@ def test_every_route_has_a_row(app):
     endpoints = {rule.endpoint for rule in app.url_map.iter_rules()}
     assert endpoints - EXPECTED.keys() == set(), "routes missing from EXPECTED"
     assert EXPECTED.keys() - endpoints == set(), "rows of EXPECTED without a route"
+
+
+def test_every_export_follows_its_list_page(app):
+    """`<list>/export.csv` holds what `<list>` shows: the same roles may open both, as declared
+    on the views and as this table says."""
+    from portal.web.access import access_of
+
+    pages = app.url_map.bind("portal.test")
+    exports = [rule for rule in app.url_map.iter_rules() if rule.rule.endswith("/export.csv")]
+    assert len(exports) >= 6, (
+        "the operations, transactions, vouchers, withdrawals, cross exchanges and audit exports"
+    )
+    for export in exports:
+        page, _ = pages.match(export.rule.removesuffix("/export.csv"), method="GET")
+        with app.app_context():
+            assert access_of(export.endpoint) == access_of(page), f"{export.rule} and its page"
+        assert EXPECTED[export.endpoint] == EXPECTED[page], f"{export.endpoint} and {page}"
 
 
 def _target_user_id(app) -> int:

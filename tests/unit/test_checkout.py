@@ -253,7 +253,7 @@ def test_owner_sets_the_checkout_page(app, client, accounts):
     ):
         response = _save(client, support_email=bad)
         assert response.status_code == 422
-        assert "Enter an email address such as support@example.com." in response.get_data(
+        assert "Enter one email address, such as support@example.com." in response.get_data(
             as_text=True
         )
     response = _save(client, display_name="Acme Coffee", support_email=" help@shop.example ")

@@ -94,7 +94,7 @@ def test_rotate_keys_re_encrypts_under_the_newest_key(app, accounts, portal_conf
     rotated = create_app({**portal_config, "TOKEN_KEYS": f"{new_key},{old_key}"})
     result = rotated.test_cli_runner().invoke(args=["rotate-keys"])
     assert result.exit_code == 0, result.output
-    assert "1 merchant(s)" in result.output
+    assert "Re-encrypted 1 value(s) of api_connections.company_token_encrypted" in result.output
 
     only_new = create_app({**portal_config, "TOKEN_KEYS": new_key})
     with only_new.app_context():

@@ -618,7 +618,7 @@ def test_rotate_keys_re_encrypts_the_two_factor_secrets(portal_config, app, acco
     rotating = create_app({**portal_config, "TOKEN_KEYS": f"{new},{old}"})
     result = rotating.test_cli_runner().invoke(args=["rotate-keys"])
     assert result.exit_code == 0, result.output
-    assert "Re-encrypted the two-factor secrets of 1 user(s)" in result.output
+    assert "Re-encrypted 1 value(s) of users.totp_secret_encrypted" in result.output
     assert secret not in result.output
 
     stored = _user(app, accounts.operator).totp_secret_encrypted
