@@ -284,4 +284,3 @@ def _start_new_mirror(connection: ApiConnection) -> None:
             .execution_options(synchronize_session=False)
         )
     connection.generation += 1
-
