@@ -81,8 +81,8 @@ def choose(user: User, types: Iterable[EventType]) -> None:
 
 def send_due() -> None:
     """Queue the mail of new events and of reset requests, then send every message that is due.
-    Called each tick. A failure while queueing one merchant's mail is logged (its cursor stays,
-    so the next tick tries again) and the others' mail goes on."""
+    Called each tick. A failure while queueing one merchant's mail (a record its message cannot
+    hold) is logged, its cursor stays (the next tick tries again), and the others' mail goes on."""
     if not enabled():
         return
     for merchant_id in db.session.scalars(sa.select(Merchant.id)).all():
@@ -163,21 +163,14 @@ def _recipients(merchant_id: int) -> list[tuple[User, frozenset[EventType]]]:
 
 def _send_queued() -> None:
     """Send due messages one by one, each claimed first; stop at the first SMTP failure (the
-    others wait for the next tick rather than hammer a server that is down). A message that
-    cannot be made (a subject a header cannot hold) keeps its error and is tried again later;
-    the next message goes on."""
+    others wait for the next tick rather than hammer a server that is down)."""
     with _Connection() as connection:
         for _ in range(MESSAGES_PER_TICK):
             message = _claim_next()
             if message is None:
                 return
             try:
-                email = _email(message)
-            except Exception as error:  # this message's fault alone
-                _retry_later(message, error)
-                continue
-            try:
-                connection.send(email)
+                connection.send(_email(message))
             except (OSError, smtplib.SMTPException) as error:
                 _retry_later(message, error)
                 connection.close()
