@@ -56,6 +56,26 @@ def audited(app, action: str) -> list:
         return list(db.session.scalars(query))
 
 
+def connect_without_checking(app) -> None:
+    """An API connection for Acme, as if saved: the resync button only asks the worker."""
+    from portal.extensions import db
+    from portal.models import ApiConnection, Environment
+    from portal.rules import accounts, crypto
+
+    with app.app_context():
+        acme = accounts.merchant_named("Acme")
+        token = crypto.encrypt("a-token-never-sent")
+        db.session.add(
+            ApiConnection(
+                merchant_id=acme.id,
+                base_url="http://127.0.0.1:9/",
+                environment=Environment.SANDBOX,
+                token_encrypted=token,
+            )
+        )
+        db.session.commit()
+
+
 def deliver(app) -> int:
     from portal.rules import webhooks
 
@@ -200,8 +220,11 @@ def test_refused_webhook_changes_a_resync_and_mail_choices_are_audited(
     assert rotate.outcome == "refused" and "longer than any code" in rotate.error_message
 
     assert post(client, "/settings/api/resync").status_code == 302
-    (resync,) = audited(app, "mirror.resync")
-    assert resync.outcome == "refused", "no connection to resync"
+    connect_without_checking(app)
+    assert post(client, "/settings/api/resync").status_code == 302
+    refused, requested = audited(app, "mirror.resync")
+    assert refused.outcome == "refused", "no connection to resync"
+    assert requested.outcome == "success" and requested.user_email == accounts.owner
 
     chosen = {"mail-event_types": ["operation.confirmed", "operation.expired"]}
     assert post(client, "/account/email", chosen).status_code == 302

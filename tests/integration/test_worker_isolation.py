@@ -94,9 +94,11 @@ def test_a_shop_that_does_not_answer_holds_back_no_other_merchant_nor_a_reset_ma
     worker = running_worker(app, tmp_path / "worker")
     with worker as process:
         # Acme's events come first, more of them than the worker has threads: a worker that
-        # sends them before Other's, or a thread each, waits the timeout.
+        # sends them before Other's, or gives each tick's thread one of them, waits the timeout.
         for number in range(6):
             record(app, "Acme", f"acme-{number}")
+        silent.wait_for(1, timeout=TIMEOUT)
+        time.sleep(5)  # five more ticks (more than 4 threads) while the silent shop holds on
         started = time.monotonic()
         other = record(app, "Other", "other-1")
         ask_for_reset(app, accounts.other_owner)
