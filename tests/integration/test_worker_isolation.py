@@ -20,7 +20,7 @@ from tests.support.polling import wait_for
 from tests.support.shop import run_shop
 from tests.support.worker import running_worker
 
-TIMEOUT = 10.0  # what a shop that does not answer costs the endpoint's turn
+TIMEOUT = 15.0  # what a shop that does not answer costs the endpoint's turn
 
 
 @pytest.fixture
@@ -113,7 +113,7 @@ def test_a_shop_that_does_not_answer_holds_back_no_other_merchant_nor_a_reset_ma
         assert len(silent.requests()) >= 1, "the silent shop was asked meanwhile"
         process.stop(kill=True)  # the silent shop holds its turn for the timeout
     assert reset["To"] == accounts.other_owner
-    # Each within a few ticks (1 s apart); behind the silent shop they came after 12 s.
+    # Each within a few ticks (1 s apart); behind the silent shop both came after 11 s.
     assert delivered < TIMEOUT / 2, f"Other's webhook after {delivered:.1f} s"
     assert mailed < TIMEOUT / 2, f"the reset mail after {mailed:.1f} s"
 
