@@ -2,9 +2,9 @@
 
 Extends tests/integration/test_portal_settings_api.py (the application token on the settings
 pages) to every secret the portal holds (application and company tokens, the token keys, the
-SECRET_KEY, the webhook signing secret), in every encoding (plain, URL-encoded, hex, base64 at every alignment), over every
-GET route for every visitor, as page and htmx, every kind of error page, the settings refusals
-and the exports, with every log record at DEBUG.
+SECRET_KEY, the webhook signing secret), in every encoding (plain, URL-encoded, hex, base64 at
+every alignment), over every GET route for every visitor, as page and htmx, every kind of error
+page, the settings refusals and the exports, with every log record at DEBUG.
 """
 
 from __future__ import annotations
