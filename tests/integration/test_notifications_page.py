@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import requests
 
 from tests.support.forms import PASSWORD, csrf_token, sign_in
 from tests.support.htmx import HTMX
 from tests.support.money import post, text
+from tests.support.portal_server import run_portal
 from tests.support.shop import Shop, run_shop
 from tests.support.two_factor import signed_in_with_two_factor
 
@@ -233,3 +236,41 @@ def test_refused_webhook_changes_a_resync_and_mail_choices_are_audited(
     assert saved.outcome == "success"
     assert saved.parameters == {"event_types": "operation.confirmed, operation.expired"}
     assert refused.outcome == "refused"
+
+
+def test_eight_parallel_test_events_on_gunicorn_hold_no_thread_while_the_shop_sleeps(
+    tmp_path, sandbox, shop
+):
+    """Eight owners' clicks at once (twice gunicorn's threads), the shop asleep past the
+    timeout: every click, and another visitor's sign-in page, answers at once."""
+    from tests.support.forms import CSRF_FIELD
+    from tests.support.portal_app import email
+
+    shop.delay = 30
+    settings = {"PORTAL_WEBHOOK_TIMEOUT_SECONDS": "10", "PORTAL_WEBHOOK_MANUAL_LIMIT": "20/minute"}
+    with run_portal(tmp_path, sandbox, gunicorn=True, env=settings) as server:
+        owner = server.signed_in_session(email("owner"))
+        page = f"{server.url}{PAGE}"
+        token = CSRF_FIELD.search(owner.get(page, timeout=10).text).group(1)
+        data = {"url": shop.url, "event_types": "operation.confirmed", "csrf_token": token}
+        assert owner.post(page, data=data, allow_redirects=False, timeout=10).status_code == 302
+
+        def click(_: int) -> tuple[int, float]:
+            started = time.monotonic()
+            answer = owner.post(
+                f"{page}/test", data={"csrf_token": token}, allow_redirects=False, timeout=60
+            )
+            return answer.status_code, time.monotonic() - started
+
+        with ThreadPoolExecutor(8) as clicks:
+            clicked = clicks.map(click, range(8))
+            time.sleep(0.2)  # the clicks are in
+            started = time.monotonic()
+            assert requests.get(f"{server.url}/login", timeout=60).status_code == 200
+            sign_in_page = time.monotonic() - started
+            answers = list(clicked)
+    assert [status for status, _ in answers] == [302] * 8
+    slowest = max(elapsed for _, elapsed in answers)
+    # Under 5 s each, where each click held a thread for the 10 s timeout before.
+    assert slowest < 5 and sign_in_page < 5, (slowest, sign_in_page)
+    assert shop.requests() == [], "queued for the worker: no request thread posted"
