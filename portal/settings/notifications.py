@@ -19,7 +19,7 @@ from wtforms import PasswordField, SelectChoice, SelectMultipleField, SubmitFiel
 from wtforms.validators import Length, Optional, ValidationError
 from wtforms.widgets import CheckboxInput, ListWidget
 
-from portal.models import Role, User, WebhookDelivery
+from portal.models import Role, User, WebhookDelivery, WebhookEndpoint
 from portal.rules import audit, outbox, webhooks
 from portal.settings import bp
 from portal.settings.forms import STEP_UP_LABEL
@@ -85,6 +85,15 @@ class RevealSecretForm(FlaskForm):
     submit = SubmitField("Reveal secret")
 
 
+def _webhook_form(endpoint: WebhookEndpoint | None, **options: object) -> WebhookForm:
+    """The form with the saved URL and types (the default types before the first save)."""
+    return WebhookForm(
+        url=endpoint.url if endpoint else "",
+        event_types=endpoint.event_types if endpoint else [t.value for t in webhooks.DEFAULT_TYPES],
+        **options,
+    )
+
+
 def _owner() -> User:
     return current_user._get_current_object()
 
@@ -103,11 +112,7 @@ def notifications() -> Response:
     """The webhook settings and the delivery log; a POST saves the URL and the types. The log
     asks for itself (the fragment alone) while a test event or a resend waits for the worker."""
     merchant = current_user.merchant
-    endpoint = webhooks.endpoint_of(merchant)
-    form = WebhookForm(
-        url=endpoint.url if endpoint else "",
-        event_types=endpoint.event_types if endpoint else [t.value for t in webhooks.DEFAULT_TYPES],
-    )
+    form = _webhook_form(webhooks.endpoint_of(merchant))
     status = form_refused(form, _owner(), purpose="webhooks")
     changes = {"url": form.url.data or None, "event_types": ", ".join(form.event_types.data or [])}
     if status:
@@ -131,17 +136,11 @@ def _page(
     one just revealed."""
     merchant = current_user.merchant
     endpoint = webhooks.endpoint_of(merchant)
-    if form is None:
-        form = WebhookForm(
-            formdata=None,
-            url=endpoint.url if endpoint else "",
-            event_types=endpoint.event_types if endpoint else [],
-        )
     return render_page(
         PAGE,
         fragment,
         status,
-        form=form,
+        form=form or _webhook_form(endpoint, formdata=None),
         endpoint=endpoint,
         masked_secret=webhooks.masked_secret(endpoint) if endpoint else None,
         previous_until=webhooks.previous_signs_until(endpoint) if endpoint else None,
