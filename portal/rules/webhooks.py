@@ -81,6 +81,8 @@ _threads: list[ThreadPoolExecutor] = []
 _turns: set[int] = set()
 _turns_lock = threading.Lock()
 _served_at: dict[int, float] = {}
+# Set when the worker stops: each turn ends after the POST under way.
+_stopping = threading.Event()
 
 
 def setting(name: str) -> float:
@@ -500,6 +502,12 @@ def deliver_due(budget_seconds: float | None = None, *, wait: bool = True) -> in
     return sum(done.result() for done in turns) if wait else 0
 
 
+def request_stop() -> None:
+    """End every turn after its POST under way (the worker is stopping): nothing is claimed
+    that a stopping process might not finish."""
+    _stopping.set()
+
+
 def _delivery_threads() -> ThreadPoolExecutor:
     """This process's delivery threads, made at the first pass."""
     with _turns_lock:
@@ -523,7 +531,7 @@ def _deliver_to(endpoint_id: int, deadline: float) -> int:
         while due := _due(utcnow(), endpoint_id):
             claimed = False
             for delivery_id in due:
-                if time.monotonic() >= deadline:
+                if time.monotonic() >= deadline or _stopping.is_set():
                     return delivered
                 if not _claim(delivery_id, owner, utcnow()):
                     continue

@@ -99,8 +99,8 @@ MIN_THREADS = 3
 
 class GracefulConsumer(Consumer):
     """Huey's consumer, stopping gracefully on SIGTERM (what systemd and containers send) and on
-    SIGINT (Ctrl+C) alike: tasks under way finish, and a sync stops after its current page, so
-    no lease is left to run out."""
+    SIGINT (Ctrl+C) alike: tasks under way finish, a sync stops after its current page and a
+    delivery turn after its POST under way, so no lease is left to run out."""
 
     def __init__(self, queue: Huey, **options: Any) -> None:
         # An idle thread looks for work at least every second (Huey's default backs off to
@@ -117,4 +117,5 @@ class GracefulConsumer(Consumer):
 
     def stop(self, graceful: bool = False) -> None:
         mirror.request_stop()
+        webhooks.request_stop()
         super().stop(graceful=graceful)

@@ -210,3 +210,32 @@ from portal.rules import webhooks
 with create_app().app_context():
     webhooks.deliver_due(budget_seconds=10)
 """
+
+
+def test_a_stopping_worker_ends_its_delivery_turns_after_the_post_under_way(
+    tmp_path, app, accounts, shops, monkeypatch
+):
+    """SIGTERM while a slow shop takes a long backlog: the turn ends after the POST under way
+    (not at the end of the tick's interval), and leaves no lease to run out."""
+    from portal.extensions import db
+    from portal.models import WebhookDelivery
+
+    silent, slow = shops
+    slow.delay = 0.5
+    set_up(app, silent.url, slow.url)
+    for number in range(60):
+        record(app, "Other", f"order-{number}")
+    monkeypatch.setenv("PORTAL_WEBHOOK_TIMEOUT_SECONDS", "5")
+    with running_worker(app, tmp_path / "worker", sync_seconds=60) as worker:
+        slow.wait_for(2, timeout=30)
+        started = time.monotonic()
+        assert worker.stop() == 0, worker.output()
+        stopped = time.monotonic() - started
+    # Within a POST or two, where the turn would have gone on for the 60 s interval.
+    assert stopped < 15, f"stopped after {stopped:.1f} s"
+    assert len(slow.requests()) < 40
+    with app.app_context():
+        leased = db.session.scalars(
+            db.select(WebhookDelivery.id).where(WebhookDelivery.lease_owner.is_not(None))
+        ).all()
+    assert leased == [], "a lease left to run out"
