@@ -63,6 +63,7 @@ def test_an_owner_sets_up_webhooks_and_sends_a_test_event(page: Page, portal: Po
         assert_accessible(page)
 
         row.get_by_role("button", name=re.compile("^Resend")).click()
+        expect(page.get_by_text("Waiting for the worker")).to_be_visible()
         deliver(portal)
         expect(page.get_by_role("row").filter(has_text=received.event_id)).to_have_count(2)
         assert shop.event_ids() == [received.event_id] * 2
