@@ -26,7 +26,7 @@ from portal.rules.connection import (
 from portal.rules.crypto import TokenKeyError, rotate_every_column
 from portal.web.connections import rejection_sentence, url_problem_sentence
 from portal.web.users import refusal_sentence
-from portal.worker.queue import GracefulConsumer, huey
+from portal.worker.queue import MIN_THREADS, GracefulConsumer, huey
 
 
 @click.command("create-user")
@@ -99,7 +99,13 @@ def _log_lines() -> None:
 
 
 @click.command("worker")
-@click.option("--threads", default=4, show_default=True, help="Tasks run at once.")
+@click.option(
+    "--threads",
+    default=4,
+    show_default=True,
+    type=click.IntRange(min=MIN_THREADS),
+    help="Tasks run at once: one delivers webhooks, one sends mail, the others sync.",
+)
 @with_appcontext
 def worker(threads: int) -> None:
     """Run the background worker: the mirror's syncs, webhooks and e-mail. Stop with Ctrl+C or

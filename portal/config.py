@@ -65,6 +65,8 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         # The sender of every mail; production with e-mail on must set it.
         MAIL_FROM=None,
         SMTP_TIMEOUT=10.0,
+        # How long a worker holds a message it sends; at least twice SMTP_TIMEOUT (checked).
+        MAIL_LEASE_SECONDS=120.0,
         # A mail the SMTP server did not take is tried again after this, doubling up to an
         # hour, and given up a day after it was queued.
         MAIL_RETRY_SECONDS=30,
@@ -76,8 +78,11 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         WEBHOOK_BACKOFF_SECONDS=30.0,
         WEBHOOK_BACKOFF_CAP_SECONDS=3600.0,
         WEBHOOK_RETRY_SECONDS=24 * 3600.0,
-        # Well above the timeout: a live sender never loses its claim on a delivery.
+        # Well above the timeout (at least twice it, checked): a live sender never loses its
+        # claim on a delivery.
         WEBHOOK_LEASE_SECONDS=60.0,
+        # Test events and resends an owner may ask for, per endpoint.
+        WEBHOOK_MANUAL_LIMIT="10 per minute",
         WEBHOOK_ROTATION_SECONDS=24 * 3600.0,  # the previous secret keeps signing this long
         # Private and loopback webhook URLs: None allows them outside production only.
         WEBHOOK_ALLOW_PRIVATE=None,
@@ -103,6 +108,7 @@ def _derive(app: Flask) -> None:
         config["TOKEN_KEYS"] = config.get("TOKEN_KEYS") or dev["token_key"]
     config["TOKEN_KEYS"] = parse_token_keys(config["TOKEN_KEYS"])
     _check_mail(config)
+    _check_leases(config)
     config["API_ALLOWED_HOSTS"] = parse_hosts(config["API_ALLOWED_HOSTS"])
     config["SQLALCHEMY_DATABASE_URI"] = database_uri(config["DATABASE_URL"])
     public_url = config.get("PUBLIC_URL") or ""
@@ -131,6 +137,26 @@ def _check_mail(config: dict) -> None:
             names = " and ".join(f"PORTAL_{name}" for name in missing)
             raise ConfigError(f"PORTAL_SMTP_URL in production needs {names}; refusing to start.")
     config["MAIL_FROM"] = config.get("MAIL_FROM") or DEFAULT_MAIL_FROM
+
+
+# A lease and the deadline of the send it covers (docs/operations.md, "The worker").
+LEASES = (
+    ("WEBHOOK_LEASE_SECONDS", "WEBHOOK_TIMEOUT_SECONDS"),
+    ("MAIL_LEASE_SECONDS", "SMTP_TIMEOUT"),
+)
+
+
+def _check_leases(config: dict) -> None:
+    """Each lease outlives the longest send it covers, with as long again to spare (resolving
+    the host, opening the connection, writing the outcome down): a lease that ran out mid-send
+    would let another worker send the same event, or the same mail, a second time."""
+    for lease, deadline in LEASES:
+        if float(config[lease]) < 2 * float(config[deadline]):
+            raise ConfigError(
+                f"PORTAL_{lease} ({float(config[lease]):g} s) must be at least twice "
+                f"PORTAL_{deadline} ({float(config[deadline]):g} s): a lease that runs out "
+                "before its send ends lets another worker send the same thing again."
+            )
 
 
 def parse_token_keys(value: str | list[str]) -> list[str]:

@@ -86,11 +86,15 @@ def choose_password() -> Response:
 @bp.route("/account/email", methods=["POST"])
 @roles(*ALL_ROLES)
 def mail_choices() -> Response:
-    """Save which events mail the user (nothing to choose while e-mail is off)."""
+    """Save which events mail the user (nothing to choose while e-mail is off); audited, as
+    what a user is told about is part of who notices a payment."""
     form = MailChoicesForm(prefix="mail")
     if not outbox.enabled() or not form.validate_on_submit():
+        error = " ".join(form.event_types.errors) or "E-mail is off."
+        audit.record("mail.choices", error=error)
         return _account_page(422, mail_form=form)
     mail.choose(current_user, form.event_types.data)
+    audit.record("mail.choices", parameters={"event_types": ", ".join(form.event_types.data)})
     flash("Your e-mail choices are saved.", "success")
     return redirect(url_for("account.index"))
 

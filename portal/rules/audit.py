@@ -76,6 +76,9 @@ ACTIONS = {
     "webhooks.rotate": "Webhook secret rotated",
     "webhooks.test": "Webhook test event sent",
     "webhooks.resend": "Webhook event resent",
+    "webhooks.reveal_secret": "Webhook secret revealed",
+    "mirror.resync": "Full resync requested",
+    "mail.choices": "E-mail choices changed",
 }
 OUTCOMES = {
     "success": "Success",

@@ -17,7 +17,7 @@ import logging
 import secrets
 import smtplib
 import ssl
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
@@ -47,7 +47,6 @@ from portal.rules.outbox import enabled, portal_link
 logger = logging.getLogger(__name__)
 
 OWNER_DEFAULTS = frozenset({EventType.OPERATION_CONFIRMED, EventType.TRANSACTION_NEEDS_REVIEW})
-LEASE = timedelta(minutes=2)
 GIVE_UP_AFTER = timedelta(days=1)
 MAX_RETRY = timedelta(hours=1)
 EVENTS_PER_TICK = 500
@@ -82,13 +81,24 @@ def choose(user: User, types: Iterable[EventType]) -> None:
 
 def send_due() -> None:
     """Queue the mail of new events and of reset requests, then send every message that is due.
-    Called each tick."""
+    Called each tick. A failure while queueing one merchant's mail (a record its message cannot
+    hold) is logged, its cursor stays (the next tick tries again), and the others' mail goes on."""
     if not enabled():
         return
     for merchant_id in db.session.scalars(sa.select(Merchant.id)).all():
-        _queue_events(merchant_id)
-    one_time_links.answer_reset_requests()
+        _isolated(_queue_events, merchant_id, doing="queueing the mail of merchant")
+    _isolated(one_time_links.answer_reset_requests, doing="answering reset requests")
     _send_queued()
+
+
+def _isolated(step: Callable[..., None], *args: int, doing: str) -> None:
+    """Run one step of the tick; an exception is logged by its class (no message: it may quote
+    an address or a link) and rolled back, and the tick goes on."""
+    try:
+        step(*args)
+    except Exception as error:  # one failure must not stop everyone's mail
+        db.session.rollback()
+        logger.error("Failed %s %s: %s", doing, " ".join(map(str, args)), type(error).__name__)
 
 
 def _queue_events(merchant_id: int) -> None:
@@ -169,8 +179,10 @@ def _send_queued() -> None:
 
 
 def _claim_next() -> MailMessage | None:
-    """The next due message, leased to this worker: only one worker's UPDATE matches."""
+    """The next due message, leased to this worker (for `PORTAL_MAIL_LEASE_SECONDS`, which
+    outlives a send: portal/config.py checks it): only one worker's UPDATE matches."""
     now = utcnow()
+    lease = timedelta(seconds=float(current_app.config["MAIL_LEASE_SECONDS"]))
     due = (
         (MailMessage.state == MailState.QUEUED)
         & (MailMessage.next_attempt_at <= now)
@@ -182,7 +194,7 @@ def _claim_next() -> MailMessage | None:
         claimed = rows_changed(
             sa.update(MailMessage)
             .where(MailMessage.id == message_id, due)
-            .values(lease_until=now + LEASE)
+            .values(lease_until=now + lease)
         )
         db.session.commit()
         if claimed == 1:

@@ -17,10 +17,13 @@ import hashlib
 import hmac
 import ipaddress
 import json
+import logging
 import secrets
 import socket
+import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
@@ -42,7 +45,7 @@ from portal.models import (
     WebhookDelivery,
     WebhookEndpoint,
 )
-from portal.rules import crypto
+from portal.rules import attempts, crypto
 from portal.rules.events import EventType, of_current_connection, public_event_id
 from portal.rules.web_urls import is_web_url
 
@@ -64,8 +67,22 @@ DEFAULT_TYPES = (
 )
 BATCH = 100
 SESSION_EXTENSION = "portal.webhooks.session"
+# A function that asks the worker to deliver now (portal/worker/queue.py registers it).
+WAKE_EXTENSION = "portal.webhooks.wake"
 POOL_SIZE = 10
 MAX_ERROR = 255
+# Endpoints a delivery pass serves side by side, each on its own thread.
+ENDPOINTS_AT_ONCE = 4
+
+log = logging.getLogger(__name__)
+# This process's delivery threads, the endpoints whose turn is under way on them, and when
+# each endpoint's last turn began (the longest waiting go first).
+_threads: list[ThreadPoolExecutor] = []
+_turns: set[int] = set()
+_turns_lock = threading.Lock()
+_served_at: dict[int, float] = {}
+# Set when the worker stops: each turn ends after the POST under way.
+_stopping = threading.Event()
 
 
 def setting(name: str) -> float:
@@ -163,6 +180,12 @@ def secret_of(endpoint: WebhookEndpoint) -> str:
     return crypto.decrypt(endpoint.secret_encrypted)
 
 
+def masked_secret(endpoint: WebhookEndpoint) -> str:
+    """The secret as the page shows it until an owner reveals it: the prefix and its last 4
+    characters, enough to tell which secret the shop holds (the rest is 228 random bits)."""
+    return SECRET_PREFIX + "••••" + secret_of(endpoint)[-4:]
+
+
 def rotate_secret(endpoint: WebhookEndpoint) -> None:
     """A new secret; the one it replaces keeps signing beside it for the rotation window (a
     second rotation within the window drops the oldest)."""
@@ -257,6 +280,13 @@ def fan_out() -> int:
             db.session.commit()
         except IntegrityError:  # another worker made them meanwhile
             db.session.rollback()
+        except Exception as error:  # one endpoint's failure stops it alone
+            db.session.rollback()
+            log.error(
+                "Webhook events of endpoint %s not fanned out: %s",
+                endpoint_id,
+                type(error).__name__,
+            )
     return made
 
 
@@ -358,10 +388,19 @@ def _next_attempt(delivery: WebhookDelivery, now: datetime) -> datetime | None:
 
 def _send(delivery_id: int, owner: str) -> bool:
     """Send a delivery this worker has claimed, record the attempt and release the lease;
-    whether the shop took it."""
+    whether the shop took it. Anything that stops the POST itself (a secret that no key
+    decrypts, a body that cannot be made) is a failed attempt like a shop's refusal: the log
+    shows it, the delivery is retried, and the other deliveries go on."""
     delivery = db.session.get(WebhookDelivery, delivery_id)
     assert delivery is not None
-    outcome = _post(delivery.endpoint, delivery.event)
+    try:
+        outcome = _post(delivery.endpoint, delivery.event)
+    except Exception as error:  # recorded on this delivery alone
+        db.session.rollback()
+        log.error("Webhook delivery %s not sent: %s", delivery_id, type(error).__name__)
+        delivery = db.session.get(WebhookDelivery, delivery_id)
+        assert delivery is not None
+        outcome = Outcome(None, f"Not sent: {type(error).__name__}"[:MAX_ERROR], 0)
     now = utcnow()
     db.session.add(
         WebhookAttempt(
@@ -388,11 +427,10 @@ def _send(delivery_id: int, owner: str) -> bool:
     return outcome.delivered
 
 
-def _due(now: datetime, skipped: set[int]) -> list[tuple[int, int]]:
-    """(delivery, endpoint) of the deliveries due now, oldest event first, but none of the
-    `skipped` endpoints. One whose operation has an earlier event still pending waits for it (a
-    failed one no longer holds the later ones back). Webhooks turned off keep their pending
-    deliveries until they are turned on again."""
+def _is_due(now: datetime) -> sa.ColumnElement[bool]:
+    """A delivery to send now: pending, its time come, no live lease, its endpoint on (webhooks
+    turned off keep their pending deliveries until they are turned on again), and no earlier
+    event of its operation still pending (a failed one no longer holds the later ones back)."""
     earlier = aliased(WebhookDelivery)
     waiting = sa.select(earlier.id).where(
         earlier.endpoint_id == WebhookDelivery.endpoint_id,
@@ -400,58 +438,131 @@ def _due(now: datetime, skipped: set[int]) -> list[tuple[int, int]]:
         earlier.event_id < WebhookDelivery.event_id,
         earlier.state == DeliveryState.PENDING,
     )
-    rows = db.session.execute(
-        sa.select(WebhookDelivery.id, WebhookDelivery.endpoint_id)
-        .join(WebhookEndpoint)
-        .where(
-            WebhookEndpoint.enabled,
-            WebhookEndpoint.id.not_in(skipped),
-            WebhookDelivery.state == DeliveryState.PENDING,
-            WebhookDelivery.next_attempt_at <= now,
-            sa.or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now),
-            ~sa.exists(waiting),
-        )
-        .order_by(WebhookDelivery.event_id)
-        .limit(BATCH)
+    return sa.and_(
+        WebhookEndpoint.enabled,
+        WebhookDelivery.state == DeliveryState.PENDING,
+        WebhookDelivery.next_attempt_at <= now,
+        sa.or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now),
+        ~sa.exists(waiting),
     )
-    return [(delivery_id, endpoint_id) for delivery_id, endpoint_id in rows]
 
 
-def deliver_due(budget_seconds: float | None = None) -> int:
+def _due(now: datetime, endpoint_id: int) -> list[int]:
+    """The endpoint's deliveries due now, oldest event first."""
+    return list(
+        db.session.scalars(
+            sa.select(WebhookDelivery.id)
+            .join(WebhookEndpoint)
+            .where(WebhookDelivery.endpoint_id == endpoint_id, _is_due(now))
+            .order_by(WebhookDelivery.event_id)
+            .limit(BATCH)
+        )
+    )
+
+
+def _endpoints_due(now: datetime) -> list[int]:
+    """The endpoints with a delivery due now, those this process served longest ago first: a
+    pass that ran out of time before some endpoints starts the next one with them."""
+    endpoint_ids = db.session.scalars(
+        sa.select(WebhookDelivery.endpoint_id).join(WebhookEndpoint).where(_is_due(now)).distinct()
+    ).all()
+    db.session.rollback()  # no transaction held open while the shops answer
+    return sorted(endpoint_ids, key=lambda endpoint: (_served_at.get(endpoint, 0.0), endpoint))
+
+
+def deliver_due(budget_seconds: float | None = None, *, wait: bool = True) -> int:
     """Fan out new events, then send every delivery whose time has come, until none is due or
     the budget (default: the tick's interval) is spent; how many the shops took.
 
-    Each delivery is claimed just before its POST, so a lease never waits behind other sends.
-    A shop that fails an attempt gets no other one in this pass: a shop that does not answer
-    costs the others one timeout, not one per event.
+    Each endpoint is served by its own turn on this process's delivery threads
+    (`ENDPOINTS_AT_ONCE`), with its own database session: a shop that answers slowly, or not
+    at all, holds its own turn and no other merchant's. An endpoint whose turn is under way
+    (from an earlier pass) is left to it. The worker does not `wait`: its task returns at
+    once, and its threads stay free for the mirror and the mail.
     """
     fan_out()
-    owner = uuid.uuid4().hex
     interval = float(current_app.config["SYNC_SECONDS"])
     deadline = time.monotonic() + (interval if budget_seconds is None else budget_seconds)
-    delivered = 0
-    troubled: set[int] = set()
-    progress = True
-    while progress and time.monotonic() < deadline:
-        progress = False
-        for delivery_id, endpoint_id in _due(utcnow(), troubled):
-            if time.monotonic() >= deadline:
-                break
-            if endpoint_id in troubled or not _claim(delivery_id, owner, utcnow()):
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+
+    def turn(endpoint_id: int) -> int:
+        try:
+            with app.app_context():
+                return _deliver_to(endpoint_id, deadline)
+        finally:
+            with _turns_lock:
+                _turns.discard(endpoint_id)
+
+    turns = []
+    for endpoint_id in _endpoints_due(utcnow()):
+        with _turns_lock:
+            if endpoint_id in _turns:
                 continue
-            progress = True
-            if _send(delivery_id, owner):
+            _turns.add(endpoint_id)
+        turns.append(_delivery_threads().submit(turn, endpoint_id))
+    return sum(done.result() for done in turns) if wait else 0
+
+
+def request_stop() -> None:
+    """End every turn after its POST under way (the worker is stopping): nothing is claimed
+    that a stopping process might not finish."""
+    _stopping.set()
+
+
+def _delivery_threads() -> ThreadPoolExecutor:
+    """This process's delivery threads, made at the first pass."""
+    with _turns_lock:
+        if not _threads:
+            _threads.append(ThreadPoolExecutor(ENDPOINTS_AT_ONCE, thread_name_prefix="webhooks"))
+        return _threads[0]
+
+
+def _deliver_to(endpoint_id: int, deadline: float) -> int:
+    """Send one endpoint's due deliveries, each claimed just before its POST (so a lease never
+    waits behind other sends), until none is due, the deadline passes or one fails: a shop
+    that fails an attempt gets no other one in this pass, so a shop that does not answer costs
+    one timeout per pass. Any other failure is logged and ends this endpoint's turn only. How
+    many the shop took."""
+    if time.monotonic() >= deadline:
+        return 0  # its turn came too late: served first in the next pass
+    _served_at[endpoint_id] = time.monotonic()
+    owner = uuid.uuid4().hex
+    delivered = 0
+    try:
+        while due := _due(utcnow(), endpoint_id):
+            claimed = False
+            for delivery_id in due:
+                if time.monotonic() >= deadline or _stopping.is_set():
+                    return delivered
+                if not _claim(delivery_id, owner, utcnow()):
+                    continue
+                claimed = True
+                if not _send(delivery_id, owner):
+                    return delivered
                 delivered += 1
-            else:
-                troubled.add(endpoint_id)
+            if not claimed:  # other workers hold them
+                break
+    except Exception as error:  # one endpoint's failure stops it alone
+        db.session.rollback()
+        log.error(
+            "Webhook deliveries of endpoint %s stopped: %s", endpoint_id, type(error).__name__
+        )
     return delivered
 
 
 # --- What a person asks for on the settings page ---------------------------------------------
 
 
+class TooManySends(Exception):
+    """More test events and resends to one endpoint than `PORTAL_WEBHOOK_MANUAL_LIMIT` allows:
+    nothing was queued."""
+
+
 def send_test_event(endpoint: WebhookEndpoint) -> WebhookDelivery:
-    """A `test` event, sent now to this endpoint only (and never mailed: `notify` is false)."""
+    """Queue a `test` event for this endpoint only (never mailed: `notify` is false). The
+    worker sends it as any delivery, under a lease, so it goes once; the owner's request never
+    waits for the shop. Raises `TooManySends` past the endpoint's limit."""
+    _count_manual_send(endpoint)
     now = utcnow()
     public_id = public_event_id()
     event = Event(
@@ -465,37 +576,80 @@ def send_test_event(endpoint: WebhookEndpoint) -> WebhookDelivery:
     )
     db.session.add(event)
     db.session.flush()
-    delivery = WebhookDelivery(endpoint_id=endpoint.id, event_id=event.id, manual=True)
+    delivery = WebhookDelivery(
+        endpoint_id=endpoint.id, event_id=event.id, manual=True, next_attempt_at=now
+    )
     db.session.add(delivery)
     db.session.commit()
-    _send_now(delivery)
+    _wake_the_worker()
     return delivery
 
 
 def resend(delivery: WebhookDelivery) -> bool:
-    """Another attempt of the same event (same id), now; a failure retries for the window
-    again. False when a worker holds it at this moment (it is being sent)."""
-    db.session.execute(
+    """Queue another attempt of the same event (same id) for the worker; a failure retries for
+    the window again. False when a worker holds the delivery at this moment (it is being sent).
+    Raises `TooManySends` past the endpoint's limit."""
+    _count_manual_send(delivery.endpoint)
+    now = utcnow()
+    queued = rows_changed(
         sa.update(WebhookDelivery)
-        .where(WebhookDelivery.id == delivery.id)
+        .where(
+            WebhookDelivery.id == delivery.id,
+            sa.or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now),
+        )
         .values(
             state=DeliveryState.PENDING,
-            next_attempt_at=utcnow(),
+            next_attempt_at=now,
             first_attempt_at=None,
             manual=True,
         )
         .execution_options(synchronize_session=False)
     )
     db.session.commit()
-    return _send_now(delivery)
+    if queued:
+        _wake_the_worker()
+    return queued == 1
 
 
-def _send_now(delivery: WebhookDelivery) -> bool:
-    owner = uuid.uuid4().hex
-    if not _claim(delivery.id, owner, utcnow()):
-        return False
-    _send(delivery.id, owner)
-    return True
+def _count_manual_send(endpoint: WebhookEndpoint) -> None:
+    """Count a test event or a resend against the endpoint's limit, in the limiter's store (shared
+    by every process): an owner's clicks must not make the portal hammer a host."""
+    limit = attempts.limit(
+        current_app.config["WEBHOOK_MANUAL_LIMIT"], "webhooks.manual", str(endpoint.id)
+    )
+    if attempts.attempt([limit]) is None:
+        raise TooManySends
+
+
+def _wake_the_worker() -> None:
+    """Have the worker deliver now rather than at its next tick, through the hook its queue
+    registers (`WAKE_EXTENSION`; the rules know no queue). Without one, or when the queue
+    cannot be reached, the next tick sends it all the same."""
+    wake = current_app.extensions.get(WAKE_EXTENSION)
+    if wake is None:
+        return
+    try:
+        wake()
+    except Exception as error:  # the delivery is due in the database anyway
+        log.warning("The worker was not woken (%s): its next tick delivers", type(error).__name__)
+
+
+def queued_by_hand(merchant: Merchant) -> list[WebhookDelivery]:
+    """Test events and resends waiting for the worker, oldest first: the log shows them, and
+    asks for itself again until they are sent."""
+    return list(
+        db.session.scalars(
+            sa.select(WebhookDelivery)
+            .join(WebhookEndpoint)
+            .where(
+                WebhookEndpoint.merchant_id == merchant.id,
+                WebhookDelivery.manual.is_(True),
+                WebhookDelivery.state == DeliveryState.PENDING,
+            )
+            .order_by(WebhookDelivery.id)
+            .options(sa.orm.joinedload(WebhookDelivery.event))
+        )
+    )
 
 
 def delivery_of(merchant: Merchant, delivery_id: int) -> WebhookDelivery | None:

@@ -9,7 +9,7 @@ from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
 
 from portal.models import Role
-from portal.rules import mirror
+from portal.rules import audit, mirror
 from portal.settings import bp
 from portal.web.access import roles
 
@@ -31,12 +31,16 @@ def mirror_panel() -> dict[str, object]:
 @bp.route("/api/resync", methods=["POST"])
 @roles(Role.OWNER)
 def resync_mirror() -> Response:
-    """Ask for a full resync of the owner's merchant; the worker's next tick runs it."""
+    """Ask for a full resync of the owner's merchant; the worker's next tick runs it. Audited:
+    a resync notifies every change it finds."""
     if ResyncForm().validate_on_submit() and mirror.request_full_resync(current_user.merchant_id):
+        audit.record("mirror.resync")
         flash(
             "A full resync is requested: the worker reads everything again at its next tick.",
             "success",
         )
     else:
-        flash("Connect to the payment service first: the mirror needs a connection.", "error")
+        refusal = "Connect to the payment service first: the mirror needs a connection."
+        audit.record("mirror.resync", error=refusal)
+        flash(refusal, "error")
     return redirect(url_for("settings.api"))

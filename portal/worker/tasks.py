@@ -1,11 +1,15 @@
 """The worker's tasks. Each minute the scheduler plans that minute's ticks, one every
-`PORTAL_SYNC_SECONDS`; a tick syncs every connected merchant's mirror that is due, then sends
-what is due (webhooks, e-mail).
+`PORTAL_SYNC_SECONDS`; a tick starts three stages, each its own task on its own thread: the
+mirror's syncs, webhook deliveries and e-mail. A slow or failing stage (a shop that does not
+answer, an API that drips) never delays the others; inside each stage the rules keep one
+merchant's trouble from the others (each endpoint's deliveries go on a turn of their own, on
+threads of their own).
 
 Every worker plans its own ticks: the rules claim each piece of work in the database (a lease
-per merchant), so a second worker's tick finds it taken or already done and makes no extra
-request. Ticks of one worker overlap when a sync is long (a first sync of a large account):
-the threads then share the merchants between them.
+per merchant, per delivery, per message), so a second worker's tick finds it taken or already
+done and makes no extra request. Syncs of one worker overlap when a sync is long (a first sync
+of a large account): the threads then share the merchants between them. A mail pass runs once
+at a time in each worker; a tick that finds one under way leaves the work to it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from flask import current_app
 from huey import crontab
 
 from portal.rules import mail, mirror, webhooks
-from portal.worker.queue import huey, in_app_context
+from portal.worker.queue import DELIVERIES, MAIL, SYNCS, huey, in_app_context
 
 
 def plan_rest_of_minute() -> None:
@@ -38,9 +42,33 @@ def plan_ticks() -> None:
 
 
 @huey.task()
-@in_app_context
 def tick() -> None:
-    """Sync what is due, then deliver the events it wrote."""
+    """Start each stage as a task of its own."""
+    sync_mirror()
+    deliver_webhooks()
+    send_mail()
+
+
+@huey.task()
+@SYNCS
+@in_app_context
+def sync_mirror() -> None:
+    """Sync every merchant whose mirror is due."""
     mirror.sync_due()
-    webhooks.deliver_due()
+
+
+@huey.task()
+@DELIVERIES
+@in_app_context
+def deliver_webhooks() -> None:
+    """Start sending the webhooks that are due, on the delivery threads (the task returns at
+    once); also asked for by a test event or a resend."""
+    webhooks.deliver_due(wait=False)
+
+
+@huey.task()
+@MAIL
+@in_app_context
+def send_mail() -> None:
+    """Queue the mail of new events and send what is due."""
     mail.send_due()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.forms import csrf_token, sign_in
+from tests.support.forms import PASSWORD, csrf_token, sign_in
 from tests.support.polling import wait_for
 from tests.support.shop import Shop, run_shop
 
@@ -51,7 +51,10 @@ def configure(client, url: str, *types: str):
 
 
 def shown_secret(client) -> str:
-    return SECRET.search(client.get(PAGE).get_data(as_text=True)).group(1)
+    """The secret as an owner without two-factor reveals it: with their password."""
+    data = {"password": PASSWORD, "csrf_token": csrf_token(client, PAGE)}
+    revealed = client.post(f"{PAGE}/secret", data=data)
+    return SECRET.search(revealed.get_data(as_text=True)).group(1)
 
 
 def operation(operation_id: str, status: str = "confirmed", paid: str = "0.015") -> dict:
@@ -285,6 +288,7 @@ def test_a_test_event_reaches_the_shop_shows_in_the_log_and_resend_sends_the_sam
     secret = shown_secret(owner)
     sent = owner.post(f"{PAGE}/test", data={"csrf_token": csrf_token(owner, PAGE)})
     assert sent.status_code == 302
+    deliver(app)  # the worker's pass
     (request,) = shop.wait_for(1)
     assert request.json["type"] == "test" and request.signed_by(secret)
     event_id = request.event_id
@@ -294,6 +298,7 @@ def test_a_test_event_reaches_the_shop_shows_in_the_log_and_resend_sends_the_sam
 
     delivery = re.search(r'action="(/settings/notifications/deliveries/\d+/resend)"', page).group(1)
     assert owner.post(delivery, data={"csrf_token": csrf_token(owner, PAGE)}).status_code == 302
+    deliver(app)
     assert shop.event_ids() == [event_id, event_id]
     assert owner.get(PAGE).get_data(as_text=True).count(f"<code>{event_id}</code>") == 2
 
@@ -343,6 +348,7 @@ def test_a_worker_killed_mid_send_loses_nothing_and_the_event_keeps_its_id(
         "PORTAL_SECRET_KEY": portal_config["SECRET_KEY"],
         "PORTAL_TOKEN_KEYS": portal_config["TOKEN_KEYS"],
         "PORTAL_WEBHOOK_LEASE_SECONDS": "1",
+        "PORTAL_WEBHOOK_TIMEOUT_SECONDS": "0.5",
     }
     worker = subprocess.Popen([sys.executable, "-c", WORKER], env=environment)
     try:

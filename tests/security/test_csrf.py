@@ -266,6 +266,9 @@ VALID: dict[str, Callable[..., Case]] = {
     "settings.resync_mirror": lambda w: _as(w, "owner", "/settings/api/resync"),
     "settings.notifications_rotate": lambda w: _as(w, "owner", "/settings/notifications/rotate"),
     "settings.notifications_test": lambda w: _as(w, "owner", "/settings/notifications/test"),
+    "settings.notifications_secret": lambda w: _as(
+        w, "owner", "/settings/notifications/secret", {"password": PASSWORD}
+    ),
     "settings.notifications_resend": lambda w: _as(
         w, "owner", f"/settings/notifications/deliveries/{w.ids['delivery_id']}/resend"
     ),

@@ -2,9 +2,9 @@
 
 Extends tests/integration/test_portal_settings_api.py (the application token on the settings
 pages) to every secret the portal holds (application and company tokens, the token keys, the
-SECRET_KEY), in every encoding (plain, URL-encoded, hex, base64 at every alignment), over every
-GET route for every visitor, as page and htmx, every kind of error page, the settings refusals
-and the exports, with every log record at DEBUG.
+SECRET_KEY, the webhook signing secret), in every encoding (plain, URL-encoded, hex, base64 at
+every alignment), over every GET route for every visitor, as page and htmx, every kind of error
+page, the settings refusals and the exports, with every log record at DEBUG.
 """
 
 from __future__ import annotations
@@ -23,10 +23,22 @@ def secrets_of(world) -> dict[str, str]:
         "application token": world.sandbox.token,
         "company token": world.sandbox.company_token,
         "SECRET_KEY": world.app.config["SECRET_KEY"],
+        "webhook signing secret": _webhook_secret(world),
     }
     for number, key in enumerate(world.app.config["TOKEN_KEYS"]):
         secrets[f"token key {number}"] = key
     return secrets
+
+
+def _webhook_secret(world) -> str:
+    """Acme's: shown masked on every page, revealed only by a POST with a fresh second factor."""
+    from portal.extensions import db
+    from portal.models import WebhookEndpoint
+    from portal.rules import webhooks
+
+    with world.app.app_context():
+        endpoint = db.session.scalars(db.select(WebhookEndpoint).order_by(WebhookEndpoint.id))
+        return webhooks.secret_of(endpoint.first())
 
 
 class Transcript:

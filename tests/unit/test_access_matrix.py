@@ -60,6 +60,7 @@ EXPECTED = {
     "settings.notifications_rotate": OWNER,
     "settings.notifications_test": OWNER,
     "settings.notifications_resend": OWNER,
+    "settings.notifications_secret": OWNER,  # the signing secret lets one forge webhooks
     "settings.invite_user": OWNER,
     "withdrawals.index": frozenset({"owner", "accountant"}),  # accountants read the list
     "withdrawals.new": OWNER,

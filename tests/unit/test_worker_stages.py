@@ -1,0 +1,53 @@
+"""The worker's threads are shared between its stages: a tick starts the mirror's syncs, the
+webhook deliveries and the mail as three tasks, and the syncs never take the threads the
+other two need."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+
+def test_a_tick_starts_each_stage_as_a_task_of_its_own(app):
+    from portal.worker import tasks
+    from portal.worker.queue import huey
+
+    huey.flush()
+    tasks.tick.call_local()
+    assert sorted(task.name for task in huey.pending()) == [
+        "deliver_webhooks",
+        "send_mail",
+        "sync_mirror",
+    ]
+    huey.flush()
+
+
+def test_syncs_leave_a_thread_for_deliveries_and_one_for_mail(app):
+    from portal.worker.queue import SYNCS, GracefulConsumer, huey
+
+    with pytest.raises(ValueError, match="at least 3 threads"):
+        GracefulConsumer(huey, workers=2, worker_type="thread")
+    GracefulConsumer(huey, workers=4, worker_type="thread")
+
+    release = threading.Event()
+    running: list[str] = []
+
+    @SYNCS
+    def sync(name: str) -> str:
+        running.append(name)
+        release.wait(timeout=10)
+        return name
+
+    threads = [threading.Thread(target=sync, args=(f"sync {n}",)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    try:
+        while len(running) < 2:
+            threading.Event().wait(0.01)
+        assert sync("a third sync") is None, "two syncs at once, of four threads"
+    finally:
+        release.set()
+        for thread in threads:
+            thread.join()
+    assert sync("later") == "later"
