@@ -64,7 +64,9 @@ def record(app, merchant: str, order_id: str, type_: str = "operation.confirmed"
             notify=True,
         )
         db.session.commit()
-        return db.session.scalar(db.select(Event.public_id).where(Event.dedup_key == key))
+        return db.session.scalar(
+            db.select(Event.public_id).where(Event.dedup_key.endswith(f":{key}"))
+        )
 
 
 def ask_for_reset(app, email: str) -> None:
