@@ -157,6 +157,12 @@ def watch(sock: socket.socket) -> None:
         deadline.watch(sock)
 
 
+def passed() -> bool:
+    """Whether this thread's deadline, if a `within` block runs, has passed."""
+    deadline = _current.get()
+    return deadline is not None and deadline.passed
+
+
 def connect_timeout(timeout: float | None) -> float | None:
     """`timeout` for a connection attempt, cut to what is left of this thread's deadline."""
     deadline = _current.get()
