@@ -30,7 +30,8 @@ class Dripping:
     """What the server says: `greeting` on connecting, `replies` to the client's lines (by
     their first word; after the reply to DATA, the message is read up to its "." line and
     taken), and after the line starting with `trigger` (at once when None; the first `skip`
-    such lines get their reply) `first`, then `drip` every `interval` seconds."""
+    such lines get their reply) `first`, then `drip` every `interval` seconds, `times` times
+    (or until the client leaves) before hanging up."""
 
     first: bytes
     drip: bytes
@@ -39,6 +40,7 @@ class Dripping:
     greeting: bytes = b""
     replies: dict[bytes, bytes] = field(default_factory=dict)
     interval: float = INTERVAL
+    times: int | None = None
     url: str = ""
     lines_sent: int = 0
     longest: float = 0.0
@@ -65,8 +67,10 @@ class Dripping:
                         pass
                     connection.sendall(b"250 taken\r\n")
             connection.sendall(self.first)
-            while not stopped.wait(self.interval):
+            sent = 0
+            while sent != self.times and not stopped.wait(self.interval):
                 connection.sendall(self.drip)
+                sent += 1
                 with self.lock:
                     self.lines_sent += 1
         except OSError:
@@ -140,3 +144,18 @@ def dripping_smtp(
         ),
         scheme="smtp",
     )
+
+
+def flooding(
+    content_type: bytes,
+    opening: bytes,
+    chunk: bytes,
+    *,
+    times: int | None = None,
+    headers: bytes = b"",
+) -> Dripping:
+    """An HTTP answer 200 whose body is `opening`, then `chunk` after `chunk` as fast as the
+    client reads (`times` chunks, or without end), closed by hanging up: no Content-Length
+    unless `headers` has one."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: " + content_type + b"\r\n" + headers + b"\r\n"
+    return Dripping(first=head + opening, drip=chunk, trigger=b"", interval=0, times=times)
