@@ -58,6 +58,19 @@ def test_an_api_that_drips_its_answer_is_a_timeout_after_connect_plus_read():
             assert (failure.timeout, failure.request_sent) == (True, True)
             assert time.monotonic() - started > TOTAL - 0.1  # the deadline, not another failure
         assert api.lines_sent >= 2  # the answer kept coming, within the read timeout
+        assert api.connections == 3  # a GET is not tried again once its deadline passed
+
+
+def test_a_pooled_connection_used_again_is_under_the_next_calls_deadline():
+    """The connection check is answered; the list page asked on the same connection drips."""
+    with dripping_http(skip=1) as api:
+        client = MerchantApiClient(
+            api.url, token="dripped-token-0123456789", timeout=(CONNECT, READ)
+        )
+        client.ping()
+        failure = finished_within(TOTAL + SLACK, client.list_operations)
+        assert isinstance(failure, ApiUnavailable) and failure.timeout, failure
+        assert api.connections == 1
 
 
 def _connect_to(app, url: str) -> None:

@@ -9,7 +9,8 @@ per-read timeout, so only a total deadline ends the conversation.
         ... PORTAL_SMTP_URL = smtp.url ...
     with dripping_smtp(at=b"MAIL", skip=1):   # takes a first message, drips at the second's MAIL
 
-`lines_sent` counts the drips, `elapsed` says how long the longest conversation lasted.
+`lines_sent` counts the drips, `connections` the connections accepted, `longest` says how long
+the longest conversation lasted.
 """
 
 from __future__ import annotations
@@ -42,12 +43,15 @@ class Dripping:
     interval: float = INTERVAL
     times: int | None = None
     url: str = ""
+    connections: int = 0
     lines_sent: int = 0
     longest: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def converse(self, connection: socket.socket, stopped: threading.Event) -> None:
         started = time.monotonic()
+        with self.lock:
+            self.connections += 1
         try:
             connection.sendall(self.greeting)
             reader = connection.makefile("rb")
@@ -112,11 +116,18 @@ def run_dripping(dripping: Dripping, scheme: str = "http") -> Iterator[Dripping]
         server.server_close()
 
 
-def dripping_http() -> contextlib.AbstractContextManager[Dripping]:
-    """An HTTP server that, after any request line, sends its status line and then a header
-    line every half second, never ending the headers."""
+def dripping_http(skip: int = 0) -> contextlib.AbstractContextManager[Dripping]:
+    """An HTTP server that, after a request line (the first `skip` of them on a connection get
+    an empty JSON answer), sends its status line and then a header line every half second,
+    never ending the headers."""
     return run_dripping(
-        Dripping(first=b"HTTP/1.1 200 OK\r\n", drip=b"X-Still-Coming: yes\r\n", trigger=b"")
+        Dripping(
+            first=b"HTTP/1.1 200 OK\r\n",
+            drip=b"X-Still-Coming: yes\r\n",
+            trigger=b"GET" if skip else b"",  # any line, or the next GET's
+            skip=skip,
+            replies={b"GET": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"},
+        )
     )
 
 
