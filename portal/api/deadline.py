@@ -45,7 +45,6 @@ class Deadline:
         self.expires = time.monotonic() + seconds
         self._sockets: list[socket.socket] = []
         self._fired = False
-        self._ended = False
         self._lock = threading.Lock()
 
     @property
@@ -59,17 +58,12 @@ class Deadline:
         """Shut `sock`'s connection down when the deadline passes (at once if it has)."""
         duplicate = socket.socket(fileno=os.dup(sock.fileno()))
         with self._lock:
-            if self._ended:
-                duplicate.close()
-                return
             self._sockets.append(duplicate)
             if self._fired:
                 _shut_down(duplicate)
 
     def fire(self) -> None:
         with self._lock:
-            if self._ended:
-                return
             self._fired = True
             for duplicate in self._sockets:
                 _shut_down(duplicate)
@@ -77,7 +71,6 @@ class Deadline:
     def end(self) -> None:
         """The conversation is over: nothing is shut down any more, the duplicates are closed."""
         with self._lock:
-            self._ended = True
             sockets, self._sockets = self._sockets, []
         for duplicate in sockets:
             duplicate.close()
@@ -155,12 +148,6 @@ def watch(sock: socket.socket) -> None:
     deadline = _current.get()
     if deadline is not None:
         deadline.watch(sock)
-
-
-def passed() -> bool:
-    """Whether this thread's deadline, if a `within` block runs, has passed."""
-    deadline = _current.get()
-    return deadline is not None and deadline.passed
 
 
 def connect_timeout(timeout: float | None) -> float | None:

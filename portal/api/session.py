@@ -29,7 +29,7 @@ RETRY_STATUSES = (502, 503, 504)
 
 
 class GetOnlyRetry(Retry):
-    """Retry GET requests only, and not after a read timeout or the call's deadline.
+    """Retry GET requests only, and not after a read timeout.
 
     urllib3 retries connection errors for every method; a POST or PUT moves money, so any
     error on one ends the attempt. A read timeout means a slow server: waiting again would
@@ -46,8 +46,7 @@ class GetOnlyRetry(Retry):
         _stacktrace: TracebackType | None = None,
     ) -> Self:
         retryable = method is not None and method.upper() in (self.allowed_methods or ())
-        slow = isinstance(error, ReadTimeoutError) or deadline.passed()
-        if error is not None and (not retryable or slow):
+        if error is not None and (not retryable or isinstance(error, ReadTimeoutError)):
             # urllib3 itself passes the pool it got, None included; its annotation omits None.
             raise MaxRetryError(_pool, url, error) from error  # type: ignore[arg-type]
         return super().increment(method, url, response, error, _pool, _stacktrace)

@@ -147,7 +147,7 @@ def _public(address: str) -> bool:
     """Whether a shop may be at `address`: a global unicast address, not one that stands for an
     IPv4 address in IPv6 clothes."""
     ip = ipaddress.ip_address(address.split("%")[0])
-    if not ip.is_global or ip.is_multicast or ip.is_reserved:
+    if not ip.is_global or ip.is_multicast:
         return False
     return ip.version == 4 or (ip in GLOBAL_UNICAST and ip not in SIX_TO_FOUR)
 

@@ -58,7 +58,6 @@ def test_an_api_that_drips_its_answer_is_a_timeout_after_connect_plus_read():
             assert (failure.timeout, failure.request_sent) == (True, True)
             assert time.monotonic() - started > TOTAL - 0.1  # the deadline, not another failure
         assert api.lines_sent >= 2  # the answer kept coming, within the read timeout
-        assert api.connections == 3  # a GET is not tried again once its deadline passed
 
 
 def test_a_pooled_connection_used_again_is_under_the_next_calls_deadline():
