@@ -97,7 +97,8 @@ class _Watchdog:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="deadlines", daemon=True)
                 self._thread.start()
-            self._changed.notify()
+            if self._due[0][2] is deadline:  # the watchdog sleeps until a later one
+                self._changed.notify()
 
     def _run(self) -> None:
         with self._changed:
