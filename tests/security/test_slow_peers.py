@@ -20,6 +20,7 @@ import pytest
 from portal.api import ApiUnavailable, MerchantApiClient
 from tests.support.dripping import dripping_http, dripping_smtp
 from tests.support.portal_server import run_portal
+from tests.support.tls import server_context
 
 T = TypeVar("T")
 CONNECT, READ = 0.5, 1.0  # the API's total timeout is their sum
@@ -216,3 +217,28 @@ def test_an_smtp_server_that_drips_costs_one_deadline_per_message(
         for waiting in dripped:  # the message the deadline cut short
             assert (waiting.state, waiting.attempts) == (MailState.QUEUED, 1)
             assert waiting.last_error == f"DeadlinePassed: no complete answer within {TOTAL:g} s"
+
+
+def test_an_smtps_server_that_drips_its_greeting_costs_one_deadline(app, tmp_path, monkeypatch):
+    """`smtps://`: the socket is watched from before the TLS handshake, and through it."""
+    from portal.extensions import db
+    from portal.models import MailMessage
+    from portal.rules import mail
+
+    tls = server_context(tmp_path, "127.0.0.1")
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "127.0.0.1.pem"))  # trusted by the portal
+    with dripping_smtp(tls=tls) as server:
+        app.config["SMTP_URL"] = server.url
+        with app.app_context():
+            db.session.add(MailMessage(to_address="person@acme.test", subject="Hi", body="x"))
+            db.session.commit()
+
+        def send():
+            with app.app_context():
+                mail.send_due()
+
+        assert finished_within(TOTAL + SLACK, send) is None
+        assert server.lines_sent >= 2
+    with app.app_context():
+        waiting = db.session.scalars(db.select(MailMessage)).one()
+        assert waiting.last_error == f"DeadlinePassed: no complete answer within {TOTAL:g} s"

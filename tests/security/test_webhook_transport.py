@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as dt
 import http.server
 import socket
-import ssl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,14 +15,11 @@ from pathlib import Path
 
 import pytest
 import requests
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from portal.api.session import WatchedAdapter, pinned_to
 from tests.support.dripping import flooding, run_dripping
 from tests.support.shop import Shop, run_shop
+from tests.support.tls import server_context
 
 TIMEOUT = 1.0
 PUBLIC = "93.184.215.14"  # a global address; nothing of this test listens there
@@ -109,35 +105,6 @@ def test_a_name_that_resolves_elsewhere_after_the_check_reaches_only_the_checked
 # --- The pin itself, and TLS against the host name ---------------------------------------------
 
 
-def _certificate(folder: Path, name: str) -> tuple[Path, Path]:
-    """A self-signed certificate for `name` and its key, as PEM files."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = dt.datetime.now(dt.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=1))
-        .not_valid_after(now + dt.timedelta(hours=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = folder / "shop.pem", folder / "shop.key"
-    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_file, key_file
-
-
 class _Ok(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -155,9 +122,7 @@ class _Ok(http.server.BaseHTTPRequestHandler):
 def _tls_shop(folder: Path, name: str) -> Iterator[int]:
     """An HTTPS server on loopback with a certificate for `name`; yields its port."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(*_certificate(folder, name))
-    server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.socket = server_context(folder, name).wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02})
     thread.daemon = True
     thread.start()
@@ -174,7 +139,7 @@ def test_a_pinned_connection_goes_to_the_address_and_verifies_tls_against_the_na
     session = requests.Session()
     session.mount("https://", WatchedAdapter(max_retries=0))
     with _tls_shop(tmp_path, "shop.invalid") as port, pinned_to(["127.0.0.1"]):
-        ca = str(tmp_path / "shop.pem")
+        ca = str(tmp_path / "shop.invalid.pem")
         answer = session.post(f"https://shop.invalid:{port}/hooks", verify=ca, timeout=5)
         assert answer.text == f"shop.invalid:{port}"  # the Host header the shop received
         with pytest.raises(requests.exceptions.SSLError, match=r"match|shop\.invalid"):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import socketserver
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -32,7 +33,7 @@ class Dripping:
     their first word; after the reply to DATA, the message is read up to its "." line and
     taken), and after the line starting with `trigger` (at once when None; the first `skip`
     such lines get their reply) `first`, then `drip` every `interval` seconds, `times` times
-    (or until the client leaves) before hanging up."""
+    (or until the client leaves) before hanging up. With `tls`, all of it over TLS."""
 
     first: bytes
     drip: bytes
@@ -42,6 +43,7 @@ class Dripping:
     replies: dict[bytes, bytes] = field(default_factory=dict)
     interval: float = INTERVAL
     times: int | None = None
+    tls: ssl.SSLContext | None = None
     url: str = ""
     connections: int = 0
     lines_sent: int = 0
@@ -53,6 +55,8 @@ class Dripping:
         with self.lock:
             self.connections += 1
         try:
+            if self.tls is not None:
+                connection = self.tls.wrap_socket(connection, server_side=True)
             connection.sendall(self.greeting)
             reader = connection.makefile("rb")
             skip = self.skip
@@ -132,11 +136,11 @@ def dripping_http(skip: int = 0) -> contextlib.AbstractContextManager[Dripping]:
 
 
 def dripping_smtp(
-    at: bytes | None = None, skip: int = 0
+    at: bytes | None = None, skip: int = 0, tls: ssl.SSLContext | None = None
 ) -> contextlib.AbstractContextManager[Dripping]:
     """An SMTP server that drips its greeting (`at` None), or answers at once until the
     command starting with `at` (after `skip` of them) and drips its reply: one `250-` line
-    every half second, never the last line of the reply."""
+    every half second, never the last line of the reply. With `tls`, an SMTPS server."""
     code = b"220" if at is None else b"250"
     return run_dripping(
         Dripping(
@@ -152,8 +156,9 @@ def dripping_smtp(
                 b"DATA": b"354 go on\r\n",
                 b"RSET": b"250 ok\r\n",
             },
+            tls=tls,
         ),
-        scheme="smtp",
+        scheme="smtp" if tls is None else "smtps",
     )
 
 
