@@ -68,6 +68,25 @@ def test_an_answer_streamed_without_end_is_cut_at_the_limit_not_at_the_deadline(
     assert "longer than 1000000 bytes" in caught.value.message
 
 
+def test_an_answer_announced_over_the_limit_is_refused_before_its_body_is_read():
+    """A Content-Length over the limit is enough: nothing of the body is waited for (here it
+    would come a few bytes every half second)."""
+    announced = Dripping(
+        first=b"HTTP/1.1 200 OK\r\nContent-Length: 1000001\r\n\r\n[",
+        drip=b"{},",
+        trigger=b"",
+    )
+    with run_dripping(announced) as api:
+        client = MerchantApiClient(
+            api.url, token="hostile-api-token", timeout=(1, 5), max_answer_bytes=1_000_000
+        )
+        started = time.monotonic()
+        with pytest.raises(ApiUnavailable) as caught:
+            client.list_operations()
+    assert time.monotonic() - started < 1
+    assert (caught.value.timeout, caught.value.http_status) == (False, 200)
+
+
 def test_an_honest_page_of_100_operations_fits_well_within_the_default(seeded_sandbox):
     """A real page of 100 operations with their transactions (72 KB) fits in a tenth of the
     default limit."""
