@@ -41,8 +41,12 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         PASSWORD_HASH_METHOD="scrypt",  # noqa: S106 (a method, not a password)
         SESSION_LIFETIME_HOURS=12,
         SESSION_IDLE_MINUTES=120,
+        # Each connection attempt and each read of the API waits this long at most; a whole call
+        # (connecting, GET retries, the whole answer) ends after both together, 18.05 s.
         API_TIMEOUT_CONNECT=3.05,
         API_TIMEOUT_READ=15.0,
+        # An API answer longer than this is a malformed answer, not read further (README).
+        API_MAX_ANSWER_BYTES=2 * 1024 * 1024,
         # The largest request body accepted (a 413 page beyond): the portal's forms are small.
         MAX_CONTENT_LENGTH=1024 * 1024,
         API_ALLOWED_HOSTS="",

@@ -16,6 +16,7 @@ import requests
 import urllib3.exceptions
 from requests.auth import AuthBase
 
+from portal.api.deadline import DeadlinePassed, within
 from portal.api.errors import ApiFailure, ApiUnavailable, ErrorCode, error_from_answer
 from portal.api.paging import PageReader, read_pages
 from portal.api.records import (
@@ -31,7 +32,7 @@ from portal.api.records import (
     parse_rates,
     parse_record,
 )
-from portal.api.session import make_session
+from portal.api.session import AnswerTooLarge, make_session, read_at_most
 from portal.api.wire import encode_amount, encode_query, parse_json
 
 if TYPE_CHECKING:
@@ -46,6 +47,9 @@ Amount = Decimal | int | str
 
 ENVIRONMENT_PREFIXES = {"sandbox": "/sandbox/v1", "production": "/v1"}
 MAX_PER_PAGE = 100
+# The longest answer read: a page of 100 operations with their transactions measured 72 KB
+# (README, `PORTAL_API_MAX_ANSWER_BYTES`); parsing JSON takes up to ~30 times its size.
+MAX_ANSWER_BYTES = 2 * 1024 * 1024
 
 # Query parameters of the list endpoints (sections 4.4, 4.7 and 4.12).
 _COMMON_PARAMS = ("sort", "sort_type", "created_from", "created_to", "page", "per_page")
@@ -128,9 +132,14 @@ class _Bearer(AuthBase):
 class MerchantApiClient:
     """Talks to one merchant's API account: environment prefix, tokens, timeouts.
 
+    `timeout` is (connect, read) in seconds, or one number for both: each connection attempt
+    and each read waits that long at most, and a whole call (connecting, retries and the whole
+    answer) ends after connect + read seconds in all, however slowly the API sends its answer.
+    An answer longer than `max_answer_bytes` is not read further.
+
     Pass a session from `make_session()` to share its connection pool between clients; a client
     without one makes its own. Every failure raises `ApiRefusal`, or `ApiUnavailable` when the
-    API could not be reached or answered garbage.
+    API could not be reached, did not answer in time, or answered garbage.
     """
 
     def __init__(
@@ -141,6 +150,7 @@ class MerchantApiClient:
         company_token: str | None = None,
         timeout: float | tuple[float, float] = (3.05, 15.0),
         session: requests.Session | None = None,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
     ) -> None:
         if environment not in ENVIRONMENT_PREFIXES:
             raise ValueError(f"environment must be one of {', '.join(ENVIRONMENT_PREFIXES)}")
@@ -154,6 +164,8 @@ class MerchantApiClient:
         self.environment = environment
         self.api_url = self.base_url + ENVIRONMENT_PREFIXES[environment]
         self.timeout = timeout
+        self.total_timeout = sum(timeout) if isinstance(timeout, tuple) else 2 * timeout
+        self.max_answer_bytes = max_answer_bytes
         self._token = token
         self._company_token = company_token or None
         self._own_session = session is None
@@ -384,8 +396,9 @@ class MerchantApiClient:
         body: dict[str, Any] | None = None,
         not_found: ErrorCode = ErrorCode.SOMETHING_WENT_WRONG,
         company: bool = False,
-    ) -> requests.Response:
-        """Send one request; its response when the API answered 2xx, an `ApiRefusal` otherwise.
+    ) -> _Answer:
+        """Send one request and read its answer, within the total timeout; the answer when the
+        API answered 2xx, an `ApiRefusal` otherwise.
 
         A bodiless POST or PUT still carries `Content-Type: application/json`.
         """
@@ -395,27 +408,39 @@ class MerchantApiClient:
         token = self._company_token if company and self._company_token else self._token
         started = time.monotonic()
         try:
-            response = self._session.request(
-                method,
-                self.api_url + path,
-                params=params,
-                data=None if body is None else json.dumps(body),
-                headers=headers,
-                auth=_Bearer(token),
-                timeout=self.timeout,
-                allow_redirects=False,
-            )
-        except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
+            with (
+                within(self.total_timeout),
+                self._session.request(
+                    method,
+                    self.api_url + path,
+                    params=params,
+                    data=None if body is None else json.dumps(body),
+                    headers=headers,
+                    auth=_Bearer(token),
+                    timeout=self.timeout,
+                    allow_redirects=False,
+                    stream=True,
+                ) as response,
+            ):
+                try:
+                    answer = _Answer(
+                        response.status_code, read_at_most(response, self.max_answer_bytes)
+                    )
+                except AnswerTooLarge as exc:
+                    raise self._malformed(
+                        method, path, response.status_code, str(exc), b""
+                    ) from exc
+        except (requests.RequestException, urllib3.exceptions.HTTPError, DeadlinePassed) as exc:
             raise self._failed(method, path, exc) from exc
         elapsed_ms = (time.monotonic() - started) * 1000
-        log.debug("%s %s -> %s in %.0f ms", method, path, response.status_code, elapsed_ms)
-        if not 200 <= response.status_code < 300:
+        log.debug("%s %s -> %s in %.0f ms", method, path, answer.status, elapsed_ms)
+        if not 200 <= answer.status < 300:
             error = error_from_answer(
-                response.status_code, self._mask(response.text), not_found_code=not_found
+                answer.status, self._mask(answer.text), not_found_code=not_found
             )
             self._log_error(method, path, error)
             raise error
-        return response
+        return answer
 
     def _call(
         self, method: str, path: str, *, parse: Callable[[object], R], **options: Unpack[_Options]
@@ -429,23 +454,26 @@ class MerchantApiClient:
         """Send one request (see `_send`); the function returned reads its answer with `parse`."""
         return partial(self._read, method, path, self._send(method, path, **options), parse)
 
-    def _read(
-        self, method: str, path: str, response: requests.Response, parse: Callable[[object], R]
-    ) -> R:
+    def _read(self, method: str, path: str, answer: _Answer, parse: Callable[[object], R]) -> R:
         """`parse(json body)`; a body that is not what the contract promises is ApiUnavailable."""
         try:
-            payload = parse_json(response.content) if response.content.strip() else None
+            payload = parse_json(answer.body) if answer.body.strip() else None
             return parse(payload)
         except ValueError as exc:  # MalformedAnswer and JSON decoding errors alike
-            error = ApiUnavailable(
-                f"The API answered HTTP {response.status_code} with a body that is not "
-                f"the expected JSON: {exc}",
-                request_sent=True,
-                http_status=response.status_code,
-                raw=self._mask(response.text),
-            )
-            self._log_error(method, path, error)
-            raise error from exc
+            raise self._malformed(method, path, answer.status, str(exc), answer.body) from exc
+
+    def _malformed(
+        self, method: str, path: str, status: int, why: str, body: bytes
+    ) -> ApiUnavailable:
+        """The exception for an answer that is not what the contract promises."""
+        error = ApiUnavailable(
+            f"The API answered HTTP {status} with a body that is not the expected JSON: {why}",
+            request_sent=True,
+            http_status=status,
+            raw=self._mask(_text(body)),
+        )
+        self._log_error(method, path, error)
+        return error
 
     def _failed(self, method: str, path: str, exc: Exception) -> ApiUnavailable:
         """The exception for a request that got no answer: timeout or connection failure."""
@@ -456,7 +484,7 @@ class MerchantApiClient:
         not_connected = isinstance(
             exc, requests.ConnectTimeout | requests.exceptions.InvalidURL
         ) or isinstance(cause, urllib3.exceptions.ConnectTimeoutError)
-        timeout = isinstance(exc, requests.Timeout) or (
+        timeout = isinstance(exc, requests.Timeout | DeadlinePassed) or (
             isinstance(cause, urllib3.exceptions.TimeoutError)
             and not isinstance(cause, urllib3.exceptions.NewConnectionError)
         )
@@ -479,6 +507,23 @@ class MerchantApiClient:
             if token:
                 text = text.replace(token, "••••")
         return text
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """An answer read whole: its HTTP status and body."""
+
+    status: int
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return _text(self.body)
+
+
+def _text(body: bytes) -> str:
+    """A body as text for errors and logs: JSON is UTF-8, and anything else is the API's fault."""
+    return body.decode("utf-8", errors="replace")
 
 
 def _every(

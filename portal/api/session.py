@@ -1,17 +1,26 @@
-"""The HTTP session: pooled connections and retries that can never send money twice."""
+"""The HTTP session: pooled connections and retries that can never send money twice, each
+connection watched by the caller's total deadline (`portal.api.deadline`), and answers read
+up to a size."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
-from urllib3 import BaseHTTPResponse
+from urllib3 import BaseHTTPResponse, HTTPConnectionPool, HTTPSConnectionPool, PoolManager
+from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import ConnectionPool
-from urllib3.exceptions import MaxRetryError, ReadTimeoutError
+from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, ReadTimeoutError
 from urllib3.util.retry import Retry
+
+from portal.api import deadline
 
 if TYPE_CHECKING:  # types of requests' stubs only
     from requests.sessions import _Cert, _Settings, _TextMapping, _Verify
@@ -88,7 +97,109 @@ def make_session(retries: int = 2, backoff: float = 0.25, pool_size: int = 10) -
         respect_retry_after_header=False,
     )
     session = PortalSession()
-    adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=retry)
+    adapter = WatchedAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=retry)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session
+
+
+# --- Connections under a deadline, to the addresses a caller checked ----------------------------
+
+_pinned: ContextVar[tuple[str, ...]] = ContextVar("pinned addresses", default=())
+_CHUNK = 64 * 1024
+
+
+@contextlib.contextmanager
+def pinned_to(addresses: Sequence[str]) -> Iterator[None]:
+    """New connections opened in the block go to these IP addresses (in order, the next one
+    when one cannot be reached), whatever the host name resolves to by then: the addresses a
+    caller checked are the ones it reaches (no DNS rebinding between the check and the
+    connection). The request, its Host header and TLS still name the host. Empty: no pin."""
+    token = _pinned.set(tuple(addresses))
+    try:
+        yield
+    finally:
+        _pinned.reset(token)
+
+
+class WatchedHTTPConnection(HTTPConnection):
+    """urllib3's connection with its socket under the caller's deadline: watched when opened
+    (before a TLS handshake) and each time a pooled connection is used again."""
+
+    def _new_conn(self) -> socket.socket:
+        self.timeout = deadline.connect_timeout(self.timeout)
+        sock = self._connect_pinned(_pinned.get()) if _pinned.get() else super()._new_conn()
+        deadline.watch(sock)
+        return sock
+
+    def _connect_pinned(self, addresses: tuple[str, ...]) -> socket.socket:
+        """`_new_conn` to each pinned address in turn; urllib3 dials `_dns_host` (the host name
+        with its trailing dot), so it stands for the address only while the socket is made."""
+        name = self._dns_host
+        try:
+            for address in addresses[:-1]:
+                self._dns_host = address
+                with contextlib.suppress(ConnectTimeoutError):  # refused or timed out
+                    return super()._new_conn()
+            self._dns_host = addresses[-1]
+            return super()._new_conn()
+        finally:
+            self._dns_host = name
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        if self.sock is not None:
+            deadline.watch(self.sock)
+        super().request(*args, **kwargs)
+
+
+class WatchedHTTPSConnection(WatchedHTTPConnection, HTTPSConnection):
+    """The same for https: TLS is set up on the watched socket, against the host name."""
+
+
+class _WatchedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = WatchedHTTPConnection
+
+
+class _WatchedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = WatchedHTTPSConnection
+
+
+_WATCHED_POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+
+
+class WatchedAdapter(HTTPAdapter):
+    """requests' adapter with watched connections (directly or through an HTTP proxy)."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = _WATCHED_POOLS
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> PoolManager:
+        manager: PoolManager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if not proxy.lower().startswith("socks"):  # SOCKS brings connection classes of its own
+            manager.pool_classes_by_scheme = _WATCHED_POOLS
+        return manager
+
+
+class AnswerTooLarge(Exception):
+    """An answer's body is longer than the caller takes; it was not read further."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the answer is longer than {limit} bytes")
+        self.limit = limit
+
+
+def read_at_most(response: requests.Response, limit: int) -> bytes:
+    """The body of a streamed answer (`stream=True`), decoded, read in chunks; AnswerTooLarge
+    once it passes `limit` bytes, or at once when its Content-Length says it will, so a huge
+    answer never sits in memory. The caller closes the response (its connection is not used
+    again after an answer left unread)."""
+    length = response.headers.get("Content-Length", "")
+    if length.strip().isdigit() and int(length) > limit:
+        raise AnswerTooLarge(limit)
+    body = bytearray()
+    for chunk in response.iter_content(_CHUNK):
+        body += chunk
+        if len(body) > limit:
+            raise AnswerTooLarge(limit)
+    return bytes(body)

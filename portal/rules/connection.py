@@ -133,6 +133,7 @@ def new_client(credentials: Credentials) -> MerchantApiClient:
         company_token=credentials.company_token,
         timeout=(float(config["API_TIMEOUT_CONNECT"]), float(config["API_TIMEOUT_READ"])),
         session=_shared_session(),
+        max_answer_bytes=int(config["API_MAX_ANSWER_BYTES"]),
     )
 
 

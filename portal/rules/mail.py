@@ -16,8 +16,9 @@ import contextlib
 import logging
 import secrets
 import smtplib
+import socket
 import ssl
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
@@ -27,6 +28,7 @@ import sqlalchemy as sa
 from flask import current_app
 from sqlalchemy.exc import IntegrityError
 
+from portal.api.deadline import connect_timeout, watch, within
 from portal.extensions import db, rows_changed
 from portal.models import (
     Event,
@@ -246,7 +248,10 @@ class _Connection:
     """One SMTP connection for a tick's messages, opened at the first one.
 
     `smtp://` upgrades with STARTTLS when the server offers it; `smtps://` speaks TLS from the
-    start. Neither the URL nor its password is ever logged.
+    start. Neither the URL nor its password is ever logged. `PORTAL_SMTP_TIMEOUT` bounds each
+    message's whole dialogue (connecting, EHLO, STARTTLS and login for the first, then sending
+    it) and the closing QUIT, however slowly the server answers: a deadline passed raises
+    `DeadlinePassed`, an OSError, and the message is tried again later.
     """
 
     def __init__(self) -> None:
@@ -257,7 +262,7 @@ class _Connection:
 
     def __exit__(self, *_exc: object) -> None:
         if self.smtp is not None:
-            with contextlib.suppress(OSError, smtplib.SMTPException):
+            with contextlib.suppress(OSError, smtplib.SMTPException), self._dialogue():
                 self.smtp.quit()
         self.close()
 
@@ -268,9 +273,36 @@ class _Connection:
         self.smtp = None
 
     def send(self, email: EmailMessage) -> None:
-        if self.smtp is None:
-            self.smtp = _connect(current_app.config["SMTP_URL"])
-        self.smtp.send_message(email)
+        with self._dialogue():
+            if self.smtp is None:
+                self.smtp = _connect(current_app.config["SMTP_URL"])
+            self.smtp.send_message(email)
+
+    @contextlib.contextmanager
+    def _dialogue(self) -> Iterator[None]:
+        """The block under the SMTP deadline, the open connection's socket watched by it (a new
+        one is watched by `_WatchedSMTP` from the moment it connects)."""
+        with within(float(current_app.config["SMTP_TIMEOUT"])):
+            if self.smtp is not None and self.smtp.sock is not None:
+                watch(self.smtp.sock)
+            yield
+
+
+class _WatchedSMTP(smtplib.SMTP):
+    """smtplib's client with its socket under the current deadline from the moment it connects,
+    before the greeting (and before TLS: a STARTTLS or SMTPS handshake is watched too)."""
+
+    def _get_socket(self, host: str, port: int, timeout: float) -> socket.socket:
+        # `_get_socket` is smtplib's own seam (SMTP_SSL overrides it too); the stubs omit it.
+        sock: socket.socket = super()._get_socket(  # type: ignore[misc]
+            host, port, connect_timeout(timeout)
+        )
+        watch(sock)
+        return sock
+
+
+class _WatchedSMTPS(smtplib.SMTP_SSL, _WatchedSMTP):
+    """SMTPS: SMTP_SSL wraps the socket `_WatchedSMTP` made and watched."""
 
 
 def _connect(url: str) -> smtplib.SMTP:
@@ -280,9 +312,9 @@ def _connect(url: str) -> smtplib.SMTP:
     context = ssl.create_default_context()
     smtp: smtplib.SMTP
     if parts.scheme == "smtps":
-        smtp = smtplib.SMTP_SSL(host, parts.port or 465, timeout=timeout, context=context)
+        smtp = _WatchedSMTPS(host, parts.port or 465, timeout=timeout, context=context)
     else:
-        smtp = smtplib.SMTP(host, parts.port or 25, timeout=timeout)
+        smtp = _WatchedSMTP(host, parts.port or 25, timeout=timeout)
         smtp.ehlo()
         if smtp.has_extn("starttls"):
             smtp.starttls(context=context)

@@ -6,12 +6,14 @@ sent only by the worker whose conditional UPDATE took its lease; a worker killed
 the lease to run out and the same event, with the same id, goes again. A shop may therefore see
 an id twice, never one event under two ids.
 
-Settings (`PORTAL_WEBHOOK_*`, defaults below): the timeout, the backoff and its cap, the retry
-window, the lease, and whether private and loopback addresses may receive webhooks.
+Settings (`PORTAL_WEBHOOK_*`, defaults below): the timeout (of a whole POST: connecting, sending
+and the answer), the backoff and its cap, the retry window, the lease, and whether private and
+loopback addresses may receive webhooks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import hashlib
 import hmac
@@ -31,11 +33,17 @@ from urllib.parse import urlsplit
 import requests
 import sqlalchemy as sa
 from flask import current_app
-from requests.adapters import HTTPAdapter
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 
-from portal.api.session import PortalSession
+from portal.api.deadline import DeadlinePassed, within
+from portal.api.session import (
+    AnswerTooLarge,
+    PortalSession,
+    WatchedAdapter,
+    pinned_to,
+    read_at_most,
+)
 from portal.extensions import db, rows_changed
 from portal.models import (
     DeliveryState,
@@ -71,6 +79,14 @@ SESSION_EXTENSION = "portal.webhooks.session"
 WAKE_EXTENSION = "portal.webhooks.wake"
 POOL_SIZE = 10
 MAX_ERROR = 255
+# A shop's answer is read up to this much and dropped (status is all that counts); a longer one
+# is not read further and its connection is closed.
+MAX_ANSWER_BYTES = 64 * 1024
+# IPv6 addresses a shop may have: global unicast, but not 6to4, which carries any IPv4
+# address (127.0.0.1 as 2002:7f00:1::). NAT64, IPv4-compatible, mapped and SIIT forms, site-local
+# and reserved ranges all lie outside 2000::/3.
+GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
+SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
 # Endpoints a delivery pass serves side by side, each on its own thread.
 ENDPOINTS_AT_ONCE = 4
 
@@ -119,24 +135,38 @@ def private_allowed() -> bool:
 def url_problem(url: str) -> UrlProblem | None:
     """Why `url` may not receive webhooks, checked when it is saved and before each POST (a
     name may resolve elsewhere later)."""
+    problem, _addresses = checked_addresses(url)
+    return problem
+
+
+def checked_addresses(url: str) -> tuple[UrlProblem | None, tuple[str, ...]]:
+    """Why `url` may not receive webhooks, or the addresses its host resolves to now, each one
+    checked: the POST goes to these (`pinned_to`), not to what a second lookup would say. No
+    addresses where private ones are allowed: nothing is checked, nothing is pinned."""
     if not is_web_url(url):
-        return UrlProblem.NOT_WEB
+        return UrlProblem.NOT_WEB, ()
     parts = urlsplit(url)
     if "@" in parts.netloc:
-        return UrlProblem.USER
+        return UrlProblem.USER, ()
     if private_allowed():
-        return None
+        return None, ()
     try:
-        addresses = {
-            str(info[4][0]) for info in socket.getaddrinfo(parts.hostname, parts.port or 443)
-        }
+        found = socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
-        return UrlProblem.UNKNOWN_HOST
-    for address in addresses:
-        ip = ipaddress.ip_address(address.split("%")[0])
-        if not ip.is_global or ip.is_multicast:
-            return UrlProblem.PRIVATE
-    return None
+        return UrlProblem.UNKNOWN_HOST, ()
+    addresses = tuple(dict.fromkeys(str(info[4][0]) for info in found))
+    if not addresses or not all(map(_public, addresses)):
+        return UrlProblem.PRIVATE, ()
+    return None, addresses
+
+
+def _public(address: str) -> bool:
+    """Whether a shop may be at `address`: a global unicast address, not one that stands for an
+    IPv4 address in IPv6 clothes."""
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if not ip.is_global or ip.is_multicast:
+        return False
+    return ip.version == 4 or (ip in GLOBAL_UNICAST and ip not in SIX_TO_FOUR)
 
 
 def new_secret() -> str:
@@ -325,9 +355,13 @@ def _claim(delivery_id: int, owner: str, now: datetime) -> bool:
 
 
 def _post(endpoint: WebhookEndpoint, event: Event) -> Outcome:
-    """One signed POST, timed; any answer but 2xx, and no answer, is a failed attempt."""
+    """One signed POST, timed; any answer but 2xx, and no answer, is a failed attempt.
+
+    The address is checked again first and the POST goes to the addresses checked. The timeout
+    is the whole POST's (connecting, sending, the answer); a redirect is an answer, not followed.
+    """
     started = time.monotonic()
-    problem = url_problem(endpoint.url)
+    problem, addresses = checked_addresses(endpoint.url)
     if problem is not None:
         return Outcome(None, f"Not sent: {problem.value}", 0)
     body = payload(event)
@@ -335,22 +369,29 @@ def _post(endpoint: WebhookEndpoint, event: Event) -> Outcome:
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
+        "Accept-Encoding": "identity",  # the answer is dropped: nothing to decompress
         SIGNATURE_HEADER: signature_header(
             signing_secrets(endpoint, now), body, int(now.timestamp())
         ),
     }
     timeout = setting("WEBHOOK_TIMEOUT_SECONDS")
     try:
-        with _session().post(
-            endpoint.url,
-            data=body,
-            headers=headers,
-            timeout=(timeout, timeout),
-            allow_redirects=False,
-            stream=True,
-        ) as answer:
+        with (
+            within(timeout),
+            pinned_to(addresses),
+            _session().post(
+                endpoint.url,
+                data=body,
+                headers=headers,
+                timeout=(timeout, timeout),
+                allow_redirects=False,
+                stream=True,
+            ) as answer,
+        ):
             status, error = answer.status_code, None
-    except requests.Timeout:
+            with contextlib.suppress(AnswerTooLarge):
+                read_at_most(answer, MAX_ANSWER_BYTES)  # read whole, the connection is kept
+    except (requests.Timeout, DeadlinePassed):
         status, error = None, f"No answer within {timeout:g} s"
     except requests.RequestException as failure:
         status, error = None, _error_text(failure)
@@ -363,7 +404,7 @@ def _session() -> requests.Session:
     extensions = current_app.extensions
     if SESSION_EXTENSION not in extensions:
         session = PortalSession()
-        adapter = HTTPAdapter(pool_maxsize=POOL_SIZE, max_retries=0)
+        adapter = WatchedAdapter(pool_maxsize=POOL_SIZE, max_retries=0)
         session.mount("http://", adapter)
         session.mount("https://", adapter)
         extensions.setdefault(SESSION_EXTENSION, session)

@@ -5,6 +5,7 @@ request (headers and raw body) and answers the status a test chose, as slowly as
         ... point the portal at shop.url ...
         shop.status = 500          # every answer from now on
         shop.delay = 2.0           # seconds before answering
+        shop.headers = {"Location": other.url}   # headers of every answer
         request = shop.wait_for(1)[0]
         request.json["id"], request.headers["Portal-Signature"], request.body
 """
@@ -63,6 +64,7 @@ class Shop:
     url: str
     status: int = 200
     delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
     received: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -90,11 +92,13 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         with shop.lock:
             shop.received.append(Received(self.path, dict(self.headers.items()), body))
-            status, delay = shop.status, shop.delay
+            status, delay, headers = shop.status, shop.delay, dict(shop.headers)
         if delay:
             time.sleep(delay)
         try:
             self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.send_header("Content-Length", "2")
             self.end_headers()
             self.wfile.write(b"ok")
