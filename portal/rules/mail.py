@@ -44,7 +44,7 @@ from portal.models import (
 from portal.rules import one_time_links
 from portal.rules.event_words import describe
 from portal.rules.events import EventType, of_current_connection
-from portal.rules.outbox import enabled, portal_link
+from portal.rules.outbox import enabled, portal_link, queue
 
 logger = logging.getLogger(__name__)
 
@@ -132,15 +132,7 @@ def _queue_events(merchant_id: int) -> None:
             continue
         subject, body = describe(event, portal_link)
         for user in chosen_by:
-            db.session.add(
-                MailMessage(
-                    to_address=user.email,
-                    subject=subject,
-                    body=body,
-                    user_id=user.id,
-                    event_id=event.id,
-                )
-            )
+            queue(user.email, subject, body, user_id=user.id, event_id=event.id)
     db.session.commit()
 
 

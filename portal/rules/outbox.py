@@ -26,7 +26,9 @@ def portal_link(path: str) -> str:
     return base.rstrip("/") + path
 
 
-def queue(to: str, subject: str, body: str, *, user_id: int | None = None) -> bool:
+def queue(
+    to: str, subject: str, body: str, *, user_id: int | None = None, event_id: int | None = None
+) -> bool:
     """Add a message to the outbox, whether it was; the caller commits (with what the message
     is about). A message goes to one address: `to` holding a list, or anything else than one
     address (stored before addresses were checked so), is logged and not queued, since its
@@ -34,5 +36,7 @@ def queue(to: str, subject: str, body: str, *, user_id: int | None = None) -> bo
     if not looks_like_email(to):
         current_app.logger.warning("Mail to %r not queued: not one email address.", to)
         return False
-    db.session.add(MailMessage(to_address=to, subject=subject, body=body, user_id=user_id))
+    db.session.add(
+        MailMessage(to_address=to, subject=subject, body=body, user_id=user_id, event_id=event_id)
+    )
     return True
