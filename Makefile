@@ -65,7 +65,7 @@ libreoffice:
 	  else echo "LibreOffice is missing: install Debian's libreoffice-calc-nogui (its tests are skipped)" >&2; fi; }
 
 test: install chromium libreoffice
-	$(BIN)/pytest -n auto $(PYTEST_ARGS)
+	$(BIN)/pytest -n auto --dist worksteal $(PYTEST_ARGS)
 
 # The same four commands run before each commit (.pre-commit-config.yaml) and in CI (.ci/run).
 # lint-imports checks the layers of docs/architecture.md (its contracts are in pyproject.toml).
