@@ -35,15 +35,16 @@ class DeadlinePassed(TimeoutError):
 class Deadline:
     """When a conversation must be over, and the sockets it uses.
 
-    Each watched socket is kept as a duplicate of its descriptor: TLS takes over the original
-    socket object (`ssl.wrap_socket` detaches it) while the duplicate still reaches the same
-    connection, and the duplicate's number cannot be given to another file before `end` closes it.
+    Each watched socket is kept as a duplicate of its descriptor, by the descriptor's number:
+    TLS takes over the original socket object (`ssl.wrap_socket` detaches it, keeping the number)
+    while the duplicate still reaches the same connection, and the duplicate's number cannot be
+    given to another file before `release` or `end` closes it.
     """
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.expires = time.monotonic() + seconds
-        self._sockets: list[socket.socket] = []
+        self._sockets: dict[int, socket.socket] = {}
         self._fired = False
         self._lock = threading.Lock()
 
@@ -51,27 +52,46 @@ class Deadline:
     def passed(self) -> bool:
         return self._fired or time.monotonic() >= self.expires
 
+    @property
+    def fired(self) -> bool:
+        """Whether the watchdog shut the sockets down (not only whether the time is over)."""
+        return self._fired
+
     def remaining(self) -> float:
         return self.expires - time.monotonic()
 
     def watch(self, sock: socket.socket) -> None:
         """Shut `sock`'s connection down when the deadline passes (at once if it has)."""
-        duplicate = socket.socket(fileno=os.dup(sock.fileno()))
+        number = sock.fileno()
+        duplicate = socket.socket(fileno=os.dup(number))
         with self._lock:
-            self._sockets.append(duplicate)
+            # A number watched before belongs to this socket used again, or to a closed one
+            # whose number it took: either way the new duplicate replaces the old.
+            previous = self._sockets.pop(number, None)
+            self._sockets[number] = duplicate
             if self._fired:
                 _shut_down(duplicate)
+        if previous is not None:
+            previous.close()
+
+    def release(self, sock: socket.socket) -> None:
+        """Leave `sock` alone from now on: its conversation is over, and another call may take
+        its connection from the pool before this deadline ends."""
+        with self._lock:
+            duplicate = self._sockets.pop(sock.fileno(), None)
+        if duplicate is not None:
+            duplicate.close()
 
     def fire(self) -> None:
         with self._lock:
             self._fired = True
-            for duplicate in self._sockets:
+            for duplicate in self._sockets.values():
                 _shut_down(duplicate)
 
     def end(self) -> None:
         """The conversation is over: nothing is shut down any more, the duplicates are closed."""
         with self._lock:
-            sockets, self._sockets = self._sockets, []
+            sockets, self._sockets = list(self._sockets.values()), {}
         for duplicate in sockets:
             duplicate.close()
 
@@ -126,7 +146,8 @@ os.register_at_fork(after_in_child=_new_watchdog_after_fork)
 def within(seconds: float) -> Iterator[Deadline]:
     """Run the block under a deadline of `seconds`: sockets handed to `watch` meanwhile are
     shut down when it passes, and the block then raises `DeadlinePassed`, also when it ended
-    without an exception (an answer cut short by the shutdown is not an answer)."""
+    without an exception once they were (an answer cut short by the shutdown is not an answer;
+    one read whole just as the time ran out is)."""
     deadline = Deadline(seconds)
     _watchdog.keep(deadline)
     token = _current.set(deadline)
@@ -139,7 +160,7 @@ def within(seconds: float) -> Iterator[Deadline]:
     finally:
         _current.reset(token)
         deadline.end()
-    if deadline.passed:
+    if deadline.fired:
         raise DeadlinePassed(seconds)
 
 
@@ -149,6 +170,13 @@ def watch(sock: socket.socket) -> None:
     deadline = _current.get()
     if deadline is not None:
         deadline.watch(sock)
+
+
+def release(sock: socket.socket) -> None:
+    """Take `sock` from under this thread's deadline (a connection going back to its pool)."""
+    deadline = _current.get()
+    if deadline is not None:
+        deadline.release(sock)
 
 
 def connect_timeout(timeout: float | None) -> float | None:

@@ -22,8 +22,9 @@ from urllib3.util.retry import Retry
 
 from portal.api import deadline
 
-if TYPE_CHECKING:  # types of requests' stubs only
+if TYPE_CHECKING:  # types of requests' and urllib3's stubs only
     from requests.sessions import _Cert, _Settings, _TextMapping, _Verify
+    from urllib3._base_connection import BaseHTTPConnection
 
 RETRY_STATUSES = (502, 503, 504)
 
@@ -105,17 +106,19 @@ def make_session(retries: int = 2, backoff: float = 0.25, pool_size: int = 10) -
 
 # --- Connections under a deadline, to the addresses a caller checked ----------------------------
 
-_pinned: ContextVar[tuple[str, ...]] = ContextVar("pinned addresses", default=())
+_pinned: ContextVar[tuple[str, tuple[str, ...]] | None] = ContextVar("pinned", default=None)
 _CHUNK = 64 * 1024
 
 
 @contextlib.contextmanager
-def pinned_to(addresses: Sequence[str]) -> Iterator[None]:
-    """New connections opened in the block go to these IP addresses (in order, the next one
-    when one cannot be reached), whatever the host name resolves to by then: the addresses a
-    caller checked are the ones it reaches (no DNS rebinding between the check and the
-    connection). The request, its Host header and TLS still name the host. Empty: no pin."""
-    token = _pinned.set(tuple(addresses))
+def pinned_to(host: str, addresses: Sequence[str]) -> Iterator[None]:
+    """New connections to `host` opened in the block go to these IP addresses (in order, the
+    next one when one cannot be reached), whatever the name resolves to by then: the addresses
+    a caller checked are the ones it reaches (no DNS rebinding between the check and the
+    connection). The request, its Host header and TLS still name the host. A connection to
+    another host, such as a proxy set in the environment (which resolves the name itself), is
+    not pinned. No addresses: no pin."""
+    token = _pinned.set((host.rstrip(".").lower(), tuple(addresses)) if addresses else None)
     try:
         yield
     finally:
@@ -124,13 +127,22 @@ def pinned_to(addresses: Sequence[str]) -> Iterator[None]:
 
 class WatchedHTTPConnection(HTTPConnection):
     """urllib3's connection with its socket under the caller's deadline: watched when opened
-    (before a TLS handshake) and each time a pooled connection is used again."""
+    (before a TLS handshake) and each time a pooled connection is used again, released when it
+    goes back to its pool."""
 
     def _new_conn(self) -> socket.socket:
         self.timeout = deadline.connect_timeout(self.timeout)
-        sock = self._connect_pinned(_pinned.get()) if _pinned.get() else super()._new_conn()
+        addresses = self._pinned_addresses()
+        sock = self._connect_pinned(addresses) if addresses else super()._new_conn()
         deadline.watch(sock)
         return sock
+
+    def _pinned_addresses(self) -> tuple[str, ...]:
+        """The addresses this connection's host is pinned to; none for any other host."""
+        pin = _pinned.get()
+        if pin is None or self.host.lower() != pin[0]:
+            return ()
+        return pin[1]
 
     def _connect_pinned(self, addresses: tuple[str, ...]) -> socket.socket:
         """`_new_conn` to each pinned address in turn; urllib3 dials `_dns_host` (the host name
@@ -156,11 +168,22 @@ class WatchedHTTPSConnection(WatchedHTTPConnection, HTTPSConnection):
     """The same for https: TLS is set up on the watched socket, against the host name."""
 
 
-class _WatchedHTTPPool(HTTPConnectionPool):
+class _ReleasingPool(HTTPConnectionPool):
+    """A pool whose connections leave the caller's deadline as they come back: another call
+    may take one before that deadline ends, and must not have it shut down under it."""
+
+    def _put_conn(self, conn: BaseHTTPConnection | None) -> None:
+        sock = getattr(conn, "sock", None)  # None once closed
+        if sock is not None:
+            deadline.release(sock)
+        super()._put_conn(conn)
+
+
+class _WatchedHTTPPool(_ReleasingPool):
     ConnectionCls = WatchedHTTPConnection
 
 
-class _WatchedHTTPSPool(HTTPSConnectionPool):
+class _WatchedHTTPSPool(_ReleasingPool, HTTPSConnectionPool):
     ConnectionCls = WatchedHTTPSConnection
 
 

@@ -378,7 +378,7 @@ def _post(endpoint: WebhookEndpoint, event: Event) -> Outcome:
     try:
         with (
             within(timeout),
-            pinned_to(addresses),
+            pinned_to(urlsplit(endpoint.url).hostname or "", addresses),
             _session().post(
                 endpoint.url,
                 data=body,

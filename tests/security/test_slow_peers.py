@@ -18,6 +18,8 @@ from typing import TypeVar
 import pytest
 
 from portal.api import ApiUnavailable, MerchantApiClient
+from portal.api.deadline import DeadlinePassed, within
+from portal.api.session import make_session
 from tests.support.dripping import dripping_http, dripping_smtp
 from tests.support.portal_server import run_portal
 from tests.support.tls import server_context
@@ -71,6 +73,19 @@ def test_a_pooled_connection_used_again_is_under_the_next_calls_deadline():
         client.ping()
         failure = finished_within(TOTAL + SLACK, client.list_operations)
         assert isinstance(failure, ApiUnavailable) and failure.timeout, failure
+        assert api.connections == 1
+
+
+def test_a_connection_back_in_its_pool_is_left_alone_when_the_call_that_used_it_runs_out():
+    """A call read its answer whole, and its connection went back to the pool, where another
+    call may take it: the first call's deadline passing later shuts that connection down no
+    more (here the next request finds it alive and uses it again)."""
+    with dripping_http(skip=2) as api:
+        session = make_session(retries=0)
+        with pytest.raises(DeadlinePassed), within(TOTAL):
+            assert session.get(api.url, timeout=5).json() == {}
+            time.sleep(TOTAL + 0.5)  # the deadline passes while the connection waits in the pool
+        assert session.get(api.url, timeout=5).json() == {}
         assert api.connections == 1
 
 

@@ -15,14 +15,15 @@ from pathlib import Path
 
 import pytest
 import requests
+import urllib3
 
-from portal.api.session import WatchedAdapter, pinned_to
+from portal.api.session import PortalSession, WatchedAdapter, pinned_to
 from tests.support.dripping import flooding, run_dripping
 from tests.support.shop import Shop, run_shop
 from tests.support.tls import server_context
 
 TIMEOUT = 1.0
-PUBLIC = "93.184.215.14"  # a global address; nothing of this test listens there
+PUBLIC = "93.184.215.14"  # a global address, never dialled: the test refuses it in place
 
 
 @pytest.fixture
@@ -95,9 +96,21 @@ def test_a_name_that_resolves_elsewhere_after_the_check_reaches_only_the_checked
         lookups.append(host)
         return resolve(PUBLIC if len(lookups) == 1 else "127.0.0.1", *args, **kwargs)
 
+    def dial(address, *args, **kwargs):
+        """urllib3's dialling: the public address is refused here, never dialled off the
+        machine; any other goes through."""
+        dialled.append(address)
+        if address[0] == PUBLIC:
+            raise ConnectionRefusedError(address)
+        return create_connection(address, *args, **kwargs)
+
+    dialled: list[tuple[str, int]] = []
+    create_connection = urllib3.util.connection.create_connection
     monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    monkeypatch.setattr(urllib3.util.connection, "create_connection", dial)
     (attempt,) = send_one_event(app, f"http://{name}:{port}/webhooks", private_allowed=False)
     assert attempt.status is None, attempt.error  # the public address did not answer
+    assert dialled == [(PUBLIC, port)]
     assert shop.requests() == []
     assert lookups == [name]  # the check before the POST; never the connection
 
@@ -138,12 +151,33 @@ def test_a_pinned_connection_goes_to_the_address_and_verifies_tls_against_the_na
     names the host, and TLS accepts only the certificate of that name."""
     session = requests.Session()
     session.mount("https://", WatchedAdapter(max_retries=0))
-    with _tls_shop(tmp_path, "shop.invalid") as port, pinned_to(["127.0.0.1"]):
+    with _tls_shop(tmp_path, "shop.invalid") as port:
         ca = str(tmp_path / "shop.invalid.pem")
-        answer = session.post(f"https://shop.invalid:{port}/hooks", verify=ca, timeout=5)
+        with pinned_to("shop.invalid", ["127.0.0.1"]):
+            answer = session.post(f"https://shop.invalid:{port}/hooks", verify=ca, timeout=5)
         assert answer.text == f"shop.invalid:{port}"  # the Host header the shop received
-        with pytest.raises(requests.exceptions.SSLError, match=r"match|shop\.invalid"):
+        with (
+            pinned_to("other.invalid", ["127.0.0.1"]),
+            pytest.raises(requests.exceptions.SSLError, match=r"match|shop\.invalid"),
+        ):
             session.post(f"https://other.invalid:{port}/hooks", verify=ca, timeout=5)
+
+
+def test_a_proxy_from_the_environment_is_dialled_as_itself_not_at_the_pinned_address(
+    monkeypatch,
+):
+    """The pin is the shop's: a proxy set in the environment (which resolves the shop's name
+    itself) is reached at its own address, not at the shop's checked one."""
+    with run_shop() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        session = PortalSession()
+        session.mount("http://", WatchedAdapter(max_retries=0))
+        with pinned_to("shop.invalid", ["127.0.0.2"]):  # where nothing listens on its port
+            answer = session.post("http://shop.invalid:8080/hooks", data=b"{}", timeout=5)
+    assert answer.status_code == 200
+    assert len(proxy.requests()) == 1  # the proxy got the POST, to forward to the shop
 
 
 def test_an_endless_answer_is_not_read_whole(app):

@@ -78,3 +78,22 @@ def test_a_forked_process_has_a_watchdog_of_its_own():
     os.kill(child, 9)
     os.waitpid(child, 0)
     pytest.fail("the child's read was still waiting after 5 s")
+
+
+def test_a_socket_that_takes_the_number_of_a_closed_one_is_watched_in_its_own_right():
+    """A retry's new connection may get the number of the one it replaces: the deadline shuts
+    the new connection down, not only the closed one's."""
+    old, old_peer = socket.socketpair()
+    number = old.fileno()
+    started = time.monotonic()
+    with old_peer, pytest.raises(DeadlinePassed), within(SHORT):
+        watch(old)
+        old.close()
+        new, new_peer = socket.socketpair()
+        with new, new_peer:
+            assert number in (new.fileno(), new_peer.fileno())  # the number was taken again
+            watched = new if new.fileno() == number else new_peer
+            watched.settimeout(SHORT + 3)
+            watch(watched)
+            watched.recv(1)  # its peer never writes
+    assert time.monotonic() - started < SHORT + 1.5
