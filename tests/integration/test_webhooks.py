@@ -276,9 +276,18 @@ def test_the_page_sets_the_url_and_types_and_refuses_a_bad_url(app, owner, shop)
     )
     assert {a or b for a, b in checked} == {"operation.confirmed", "transaction.needs_review"}
 
-    refused = configure(owner, "https://user:pw@shop.example.com/", "operation.confirmed")
+    refused = configure(owner, "https://user:hunter2@shop.example.com/", "operation.confirmed")
     assert refused.status_code == 422
     assert f'value="{shop.url}"' in owner.get(PAGE).get_data(as_text=True), "unchanged"
+    from portal.extensions import db
+    from portal.models import AuditEvent
+
+    with app.app_context():
+        events = db.session.scalars(db.select(AuditEvent)).all()
+        logged = [(event.parameters, event.error_message) for event in events]
+    assert "https://user:••••@shop.example.com/" in str(logged), "the refusal is audited"
+    assert "hunter2" not in str(logged), "without the address's password"
+    assert "hunter2" not in owner.get("/audit/export.csv").get_data(as_text=True)
 
 
 def test_a_test_event_reaches_the_shop_shows_in_the_log_and_resend_sends_the_same_id(
