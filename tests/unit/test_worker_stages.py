@@ -8,6 +8,8 @@ import threading
 
 import pytest
 
+from tests.support.polling import wait_for
+
 
 def test_a_tick_starts_each_stage_as_a_task_of_its_own(app):
     from portal.worker import tasks
@@ -23,7 +25,20 @@ def test_a_tick_starts_each_stage_as_a_task_of_its_own(app):
     huey.flush()
 
 
-def test_syncs_leave_a_thread_for_deliveries_and_one_for_mail(app):
+@pytest.fixture
+def stages_restored():
+    """The stages are the process's own: a consumer made here must not leave its sharing to
+    the tests that follow."""
+    from portal.worker.queue import SYNCS
+
+    slots = SYNCS.slots
+    try:
+        yield
+    finally:
+        SYNCS.slots = slots
+
+
+def test_syncs_leave_a_thread_for_deliveries_and_one_for_mail(app, stages_restored):
     from portal.worker.queue import SYNCS, GracefulConsumer, huey
 
     with pytest.raises(ValueError, match="at least 3 threads"):
@@ -43,8 +58,7 @@ def test_syncs_leave_a_thread_for_deliveries_and_one_for_mail(app):
     for thread in threads:
         thread.start()
     try:
-        while len(running) < 2:
-            threading.Event().wait(0.01)
+        wait_for(lambda: len(running) == 2, timeout=5)
         assert sync("a third sync") is None, "two syncs at once, of four threads"
     finally:
         release.set()
