@@ -25,7 +25,7 @@ import socket
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
@@ -541,7 +541,20 @@ def deliver_due(budget_seconds: float | None = None, *, wait: bool = True) -> in
                 continue
             _turns.add(endpoint_id)
         turns.append(_delivery_threads().submit(turn, endpoint_id))
-    return sum(done.result() for done in turns) if wait else 0
+    if wait:
+        return sum(done.result() for done in turns)
+    for done in turns:
+        done.add_done_callback(_log_an_escaped_failure)
+    return 0
+
+
+def _log_an_escaped_failure(turn: Future[int]) -> None:
+    """Log a turn's failure that escaped its own handling (the rollback after a failure fails
+    too, the database being down): nobody reads a turn the worker did not wait for. Only its
+    class, as a database error's text may quote the values it was given."""
+    error = None if turn.cancelled() else turn.exception()
+    if error is not None:
+        log.error("A webhook delivery turn failed: %s", type(error).__name__)
 
 
 def request_stop() -> None:

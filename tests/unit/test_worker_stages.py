@@ -65,3 +65,24 @@ def test_syncs_leave_a_thread_for_deliveries_and_one_for_mail(app, stages_restor
         for thread in threads:
             thread.join()
     assert sync("later") == "later"
+
+
+def test_a_delivery_turn_s_escaped_failure_is_logged_by_its_class(app, monkeypatch, caplog):
+    """The worker does not wait for its delivery turns: a failure their own handling lets
+    through (a rollback failing with the database down) is logged, without its text."""
+    from portal.rules import webhooks
+
+    def database_down(endpoint_id: int, deadline: float) -> int:
+        raise ConnectionError("password=hunter2 in the server's words")
+
+    monkeypatch.setattr(webhooks, "fan_out", lambda: 0)
+    monkeypatch.setattr(webhooks, "_endpoints_due", lambda now: [987654])
+    monkeypatch.setattr(webhooks, "_deliver_to", database_down)
+    with app.app_context():
+        assert webhooks.deliver_due(wait=False) == 0
+    record = wait_for(
+        lambda: next((r for r in caplog.records if r.name == webhooks.__name__), None), timeout=5
+    )
+    assert record.levelname == "ERROR"
+    assert "ConnectionError" in record.getMessage()
+    assert "hunter2" not in caplog.text
