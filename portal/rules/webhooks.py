@@ -54,7 +54,13 @@ from portal.models import (
     WebhookEndpoint,
 )
 from portal.rules import attempts, crypto
-from portal.rules.events import EventType, of_current_connection, public_event_id
+from portal.rules.events import (
+    EventType,
+    current_generation,
+    of_current_connection,
+    public_event_id,
+    stored_key,
+)
 from portal.rules.web_urls import is_web_url
 
 SIGNATURE_HEADER = "Portal-Signature"
@@ -613,17 +619,20 @@ class TooManySends(Exception):
 
 
 def send_test_event(endpoint: WebhookEndpoint) -> WebhookDelivery:
-    """Queue a `test` event for this endpoint only (never mailed: `notify` is false). The
+    """Queue a `test` event for this endpoint only (never mailed: `notify` is false), of the
+    merchant's current connection as every event is (its key begins with the generation). The
     worker sends it as any delivery, under a lease, so it goes once; the owner's request never
     waits for the shop. Raises `TooManySends` past the endpoint's limit."""
     _count_manual_send(endpoint)
     now = utcnow()
     public_id = public_event_id()
+    generation = current_generation(endpoint.merchant_id)
     event = Event(
         public_id=public_id,
         merchant_id=endpoint.merchant_id,
+        connection_generation=generation,
         type=TEST_TYPE,
-        dedup_key=f"test:{public_id}",
+        dedup_key=stored_key(generation, f"test:{public_id}"),
         data={"message": "A test event from the merchant portal.", "sent_at": _iso(now)},
         notify=False,
         occurred_at=now,
