@@ -19,7 +19,8 @@ Every state-changing action of the portal writes one event, success or not::
 `parameters` is a flat mapping of what the person asked for; values are stored as text (Decimal
 amounts exactly), and secrets are masked before anything is stored: any key named like a password,
 token or secret, and voucher codes (`code`, `voucher_code`); their values are also blanked out of
-the error message. `error` is None for a success, an `ApiRefusal` (stored with its code and
+the error message. The password of any address (`https://user:password@host`) is masked in
+values and messages alike. `error` is None for a success, an `ApiRefusal` (stored with its code and
 message), an `ApiUnavailable` (the outcome "unknown" when the request may have reached the API,
 "unavailable" when it did not), or a sentence for a refusal by the portal itself (outcome
 "refused"). `user` defaults to the user of the current `Actor`, and the event belongs to the
@@ -33,6 +34,7 @@ user unless given one, and no address.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -91,6 +93,9 @@ MASK = "••••"
 ACTOR = "audit_actor"  # the key of the current `Actor` on `flask.g`
 _SECRET_WORDS = ("password", "token", "secret")
 _SECRET_KEYS = frozenset({"code", "voucher_code"})
+# The password of an address's user information (`scheme://user:password@host`): up to the last
+# `@` before the path, as URL parsers read the host.
+_URL_PASSWORD = re.compile(r"([a-z][a-z0-9+.-]*://[^/?#\s:]*):[^/?#\s]*@", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -137,8 +142,14 @@ def _masked_value(key: str, value: object) -> str | None:
     if isinstance(value, Decimal):
         return format(value, "f")
     if isinstance(value, list | tuple | set | frozenset):
-        return ", ".join(str(item) for item in value)
-    return str(value)
+        return without_url_passwords(", ".join(str(item) for item in value))
+    return without_url_passwords(str(value))
+
+
+def without_url_passwords(text: str) -> str:
+    """`text` with the password of any address in it masked (`https://user:••••@host`): an
+    address typed into a form (a refused webhook URL) may carry one."""
+    return _URL_PASSWORD.sub(rf"\1:{MASK}@", text)
 
 
 def _scrubbed(text: str, parameters: Mapping[str, object]) -> str:
@@ -184,7 +195,7 @@ def record(
         parameters=masked(parameters),
         outcome=outcome,
         error_code=code,
-        error_message=_scrubbed(message, parameters) if message else None,
+        error_message=without_url_passwords(_scrubbed(message, parameters)) if message else None,
         remote_address=actor.remote_address,
     )
     db.session.add(event)

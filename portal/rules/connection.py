@@ -259,12 +259,19 @@ def connect(merchant: Merchant, credentials: Credentials) -> ApiConnection:
 
 
 def _reaches_another_account(connection: ApiConnection, credentials: Credentials) -> bool:
-    stored = stored_credentials(connection)
-    return (stored.base_url, stored.environment, stored.token) != (
-        credentials.base_url,
-        credentials.environment,
-        credentials.token,
-    )
+    """Whether `credentials` may reach another account than the stored ones.
+
+    A stored token that no key decrypts (its key was removed before `rotate-keys`) cannot be
+    compared: it counts as another account, so that typing fresh tokens still reconnects.
+    The company token plays no part, and is not decrypted.
+    """
+    place = (connection.base_url, connection.environment)
+    if place != (credentials.base_url, credentials.environment):
+        return True
+    try:
+        return crypto.decrypt(connection.token_encrypted) != credentials.token
+    except crypto.TokenKeyError:
+        return True
 
 
 def _start_new_mirror(connection: ApiConnection) -> None:

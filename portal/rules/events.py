@@ -63,6 +63,11 @@ def current_generation(merchant_id: int) -> int:
     return generation or 0
 
 
+def stored_key(generation: int, key: str) -> str:
+    """The dedup key as stored: it begins with the connection's `generation` (`unrecorded`)."""
+    return f"{generation}:{key}"
+
+
 def unrecorded(merchant_id: int, generation: int, candidates: list[dict]) -> list[dict]:
     """Of these events (the Event columns but the merchant, the connection and the public id),
     the ones the table does not hold yet, in the order given, ready to insert. `dedup_key`
@@ -70,7 +75,7 @@ def unrecorded(merchant_id: int, generation: int, candidates: list[dict]) -> lis
     event. Stored, it begins with the connection's `generation`: the same change of another
     account is another event."""
     candidates = [
-        {**candidate, "dedup_key": f"{generation}:{candidate['dedup_key']}"}
+        {**candidate, "dedup_key": stored_key(generation, candidate["dedup_key"])}
         for candidate in candidates
     ]
     keys = [candidate["dedup_key"] for candidate in candidates]

@@ -42,6 +42,7 @@ from portal.models import (
     utcnow,
 )
 from portal.rules import one_time_links
+from portal.rules.accounts import looks_like_email
 from portal.rules.event_words import describe
 from portal.rules.events import EventType, of_current_connection
 from portal.rules.outbox import enabled, portal_link, queue
@@ -163,6 +164,11 @@ def _send_queued() -> None:
             message = _claim_next()
             if message is None:
                 return
+            if not looks_like_email(message.to_address):
+                # Queued before the outbox checked addresses: a list would mail its link to all.
+                logger.warning("Mail %s not sent: not one email address.", message.id)
+                _finish(message, MailState.FAILED)
+                continue
             try:
                 connection.send(_email(message))
             except (OSError, smtplib.SMTPException) as error:

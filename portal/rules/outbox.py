@@ -32,9 +32,10 @@ def queue(
     """Add a message to the outbox, whether it was; the caller commits (with what the message
     is about). A message goes to one address: `to` holding a list, or anything else than one
     address (stored before addresses were checked so), is logged and not queued, since its
-    link would reach every mailbox of the list."""
+    link would reach every mailbox of the list. The log names the user, never the address."""
     if not looks_like_email(to):
-        current_app.logger.warning("Mail to %r not queued: not one email address.", to)
+        whose = "a stored address" if user_id is None else f"the address of user {user_id}"
+        current_app.logger.warning("Mail to %s not queued: not one email address.", whose)
         return False
     db.session.add(
         MailMessage(to_address=to, subject=subject, body=body, user_id=user_id, event_id=event_id)

@@ -25,7 +25,7 @@ import socket
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
@@ -54,7 +54,13 @@ from portal.models import (
     WebhookEndpoint,
 )
 from portal.rules import attempts, crypto
-from portal.rules.events import EventType, of_current_connection, public_event_id
+from portal.rules.events import (
+    EventType,
+    current_generation,
+    of_current_connection,
+    public_event_id,
+    stored_key,
+)
 from portal.rules.web_urls import is_web_url
 
 SIGNATURE_HEADER = "Portal-Signature"
@@ -541,7 +547,20 @@ def deliver_due(budget_seconds: float | None = None, *, wait: bool = True) -> in
                 continue
             _turns.add(endpoint_id)
         turns.append(_delivery_threads().submit(turn, endpoint_id))
-    return sum(done.result() for done in turns) if wait else 0
+    if wait:
+        return sum(done.result() for done in turns)
+    for done in turns:
+        done.add_done_callback(_log_an_escaped_failure)
+    return 0
+
+
+def _log_an_escaped_failure(turn: Future[int]) -> None:
+    """Log a turn's failure that escaped its own handling (the rollback after a failure fails
+    too, the database being down): nobody reads a turn the worker did not wait for. Only its
+    class, as a database error's text may quote the values it was given."""
+    error = None if turn.cancelled() else turn.exception()
+    if error is not None:
+        log.error("A webhook delivery turn failed: %s", type(error).__name__)
 
 
 def request_stop() -> None:
@@ -600,17 +619,20 @@ class TooManySends(Exception):
 
 
 def send_test_event(endpoint: WebhookEndpoint) -> WebhookDelivery:
-    """Queue a `test` event for this endpoint only (never mailed: `notify` is false). The
+    """Queue a `test` event for this endpoint only (never mailed: `notify` is false), of the
+    merchant's current connection as every event is (its key begins with the generation). The
     worker sends it as any delivery, under a lease, so it goes once; the owner's request never
     waits for the shop. Raises `TooManySends` past the endpoint's limit."""
     _count_manual_send(endpoint)
     now = utcnow()
     public_id = public_event_id()
+    generation = current_generation(endpoint.merchant_id)
     event = Event(
         public_id=public_id,
         merchant_id=endpoint.merchant_id,
+        connection_generation=generation,
         type=TEST_TYPE,
-        dedup_key=f"test:{public_id}",
+        dedup_key=stored_key(generation, f"test:{public_id}"),
         data={"message": "A test event from the merchant portal.", "sent_at": _iso(now)},
         notify=False,
         occurred_at=now,

@@ -115,6 +115,23 @@ def test_a_refused_change_keeps_the_working_connection(app, owner, sandbox):
         assert crypto.decrypt(_connection(app).token_encrypted) == sandbox.token
 
 
+def test_fresh_tokens_reconnect_when_the_stored_key_was_removed(app, runner, accounts, sandbox):
+    """A key removed before `rotate-keys` leaves stored tokens nobody can read: `connect-api`
+    with fresh ones is the way out, and starts a new mirror (the stored ones cannot be
+    compared)."""
+    from cryptography.fernet import Fernet
+
+    args = ["connect-api", "--merchant", "Acme", "--base-url", sandbox.base_url,
+            "--environment", "sandbox", "--token", sandbox.token,
+            "--company-token", sandbox.company_token]  # fmt: skip
+    assert runner.invoke(args=args).exit_code == 0
+    generation = _connection(app).generation
+    app.config["TOKEN_KEYS"] = [Fernet.generate_key().decode()]
+    result = runner.invoke(args=args)
+    assert result.exit_code == 0, result.output
+    assert _connection(app).generation == generation + 1
+
+
 def test_connect_api_command(app, runner, accounts, sandbox):
     args = ["connect-api", "--merchant", "Acme", "--base-url", sandbox.base_url,
             "--environment", "sandbox"]  # fmt: skip

@@ -276,14 +276,42 @@ def test_the_page_sets_the_url_and_types_and_refuses_a_bad_url(app, owner, shop)
     )
     assert {a or b for a, b in checked} == {"operation.confirmed", "transaction.needs_review"}
 
-    refused = configure(owner, "https://user:pw@shop.example.com/", "operation.confirmed")
+    refused = configure(owner, "https://user:hunter2@shop.example.com/", "operation.confirmed")
     assert refused.status_code == 422
     assert f'value="{shop.url}"' in owner.get(PAGE).get_data(as_text=True), "unchanged"
+    from portal.extensions import db
+    from portal.models import AuditEvent
+
+    with app.app_context():
+        events = db.session.scalars(db.select(AuditEvent)).all()
+        logged = [(event.parameters, event.error_message) for event in events]
+    assert "https://user:••••@shop.example.com/" in str(logged), "the refusal is audited"
+    assert "hunter2" not in str(logged), "without the address's password"
+    assert "hunter2" not in owner.get("/audit/export.csv").get_data(as_text=True)
+
+
+def _connected_at_generation(app, generation: int) -> None:
+    """Give Acme a connection of that generation (as after switching accounts)."""
+    from portal.extensions import db
+    from portal.models import ApiConnection, Environment
+    from portal.rules import accounts, crypto
+
+    with app.app_context():
+        connection = ApiConnection(
+            merchant=accounts.merchant_named("Acme"),
+            base_url="http://127.0.0.1:9",
+            environment=Environment.SANDBOX,
+            token_encrypted=crypto.encrypt("a-token"),
+            generation=generation,
+        )
+        db.session.add(connection)
+        db.session.commit()
 
 
 def test_a_test_event_reaches_the_shop_shows_in_the_log_and_resend_sends_the_same_id(
     app, owner, shop
 ):
+    _connected_at_generation(app, 3)
     configure(owner, shop.url, "operation.confirmed")
     secret = shown_secret(owner)
     sent = owner.post(f"{PAGE}/test", data={"csrf_token": csrf_token(owner, PAGE)})
@@ -295,6 +323,13 @@ def test_a_test_event_reaches_the_shop_shows_in_the_log_and_resend_sends_the_sam
     page = owner.get(PAGE).get_data(as_text=True)
     assert event_id in page and ">200<" in page and re.search(r">\d+ ms<", page)
     assert "Time (UTC)" in page, "the zone the times are shown in"
+    from portal.extensions import db
+    from portal.models import Event
+
+    with app.app_context():
+        event = db.session.scalars(db.select(Event).where(Event.public_id == event_id)).one()
+        assert event.connection_generation == 3, "of the current connection, as every event"
+        assert event.dedup_key == f"3:test:{event_id}", "its key begins with the generation"
 
     delivery = re.search(r'action="(/settings/notifications/deliveries/\d+/resend)"', page).group(1)
     assert owner.post(delivery, data={"csrf_token": csrf_token(owner, PAGE)}).status_code == 302

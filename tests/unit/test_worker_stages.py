@@ -8,6 +8,8 @@ import threading
 
 import pytest
 
+from tests.support.polling import wait_for
+
 
 def test_a_tick_starts_each_stage_as_a_task_of_its_own(app):
     from portal.worker import tasks
@@ -23,7 +25,20 @@ def test_a_tick_starts_each_stage_as_a_task_of_its_own(app):
     huey.flush()
 
 
-def test_syncs_leave_a_thread_for_deliveries_and_one_for_mail(app):
+@pytest.fixture
+def stages_restored():
+    """The stages are the process's own: a consumer made here must not leave its sharing to
+    the tests that follow."""
+    from portal.worker.queue import SYNCS
+
+    slots = SYNCS.slots
+    try:
+        yield
+    finally:
+        SYNCS.slots = slots
+
+
+def test_syncs_leave_a_thread_for_deliveries_and_one_for_mail(app, stages_restored):
     from portal.worker.queue import SYNCS, GracefulConsumer, huey
 
     with pytest.raises(ValueError, match="at least 3 threads"):
@@ -43,11 +58,31 @@ def test_syncs_leave_a_thread_for_deliveries_and_one_for_mail(app):
     for thread in threads:
         thread.start()
     try:
-        while len(running) < 2:
-            threading.Event().wait(0.01)
+        wait_for(lambda: len(running) == 2, timeout=5)
         assert sync("a third sync") is None, "two syncs at once, of four threads"
     finally:
         release.set()
         for thread in threads:
             thread.join()
     assert sync("later") == "later"
+
+
+def test_a_delivery_turn_s_escaped_failure_is_logged_by_its_class(app, monkeypatch, caplog):
+    """The worker does not wait for its delivery turns: a failure their own handling lets
+    through (a rollback failing with the database down) is logged, without its text."""
+    from portal.rules import webhooks
+
+    def database_down(endpoint_id: int, deadline: float) -> int:
+        raise ConnectionError("password=hunter2 in the server's words")
+
+    monkeypatch.setattr(webhooks, "fan_out", lambda: 0)
+    monkeypatch.setattr(webhooks, "_endpoints_due", lambda now: [987654])
+    monkeypatch.setattr(webhooks, "_deliver_to", database_down)
+    with app.app_context():
+        assert webhooks.deliver_due(wait=False) == 0
+    record = wait_for(
+        lambda: next((r for r in caplog.records if r.name == webhooks.__name__), None), timeout=5
+    )
+    assert record.levelname == "ERROR"
+    assert "ConnectionError" in record.getMessage()
+    assert "hunter2" not in caplog.text
