@@ -4,10 +4,7 @@ used as an owner uses it."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -18,6 +15,7 @@ import pytest
 from tests.support.forms import PASSWORD, csrf_token, sign_in
 from tests.support.polling import wait_for
 from tests.support.shop import Shop, run_shop
+from tests.support.worker import portal_process
 
 PAGE = "/settings/notifications"
 SECRET = re.compile(r'id="signing-secret"[^>]*value="(whsec_[^"]+)"')
@@ -376,16 +374,9 @@ def test_a_worker_killed_mid_send_loses_nothing_and_the_event_keeps_its_id(
     configure(owner, shop.url, "operation.confirmed")
     sent = record(app, "operation.confirmed")
     shop.delay = 5  # the shop holds the POST while the worker is killed
-    environment = {
-        **os.environ,
-        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
-        "PORTAL_DATABASE_URL": portal_config["DATABASE_URL"],
-        "PORTAL_SECRET_KEY": portal_config["SECRET_KEY"],
-        "PORTAL_TOKEN_KEYS": portal_config["TOKEN_KEYS"],
-        "PORTAL_WEBHOOK_LEASE_SECONDS": "1",
-        "PORTAL_WEBHOOK_TIMEOUT_SECONDS": "0.5",
-    }
-    worker = subprocess.Popen([sys.executable, "-c", WORKER], env=environment)
+    worker = portal_process(
+        portal_config, WORKER, WEBHOOK_LEASE_SECONDS="1", WEBHOOK_TIMEOUT_SECONDS="0.5"
+    )
     try:
         shop.wait_for(1, timeout=20)
     finally:

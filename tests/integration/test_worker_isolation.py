@@ -6,20 +6,16 @@ real worker process."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from collections import Counter
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from cryptography.fernet import Fernet
 
 from tests.support.polling import wait_for
 from tests.support.shop import run_shop
-from tests.support.worker import running_worker
+from tests.support.worker import portal_process, running_worker
 
 TIMEOUT = 15.0  # what a shop that does not answer costs the endpoint's turn
 
@@ -191,17 +187,11 @@ def test_two_workers_with_the_shortest_lease_send_each_event_once(
     quick.delay = 0.3
     set_up(app, silent.url, quick.url)
     sent = {record(app, "Other", f"order-{number}") for number in range(4)}
-    environment = {
-        **os.environ,
-        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
-        "PORTAL_DATABASE_URL": portal_config["DATABASE_URL"],
-        "PORTAL_SECRET_KEY": portal_config["SECRET_KEY"],
-        "PORTAL_TOKEN_KEYS": portal_config["TOKEN_KEYS"],
-        "PORTAL_WEBHOOK_TIMEOUT_SECONDS": "2",
-        "PORTAL_WEBHOOK_LEASE_SECONDS": "4",
-    }
     deliverers = [
-        subprocess.Popen([sys.executable, "-c", DELIVERER], env=environment) for _ in range(2)
+        portal_process(
+            portal_config, DELIVERER, WEBHOOK_TIMEOUT_SECONDS="2", WEBHOOK_LEASE_SECONDS="4"
+        )
+        for _ in range(2)
     ]
     for deliverer in deliverers:
         assert deliverer.wait(timeout=60) == 0

@@ -13,9 +13,10 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from flask import Flask
 
@@ -69,6 +70,20 @@ def worker_environment(
         "PORTAL_SYNC_SECONDS": str(sync_seconds),
         "PORTAL_API_TIMEOUT_READ": "5",
     }
+
+
+def portal_process(config: Mapping[str, Any], script: str, **settings: str) -> subprocess.Popen:
+    """A Python process running `script` as the same portal as the test configuration `config`
+    (its database, secret key and token keys), with `PORTAL_<NAME>` for each of `settings`."""
+    environment = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "PORTAL_DATABASE_URL": config["DATABASE_URL"],
+        "PORTAL_SECRET_KEY": config["SECRET_KEY"],
+        "PORTAL_TOKEN_KEYS": config["TOKEN_KEYS"],
+        **{f"PORTAL_{name}": value for name, value in settings.items()},
+    }
+    return subprocess.Popen([sys.executable, "-c", script], env=environment)
 
 
 def start_worker(
