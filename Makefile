@@ -64,8 +64,11 @@ libreoffice:
 	    echo "LibreOffice is missing and PORTAL_TEST_REQUIRE requires it: install Debian's libreoffice-calc-nogui" >&2; exit 1; \
 	  else echo "LibreOffice is missing: install Debian's libreoffice-calc-nogui (its tests are skipped)" >&2; fi; }
 
+# The suite starts hundreds of Python processes (portals, sandboxes, workers, gunicorn): each
+# reads the bytecode its predecessors wrote instead of compiling the portal and the tests
+# again, also where the environment sets PYTHONDONTWRITEBYTECODE.
 test: install chromium libreoffice
-	$(BIN)/pytest -n auto --dist worksteal $(PYTEST_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n auto --dist worksteal $(PYTEST_ARGS)
 
 # The same four commands run before each commit (.pre-commit-config.yaml) and in CI (.ci/run).
 # lint-imports checks the layers of docs/architecture.md (its contracts are in pyproject.toml).
