@@ -29,12 +29,13 @@ if RAM_DISK.is_dir() and os.access(RAM_DISK, os.W_OK):
 
 @pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown with `-p no:xdist`
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """One worker per CPU this process may use, and one more, for `-n auto`: a worker spends
-    part of its time waiting for its servers and its browser, which the extra worker fills. On
-    2 CPUs, 3 workers took 164-168 s, 2 workers 178-183 s and 4 workers 176 s, with the same
-    CPU time; each worker collects the suite and starts its own Chromium, sandboxes and portals,
-    so more workers than that only add work."""
-    return len(os.sched_getaffinity(0)) + 1
+    """One worker per CPU this process may use, and two more, for `-n auto`: a worker spends
+    part of its time waiting for its servers, its browser and the slow peers and silent shops
+    of the security tests, which the extra workers fill. On 2 CPUs, with `--dist worksteal`,
+    4 workers took 181-189 s and 3 workers 192-197 s, with the same CPU time (earlier, with fewer
+    tests that wait, 3 workers were fastest); each worker collects the suite and starts its
+    own Chromium, sandboxes and portals, so more workers than that only add work."""
+    return len(os.sched_getaffinity(0)) + 2
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
