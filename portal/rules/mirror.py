@@ -253,12 +253,10 @@ def sync_merchant(merchant_id: int, *, force: bool = False) -> SyncReport | None
     kind = _kind_of(state, started_at)
     report = SyncReport(merchant_id, kind)
     clock = time.monotonic()
-    merchant = db.session.get_one(Merchant, merchant_id)
-    connection = merchant.api_connection
-    generation = connection.generation if connection else 0
+    generation = events.current_generation(merchant_id)
     sync = _Sync(merchant_id, owner, report, generation, notify=kind is not SyncKind.FIRST)
     try:
-        client = api_client_for(merchant)
+        client = api_client_for(db.session.get_one(Merchant, merchant_id))
         if kind is SyncKind.INCREMENTAL:
             sync.incremental(client, state.operations_watermark, state.transactions_watermark)
         else:

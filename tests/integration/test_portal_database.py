@@ -58,3 +58,60 @@ def test_removing_a_merchant_removes_its_users(app, accounts):
         db.session.delete(merchant_named("Other"))
         db.session.commit()
         assert db.session.scalar(sa.select(sa.func.count()).select_from(User)) == 3
+
+
+def test_0016_keys_each_event_by_its_connection_and_gives_the_keys_back(app, accounts):
+    """Events written before 0016 belong to their merchant's connection of the day (generation
+    1; 0 for a merchant with none): their keys gain that prefix, and a downgrade takes it off
+    again, a test event's `test:` key included."""
+    from portal.extensions import db
+
+    def keys() -> dict[str, str]:
+        rows = db.session.execute(sa.text("SELECT public_id, dedup_key FROM events")).all()
+        db.session.rollback()  # no transaction left open for the migrations to wait on
+        return {public_id: key for public_id, key in rows}
+
+    with app.app_context():
+        flask_migrate.downgrade(revision="0015")
+        acme, other = (
+            db.session.scalar(sa.text("SELECT id FROM merchants WHERE name = :n"), {"n": name})
+            for name in ("Acme", "Other")
+        )
+        db.session.execute(
+            sa.text(
+                "INSERT INTO api_connections (merchant_id, base_url, environment, "
+                "token_encrypted, updated_at) VALUES (:m, 'http://api.test', 'sandbox', 'x', "
+                "CURRENT_TIMESTAMP)"
+            ),
+            {"m": acme},
+        )
+        for public_id, merchant, key in (
+            ("evt_a", acme, "operation:1:status:confirmed"),
+            ("evt_t", acme, "test:evt_t"),
+            ("evt_o", other, "operation:1:status:confirmed"),
+        ):
+            db.session.execute(
+                sa.text(
+                    "INSERT INTO events (public_id, merchant_id, type, dedup_key, data, notify, "
+                    "occurred_at, created_at) VALUES (:p, :m, 'operation.confirmed', :k, '{}', "
+                    "true, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+                ),
+                {"p": public_id, "m": merchant, "k": key},
+            )
+        db.session.commit()
+        before = keys()
+
+        flask_migrate.upgrade(revision="0016")
+        assert keys() == {
+            "evt_a": "1:operation:1:status:confirmed",
+            "evt_t": "1:test:evt_t",
+            "evt_o": "0:operation:1:status:confirmed",
+        }
+        rows = db.session.execute(sa.text("SELECT public_id, connection_generation FROM events"))
+        generations = {public_id: generation for public_id, generation in rows}
+        db.session.rollback()
+        assert generations == {"evt_a": 1, "evt_t": 1, "evt_o": 0}
+
+        flask_migrate.downgrade(revision="0015")
+        assert keys() == before
+        flask_migrate.upgrade()
