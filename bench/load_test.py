@@ -290,7 +290,7 @@ def add_load_users(server: PortalServer) -> None:
 def first_sync_done(server: PortalServer) -> bool:
     """Whether the worker has mirrored the merchant's operations once (the dashboard's data)."""
     from portal.extensions import db
-    from portal.models import MirrorState
+    from portal.live.models import MirrorState
 
     with server.app.app_context():
         return bool(

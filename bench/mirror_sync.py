@@ -89,7 +89,8 @@ def main() -> None:
     parser.add_argument("--database-url", help="the portal's database (default: a SQLite file)")
     arguments = parser.parse_args()
 
-    from portal.rules import accounts, mirror
+    from portal.identity.rules import accounts
+    from portal.live.rules import mirror
 
     with tempfile.TemporaryDirectory(prefix="mirror-bench-") as name:
         folder = Path(name)

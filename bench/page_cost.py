@@ -58,8 +58,8 @@ from bench.search import fill, timed
 from portal.api import MerchantApiClient
 from portal.api.client import OPERATION_FILTERS, TRANSACTION_FILTERS
 from portal.api.wire import encode_query
-from portal.operations.forms import OperationFilters
-from portal.transactions.forms import TransactionFilters
+from portal.payments.pages.operations.forms import OperationFilters
+from portal.payments.pages.transactions.forms import TransactionFilters
 from tests.support.portal_server import PortalServer, run_portal
 from tests.support.sandbox_server import free_port, run_sandbox
 
@@ -120,10 +120,10 @@ def api_filters(server: PortalServer, filters: type, allowed: tuple[str, ...]) -
 
 def dashboard_statements(server: PortalServer) -> list[tuple[str, tuple]]:
     """The SQL the dashboard runs for its figures (30 days), with their parameters."""
-    from portal.dashboard.forms import PeriodForm
-    from portal.dashboard.routes import _figures
     from portal.extensions import db
-    from portal.models import User
+    from portal.identity.models import User
+    from portal.payments.pages.dashboard.forms import PeriodForm
+    from portal.payments.pages.dashboard.routes import _figures
 
     statements: list[tuple[str, tuple]] = []
 
@@ -145,7 +145,7 @@ def dashboard_statements(server: PortalServer) -> list[tuple[str, tuple]]:
 
 def sql_replay(database: Path, statements: list[tuple[str, tuple]]) -> Timer:
     """The captured statements run on the database file by sqlite3 alone."""
-    from portal.rules.dashboard import _DecimalSum
+    from portal.payments.rules.dashboard import _DecimalSum
 
     connection = sqlite3.connect(database, check_same_thread=False)
     connection.create_aggregate("decimal_sum", 1, _DecimalSum)  # type: ignore[arg-type]
@@ -215,7 +215,8 @@ def pages(server: PortalServer, instance: Path, pool: ThreadPoolExecutor) -> lis
 
 def paid_transactions(api: requests.Session, api_url: str, query: dict) -> float:
     """The transactions list's two calls: a page of transactions, then (as
-    portal/rules/paid_transactions.py asks) their operations by id, for the currency each was
+    portal/payments/rules/paid_transactions.py asks) their operations by id, for the currency each
+    was
     paid in."""
     started = time.perf_counter()
     page = api.get(f"{api_url}/transactions", params=query, timeout=60)

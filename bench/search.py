@@ -106,8 +106,9 @@ def fill(app, count: int) -> dict[str, list[str]]:
     import sqlalchemy as sa
 
     from portal.extensions import db
-    from portal.models import MirroredOperation, MirroredTransaction, MirrorState
-    from portal.rules.accounts import merchant_named
+    from portal.identity.rules.accounts import merchant_named
+    from portal.live.models import MirrorState
+    from portal.payments.models import MirroredOperation, MirroredTransaction
 
     randomness = random.Random(7)
     kept: dict[str, list[str]] = {

@@ -59,8 +59,9 @@ def measure(count: int, database_url: str) -> float:
     """Write `count` events, deliver them all; events per second."""
     from portal import create_app
     from portal.extensions import db
-    from portal.models import Role
-    from portal.rules import accounts, events, webhooks
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts
+    from portal.live.rules import events, webhooks
 
     with run_shop() as shop:
         app = create_app(

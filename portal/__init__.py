@@ -10,20 +10,11 @@ from flask import Flask
 from portal import cli
 from portal.config import load_config
 from portal.extensions import csrf, db, htmx, limiter, login_manager, migrate
-from portal.models import is_modelled
-from portal.rules import attempts
-from portal.web import (
-    access,
-    errors,
-    formatting,
-    i18n,
-    navigation,
-    progress,
-    rows,
-    security,
-    sessions,
-)
-from portal.worker import queue
+from portal.identity.rules import attempts
+from portal.live.worker import queue
+from portal.payments.models import is_modelled
+from portal.payments.pages import progress_badges, rows
+from portal.web import access, errors, formatting, i18n, navigation, security, sessions
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,21 +49,21 @@ def create_app(test_config: dict | None = None) -> Flask:
     attempts.init_app(app)
     i18n.init_app(app)
 
-    from portal.account import bp as account_bp
-    from portal.attention import bp as attention_bp
-    from portal.audit_log import bp as audit_log_bp
-    from portal.auth import bp as auth_bp
-    from portal.checkout import bp as checkout_bp
-    from portal.cross_exchanges import bp as cross_exchanges_bp
-    from portal.dashboard import bp as dashboard_bp
-    from portal.exchanges import bp as exchanges_bp
-    from portal.operations import bp as operations_bp
-    from portal.rates import bp as rates_bp
-    from portal.search import bp as search_bp
-    from portal.settings import bp as settings_bp
-    from portal.transactions import bp as transactions_bp
-    from portal.vouchers import bp as vouchers_bp
-    from portal.withdrawals import bp as withdrawals_bp
+    from portal.identity.pages.account import bp as account_bp
+    from portal.identity.pages.audit_log import bp as audit_log_bp
+    from portal.identity.pages.auth import bp as auth_bp
+    from portal.money.pages.cross_exchanges import bp as cross_exchanges_bp
+    from portal.money.pages.exchanges import bp as exchanges_bp
+    from portal.money.pages.vouchers import bp as vouchers_bp
+    from portal.money.pages.withdrawals import bp as withdrawals_bp
+    from portal.payments.pages.attention import bp as attention_bp
+    from portal.payments.pages.checkout import bp as checkout_bp
+    from portal.payments.pages.dashboard import bp as dashboard_bp
+    from portal.payments.pages.operations import bp as operations_bp
+    from portal.payments.pages.rates import bp as rates_bp
+    from portal.payments.pages.search import bp as search_bp
+    from portal.payments.pages.transactions import bp as transactions_bp
+    from portal.settings.pages import bp as settings_bp
 
     app.register_blueprint(auth_bp)
     app.register_blueprint(dashboard_bp)
@@ -92,7 +83,7 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     errors.init_app(app)
     formatting.init_app(app)
-    progress.init_app(app)
+    progress_badges.init_app(app)
     rows.init_app(app)
     navigation.init_app(app)
     queue.init_app(app)

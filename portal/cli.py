@@ -13,20 +13,22 @@ from flask import Flask, current_app
 from flask.cli import with_appcontext
 from flask.logging import default_handler
 
+from portal.crypto import TokenKeyError, rotate_every_column
 from portal.demo import demo
 from portal.extensions import db
-from portal.models import Environment, Role
-from portal.rules import accounts, mirror
-from portal.rules.connection import (
+from portal.identity.models import Role
+from portal.identity.rules import accounts
+from portal.live.rules import mirror
+from portal.live.worker.queue import MIN_THREADS, GracefulConsumer, huey
+from portal.settings.models import Environment
+from portal.settings.pages.connection_messages import rejection_sentence, url_problem_sentence
+from portal.settings.rules.connection import (
     ConnectionRejected,
     Credentials,
     base_url_problem,
     connect,
 )
-from portal.rules.crypto import TokenKeyError, rotate_every_column
-from portal.web.connections import rejection_sentence, url_problem_sentence
 from portal.web.users import refusal_sentence
-from portal.worker.queue import MIN_THREADS, GracefulConsumer, huey
 
 
 @click.command("create-user")
@@ -112,7 +114,7 @@ def worker(threads: int) -> None:
     SIGTERM: tasks under way finish first."""
     flask_migrate.upgrade()
     _log_lines()
-    from portal.worker import tasks  # registers the tasks with the queue
+    from portal.live.worker import tasks  # registers the tasks with the queue
 
     consumer = GracefulConsumer(huey, workers=threads, worker_type="thread", periodic=True)
     tasks.plan_rest_of_minute()

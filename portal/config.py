@@ -58,7 +58,7 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         SESSION_REFRESH_EACH_REQUEST=False,
         WTF_CSRF_TIME_LIMIT=None,
         SQLALCHEMY_ENGINE_OPTIONS={"pool_pre_ping": True},
-        # The worker's queue (portal/worker/queue.py): empty means instance/queue.sqlite3.
+        # The worker's queue (portal/live/worker/queue.py): empty means instance/queue.sqlite3.
         QUEUE_URL=None,
         # Portals that share one Redis keep their queues apart by name (default "portal").
         QUEUE_NAME=None,

@@ -20,10 +20,11 @@ from flask.cli import with_appcontext
 from werkzeug.serving import run_simple
 
 from portal.extensions import db
-from portal.models import Environment, Role
-from portal.rules import accounts
-from portal.rules.connection import ConnectionRejected, Credentials, connect
-from portal.web.connections import rejection_sentence
+from portal.identity.models import Role
+from portal.identity.rules import accounts
+from portal.settings.models import Environment
+from portal.settings.pages.connection_messages import rejection_sentence
+from portal.settings.rules.connection import ConnectionRejected, Credentials, connect
 
 MERCHANT = "Demo Shop"
 SEED = 300

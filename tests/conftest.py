@@ -123,8 +123,8 @@ class Accounts:
 
 @pytest.fixture
 def accounts(app) -> Accounts:
-    from portal.models import Role
-    from portal.rules import accounts as service
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts as service
 
     made = Accounts()
     with app.app_context():

@@ -10,7 +10,7 @@ from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from portal.extensions import login_manager
-from portal.models import Role
+from portal.identity.models import Role
 
 View = TypeVar("View", bound=Callable)
 

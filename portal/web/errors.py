@@ -13,13 +13,13 @@ from werkzeug.wrappers import Response
 
 from portal.api import ApiRefusal, ApiUnavailable
 from portal.api.wire import CONTROL_CHARACTER
+from portal.crypto import TokenKeyError
 from portal.extensions import db
-from portal.models import Role
-from portal.rules.connection import ApiNotConnected
-from portal.rules.crypto import TokenKeyError
-from portal.web.pages import render_page
+from portal.identity.models import Role
+from portal.settings.rules.connection import ApiNotConnected
+from portal.web.error_messages import error_message
+from portal.web.rendering import render_page
 from portal.web.security import ControlCharacterRefused
-from portal.web.sentences import sentence
 
 MESSAGES = {
     400: ("Bad request", "The request could not be understood. Go back and try again."),
@@ -121,7 +121,7 @@ def api_unavailable(error: ApiUnavailable) -> Response:
 def api_error(error: ApiRefusal) -> Response:
     """An API refusal that no view handled: most often stored credentials that stopped working."""
     current_app.logger.warning("Payment service error on %s: code %s", request.path, error.code)
-    message = sentence(error.code)
+    message = error_message(error.code)
     return error_page(
         502,
         "The payment service refused the request",

@@ -19,8 +19,8 @@ from werkzeug.wrappers import Response
 
 from portal.api import ApiRefusal, ErrorCode
 from portal.extensions import db
-from portal.rules.csv_rows import UTC_ZONE, Column, TimeZone
-from portal.rules.csv_stream import Export, local_text, start
+from portal.reports.rules.csv_rows import UTC_ZONE, Column, TimeZone
+from portal.reports.rules.csv_stream import Export, local_text, start
 from portal.web.filters import read_filters
 from portal.web.formatting import user_zone, user_zone_name
 from portal.web.lists import ApiList, render_list
@@ -64,7 +64,7 @@ def local_csv_download(query: sa.Select, title: str, columns: tuple[Column, ...]
     """Every row of `query`, a list of the portal's own database, streamed as CSV.
 
     Another list of the portal's tables is exported by a view that passes its rule's query and
-    its columns (`portal.rules.csv_rows`) here.
+    its columns (`portal.reports.rules.csv_rows`) here.
     """
     zone, excel = _zone(), _excel()
     total = db.session.scalar(sa.select(sa.func.count()).select_from(query.subquery()))

@@ -14,7 +14,7 @@ from flask_wtf import FlaskForm
 from wtforms import EmailField, Field, SelectChoice, SelectField, StringField
 from wtforms.validators import DataRequired, InputRequired, Length, Optional, ValidationError
 
-from portal.rules.accounts import EMAIL_LENGTH, MIN_PASSWORD_LENGTH, looks_like_email
+from portal.identity.rules.accounts import EMAIL_LENGTH, MIN_PASSWORD_LENGTH, looks_like_email
 
 # The currencies of the API (section 2.5 names BTC, ETH and USD; USDT is an ERC-20 token).
 # Which of them have wallets, pairs or limits is the API's to say, in its error codes.

@@ -3,7 +3,7 @@
 Amounts are `Decimal`s, never floats. `money` writes them for people: thousands separators,
 a fiat currency's cents, a crypto amount without its trailing zeros, never a digit rounded
 away; any other `{{ value }}` of a `Decimal` is its exact digits (exports keep exact values
-too, `portal.rules.csv_rows`). Timestamps are shown in the signed-in user's time zone
+too, `portal.reports.rules.csv_rows`). Timestamps are shown in the signed-in user's time zone
 (`users.time_zone`, UTC by default), with the UTC value at hand for comparing with the payment
 service.
 """
@@ -21,8 +21,8 @@ from flask_login import current_user
 from markupsafe import Markup, escape
 
 from portal.api import OPERATION_STATUSES, TRANSACTION_STATUSES
-from portal.rules.web_urls import is_web_url
-from portal.web.sentences import sentence
+from portal.web.error_messages import error_message
+from portal.web_urls import is_web_url
 
 # The decimals a page shows at least, for the currencies that have cents; other amounts show
 # as many as they need (up to the API's 8).
@@ -181,6 +181,6 @@ def init_app(app: Flask) -> None:
     app.add_template_global(user_zone_name)
     app.add_template_global(badge)
     app.add_template_global(web_link)
-    app.add_template_global(sentence)  # what an error code a record kept means to a person
+    app.add_template_global(error_message)  # what an error code a record kept means to a person
     app.jinja_env.globals["operation_statuses"] = OPERATION_STATUSES
     app.jinja_env.globals["transaction_statuses"] = TRANSACTION_STATUSES

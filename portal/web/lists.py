@@ -17,10 +17,10 @@ from werkzeug.wrappers import Response
 
 from portal.api import ApiRefusal, MerchantApiClient, PageReader
 from portal.extensions import db
+from portal.web.api_errors import handle_api_error
 from portal.web.filters import MAX_PAGE, ListFilters, read_filters
 from portal.web.merchant import current_api
-from portal.web.pages import polled_by, render_page, wants_fragment
-from portal.web.refusals import meet
+from portal.web.rendering import polled_by, render_page, wants_fragment
 
 # The element of a list page that asks for the results again while a row can still change; its
 # requests leave the address bar alone.
@@ -82,7 +82,7 @@ def render_list(listing: ApiList, **context: object) -> Response:
         try:
             page = listing.fetch(current_api())(**query.filters)()
         except ApiRefusal as refusal:  # no answer: the error page, there is nothing to show
-            refused = meet(refusal, query.form)
+            refused = handle_api_error(refusal, query.form)
             if refused.error:
                 query.form.form_errors.append(refused.error)
     response = render_page(

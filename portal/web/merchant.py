@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask_login import current_user
 
 from portal.api import MerchantApiClient
-from portal.rules.connection import api_client_for
+from portal.settings.rules.connection import api_client_for
 
 
 def current_api() -> MerchantApiClient:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from flask import Flask, current_app, request, url_for
 from flask_login import current_user
 
-from portal.models import Environment, Role
-from portal.rules import attention
+from portal.identity.models import Role
+from portal.payments.rules import attention
+from portal.settings.models import Environment
 from portal.web.access import may_open
 
 # The areas of design.md's URL map that exist so far, in menu order; each shows only to the

@@ -1,6 +1,6 @@
 """Signed-in sessions in the browser: the cookie, Flask-Login, and the sign-in page for the
 signed-out. Their server-side records, which make a sign-out or an expiry really end a session,
-are `portal.rules.accounts`'.
+are `portal.identity.rules.accounts`'.
 
 The session also says who acts in the audit log (`audit.Actor`): the user it loads, signs in or
 signs out, from the request's client address.
@@ -13,8 +13,8 @@ from flask_login import login_user, logout_user
 from werkzeug.wrappers import Response
 
 from portal.extensions import login_manager
-from portal.models import User
-from portal.rules import accounts, audit
+from portal.identity.models import User
+from portal.identity.rules import accounts, audit
 from portal.web.access import redirect_to
 
 

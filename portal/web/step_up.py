@@ -1,6 +1,7 @@
 """Asking again before a sensitive change: the current password, and a fresh two-factor code.
 
-The rules decide (`portal.rules.passwords`, `portal.rules.two_factor`: counted attempts, the
+The rules decide (`portal.identity.rules.passwords`, `portal.identity.rules.two_factor`: counted
+attempts, the
 audit log); this module says what a refusal means to the person, next to the form's field, and
 answers with its status: 422, 429 past the limits, 409 for a setup another session finished.
 
@@ -17,8 +18,8 @@ from flask import request
 from flask_wtf import FlaskForm
 from wtforms import Field
 
-from portal.models import User
-from portal.rules import passwords, two_factor
+from portal.identity.models import User
+from portal.identity.rules import passwords, two_factor
 
 CODE_SENTENCES = {
     two_factor.Reason.MISSING: "Enter the 6-digit code your authenticator app shows.",

@@ -1,10 +1,11 @@
-"""What a person reads when a change to users is refused (`portal.rules.accounts` decides), on
+"""What a person reads when a change to users is refused (`portal.identity.rules.accounts`
+decides), on
 the settings pages and from the command that creates users."""
 
 from __future__ import annotations
 
-from portal.models import Merchant
-from portal.rules.accounts import MIN_PASSWORD_LENGTH, AccountError, Refusal
+from portal.identity.models import Merchant
+from portal.identity.rules.accounts import MIN_PASSWORD_LENGTH, AccountError, Refusal
 
 CANNOT_ADD = "This address cannot be added. Ask the person for another email address."
 SENTENCES = {

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
-from portal.checkout.routes import POLL_SECONDS
+from portal.payments.pages.checkout.routes import POLL_SECONDS
 from tests.support.browser import assert_accessible, next_poll, sign_in_as
 from tests.support.checkout import Checkout, new_checkout
 from tests.support.portal_server import PortalServer

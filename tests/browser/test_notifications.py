@@ -17,7 +17,7 @@ from tests.support.shop import run_shop
 
 def deliver(portal: PortalServer) -> None:
     """What the worker's next delivery task does (this portal runs no worker)."""
-    from portal.rules import webhooks
+    from portal.live.rules import webhooks
 
     with portal.app.app_context():
         webhooks.deliver_due()

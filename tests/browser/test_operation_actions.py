@@ -9,8 +9,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from portal.api import MerchantApiClient
-from portal.operations.routes import POLL_SECONDS as OPERATION_POLL_SECONDS
-from portal.web.progress import LIST_POLL_SECONDS
+from portal.payments.pages.operations.routes import POLL_SECONDS as OPERATION_POLL_SECONDS
+from portal.payments.pages.progress_badges import LIST_POLL_SECONDS
 from tests.support.browser import assert_accessible, next_poll, sign_in_as
 from tests.support.portal_server import PortalServer
 

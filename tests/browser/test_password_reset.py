@@ -43,7 +43,7 @@ def test_a_forgotten_password_is_reset_from_the_mailed_link(
     page.get_by_role("button", name="Send me a link").click()
     expect(page.get_by_role("status")).to_contain_text("If an account exists for that address")
 
-    from portal.rules import mail
+    from portal.live.rules import mail
 
     with app.app_context():
         mail.send_due()  # the worker's tick

@@ -114,7 +114,7 @@ def test_each_reason_appears_and_what_needs_nothing_does_not(acme):
 
 def test_newest_first_and_in_the_users_zone(acme):
     from portal.extensions import db
-    from portal.models import User
+    from portal.identity.models import User
 
     older = mirror(acme, operation_record(status="failed", age=timedelta(hours=5)))
     newer = mirror(acme, operation_record(status="failed", age=timedelta(hours=1)))
@@ -185,7 +185,7 @@ def form_of(page: str, action: str, transaction_id: str) -> dict:
 
 def test_link_from_the_attention_list(connected, sandbox):
     from portal.extensions import db
-    from portal.models import MirroredOperation, MirroredTransaction
+    from portal.payments.models import MirroredOperation, MirroredTransaction
 
     operation_id, transaction_id = undecided_operation(connected, sandbox)
     operator = signed_in(connected, email("operator"))

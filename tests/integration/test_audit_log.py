@@ -67,7 +67,7 @@ def test_filter_export_and_no_edit_route(app, accounts):
 
 
 def test_csv_cells_never_run_as_formulas():
-    from portal.audit_log.queries import safe_cell
+    from portal.identity.pages.audit_log.queries import safe_cell
 
     for dangerous in ("=1+1", "+1+1", "-1-1", "@SUM(A1)", "\tx", "\rx", "\nx"):
         assert safe_cell(dangerous) == "'" + dangerous
@@ -77,7 +77,7 @@ def test_csv_cells_never_run_as_formulas():
 def test_secrets_are_masked_and_actions_checked(app):
     import pytest
 
-    from portal.rules import audit
+    from portal.identity.rules import audit
 
     assert audit.masked({"code": "ABCD-EFGH", "password": "x", "token": "t" * 20}) == {
         "code": "••••",
@@ -89,8 +89,8 @@ def test_secrets_are_masked_and_actions_checked(app):
 
 
 def test_pages_of_the_log_keep_the_filters(app, accounts):
-    from portal.rules import audit
-    from portal.rules.accounts import find_user
+    from portal.identity.rules import audit
+    from portal.identity.rules.accounts import find_user
 
     with app.app_context():
         owner_user = find_user(accounts.owner)

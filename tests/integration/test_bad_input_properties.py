@@ -159,20 +159,26 @@ def spoiled(draw, fields: dict[str, st.SearchStrategy[str]]) -> dict[str, st.Sea
 
 # Each list page and what its query string may hold besides its filter form's fields.
 LISTS = {
-    "/operations": ("portal.operations.forms:OperationFilters", ()),
-    "/transactions": ("portal.transactions.forms:TransactionFilters", ()),
-    "/vouchers": ("portal.vouchers.forms:VoucherFilters", ()),
-    "/operations/export.csv": ("portal.operations.forms:OperationFilters", ("detail", "bom", "tz")),
-    "/transactions/export.csv": ("portal.transactions.forms:TransactionFilters", ("bom", "tz")),
-    "/audit": ("portal.audit_log.forms:AuditFilterForm", ("page",)),
-    "/audit/export.csv": ("portal.audit_log.forms:AuditFilterForm", ()),
+    "/operations": ("portal.payments.pages.operations.forms:OperationFilters", ()),
+    "/transactions": ("portal.payments.pages.transactions.forms:TransactionFilters", ()),
+    "/vouchers": ("portal.money.pages.vouchers.forms:VoucherFilters", ()),
+    "/operations/export.csv": (
+        "portal.payments.pages.operations.forms:OperationFilters",
+        ("detail", "bom", "tz"),
+    ),
+    "/transactions/export.csv": (
+        "portal.payments.pages.transactions.forms:TransactionFilters",
+        ("bom", "tz"),
+    ),
+    "/audit": ("portal.identity.pages.audit_log.forms:AuditFilterForm", ("page",)),
+    "/audit/export.csv": ("portal.identity.pages.audit_log.forms:AuditFilterForm", ()),
     # Pages whose form is filled from the query string, and the portal's own paged lists.
-    "/exchange": ("portal.exchanges.forms:ExchangeForm", ()),
-    "/exchange/review": ("portal.exchanges.forms:ExchangeForm", ()),
+    "/exchange": ("portal.money.pages.exchanges.forms:ExchangeForm", ()),
+    "/exchange/review": ("portal.money.pages.exchanges.forms:ExchangeForm", ()),
     "/exchange/made": (None, ("page",)),
-    "/withdrawals/new": ("portal.withdrawals.forms:WithdrawalForm", ()),
+    "/withdrawals/new": ("portal.money.pages.withdrawals.forms:WithdrawalForm", ()),
     "/withdrawals": (None, ("page",)),
-    "/cross-exchanges": ("portal.cross_exchanges.forms:LookUpForm", ("page",)),
+    "/cross-exchanges": ("portal.money.pages.cross_exchanges.forms:LookUpForm", ("page",)),
 }
 # Inputs that once gave a 500, tried on every run: a page number beyond SQLite's integers or
 # beyond floats, the last day there is (no day after it), an amount whose quote needs more
@@ -204,12 +210,12 @@ EDGE_FORMS = {
     "/withdrawals/new": [{"amount": "\u3000", "wallet": "BTC", "address": ADDRESS_EXAMPLES[1]}],
 }
 FORMS = {
-    "/operations/new": "portal.operations.forms:NewOperationForm",
-    "/withdrawals/new": "portal.withdrawals.forms:WithdrawalForm",
-    "/vouchers/new": "portal.vouchers.forms:NewVoucherForm",
-    "/vouchers/payoff": "portal.vouchers.forms:PayOffForm",
-    "/exchange": "portal.exchanges.forms:ExchangeForm",
-    "/cross-exchanges/new": "portal.cross_exchanges.forms:CrossExchangeForm",
+    "/operations/new": "portal.payments.pages.operations.forms:NewOperationForm",
+    "/withdrawals/new": "portal.money.pages.withdrawals.forms:WithdrawalForm",
+    "/vouchers/new": "portal.money.pages.vouchers.forms:NewVoucherForm",
+    "/vouchers/payoff": "portal.money.pages.vouchers.forms:PayOffForm",
+    "/exchange": "portal.money.pages.exchanges.forms:ExchangeForm",
+    "/cross-exchanges/new": "portal.money.pages.cross_exchanges.forms:CrossExchangeForm",
 }
 
 
@@ -255,7 +261,7 @@ def field_values(app, form_path: str | None) -> dict[str, st.SearchStrategy[str]
 def upstream_state(app, sandbox) -> dict[str, object]:
     """Every record the sandbox holds, the wallets' balances, and the portal's pending intents."""
     from portal.extensions import db
-    from portal.models import WithdrawalIntent
+    from portal.money.models import WithdrawalIntent
 
     with sqlite3.connect(f"file:{sandbox.database}?mode=ro", uri=True) as connection:
         state: dict[str, object] = {

@@ -39,9 +39,9 @@ def checkout_sandbox(tmp_path_factory):
 @pytest.fixture
 def shop(app, checkout_sandbox):
     """Acme, connected to the sandbox; customers know it as "Acme Coffee"."""
-    from portal.models import Environment
-    from portal.rules.accounts import merchant_named
-    from portal.rules.connection import Credentials, connect
+    from portal.identity.rules.accounts import merchant_named
+    from portal.settings.models import Environment
+    from portal.settings.rules.connection import Credentials, connect
 
     with app.app_context():
         merchant = merchant_named("Acme", create=True)
@@ -109,8 +109,8 @@ def test_each_code_has_its_own_page_while_the_api_cannot_be_asked(client, shop, 
 
 def _linked_after_expiry(app, shop, checkout: Checkout) -> None:
     """The customer paid after the invoice expired, and the merchant linked it by hand."""
-    from portal.rules.accounts import merchant_named
-    from portal.rules.connection import api_client_for
+    from portal.identity.rules.accounts import merchant_named
+    from portal.settings.rules.connection import api_client_for
 
     shop.control("POST", f"operations/{checkout.operation.id}/expire")
     tx = shop.control(
@@ -123,8 +123,8 @@ def _linked_after_expiry(app, shop, checkout: Checkout) -> None:
 
 
 def _cancel(app, checkout: Checkout) -> None:
-    from portal.rules.accounts import merchant_named
-    from portal.rules.connection import api_client_for
+    from portal.identity.rules.accounts import merchant_named
+    from portal.settings.rules.connection import api_client_for
 
     with app.app_context():
         api_client_for(merchant_named("Acme")).cancel_operation(checkout.operation.id)
@@ -302,8 +302,8 @@ def test_tampered_and_unknown_references_show_nothing(client, checkout):
 
 def test_a_link_without_an_operation_is_not_found(app, client, shop):
     from portal.extensions import db
-    from portal.rules.accounts import merchant_named
-    from portal.rules.checkout_links import reserve_link
+    from portal.identity.rules.accounts import merchant_named
+    from portal.payments.rules.checkout_links import reserve_link
 
     with app.app_context():
         token = reserve_link(merchant_named("Acme"), "ORDER-NEVER-CREATED").token
@@ -313,7 +313,7 @@ def test_a_link_without_an_operation_is_not_found(app, client, shop):
 
 def test_old_links_expire(app, client, checkout):
     from portal.extensions import db
-    from portal.rules.checkout_links import find_link
+    from portal.payments.rules.checkout_links import find_link
 
     with app.app_context():
         link = find_link(checkout.token)
@@ -361,8 +361,8 @@ def test_final_states_stop_polling(app, client, shop, checkout, action, state):
     if action == "expire":
         shop.control("POST", f"operations/{checkout.operation.id}/expire")
     else:
-        from portal.rules.accounts import merchant_named
-        from portal.rules.connection import api_client_for
+        from portal.identity.rules.accounts import merchant_named
+        from portal.settings.rules.connection import api_client_for
 
         with app.app_context():
             api_client_for(merchant_named("Acme")).cancel_operation(checkout.operation.id)
@@ -394,7 +394,7 @@ def test_the_pay_button_follows_the_state_not_the_code(app, client, checkout, qu
 
 def test_return_to_the_shop_goes_only_to_the_configured_url(app, client, checkout):
     from portal.extensions import db
-    from portal.rules.accounts import merchant_named
+    from portal.identity.rules.accounts import merchant_named
 
     body = _page(client, checkout, "return_to=https://evil.example")[1]
     assert '<a class="button" href="https://shop.example/coffee" rel="noreferrer">' in body
@@ -408,7 +408,7 @@ def test_return_to_the_shop_goes_only_to_the_configured_url(app, client, checkou
 
 def test_without_a_display_name_the_merchant_name_shows(app, client, checkout):
     from portal.extensions import db
-    from portal.rules.accounts import merchant_named
+    from portal.identity.rules.accounts import merchant_named
 
     with app.app_context():
         merchant_named("Acme").display_name = None
@@ -418,7 +418,7 @@ def test_without_a_display_name_the_merchant_name_shows(app, client, checkout):
 
 def test_an_unreachable_api_gets_a_friendly_page(app, client, checkout):
     from portal.extensions import db
-    from portal.rules.accounts import merchant_named
+    from portal.identity.rules.accounts import merchant_named
 
     with app.app_context():
         merchant_named("Acme").api_connection.base_url = f"http://127.0.0.1:{free_port()}"
@@ -466,7 +466,7 @@ def test_the_language_chosen_on_the_page_stays_for_that_link(app, client, checko
 
 def test_the_support_email_shows_on_every_outcome(app, client, shop, checkout):
     from portal.extensions import db
-    from portal.rules.accounts import merchant_named
+    from portal.identity.rules.accounts import merchant_named
 
     mailto = '<a href="mailto:help@acme.example">Write to help@acme.example</a>'
     assert "mailto:" not in _page(client, checkout)[1], "none saved"
@@ -493,7 +493,7 @@ def test_checkout_headers(client, checkout):
 
 
 def test_a_failure_inside_gets_a_customer_page(app, client, checkout, monkeypatch):
-    from portal.checkout import routes
+    from portal.payments.pages.checkout import routes
 
     app.config["PROPAGATE_EXCEPTIONS"] = False
 

@@ -11,7 +11,7 @@ from decimal import Decimal
 import pytest
 
 from portal.api import Operation
-from portal.rules.dashboard import Preset, preset_days
+from portal.payments.rules.dashboard import Preset, preset_days
 from tests.support.mirror import mirror_operations
 from tests.support.money import signed_in
 from tests.support.portal_app import add_user, connected_portal, email
@@ -107,7 +107,7 @@ def test_a_day_is_the_users_day(any_app):
     berlin = add_user(app, "berlin@acme.test", "accountant")
     with app.app_context():
         from portal.extensions import db
-        from portal.models import User
+        from portal.identity.models import User
 
         db.session.execute(
             db.update(User).where(User.email == berlin).values(time_zone="Europe/Berlin")

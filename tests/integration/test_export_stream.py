@@ -10,13 +10,13 @@ import pytest
 import requests
 
 from portal.api import OPERATION_LIST, MerchantApiClient
-from portal.rules.csv_rows import (
+from portal.reports.rules.csv_rows import (
     OPERATION_COLUMNS,
     TRANSACTION_COLUMNS,
     UTC_ZONE,
     operation_transactions,
 )
-from portal.rules.csv_stream import INCOMPLETE_MARK, Export, start
+from portal.reports.rules.csv_stream import INCOMPLETE_MARK, Export, start
 from tests.support.sandbox_server import run_sandbox
 
 

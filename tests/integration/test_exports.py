@@ -101,7 +101,7 @@ def test_spreadsheet_options_byte_order_mark_and_time_zone(app, accountant, acco
     assert marked.startswith("\ufeff".encode())
 
     from portal.extensions import db
-    from portal.rules.accounts import find_user
+    from portal.identity.rules.accounts import find_user
 
     with app.app_context():
         find_user(accounts.accountant).time_zone = "Europe/Berlin"
@@ -206,8 +206,8 @@ SEPARATED = [
 def test_no_cell_of_any_export_becomes_a_formula_whichever_separator_splits_it(
     app, client, accounts, sandbox, tmp_path, separator
 ):
-    from portal.rules import audit
-    from portal.rules.accounts import find_user
+    from portal.identity.rules import audit
+    from portal.identity.rules.accounts import find_user
 
     first, *_ = create_operations(sandbox, SEPARATED)
     sandbox.control(
@@ -300,8 +300,8 @@ def portal_lists(app, accounts):
     from decimal import Decimal
 
     from portal.extensions import db
-    from portal.models import CrossExchangeReference, IntentState, WithdrawalIntent
-    from portal.rules.accounts import find_user
+    from portal.identity.rules.accounts import find_user
+    from portal.money.models import CrossExchangeReference, IntentState, WithdrawalIntent
 
     moment = datetime(2026, 11, 22, 2, 8, 22, tzinfo=UTC)
     with app.app_context():
@@ -383,7 +383,7 @@ def test_each_export_in_utc_or_the_users_zone_and_for_excel_each_under_its_own_n
     app, accountant, accounts, portal_lists, path, title
 ):
     from portal.extensions import db
-    from portal.rules.accounts import find_user
+    from portal.identity.rules.accounts import find_user
 
     with app.app_context():
         find_user(accounts.accountant).time_zone = "Europe/Berlin"
@@ -413,7 +413,7 @@ def test_every_list_offers_its_export_in_utc_and_in_the_users_zone(
     app, client, accounts, seeded_sandbox, portal_lists, path
 ):
     from portal.extensions import db
-    from portal.rules.accounts import find_user
+    from portal.identity.rules.accounts import find_user
 
     with app.app_context():
         find_user(accounts.owner).time_zone = "America/New_York"

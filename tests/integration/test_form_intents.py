@@ -171,7 +171,7 @@ def test_a_form_without_its_key_sends_nothing(owner, once_sandbox, key):
 def test_a_request_that_never_left_may_be_sent_again(portal, owner, once_sandbox):
     """Connection refused: nothing was made, so the same form (its key) may be sent again."""
     from portal.extensions import db
-    from portal.models import ApiConnection
+    from portal.settings.models import ApiConnection
 
     path, fields, table, _button = _filled("voucher")
     data = {**fields, "intent": intent_key(owner, path)}
@@ -219,9 +219,9 @@ def test_eight_parallel_posts_of_one_form_make_one_record(app, accounts, once_sa
 def test_keys_are_the_merchants_own(app, accounts, once_sandbox):
     """Another merchant's key finds nothing: it is not where that merchant's forms stand."""
     from portal.extensions import db
-    from portal.models import IntentKind
-    from portal.rules.accounts import merchant_named
-    from portal.rules.intents import find
+    from portal.identity.rules.accounts import merchant_named
+    from portal.money.models import IntentKind
+    from portal.money.rules.idempotency import find
 
     connect(app, once_sandbox)
     owner = signed_in(app, accounts.owner)

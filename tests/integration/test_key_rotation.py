@@ -48,8 +48,8 @@ def _portal(folder: Path, keys: str):
 
 def _set_up(app, sandbox: SandboxServer) -> None:
     """Users of Acme, then the owner connects the API (both tokens) at /settings/api."""
-    from portal.models import Role
-    from portal.rules import accounts
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts
 
     with migrated(app).app_context():
         acme = accounts.merchant_named("Acme", create=True)
@@ -74,7 +74,7 @@ def _save_api_settings(app, sandbox: SandboxServer) -> None:
 def _stored_ciphertexts(app) -> list[str]:
     """Every encrypted token in the database: application and company tokens."""
     from portal.extensions import db
-    from portal.models import ApiConnection
+    from portal.settings.models import ApiConnection
 
     with app.app_context():
         connections = db.session.scalars(db.select(ApiConnection)).all()
@@ -231,7 +231,9 @@ def test_tokens_saved_during_the_rollout_stay_readable_by_every_process(tmp_path
 def _encrypted_columns() -> list:
     """Every column of the schema holding a secret, read from the models' metadata: the portal
     names each `*_encrypted` (test_every_encrypted_value_is_stored_in_a_column_named_so)."""
-    import portal.models  # noqa: F401 (every table registered)
+    from portal import database
+
+    database.import_every_model()
     from portal.extensions import db
 
     return [
@@ -245,9 +247,12 @@ def _encrypted_columns() -> list:
 def _a_row_of_every_table_with_a_secret(app, shop_url: str) -> None:
     """The owner's two-factor secret, an API connection with both tokens, a webhook endpoint
     just rotated (current and previous secret): a row in each table that holds a secret."""
+    from portal import crypto
     from portal.extensions import db
-    from portal.models import ApiConnection, Environment, User
-    from portal.rules import accounts, crypto, webhooks
+    from portal.identity.models import User
+    from portal.identity.rules import accounts
+    from portal.live.rules import webhooks
+    from portal.settings.models import ApiConnection, Environment
 
     with app.app_context():
         acme = accounts.merchant_named("Acme")
@@ -274,10 +279,10 @@ def test_rotation_re_encrypts_every_encrypted_column_of_the_schema(
     """Every value of every encrypted column, written under the old key A, reads with B alone
     after `rotate-keys` (on SQLite and on PostgreSQL, where production runs it): a column the
     rotation forgets fails here by its name."""
-    from portal import create_app
+    from portal import create_app, crypto
     from portal.extensions import db
-    from portal.models import Role
-    from portal.rules import accounts, crypto
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts
     from tests.support.portal_app import ready_portal
 
     old, new = keys
@@ -338,8 +343,10 @@ def test_after_rotation_without_the_old_key_notifications_open_and_deliveries_si
     /settings/notifications and a due delivery is signed with the same secrets as before."""
     from portal import create_app
     from portal.extensions import db
-    from portal.models import Role, WebhookEndpoint
-    from portal.rules import accounts, events, webhooks
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts
+    from portal.live.models import WebhookEndpoint
+    from portal.live.rules import events, webhooks
     from tests.support.forms import sign_in
     from tests.support.portal_app import ready_portal
     from tests.support.shop import run_shop

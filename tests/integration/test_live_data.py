@@ -44,7 +44,8 @@ def pay_on_hosted_page(operation: dict) -> None:
 
 def point_webhooks_at(app, shop: Shop) -> str:
     """Every webhook type to the shop; the signing secret the owner's page shows."""
-    from portal.rules import accounts, webhooks
+    from portal.identity.rules import accounts
+    from portal.live.rules import webhooks
 
     with app.app_context():
         endpoint = webhooks.save_endpoint(
@@ -131,7 +132,7 @@ def test_two_workers_on_postgresql_and_redis_send_each_event_once(
 
 
 def test_what_the_sync_saw_is_on_the_attention_list_and_found_by_a_fragment(tmp_path, sandbox):
-    from portal.rules import mirror
+    from portal.live.rules import mirror
 
     order_id = f"SHOP-{uuid.uuid4().hex[:10].upper()}"
     with connected_portal(tmp_path, sandbox, SYNC_SECONDS=0) as app:

@@ -60,7 +60,8 @@ def operation_record(status: str = "confirmed", order: str = "A-1001", paid: str
 def record(app, type_name: str, data: dict, key: str, merchant: str = "Acme") -> None:
     """An event with notify on, as the mirror's sync writes it."""
     from portal.extensions import db
-    from portal.rules import accounts, events
+    from portal.identity.rules import accounts
+    from portal.live.rules import events
 
     with app.app_context():
         events.record(
@@ -76,7 +77,7 @@ def record(app, type_name: str, data: dict, key: str, merchant: str = "Acme") ->
 
 
 def send_due(app) -> None:
-    from portal.rules import mail
+    from portal.live.rules import mail
 
     with app.app_context():
         mail.send_due()
@@ -84,7 +85,7 @@ def send_due(app) -> None:
 
 def queued(app) -> list[tuple[str, int]]:
     from portal.extensions import db
-    from portal.models import MailMessage
+    from portal.live.models import MailMessage
 
     with app.app_context():
         rows = db.session.execute(sa.select(MailMessage.state, MailMessage.attempts)).all()
@@ -116,8 +117,9 @@ def test_an_event_mails_no_address_that_holds_a_list(app, accounts, mail_server,
     message queued before the outbox checked addresses is not sent either: it ends failed.
     The log names neither address."""
     from portal.extensions import db
-    from portal.models import MailMessage, MailState, Role, User
-    from portal.rules import accounts as service
+    from portal.identity.models import Role, User
+    from portal.identity.rules import accounts as service
+    from portal.live.models import MailMessage, MailState
 
     listed = "x@a.example,other@b.example"
     with app.app_context():
@@ -144,8 +146,8 @@ def test_an_event_mails_no_address_that_holds_a_list(app, accounts, mail_server,
 
 def test_an_event_of_the_first_sync_mails_nobody(app, accounts, mail_server):
     from portal.extensions import db
-    from portal.rules import accounts as service
-    from portal.rules import events
+    from portal.identity.rules import accounts as service
+    from portal.live.rules import events
 
     with app.app_context():
         events.record(
@@ -242,7 +244,7 @@ def test_the_smtp_password_signs_in_and_is_never_logged(
     (a login refused, then a server gone) hold neither password in any form, nor the URL."""
     from portal import create_app
     from portal.extensions import db
-    from portal.models import MailMessage
+    from portal.live.models import MailMessage
 
     password = "p@ss:w/rd%42 +x"  # characters the URL must percent-encode
     wrong = "wr@ng/pass:word%"

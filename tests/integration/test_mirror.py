@@ -42,21 +42,21 @@ def portal(tmp_path, sandbox):
 
 
 def sync(app):
-    from portal.rules import mirror
+    from portal.live.rules import mirror
 
     with app.app_context():
         return mirror.sync_merchant(merchant_id(app))
 
 
 def merchant_id(app) -> int:
-    from portal.rules import accounts
+    from portal.identity.rules import accounts
 
     with app.app_context():
         return accounts.merchant_named("Acme").id
 
 
 def events_of(app, **where) -> list:
-    from portal.models import Event
+    from portal.live.models import Event
 
     with app.app_context():
         from portal.extensions import db
@@ -69,7 +69,7 @@ def test_the_first_sync_copies_every_record_exactly_and_tells_nobody_of_the_past
     seeded_portal, seeded
 ):
     from portal.extensions import db
-    from portal.models import MirroredOperation, MirroredTransaction
+    from portal.payments.models import MirroredOperation, MirroredTransaction
 
     portal = seeded_portal
     report = sync(portal)
@@ -158,7 +158,7 @@ def test_late_money_on_an_expired_operation_is_a_received_transaction(portal, sa
 
 def test_an_upstream_failure_is_noted_and_the_next_sync_recovers(portal, sandbox):
     from portal.extensions import db
-    from portal.models import MirrorState
+    from portal.live.models import MirrorState
 
     sync(portal)
     with portal.app_context():
@@ -183,7 +183,7 @@ def test_an_upstream_failure_is_noted_and_the_next_sync_recovers(portal, sandbox
 
 def test_the_resync_command_notifies_what_the_increments_missed(portal, sandbox):
     from portal.extensions import db
-    from portal.models import MirrorState
+    from portal.live.models import MirrorState
 
     api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
     operation = api.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")
@@ -214,8 +214,8 @@ def test_one_of_two_syncs_at_once_runs_and_an_expired_lease_is_taken_over(
     tmp_path, seeded, postgres_url
 ):
     from portal.extensions import db
-    from portal.models import MirrorState
-    from portal.rules import mirror
+    from portal.live.models import MirrorState
+    from portal.live.rules import mirror
 
     with connected_portal(tmp_path, seeded, DATABASE_URL=postgres_url, SYNC_SECONDS=0) as app:
         merchant = merchant_id(app)
@@ -253,7 +253,7 @@ def test_one_of_two_syncs_at_once_runs_and_an_expired_lease_is_taken_over(
 
 def test_owners_see_the_mirror_and_ask_for_a_full_resync_with_the_button(portal, sandbox):
     from portal.extensions import db
-    from portal.models import MirrorState
+    from portal.live.models import MirrorState
 
     api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
     api.create_operation("0.5", "BTC", "order-1")

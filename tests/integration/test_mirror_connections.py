@@ -35,7 +35,8 @@ def switch_to(app, account: SandboxServer) -> None:
 
 
 def sync(app, *, full: bool = False):
-    from portal.rules import accounts, mirror
+    from portal.identity.rules import accounts
+    from portal.live.rules import mirror
 
     with app.app_context():
         merchant = accounts.merchant_named("Acme").id
@@ -63,8 +64,8 @@ CONFIRMED = ["operation.confirmed"]
 
 def current_events(app, **where) -> list:
     from portal.extensions import db
-    from portal.models import Event
-    from portal.rules.events import of_current_connection
+    from portal.live.models import Event
+    from portal.live.rules.events import of_current_connection
 
     with app.app_context():
         query = sa.select(Event).filter_by(**where).where(of_current_connection())
@@ -73,9 +74,10 @@ def current_events(app, **where) -> list:
 
 def test_another_account_and_back_each_start_a_new_mirror(tmp_path, sandbox, mail_server):
     from portal.extensions import db
-    from portal.models import Event, WebhookDelivery
-    from portal.rules import accounts, mail, webhooks
-    from portal.rules.timeline import timeline
+    from portal.identity.rules import accounts
+    from portal.live.models import Event, WebhookDelivery
+    from portal.live.rules import mail, webhooks
+    from portal.payments.rules.timeline import timeline
 
     a, config = sandbox, {"SMTP_URL": mail_server.url, "PUBLIC_URL": PUBLIC_URL}
     in_a = MerchantApiClient(a.base_url, token=a.token).create_operation("1", "BTC", "order-of-a")
@@ -133,8 +135,9 @@ def test_a_sync_of_the_old_account_under_way_writes_nothing_after_the_change(tmp
     import threading
 
     from portal.extensions import db
-    from portal.models import MirroredOperation
-    from portal.rules import accounts, mirror
+    from portal.identity.rules import accounts
+    from portal.live.rules import mirror
+    from portal.payments.models import MirroredOperation
     from tests.support.fake_api import Answer, FakeApi, operation_json, page_json
 
     with (

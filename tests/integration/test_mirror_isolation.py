@@ -23,9 +23,9 @@ HOSTILE = {
 
 def connect_to(app, name: str, api: FakeApi) -> int:
     """Merchant `name`, with an owner, connected to `api`; its id."""
-    from portal.models import Environment
-    from portal.rules import accounts
-    from portal.rules.connection import Credentials, connect
+    from portal.identity.rules import accounts
+    from portal.settings.models import Environment
+    from portal.settings.rules.connection import Credentials, connect
 
     api.answer("GET", "/v1/ping", Answer(200, {"data": {"status": "ok"}}))
     page = page_json([HOSTILE[name]], page=1, per_page=100, total=1)
@@ -59,16 +59,18 @@ def refuse_rows_of(app, merchant_id: int) -> None:
 
 def tick(app) -> dict[int, object]:
     """One tick's syncs, by merchant id, in the order they ran."""
-    from portal.rules import mirror
+    from portal.live.rules import mirror
 
     with app.app_context():
         return {report.merchant_id: report for report in mirror.sync_due()}
 
 
 def test_a_hostile_record_or_a_refused_row_fails_only_its_merchant(tmp_path, sandbox):
+    from portal.database import utcnow
     from portal.extensions import db
-    from portal.models import MirroredOperation, MirrorState, utcnow
-    from portal.rules import accounts
+    from portal.identity.rules import accounts
+    from portal.live.models import MirrorState
+    from portal.payments.models import MirroredOperation
 
     api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
     api.create_operation("0.5", "BTC", "acme-1")

@@ -45,7 +45,7 @@ def owner(app, accounts, money_sandbox):
 
 def _events(app, action: str) -> list:
     from portal.extensions import db
-    from portal.models import AuditEvent
+    from portal.identity.models import AuditEvent
 
     with app.app_context():
         query = db.select(AuditEvent).where(AuditEvent.action == action).order_by(AuditEvent.id)
@@ -54,7 +54,7 @@ def _events(app, action: str) -> list:
 
 def _intents(app) -> list:
     from portal.extensions import db
-    from portal.models import WithdrawalIntent
+    from portal.money.models import WithdrawalIntent
 
     with app.app_context():
         return list(db.session.scalars(db.select(WithdrawalIntent)))
@@ -175,7 +175,7 @@ def test_no_answer_is_outcome_unknown_and_never_sent_again(
 
 def test_an_unreachable_service_sends_nothing_and_the_intent_stays(app, owner):
     from portal.extensions import db
-    from portal.models import ApiConnection
+    from portal.settings.models import ApiConnection
 
     review = _review(owner, "0.001", "BTC", BTC_ADDRESS)
     with app.app_context():

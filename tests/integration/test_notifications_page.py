@@ -43,8 +43,8 @@ def configure(client, url: str):
 
 def stored_secret(app) -> str:
     from portal.extensions import db
-    from portal.models import WebhookEndpoint
-    from portal.rules import webhooks
+    from portal.live.models import WebhookEndpoint
+    from portal.live.rules import webhooks
 
     with app.app_context():
         return webhooks.secret_of(db.session.scalars(db.select(WebhookEndpoint)).one())
@@ -52,7 +52,7 @@ def stored_secret(app) -> str:
 
 def audited(app, action: str) -> list:
     from portal.extensions import db
-    from portal.models import AuditEvent
+    from portal.identity.models import AuditEvent
 
     with app.app_context():
         query = db.select(AuditEvent).where(AuditEvent.action == action).order_by(AuditEvent.id)
@@ -61,9 +61,10 @@ def audited(app, action: str) -> list:
 
 def connect_without_checking(app) -> None:
     """An API connection for Acme, as if saved: the resync button only asks the worker."""
+    from portal import crypto
     from portal.extensions import db
-    from portal.models import ApiConnection, Environment
-    from portal.rules import accounts, crypto
+    from portal.identity.rules import accounts
+    from portal.settings.models import ApiConnection, Environment
 
     with app.app_context():
         acme = accounts.merchant_named("Acme")
@@ -80,7 +81,7 @@ def connect_without_checking(app) -> None:
 
 
 def deliver(app) -> int:
-    from portal.rules import webhooks
+    from portal.live.rules import webhooks
 
     with app.app_context():
         return webhooks.deliver_due()
@@ -178,7 +179,7 @@ def test_a_test_event_is_queued_and_answered_at_once_while_the_shop_sleeps(
 
 def test_test_events_and_resends_are_limited_per_endpoint(app, client, accounts, shop):
     from portal.extensions import db
-    from portal.models import WebhookDelivery
+    from portal.live.models import WebhookDelivery
 
     sign_in(client, accounts.owner)
     configure(client, shop.url)

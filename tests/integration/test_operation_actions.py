@@ -65,7 +65,7 @@ def test_create_sends_the_checkout_page_as_redirect_url(app, operator, api):
     assert (operation.amount, operation.currency, operation.order_id) == (12.5, "USDT", order)
     assert operation.redirect_url.startswith("https://shop.example/checkout/")
     with app.app_context():
-        from portal.rules.checkout_links import find_link
+        from portal.payments.rules.checkout_links import find_link
 
         link = find_link(operation.redirect_url.rsplit("/", 1)[1])
         assert link.operation_id == operation_id
@@ -350,7 +350,7 @@ def test_invalid_filters_never_reach_the_api(tmp_path, sandbox):
     with connected_portal(tmp_path, sandbox, WTF_CSRF_ENABLED=False) as application:
         with application.app_context():
             from portal.extensions import db
-            from portal.models import ApiConnection
+            from portal.settings.models import ApiConnection
 
             db.session.scalar(db.select(ApiConnection)).base_url = unreachable.base_url
             db.session.commit()
@@ -399,7 +399,7 @@ def test_every_action_on_operations_is_in_the_audit_log(app, operator, api, sand
     new_id = created.location.rsplit("/", 1)[1]
 
     from portal.extensions import db
-    from portal.models import AuditEvent
+    from portal.identity.models import AuditEvent
 
     with app.app_context():
         events = db.session.scalars(

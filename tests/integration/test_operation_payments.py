@@ -78,7 +78,7 @@ def test_overpaid_is_told_apart(app):
     the amount due (10 USD at 0.5: 5 USDT); the sandbox confirms it at once when paid in full,
     the API may not."""
     from portal.api.records import Operation, parse_record
-    from portal.web.progress import operation_badge
+    from portal.payments.pages.progress_badges import operation_badge
 
     record = {
         "id": "1", "category": "application", "amount": "10", "fee": "0.1", "rate": "0.5",

@@ -32,7 +32,7 @@ def url(app, accounts):
 
 def mailed_link(app, mail_server, count: int) -> str:
     """The path of the link in the `count`-th message, once the worker's tick sent it."""
-    from portal.rules import mail
+    from portal.live.rules import mail
 
     with app.app_context():
         mail.send_due()
@@ -48,7 +48,7 @@ def set_password(visitor: Visitor, path: str, password: str = NEW_PASSWORD):
 def age_links(app, by: timedelta) -> None:
     """Move every link's times back, as if `by` had passed."""
     from portal.extensions import db
-    from portal.models import OneTimeLink
+    from portal.identity.models import OneTimeLink
 
     with app.app_context():
         for link in db.session.scalars(sa.select(OneTimeLink)):
@@ -197,9 +197,10 @@ def test_every_typed_address_is_one_address_or_refused_with_nothing_changed(
     `create-user` each refuse a list of addresses (and other than one address) in words, and
     change nothing: no user, no link, no mail, no reset request, the old support address."""
     from portal.extensions import db
-    from portal.models import MailMessage, OneTimeLink, ResetRequest, User
-    from portal.rules import accounts as rules
-    from portal.rules import mail
+    from portal.identity.models import OneTimeLink, ResetRequest, User
+    from portal.identity.rules import accounts as rules
+    from portal.live.models import MailMessage
+    from portal.live.rules import mail
 
     def counts() -> tuple[int, ...]:
         with app.app_context():
@@ -244,8 +245,8 @@ def test_the_outbox_queues_a_message_for_one_address_only(app, caplog):
     """Defence in depth: an address stored before addresses were checked, holding a list, gets
     no message (and no link); one address does."""
     from portal.extensions import db
-    from portal.models import MailMessage
-    from portal.rules import outbox
+    from portal.live.models import MailMessage
+    from portal.live.rules import outbox
 
     with app.app_context():
         for to in [*NOT_ONE_ADDRESS, WITH_A_CONTROL_CHARACTER]:

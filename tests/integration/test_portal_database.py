@@ -25,7 +25,7 @@ def portal_config(request, portal_config):
 
 def test_migrations_make_the_models_schema_and_undo_it(app):
     from portal.extensions import db
-    from portal.models import is_modelled
+    from portal.payments.models import is_modelled
 
     with app.app_context():
         assert set(sa.inspect(db.engine).get_table_names()) >= TABLES
@@ -51,8 +51,8 @@ def test_sign_in_and_out(client, accounts):
 
 def test_removing_a_merchant_removes_its_users(app, accounts):
     from portal.extensions import db
-    from portal.models import User
-    from portal.rules.accounts import merchant_named
+    from portal.identity.models import User
+    from portal.identity.rules.accounts import merchant_named
 
     with app.app_context():
         db.session.delete(merchant_named("Other"))

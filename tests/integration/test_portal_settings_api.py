@@ -30,7 +30,7 @@ def _save(client, base_url: str, token: str, **extra: str):
 
 def _connection(app):
     from portal.extensions import db
-    from portal.models import ApiConnection
+    from portal.settings.models import ApiConnection
 
     with app.app_context():
         return db.session.scalars(db.select(ApiConnection)).one_or_none()
@@ -109,7 +109,7 @@ def test_a_refused_change_keeps_the_working_connection(app, owner, sandbox):
     _save(owner, sandbox.base_url, sandbox.token)
     response = _save(owner, sandbox.base_url, "not-the-application-token")
     assert response.status_code == 422
-    from portal.rules import crypto
+    from portal import crypto
 
     with app.app_context():
         assert crypto.decrypt(_connection(app).token_encrypted) == sandbox.token
@@ -167,10 +167,10 @@ def _errors_of(html: str, field_id: str) -> str:
 
 def _store(app, base_url: str, environment: str = "sandbox") -> None:
     """Acme's connection as an earlier, checked save left it, with both tokens."""
+    from portal import crypto
     from portal.extensions import db
-    from portal.models import ApiConnection, Environment
-    from portal.rules import crypto
-    from portal.rules.accounts import merchant_named
+    from portal.identity.rules.accounts import merchant_named
+    from portal.settings.models import ApiConnection, Environment
 
     with app.app_context():
         connection = ApiConnection(
@@ -185,7 +185,7 @@ def _store(app, base_url: str, environment: str = "sandbox") -> None:
 
 
 def _where(app) -> tuple[str, str, str]:
-    from portal.rules import crypto
+    from portal import crypto
 
     connection = _connection(app)
     with app.app_context():

@@ -17,8 +17,8 @@ from tests.support.money import signed_in
 def fill(app, merchant: str, order_ids: list[str]) -> None:
     """Mirror one operation of `merchant` per order number, in one statement."""
     from portal.extensions import db
-    from portal.models import MirroredOperation
-    from portal.rules.accounts import merchant_named
+    from portal.identity.rules.accounts import merchant_named
+    from portal.payments.models import MirroredOperation
 
     with app.app_context():
         owner = merchant_named(merchant).id
@@ -66,7 +66,7 @@ def test_a_merchant_with_few_rows_is_searched_in_its_own_rows_only(app, accounts
 def test_a_merchant_with_many_rows_asks_the_index_for_the_start_of_a_long_text(
     app, accounts, monkeypatch
 ):
-    from portal.rules import search
+    from portal.payments.rules import search
 
     monkeypatch.setattr(search, "SCAN_AT_MOST", 5)  # Other's 100 rows are many
     orders = ["0" * 40 + str(number) for number in range(100)]

@@ -106,7 +106,7 @@ def test_times_are_in_the_readers_zone(app, api):
     client = signed_in(app, email("operator"))
     with app.app_context():
         from portal.extensions import db
-        from portal.models import User
+        from portal.identity.models import User
 
         db.session.execute(
             db.update(User).where(User.email == email("operator")).values(time_zone="Europe/Berlin")
@@ -153,7 +153,7 @@ def test_the_page_keeps_polling_until_the_mirror_has_caught_up(app, api, sandbox
     assert 'id="operation-poll"' in client.get(f"/operations/{created.id}").text
     with app.app_context():
         from portal.extensions import db
-        from portal.models import MirroredOperation
+        from portal.payments.models import MirroredOperation
 
         db.session.execute(
             db.update(MirroredOperation).values(status="confirmed", updated_at=confirmed.updated_at)

@@ -29,7 +29,7 @@ def owner_with_code(app, accounts, voucher_sandbox, monkeypatch):
 
 def _events(app, action: str) -> list:
     from portal.extensions import db
-    from portal.models import AuditEvent
+    from portal.identity.models import AuditEvent
 
     with app.app_context():
         query = db.select(AuditEvent).where(AuditEvent.action == action).order_by(AuditEvent.id)

@@ -18,7 +18,7 @@ def withdrawal_sandbox(tmp_path_factory):
 
 def _state(app, key: str) -> str:
     from portal.extensions import db
-    from portal.models import WithdrawalIntent
+    from portal.money.models import WithdrawalIntent
 
     with app.app_context():
         query = db.select(WithdrawalIntent.state).where(WithdrawalIntent.key == key)
@@ -56,7 +56,7 @@ def test_confirming_needs_a_fresh_code(app, accounts, withdrawal_sandbox, monkey
     assert withdrawal_sandbox.operations_to(address) == 1
 
     from portal.extensions import db
-    from portal.models import AuditEvent
+    from portal.identity.models import AuditEvent
 
     with app.app_context():
         refused = db.session.scalars(

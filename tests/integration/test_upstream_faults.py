@@ -14,6 +14,7 @@ import uuid
 import pytest
 
 from portal.api import MerchantApiClient
+from portal.payments.models import CheckoutLink
 from tests.support import sandbox_server
 from tests.support.htmx import HTMX
 from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, signed_in, submit
@@ -197,11 +198,9 @@ def test_pages_work_again_once_the_stopped_sandbox_is_back(revivable, monkeypatc
 # --- Changes -----------------------------------------------------------------------------------
 
 
-def _rows(app, model_name: str) -> int:
-    from portal import models
+def _rows(app, model) -> int:
     from portal.extensions import db
 
-    model = getattr(models, model_name)
     with app.app_context():
         return db.session.scalar(db.select(db.func.count()).select_from(model))
 
@@ -211,7 +210,7 @@ def _operation_count(api) -> int:
 
 
 def test_create_operation_during_500s_creates_nothing(app, sandbox, owner, api):
-    before = (_operation_count(api), _rows(app, "CheckoutLink"))
+    before = (_operation_count(api), _rows(app, CheckoutLink))
     order = f"fault-{uuid.uuid4().hex[:8]}"
     form = {"amount": "0.5", "currency": "BTC", "order_id": order}
     assert owner.get("/operations/new").status_code == 200
@@ -224,7 +223,7 @@ def test_create_operation_during_500s_creates_nothing(app, sandbox, owner, api):
     assert_portal_still_serves(owner)
 
     set_fault(sandbox, "none")
-    assert (_operation_count(api), _rows(app, "CheckoutLink")) == before
+    assert (_operation_count(api), _rows(app, CheckoutLink)) == before
     assert api.list_operations(order_id=order).total == 0
     created = submit(owner, "/operations/new", form)
     assert created.status_code == 302, "the same form works once the service is back"
@@ -248,7 +247,7 @@ def test_withdrawal_confirm_during_500s_sends_nothing(app, sandbox, owner, api):
     assert _operation_count(api) == before
     with app.app_context():
         from portal.extensions import db
-        from portal.models import WithdrawalIntent
+        from portal.money.models import WithdrawalIntent
 
         intent = db.session.scalars(
             db.select(WithdrawalIntent).where(
@@ -279,7 +278,7 @@ def test_create_operation_without_an_answer_is_outcome_unknown(app, sandbox, own
 
     # The customer's way back still works: the link finds its operation by order number.
     from portal.extensions import db
-    from portal.models import CheckoutLink
+    from portal.payments.models import CheckoutLink
 
     with app.app_context():
         link = db.session.scalars(

@@ -75,8 +75,9 @@ def operation(operation_id: str, status: str = "confirmed", paid: str = "0.015")
 def record(app, type_: str, operation_id: str | None = "op-1", *, notify: bool = True, **data):
     """Write an event as the mirror's sync does, and commit; its public id."""
     from portal.extensions import db
-    from portal.models import Event
-    from portal.rules import accounts, events
+    from portal.identity.rules import accounts
+    from portal.live.models import Event
+    from portal.live.rules import events
 
     key = f"{type_}:{operation_id}:{time.monotonic_ns()}"
     with app.app_context():
@@ -95,7 +96,7 @@ def record(app, type_: str, operation_id: str | None = "op-1", *, notify: bool =
 
 
 def deliver(app) -> int:
-    from portal.rules import webhooks
+    from portal.live.rules import webhooks
 
     with app.app_context():
         return webhooks.deliver_due()
@@ -160,8 +161,8 @@ def test_a_slow_shop_is_given_up_on_after_the_timeout_and_sent_the_same_event_ag
 
 def test_events_of_an_operation_arrive_in_order(app, owner, shop):
     from portal.extensions import db
-    from portal.models import Event, WebhookDelivery
-    from portal.rules import webhooks
+    from portal.live.models import Event, WebhookDelivery
+    from portal.live.rules import webhooks
 
     configure(owner, shop.url, "transaction.received", "operation.confirmed")
     first = record(app, "transaction.received", "op-a", status="new")
@@ -216,7 +217,7 @@ def test_two_deliverers_at_once_send_each_event_once(on_postgres, app, owner, sh
 
 def test_after_a_rotation_both_secrets_sign_for_24_hours_then_only_the_new_one(app, owner, shop):
     from portal.extensions import db
-    from portal.models import WebhookEndpoint
+    from portal.live.models import WebhookEndpoint
 
     configure(owner, shop.url, "operation.confirmed")
     old = shown_secret(owner)
@@ -278,7 +279,7 @@ def test_the_page_sets_the_url_and_types_and_refuses_a_bad_url(app, owner, shop)
     assert refused.status_code == 422
     assert f'value="{shop.url}"' in owner.get(PAGE).get_data(as_text=True), "unchanged"
     from portal.extensions import db
-    from portal.models import AuditEvent
+    from portal.identity.models import AuditEvent
 
     with app.app_context():
         events = db.session.scalars(db.select(AuditEvent)).all()
@@ -290,9 +291,10 @@ def test_the_page_sets_the_url_and_types_and_refuses_a_bad_url(app, owner, shop)
 
 def _connected_at_generation(app, generation: int) -> None:
     """Give Acme a connection of that generation (as after switching accounts)."""
+    from portal import crypto
     from portal.extensions import db
-    from portal.models import ApiConnection, Environment
-    from portal.rules import accounts, crypto
+    from portal.identity.rules import accounts
+    from portal.settings.models import ApiConnection, Environment
 
     with app.app_context():
         connection = ApiConnection(
@@ -322,7 +324,7 @@ def test_a_test_event_reaches_the_shop_shows_in_the_log_and_resend_sends_the_sam
     assert event_id in page and ">200<" in page and re.search(r">\d+ ms<", page)
     assert "Time (UTC)" in page, "the zone the times are shown in"
     from portal.extensions import db
-    from portal.models import Event
+    from portal.live.models import Event
 
     with app.app_context():
         event = db.session.scalars(db.select(Event).where(Event.public_id == event_id)).one()
@@ -392,7 +394,7 @@ def test_a_worker_killed_mid_send_loses_nothing_and_the_event_keeps_its_id(
 
 WORKER = """
 from portal import create_app
-from portal.rules import webhooks
+from portal.live.rules import webhooks
 with create_app().app_context():
     webhooks.deliver_due()
 """

@@ -44,8 +44,9 @@ def test_claim_is_one_time_across_database_connections(app, accounts):
     import sqlalchemy as sa
 
     from portal.extensions import db
-    from portal.models import IntentState, User, WithdrawalIntent
-    from portal.rules import withdrawals as intents
+    from portal.identity.models import User
+    from portal.money.models import IntentState, WithdrawalIntent
+    from portal.money.rules import withdrawals as intents
 
     with app.app_context():
         user = db.session.scalar(db.select(User).where(User.email == accounts.owner))

@@ -21,7 +21,7 @@ def seeded(tmp_path):
 
 def mirrored_operations(app) -> int:
     from portal.extensions import db
-    from portal.models import MirroredOperation
+    from portal.payments.models import MirroredOperation
 
     with app.app_context():
         return db.session.scalar(sa.select(sa.func.count()).select_from(MirroredOperation))
@@ -29,7 +29,7 @@ def mirrored_operations(app) -> int:
 
 def state(app):
     from portal.extensions import db
-    from portal.models import MirrorState
+    from portal.live.models import MirrorState
 
     with app.app_context():
         return db.session.scalars(sa.select(MirrorState)).one()

@@ -29,8 +29,9 @@ def shops():
 def set_up(app, silent_url: str, quick_url: str) -> None:
     """Acme's webhooks go to the silent shop, Other's to the quick one."""
     from portal.extensions import db
-    from portal.models import WebhookEndpoint
-    from portal.rules import accounts, webhooks
+    from portal.identity.rules import accounts
+    from portal.live.models import WebhookEndpoint
+    from portal.live.rules import webhooks
 
     with app.app_context():
         for name, url in (("Acme", silent_url), ("Other", quick_url)):
@@ -46,8 +47,9 @@ def record(app, merchant: str, order_id: str, type_: str = "operation.confirmed"
     """An operation's event (confirmed unless `type_` says), as the mirror writes it; its public
     id."""
     from portal.extensions import db
-    from portal.models import Event
-    from portal.rules import accounts, events
+    from portal.identity.rules import accounts
+    from portal.live.models import Event
+    from portal.live.rules import events
 
     key = f"{merchant}:{time.monotonic_ns()}"
     with app.app_context():
@@ -67,7 +69,7 @@ def record(app, merchant: str, order_id: str, type_: str = "operation.confirmed"
 
 
 def ask_for_reset(app, email: str) -> None:
-    from portal.rules import one_time_links
+    from portal.identity.rules import one_time_links
 
     with app.app_context():
         assert one_time_links.request_reset(email, "127.0.0.1")
@@ -126,9 +128,9 @@ def test_a_record_that_breaks_one_merchants_webhooks_or_mail_stops_no_one_else(
     mail go."""
     from portal import create_app
     from portal.extensions import db
-    from portal.models import MailMessage, WebhookAttempt, WebhookEndpoint
-    from portal.rules import accounts as merchants
-    from portal.rules import mail, webhooks
+    from portal.identity.rules import accounts as merchants
+    from portal.live.models import MailMessage, WebhookAttempt, WebhookEndpoint
+    from portal.live.rules import mail, webhooks
     from tests.support.portal_app import ready_portal
 
     silent, quick = shops
@@ -202,7 +204,7 @@ def test_two_workers_with_the_shortest_lease_send_each_event_once(
 
 DELIVERER = """
 from portal import create_app
-from portal.rules import webhooks
+from portal.live.rules import webhooks
 with create_app().app_context():
     webhooks.deliver_due(budget_seconds=10)
 """
@@ -214,7 +216,7 @@ def test_a_stopping_worker_ends_its_delivery_turns_after_the_post_under_way(
     """SIGTERM while a slow shop takes a long backlog: the turn ends after the POST under way
     (not at the end of the tick's interval), and leaves no lease to run out."""
     from portal.extensions import db
-    from portal.models import WebhookDelivery
+    from portal.live.models import WebhookDelivery
 
     silent, slow = shops
     slow.delay = 0.5

@@ -59,8 +59,8 @@ def _a_user_stored_before_addresses_were_checked(app: Flask, address: str) -> No
     """An accountant of Acme whose address no form takes now (angle brackets, quotes): the
     pages must show it escaped all the same."""
     from portal.extensions import db
-    from portal.models import Role, User
-    from portal.rules import accounts
+    from portal.identity.models import Role, User
+    from portal.identity.rules import accounts
 
     with app.app_context():
         user = User(merchant=accounts.merchant_named("Acme"), email=address, role=Role.ACCOUNTANT)
@@ -93,8 +93,9 @@ def _hostile_api_records(world: World) -> None:
 def _hostile_portal_records(world: World) -> None:
     """Records of the portal itself, made through its forms by the owner."""
     from portal.extensions import db
-    from portal.models import CheckoutLink, WebhookDelivery
-    from portal.rules import accounts
+    from portal.identity.rules import accounts
+    from portal.live.models import WebhookDelivery
+    from portal.payments.models import CheckoutLink
 
     owner = world.client("owner")
     world.checkout_order = XSS[1] + "-checkout"
@@ -154,8 +155,8 @@ def _hostile_portal_records(world: World) -> None:
 @pytest.fixture(scope="session")
 def world(tmp_path_factory) -> World:
     """The hostile world of this worker (see the module docstring)."""
-    from portal.models import Role
-    from portal.rules import accounts
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts
 
     folder = tmp_path_factory.mktemp("security")
     with (

@@ -25,7 +25,7 @@ OBJECT_ARGUMENTS = frozenset(
 
 def test_the_matrix_walks_every_visitor():
     """The unit matrix runs for anonymous and every role there is (a new role fails here)."""
-    from portal.models import Role
+    from portal.identity.models import Role
     from tests.unit import test_access_matrix as matrix
 
     (mark,) = [m for m in matrix.test_access_matrix.pytestmark if m.name == "parametrize"]
@@ -37,8 +37,8 @@ def test_the_matrix_walks_every_visitor():
 def intruder(world, tmp_path_factory):
     """The Other merchant's owner, connected to an empty sandbox of its own."""
     from portal.extensions import db
-    from portal.models import ApiConnection
-    from portal.rules.accounts import merchant_named
+    from portal.identity.rules.accounts import merchant_named
+    from portal.settings.models import ApiConnection
 
     with run_sandbox(tmp_path_factory.mktemp("other-sandbox") / "sandbox.db") as other_sandbox:
         connect(world.app, other_sandbox, merchant="Other")
@@ -142,8 +142,8 @@ def test_extra_form_fields_do_not_raise_privileges(world):
 
 def test_a_password_change_is_always_ones_own(world, unique):
     """Naming another user in the form changes nobody else's password (nor ends their sessions)."""
-    from portal.models import Role
-    from portal.rules import accounts
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts
     from tests.support.forms import PASSWORD
     from tests.support.money import post, signed_in
 

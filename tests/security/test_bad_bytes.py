@@ -29,7 +29,7 @@ def portal_config(request, portal_config):
 
 def audit_count(app) -> int:
     from portal.extensions import db
-    from portal.models import AuditEvent
+    from portal.identity.models import AuditEvent
 
     with app.app_context():
         return db.session.scalar(sa.select(sa.func.count()).select_from(AuditEvent))
@@ -74,7 +74,7 @@ def test_tab_and_line_breaks_are_text_not_refused(app, client, accounts):
 def test_the_500_page_survives_a_broken_transaction_and_keeps_its_headers(app, accounts):
     """A failed flush leaves the session's transaction broken; the page must still be made."""
     from portal.extensions import db
-    from portal.models import User
+    from portal.identity.models import User
 
     def break_the_transaction():
         merchant_id = db.session.scalar(sa.select(User.merchant_id).limit(1))

@@ -41,9 +41,11 @@ class Case:
 
 def _throwaway(world, role: str = "operator", *, two_factor: bool = False, signed_in=True):
     """A new user of Acme (optionally with two-factor on) and a client signed in as them."""
+    from portal import crypto
+    from portal.database import utcnow
     from portal.extensions import db
-    from portal.models import Role, utcnow
-    from portal.rules import accounts, crypto
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts
 
     address = f"csrf-{uuid.uuid4().hex[:8]}@acme.test"
     with world.app.app_context():
@@ -54,7 +56,7 @@ def _throwaway(world, role: str = "operator", *, two_factor: bool = False, signe
         user = accounts.find_user(address)
         user_id = user.id
         if two_factor:
-            from portal.rules import two_factor as second_factor
+            from portal.identity.rules import two_factor as second_factor
 
             user.totp_secret_encrypted = crypto.encrypt(secret)
             user.totp_enabled_at = utcnow()
@@ -66,7 +68,7 @@ def _throwaway(world, role: str = "operator", *, two_factor: bool = False, signe
 def _choose_password(world) -> Case:
     """A user whose password an owner typed, choosing their own."""
     from portal.extensions import db
-    from portal.rules import accounts
+    from portal.identity.rules import accounts
 
     client, address, _, _ = _throwaway(world)
     with world.app.app_context():
@@ -107,8 +109,8 @@ def _transactions(world, action: str) -> Case:
 
 
 def _confirm_withdrawal(world) -> Case:
-    from portal.rules import accounts
-    from portal.rules import withdrawals as intents
+    from portal.identity.rules import accounts
+    from portal.money.rules import withdrawals as intents
 
     with world.app.app_context():
         owner = accounts.find_user(world.email("owner"))
@@ -165,8 +167,9 @@ def _mailed_link(world, purpose: str) -> Case:
     from urllib.parse import urlsplit
 
     from portal.extensions import db
-    from portal.models import MailMessage, Role
-    from portal.rules import accounts, one_time_links
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts, one_time_links
+    from portal.live.models import MailMessage
 
     _client, address, _user_id, _totp = _throwaway(world, signed_in=False)
     with world.app.app_context():

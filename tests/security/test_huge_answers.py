@@ -32,7 +32,7 @@ def empty_objects(megabytes: int | None, headers: bytes = b"") -> Dripping:
 def test_a_40_mb_answer_is_a_502_page_and_is_never_parsed(tmp_path, length):
     """Streamed (the body counted as it comes) or announced (refused by its Content-Length)."""
     from portal.extensions import db
-    from portal.models import ApiConnection
+    from portal.settings.models import ApiConnection
 
     with FakeApi() as fake, run_dripping(empty_objects(40, length)) as flood:
         fake.answer("GET", "/sandbox/v1/ping", PING)

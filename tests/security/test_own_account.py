@@ -52,14 +52,14 @@ def _setup_key(visitor: Visitor) -> str:
 
 
 def _user(app, email: str):
-    from portal.rules.accounts import find_user
+    from portal.identity.rules.accounts import find_user
 
     with app.app_context():
         return find_user(email)
 
 
 def _stored_secret(app, email: str) -> str | None:
-    from portal.rules import crypto
+    from portal import crypto
 
     with app.app_context():
         stored = _user(app, email).totp_secret_encrypted

@@ -162,9 +162,11 @@ def test_second_step_of_sign_in_keeps_next_on_the_portal(world):
     """With two-factor on, the `next` of the first step is carried to the second."""
     import pyotp
 
+    from portal import crypto
+    from portal.database import utcnow
     from portal.extensions import db
-    from portal.models import Role, utcnow
-    from portal.rules import accounts, crypto, two_factor
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts, two_factor
 
     secret = pyotp.random_base32()
     with world.app.app_context():
@@ -191,12 +193,21 @@ def test_second_step_of_sign_in_keeps_next_on_the_portal(world):
 
 # Redirects whose target is a variable, and where it comes from (each is tested above).
 VARIABLE_TARGETS = {
-    ("auth/routes.py", "next_url"): "safe_next(form `next`) or the dashboard; test_sign_in_next",
-    ("checkout/routes.py", "target"): "the API's payment_url or url_for; test_checkout_pay_...",
-    ("cross_exchanges/routes.py", "url"): "url_for of the cross exchange",
-    ("vouchers/routes.py", "url"): "url_for of the voucher",
+    (
+        "identity/pages/auth/routes.py",
+        "next_url",
+    ): "safe_next(`next`) or the dashboard; test_sign_in_next",
+    (
+        "payments/pages/checkout/routes.py",
+        "target",
+    ): "payment_url or url_for; test_checkout_pay_...",
+    ("money/pages/cross_exchanges/routes.py", "url"): "url_for of the cross exchange",
+    ("money/pages/vouchers/routes.py", "url"): "url_for of the voucher",
     ("web/access.py", "url"): "redirect_to's parameter: its callers pass url_for",
-    ("web/one_time.py", "record"): "a OneTimeForm's record_url: url_for of the record made",
+    (
+        "web/idempotent_forms.py",
+        "record",
+    ): "record_url: url_for of the record made",
 }
 
 

@@ -33,8 +33,8 @@ def secrets_of(world) -> dict[str, str]:
 def _webhook_secret(world) -> str:
     """Acme's: shown masked on every page, revealed only by a POST with a fresh second factor."""
     from portal.extensions import db
-    from portal.models import WebhookEndpoint
-    from portal.rules import webhooks
+    from portal.live.models import WebhookEndpoint
+    from portal.live.rules import webhooks
 
     with world.app.app_context():
         endpoint = db.session.scalars(db.select(WebhookEndpoint).order_by(WebhookEndpoint.id))

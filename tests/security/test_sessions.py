@@ -20,7 +20,7 @@ def _cookie(client) -> str | None:
 
 def _session_rows(app) -> set[tuple[str, int]]:
     from portal.extensions import db
-    from portal.models import UserSession
+    from portal.identity.models import UserSession
 
     with app.app_context():
         return {(r.key_hash, r.user_id) for r in db.session.scalars(db.select(UserSession))}
@@ -85,7 +85,7 @@ def test_sign_out_kills_the_cookie_on_the_server(app, accounts, how):
 def test_a_session_deleted_on_the_server_is_dead_even_with_its_cookie(app, accounts):
     """The cookie is signed, but the server decides: no record, no session."""
     from portal.extensions import db
-    from portal.models import UserSession
+    from portal.identity.models import UserSession
 
     client = app.test_client()
     sign_in(client, accounts.owner)
@@ -108,7 +108,7 @@ def test_a_tampered_cookie_signs_nobody_in(app, accounts):
 
 def test_a_new_password_ends_the_victims_sessions(app, accounts):
     """An owner who resets a stolen account's password throws the thief out."""
-    from portal.rules import accounts as service
+    from portal.identity.rules import accounts as service
 
     thief = app.test_client()
     sign_in(thief, accounts.operator)

@@ -92,7 +92,7 @@ def test_a_connection_back_in_its_pool_is_left_alone_when_the_call_that_used_it_
 def _connect_to(app, url: str) -> None:
     """Point the merchant's stored connection at `url`, as a changed API would be."""
     from portal.extensions import db
-    from portal.models import ApiConnection
+    from portal.settings.models import ApiConnection
 
     with app.app_context():
         db.session.execute(db.update(ApiConnection).values(base_url=url))
@@ -128,10 +128,11 @@ def portal_config(portal_config):
 
 
 def test_the_mirror_sync_gives_up_on_a_dripping_api_at_the_deadline(app, accounts):
+    from portal import crypto
     from portal.extensions import db
-    from portal.models import ApiConnection, Environment
-    from portal.rules import accounts as people
-    from portal.rules import crypto, mirror
+    from portal.identity.rules import accounts as people
+    from portal.live.rules import mirror
+    from portal.settings.models import ApiConnection, Environment
 
     with dripping_http() as api, app.app_context():
         acme = people.merchant_named("Acme")
@@ -160,9 +161,9 @@ def test_a_shop_that_drips_its_answer_costs_one_deadline(app, accounts):
     """The worker's delivery gives up on the shop at the webhook timeout, records why, and
     retries later."""
     from portal.extensions import db
-    from portal.models import DeliveryState, WebhookAttempt, WebhookDelivery
-    from portal.rules import accounts as people
-    from portal.rules import events, webhooks
+    from portal.identity.rules import accounts as people
+    from portal.live.models import DeliveryState, WebhookAttempt, WebhookDelivery
+    from portal.live.rules import events, webhooks
 
     with dripping_http() as shop:
         with app.app_context():
@@ -206,8 +207,8 @@ def test_an_smtp_server_that_drips_costs_one_deadline_per_message(
     connection, saying goodbye: each dialogue ends at `PORTAL_SMTP_TIMEOUT`, and a message it
     cut short waits for a retry."""
     from portal.extensions import db
-    from portal.models import MailMessage, MailState
-    from portal.rules import mail
+    from portal.live.models import MailMessage, MailState
+    from portal.live.rules import mail
 
     with dripping_smtp(at, skip) as server:
         app.config["SMTP_URL"] = server.url
@@ -238,8 +239,8 @@ def test_an_smtp_server_that_drips_costs_one_deadline_per_message(
 def test_an_smtps_server_that_drips_its_greeting_costs_one_deadline(app, tmp_path, monkeypatch):
     """`smtps://`: the socket is watched from before the TLS handshake, and through it."""
     from portal.extensions import db
-    from portal.models import MailMessage
-    from portal.rules import mail
+    from portal.live.models import MailMessage
+    from portal.live.rules import mail
 
     tls = server_context(tmp_path, "127.0.0.1")
     monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "127.0.0.1.pem"))  # trusted by the portal

@@ -41,8 +41,9 @@ def send_one_event(app, url: str, *, private_allowed: bool = True) -> list:
     """Save `url` as Acme's endpoint (private addresses allowed, as outside production), write
     an event, then deliver with `private_allowed` as it is by then; the attempts made."""
     from portal.extensions import db
-    from portal.models import WebhookAttempt
-    from portal.rules import accounts, events, webhooks
+    from portal.identity.rules import accounts
+    from portal.live.models import WebhookAttempt
+    from portal.live.rules import events, webhooks
 
     with app.app_context():
         acme = accounts.merchant_named("Acme", create=True)

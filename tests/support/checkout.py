@@ -28,10 +28,10 @@ def new_checkout(
     payment_currency: str = "BTC",
 ) -> Checkout:
     """Reserve a link, create the operation with its URL as redirect_url, attach it."""
-    from portal.rules.accounts import merchant_named
-    from portal.rules.checkout_links import attach, reserve_link
-    from portal.rules.connection import api_client_for
-    from portal.web.public_urls import checkout_url
+    from portal.identity.rules.accounts import merchant_named
+    from portal.payments.pages.public_urls import checkout_url
+    from portal.payments.rules.checkout_links import attach, reserve_link
+    from portal.settings.rules.connection import api_client_for
 
     with app.test_request_context():
         merchant = merchant_named(merchant_name)

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from flask import Flask
 
 from portal.api import Operation
-from portal.rules.mirror import wire_record
+from portal.live.rules.mirror import wire_record
 from tests.support.portal_app import MERCHANT
 
 _keys = itertools.count()
@@ -20,7 +20,7 @@ _keys = itertools.count()
 
 def merchant_id(app: Flask, merchant: str = MERCHANT) -> int:
     from portal.extensions import db
-    from portal.rules import accounts
+    from portal.identity.rules import accounts
 
     with app.app_context():
         made = accounts.merchant_named(merchant, create=True)
@@ -36,7 +36,7 @@ def mirror_operations(
 ) -> None:
     """Store `operations` as the mirror's copy of `merchant`'s, and a finished sync."""
     from portal.extensions import db
-    from portal.models import MirroredOperation
+    from portal.payments.models import MirroredOperation
 
     owner = merchant_id(app, merchant)
     with app.app_context():
@@ -65,7 +65,7 @@ def mirror_operations(
 def synced(owner: int, moment: datetime) -> None:
     """The mirror of merchant `owner` finished a sync at `moment` (in the caller's session)."""
     from portal.extensions import db
-    from portal.models import MirrorState
+    from portal.live.models import MirrorState
 
     state = db.session.get(MirrorState, owner) or MirrorState(merchant_id=owner)
     state.last_sync_at = moment
@@ -81,11 +81,12 @@ def add_event(
     occurred_at: datetime,
     merchant: str = MERCHANT,
 ) -> None:
-    """One event about `operation_id`, written by `portal.rules.events.record` as the sync does;
+    """One event about `operation_id`, written by `portal.live.rules.events.record` as the sync
+    does;
     `record` is the operation or transaction the event is about (a client record or JSON)."""
     from portal.extensions import db
-    from portal.rules.events import EventType
-    from portal.rules.events import record as write
+    from portal.live.rules.events import EventType
+    from portal.live.rules.events import record as write
 
     data = record if isinstance(record, dict) else wire_record(record)
     owner = merchant_id(app, merchant)

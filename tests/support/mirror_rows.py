@@ -116,9 +116,11 @@ def transaction_columns(merchant_id: int, operation_id: str, record: dict) -> di
 def mirror(app, record: dict, merchant: str = MERCHANT) -> dict:
     """Insert the operation `record` and its transactions into `merchant`'s mirror, and mark
     the mirror synced now."""
+    from portal.database import utcnow
     from portal.extensions import db
-    from portal.models import MirroredOperation, MirroredTransaction, MirrorState, utcnow
-    from portal.rules.accounts import merchant_named
+    from portal.identity.rules.accounts import merchant_named
+    from portal.live.models import MirrorState
+    from portal.payments.models import MirroredOperation, MirroredTransaction
 
     with app.app_context():
         merchant_id = merchant_named(merchant).id

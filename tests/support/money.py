@@ -27,10 +27,10 @@ CROSS_EXCHANGE = {
 
 def connect(app, sandbox: SandboxServer, merchant: str = "Acme") -> None:
     """Connect the merchant to the sandbox, with the company token."""
-    from portal.models import Environment
-    from portal.rules import accounts
-    from portal.rules.connection import Credentials
-    from portal.rules.connection import connect as save
+    from portal.identity.rules import accounts
+    from portal.settings.models import Environment
+    from portal.settings.rules.connection import Credentials
+    from portal.settings.rules.connection import connect as save
 
     with app.app_context():
         credentials = Credentials(

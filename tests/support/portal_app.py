@@ -49,8 +49,8 @@ def ready_portal(app: Flask) -> Flask:
 
 def add_user(app: Flask, address: str, role: str, merchant: str = MERCHANT) -> str:
     """A user of `merchant` (made if new) with the test password; returns the email address."""
-    from portal.models import Role
-    from portal.rules import accounts
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts
 
     with app.app_context():
         accounts.add_user(
@@ -64,9 +64,9 @@ def connected_portal(folder: Path, sandbox: SandboxServer, **config: object) -> 
     """The portal on its own SQLite file, one user per role, connected to `sandbox`."""
     from portal import create_app
     from portal.extensions import db
-    from portal.models import Environment
-    from portal.rules import accounts
-    from portal.rules.connection import Credentials, connect
+    from portal.identity.rules import accounts
+    from portal.settings.models import Environment
+    from portal.settings.rules.connection import Credentials, connect
 
     app = ready_portal(
         create_app(

@@ -48,8 +48,8 @@ class Clock:
 
 
 def freeze(monkeypatch) -> Clock:
-    """Freeze the clock that `portal.rules.two_factor` reads codes against."""
-    from portal.rules import two_factor
+    """Freeze the clock that `portal.identity.rules.two_factor` reads codes against."""
+    from portal.identity.rules import two_factor
 
     clock = Clock()
     monkeypatch.setattr(two_factor, "time", clock)
@@ -58,10 +58,10 @@ def freeze(monkeypatch) -> Clock:
 
 def enable_for(app, email: str) -> str:
     """Turn two-factor on for `email` directly in the database; returns the secret."""
+    from portal import crypto
+    from portal.database import utcnow
     from portal.extensions import db
-    from portal.models import utcnow
-    from portal.rules import crypto
-    from portal.rules.accounts import find_user
+    from portal.identity.rules.accounts import find_user
 
     secret = pyotp.random_base32()
     with app.app_context():

@@ -120,8 +120,8 @@ def test_every_export_follows_its_list_page(app):
 
 def _target_user_id(app) -> int:
     """A user of Acme that the owner may change or remove (made again after a removal)."""
-    from portal.models import Role
-    from portal.rules import accounts
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts
 
     with app.app_context():
         user = accounts.find_user(TARGET) or accounts.add_user(

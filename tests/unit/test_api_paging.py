@@ -13,8 +13,8 @@ import pytest
 
 from portal.api import ApiUnavailable, Page
 from portal.api.paging import PAGES_HELD, REQUESTS_AT_ONCE, read_pages
-from portal.rules import csv_stream
-from portal.rules.csv_rows import UTC_ZONE, Column
+from portal.reports.rules import csv_stream
+from portal.reports.rules.csv_rows import UTC_ZONE, Column
 
 
 class FakeList:

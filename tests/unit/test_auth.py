@@ -53,7 +53,7 @@ def test_sign_out_is_post_only_and_revokes_the_session(client, accounts):
 
 def test_an_expired_session_asks_to_sign_in_again(app, client, accounts):
     from portal.extensions import db
-    from portal.models import UserSession
+    from portal.identity.models import UserSession
 
     sign_in(client, accounts.owner)
     with app.app_context():
@@ -68,7 +68,7 @@ def test_an_expired_session_asks_to_sign_in_again(app, client, accounts):
 
 
 def test_removing_a_user_ends_their_sessions(app, client, accounts):
-    from portal.rules import accounts as service
+    from portal.identity.rules import accounts as service
 
     sign_in(client, accounts.operator)
     with app.app_context():

@@ -10,7 +10,7 @@ from werkzeug.datastructures import LanguageAccept, MultiDict
 from werkzeug.http import parse_accept_header
 
 from portal.api import Operation
-from portal.checkout.outcomes import (
+from portal.payments.pages.checkout.outcomes import (
     AFTER_MONEY,
     OUTCOMES,
     STATE_OUTCOMES,
@@ -20,10 +20,10 @@ from portal.checkout.outcomes import (
     outcome_for,
     outcome_key,
 )
-from portal.checkout.payments import Payment, State, state_of
-from portal.rules.progress import Progress, amount_due, progress
-from portal.rules.web_urls import is_web_url
+from portal.payments.pages.checkout.payments import Payment, State, state_of
+from portal.payments.rules.progress import Progress, amount_due, progress
 from portal.web.i18n import preferred_locale
+from portal.web_urls import is_web_url
 from tests.support.forms import csrf_token, sign_in
 
 
@@ -225,7 +225,7 @@ def _save(client, **data: str):
 
 
 def test_owner_sets_the_checkout_page(app, client, accounts):
-    from portal.rules.accounts import merchant_named
+    from portal.identity.rules.accounts import merchant_named
 
     sign_in(client, accounts.owner)
     page = client.get("/settings/checkout").get_data(as_text=True)

@@ -74,11 +74,10 @@ def test_connect_api_checks_the_url(runner, accounts):
 
 
 def test_rotate_keys_re_encrypts_under_the_newest_key(app, accounts, portal_config):
-    from portal import create_app
+    from portal import create_app, crypto
     from portal.extensions import db
-    from portal.models import ApiConnection
-    from portal.rules import accounts as service
-    from portal.rules import crypto
+    from portal.identity.rules import accounts as service
+    from portal.settings.models import ApiConnection
 
     old_key = portal_config["TOKEN_KEYS"]
     with app.app_context():

@@ -99,7 +99,7 @@ def test_database_urls(url, expected):
 
 
 def test_passwords_are_hashed_with_scrypt_unless_a_method_is_set(clean_env, monkeypatch):
-    from portal.models import User
+    from portal.identity.models import User
 
     user = User()
     with create_app().app_context():

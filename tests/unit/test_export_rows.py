@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from portal.api.records import Operation, Transaction
-from portal.rules.csv_rows import (
+from portal.reports.rules.csv_rows import (
     OPERATION_COLUMNS,
     TRANSACTION_COLUMNS,
     UTC_ZONE,

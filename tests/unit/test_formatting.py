@@ -25,7 +25,7 @@ def test_money_reads_as_a_person_writes_it_and_is_never_rounded():
 
 
 def test_pages_show_amounts_grouped_and_exports_keep_them_exact(app):
-    from portal.rules.csv_rows import decimal_cell
+    from portal.reports.rules.csv_rows import decimal_cell
 
     with app.test_request_context():
         page = app.jinja_env.from_string("{{ amount | money('BTC') }}").render(
@@ -56,7 +56,7 @@ def _full_time_for(app, accounts, zone: str) -> str:
     """`when(MOMENT, full=True)` as the operator sees it with `zone` as their time zone."""
     from flask_login import login_user
 
-    from portal.rules.accounts import find_user
+    from portal.identity.rules.accounts import find_user
 
     with app.test_request_context():
         user = find_user(accounts.operator)

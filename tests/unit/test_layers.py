@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.sandbox_server import ROOT
 
-RULES = ROOT / "portal" / "rules"
+RULES = sorted((ROOT / "portal").glob("*/rules/*.py"))
 # Flask's names of the request being answered and of what answers it: a view's business.
 WEB_NAMES = frozenset(
     {"request", "session", "render_template", "url_for", "flash", "make_response"}
@@ -49,7 +49,7 @@ def _is_flask(module: str) -> bool:
     return module == "flask" or module.startswith("flask.")
 
 
-@pytest.mark.parametrize("path", sorted(RULES.glob("*.py")), ids=lambda path: path.name)
+@pytest.mark.parametrize("path", RULES, ids=lambda path: path.name)
 def test_a_rule_takes_no_request_session_or_page_from_flask(path: Path):
     assert web_names_used(path.read_text()) == []
 

@@ -9,10 +9,10 @@ import pytest
 from werkzeug.datastructures import MultiDict
 
 from portal.api import ApiRefusal
-from portal.operations.forms import OperationFilters
-from portal.transactions.forms import TransactionFilters
+from portal.payments.pages.operations.forms import OperationFilters
+from portal.payments.pages.transactions.forms import TransactionFilters
+from portal.web.api_errors import handle_api_error
 from portal.web.filters import read_filters
-from portal.web.refusals import meet
 
 
 def test_every_operation_filter_becomes_its_api_value():
@@ -97,7 +97,7 @@ def test_sort_links_turn_the_order_around():
 def test_api_validation_errors_go_to_their_fields():
     form = read_filters(OperationFilters, MultiDict()).form
     error = ApiRefusal(9, errors={"currency": ["Unknown currency XYZ."], "other": ["Odd."]})
-    refused = meet(error, form)
+    refused = handle_api_error(error, form)
     assert form.currency.errors == ["Unknown currency XYZ."]
     assert refused.status == 422
     assert refused.error is not None and refused.error.endswith(" Odd."), "names no field: above"

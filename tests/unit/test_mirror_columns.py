@@ -11,8 +11,9 @@ import sqlalchemy as sa
 
 from portal.api import Operation, Transaction
 from portal.api.records import MaxLength
-from portal.models import Event, MirroredOperation, MirroredTransaction
-from portal.rules.mirror import OPERATION_COLUMNS, TRANSACTION_COLUMNS
+from portal.live.models import Event
+from portal.live.rules.mirror import OPERATION_COLUMNS, TRANSACTION_COLUMNS
+from portal.payments.models import MirroredOperation, MirroredTransaction
 
 COPIED = [
     (Operation, MirroredOperation, (*OPERATION_COLUMNS, "id")),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from portal.operations.routes import qr_code
+from portal.payments.pages.operations.routes import qr_code
 
 LINK = "https://pay.example/checkout/abc123"
 OTHER = "https://pay.example/checkout/def456"

@@ -25,7 +25,7 @@ def _post(client, path: str, data: dict, form_path: str | None = None):
 
 
 def _user_id(app, email: str) -> int:
-    from portal.rules.accounts import find_user
+    from portal.identity.rules.accounts import find_user
 
     with app.app_context():
         return find_user(email).id

@@ -9,7 +9,7 @@ from tests.support.statements import statements_of
 def test_a_signed_in_page_reads_the_database_once(app, client, accounts):
     """The session, its user, the merchant, its API connection and when its mirror last synced
     (for the menu's count of what needs attention, counted once per sync,
-    portal/rules/attention.py) come in one query."""
+    portal/payments/rules/attention.py) come in one query."""
     sign_in(client, accounts.owner)
     statements = statements_of(app, client, "/settings/api")
     assert len(statements) == 1, statements

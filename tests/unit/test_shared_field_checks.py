@@ -1,5 +1,6 @@
 """The operation and settings forms and `web_link` use the shared checks of `portal.web.fields` and
-`portal.rules.shops`: the same amounts as before, and addresses refused as `is_web_url` does."""
+`portal.payments.rules.shops`: the same amounts as before, and addresses refused as `is_web_url`
+does."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ from decimal import Decimal
 
 import pytest
 
-from portal.operations.forms import AMOUNT_NOT_POSITIVE, AMOUNT_SHAPE, NewOperationForm
-from portal.rules.intents import new_key
+from portal.money.rules.idempotency import new_key
+from portal.payments.pages.operations.forms import (
+    AMOUNT_NOT_POSITIVE,
+    AMOUNT_SHAPE,
+    NewOperationForm,
+)
 from portal.web.formatting import web_link
 
 # Addresses the old checks let through: a link or redirect a browser would mangle.
@@ -90,7 +95,7 @@ def test_amounts_the_form_refuses_in_its_own_words(app, typed, message):
 
 
 def test_settings_fields_stripped_with_the_shared_filter(app):
-    from portal.settings.forms import CheckoutSettingsForm
+    from portal.settings.pages.forms import CheckoutSettingsForm
 
     data = {"display_name": "  Acme shop ", "shop_url": " https://shop.example/ "}
     with app.test_request_context("/settings", method="POST", data=data):

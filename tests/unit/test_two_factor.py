@@ -31,7 +31,7 @@ def clock(monkeypatch):
 
 
 def _user(app, email: str):
-    from portal.rules.accounts import find_user
+    from portal.identity.rules.accounts import find_user
 
     with app.app_context():
         user = find_user(email)
@@ -41,7 +41,7 @@ def _user(app, email: str):
 
 def _events(app, action: str) -> list:
     from portal.extensions import db
-    from portal.models import AuditEvent
+    from portal.identity.models import AuditEvent
 
     with app.app_context():
         query = db.select(AuditEvent).where(AuditEvent.action == action).order_by(AuditEvent.id)
@@ -55,7 +55,7 @@ def _post(client, path: str, data: dict, form_page: str | None = None):
 
 def _session_keys(app) -> set[str]:
     from portal.extensions import db
-    from portal.models import UserSession
+    from portal.identity.models import UserSession
 
     with app.app_context():
         return set(db.session.scalars(db.select(UserSession.key_hash)))
@@ -65,7 +65,7 @@ def _session_keys(app) -> set[str]:
 
 
 def test_a_code_is_accepted_one_step_either_side_and_no_further():
-    from portal.rules.two_factor import accepted_step
+    from portal.identity.rules.two_factor import accepted_step
 
     secret = pyotp.random_base32()
     now = 1_800_000_015.0
@@ -80,7 +80,7 @@ def test_a_code_is_accepted_one_step_either_side_and_no_further():
 
 def test_the_codes_are_those_of_rfc_6238():
     """The SHA-1 test vector of RFC 6238, appendix B (the last 6 of its 8 digits)."""
-    from portal.rules.two_factor import accepted_step
+    from portal.identity.rules.two_factor import accepted_step
 
     secret = "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ"  # base32 of "12345678901234567890"
     assert accepted_step(secret, "287082", 59.0) == 1
@@ -93,7 +93,7 @@ def test_the_codes_are_those_of_rfc_6238():
 def test_enrolment_shows_a_qr_code_and_the_key_and_turns_on_only_with_a_code(
     app, client, accounts, clock
 ):
-    from portal.rules import crypto
+    from portal import crypto
 
     sign_in(client, accounts.operator)
     page = client.get("/account/two-factor").get_data(as_text=True)
@@ -369,7 +369,7 @@ def _require(client, required: bool, code: str | None = None):
 
 
 def test_only_an_owner_with_two_factor_may_require_it(app, client, accounts, clock):
-    from portal.rules.accounts import merchant_named
+    from portal.identity.rules.accounts import merchant_named
 
     sign_in(client, accounts.owner)
     response = _require(client, True)
@@ -421,14 +421,14 @@ def _user_id(app, email: str) -> int:
 
 
 def _exists(app, email: str) -> bool:
-    from portal.rules.accounts import find_user
+    from portal.identity.rules.accounts import find_user
 
     with app.app_context():
         return find_user(email) is not None
 
 
 def _acme_requires(app) -> bool:
-    from portal.rules.accounts import merchant_named
+    from portal.identity.rules.accounts import merchant_named
 
     with app.app_context():
         return merchant_named("Acme").require_two_factor
@@ -436,7 +436,7 @@ def _acme_requires(app) -> bool:
 
 def _set_acme_requirement(app, required: bool) -> None:
     from portal.extensions import db
-    from portal.rules.accounts import merchant_named
+    from portal.identity.rules.accounts import merchant_named
 
     with app.app_context():
         merchant_named("Acme").require_two_factor = required
@@ -541,14 +541,14 @@ def test_an_owner_with_two_factor_confirms_changes_to_users_with_a_fresh_code(
 
 
 def _api_connection(app):
-    from portal.rules.accounts import merchant_named
+    from portal.identity.rules.accounts import merchant_named
 
     with app.app_context():
         return merchant_named("Acme").api_connection
 
 
 def _shop_url(app) -> str | None:
-    from portal.rules.accounts import merchant_named
+    from portal.identity.rules.accounts import merchant_named
 
     with app.app_context():
         return merchant_named("Acme").shop_url

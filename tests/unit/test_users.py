@@ -14,7 +14,7 @@ def owner(client, accounts):
 
 
 def _user_id(app, email: str) -> int:
-    from portal.rules.accounts import find_user
+    from portal.identity.rules.accounts import find_user
 
     with app.app_context():
         return find_user(email).id
@@ -66,7 +66,7 @@ def test_an_address_of_this_merchant_is_said_to_be_a_user_already(owner, account
 
 def test_an_address_of_another_merchant_is_not_revealed(app, owner, accounts):
     """Whether, and where, an address is registered elsewhere is not this owner's to learn."""
-    from portal.rules.accounts import find_user
+    from portal.identity.rules.accounts import find_user
     from portal.web.users import CANNOT_ADD
 
     response = _add(owner, accounts.other_owner)

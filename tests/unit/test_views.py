@@ -1,4 +1,4 @@
-"""The shape every view keeps, read from the code: one return type, one way to meet an API
+"""The shape every view keeps, read from the code: one return type, one way to handle an API
 failure, database work left to the rules, error codes named."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PORTAL = Path(__file__).resolve().parents[2] / "portal"
-FEATURES = sorted(path.parent for path in PORTAL.glob("*/routes.py"))
+FEATURES = sorted(path.parent for path in PORTAL.glob("*/pages/**/routes.py"))
 API_FAILURES = {"ApiFailure", "ApiRefusal", "ApiUnavailable"}
 
 
@@ -48,7 +48,8 @@ def test_every_view_returns_a_response(feature):
 
 @pytest.mark.parametrize("feature", FEATURES, ids=lambda path: path.name)
 def test_views_meet_api_failures_through_the_one_helper(feature):
-    """`except ApiFailure as failure:` and `refusals.meet(...)`; never a hand-written answer."""
+    """`except ApiFailure as failure:` and `api_errors.handle_api_error(...)`; never a hand-written
+    answer."""
     wrong = []
     for path in [feature / "routes.py"]:
         for node in ast.walk(_tree(path)):
@@ -62,7 +63,7 @@ def test_views_meet_api_failures_through_the_one_helper(feature):
                 for n in ast.walk(node)
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
             }
-            if names != {"ApiFailure"} or "meet" not in calls:
+            if names != {"ApiFailure"} or "handle_api_error" not in calls:
                 wrong.append(f"{path.name}:{node.lineno}")
     assert wrong == []
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from flask import Flask
 
-from portal.rules.webhooks import UrlProblem, checked_addresses, url_problem
+from portal.live.rules.webhooks import UrlProblem, checked_addresses, url_problem
 
 REFUSED = [
     # IPv4 spellings of loopback and private addresses

@@ -12,8 +12,8 @@ from tests.support.polling import wait_for
 
 
 def test_a_tick_starts_each_stage_as_a_task_of_its_own(app):
-    from portal.worker import tasks
-    from portal.worker.queue import huey
+    from portal.live.worker import tasks
+    from portal.live.worker.queue import huey
 
     huey.flush()
     tasks.tick.call_local()
@@ -29,7 +29,7 @@ def test_a_tick_starts_each_stage_as_a_task_of_its_own(app):
 def stages_restored():
     """The stages are the process's own: a consumer made here must not leave its sharing to
     the tests that follow."""
-    from portal.worker.queue import SYNCS
+    from portal.live.worker.queue import SYNCS
 
     slots = SYNCS.slots
     try:
@@ -39,7 +39,7 @@ def stages_restored():
 
 
 def test_syncs_leave_a_thread_for_deliveries_and_one_for_mail(app, stages_restored):
-    from portal.worker.queue import SYNCS, GracefulConsumer, huey
+    from portal.live.worker.queue import SYNCS, GracefulConsumer, huey
 
     with pytest.raises(ValueError, match="at least 3 threads"):
         GracefulConsumer(huey, workers=2, worker_type="thread")
@@ -70,7 +70,7 @@ def test_syncs_leave_a_thread_for_deliveries_and_one_for_mail(app, stages_restor
 def test_a_delivery_turn_s_escaped_failure_is_logged_by_its_class(app, monkeypatch, caplog):
     """The worker does not wait for its delivery turns: a failure their own handling lets
     through (a rollback failing with the database down) is logged, without its text."""
-    from portal.rules import webhooks
+    from portal.live.rules import webhooks
 
     def database_down(endpoint_id: int, deadline: float) -> int:
         raise ConnectionError("password=hunter2 in the server's words")

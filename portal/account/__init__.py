@@ -1,7 +1,0 @@
-"""The signed-in user's own settings (time zone)."""
-
-from flask import Blueprint
-
-bp = Blueprint("account", __name__)
-
-from portal.account import routes  # noqa: E402, F401  (registers the views on bp)

@@ -1,7 +1,0 @@
-"""The needs-attention list: what a person must decide, from the mirror."""
-
-from flask import Blueprint
-
-bp = Blueprint("attention", __name__)
-
-from portal.attention import routes  # noqa: E402, F401  (registers the views on bp)

@@ -1,0 +1,70 @@
+"""The database's own column types, shared by every subsystem's models."""
+
+from __future__ import annotations
+
+import enum
+import importlib
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import sqlalchemy as sa
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware in UTC."""
+    return datetime.now(UTC)
+
+
+class UtcDateTime(sa.TypeDecorator):
+    """A timestamp stored in UTC that always comes back timezone-aware (SQLite drops the zone)."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        return value.astimezone(UTC) if value is not None else None
+
+    def process_result_value(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class DecimalText(sa.TypeDecorator):
+    """An exact decimal amount stored as its text: no float on any database."""
+
+    impl = sa.String(64)
+    cache_ok = True
+
+    def process_bind_param(self, value: Decimal | None, dialect: sa.Dialect) -> str | None:
+        return None if value is None else format(Decimal(value), "f")
+
+    def process_result_value(self, value: str | None, dialect: sa.Dialect) -> Decimal | None:
+        return None if value is None else Decimal(value)
+
+
+def enum_column(enum_class: type[enum.StrEnum]) -> sa.Enum:
+    return sa.Enum(
+        enum_class,
+        native_enum=False,
+        create_constraint=True,
+        length=20,
+        values_callable=lambda members: [member.value for member in members],
+    )
+
+
+# The subsystems that keep tables, in the order their models may refer to one another.
+MODEL_MODULES = (
+    "portal.identity.models",
+    "portal.settings.models",
+    "portal.payments.models",
+    "portal.money.models",
+    "portal.live.models",
+)
+
+
+def import_every_model() -> None:
+    """Put every table in the metadata, read by this process or not: migrations and key
+    rotation walk the whole schema."""
+    for name in MODEL_MODULES:
+        importlib.import_module(name)

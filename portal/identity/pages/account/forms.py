@@ -1,0 +1,89 @@
+"""The account pages' forms."""
+
+from __future__ import annotations
+
+from flask_wtf import FlaskForm
+from wtforms import (
+    PasswordField,
+    SelectChoice,
+    SelectField,
+    SelectMultipleField,
+    SubmitField,
+)
+from wtforms.validators import DataRequired, EqualTo, Length
+from wtforms.widgets import CheckboxInput, ListWidget
+
+from portal.live.rules.event_words import HEADLINES
+from portal.web.fields import PASSWORD_LENGTH, CodeField
+from portal.web.formatting import time_zone_names
+
+
+def _current_password() -> PasswordField:
+    """Asked again before a change to one's own security (`portal.identity.rules.passwords`)."""
+    required = DataRequired(message="Enter your current password.")
+    return PasswordField("Current password", validators=[required, Length(max=1024)])
+
+
+class TimeZoneForm(FlaskForm):
+    time_zone = SelectField(
+        "Time zone",
+        choices=lambda: [SelectChoice(name, name.replace("_", " ")) for name in time_zone_names()],
+        validate_choice=True,
+    )
+    submit = SubmitField("Save time zone")
+
+    def validate(self, extra_validators: dict | None = None) -> bool:
+        """WTForms says "Not a valid choice"; say what is expected instead."""
+        valid = super().validate(extra_validators)
+        if self.time_zone.errors:
+            self.time_zone.errors[:] = ["Choose a time zone from the list, such as Europe/Berlin."]
+        return valid
+
+
+class ChangePasswordForm(FlaskForm):
+    """Shown on the same page as `TimeZoneForm`: made with prefix="password" (unique ids).
+
+    The code is asked of users with two-factor on only (the template shows it to them).
+    """
+
+    current_password = _current_password()
+    new_password = PasswordField(
+        "New password", validators=[DataRequired(message="Enter a new password."), PASSWORD_LENGTH]
+    )
+    new_password_again = PasswordField(
+        "New password again",
+        validators=[EqualTo("new_password", message="Type the same new password twice.")],
+    )
+    code = CodeField()
+    submit = SubmitField("Change password")
+
+
+class EnableTwoFactorForm(FlaskForm):
+    password = _current_password()
+    code = CodeField()
+    submit = SubmitField("Turn on two-factor sign-in")
+
+
+class RecoveryCodesForm(FlaskForm):
+    code = CodeField()
+    submit = SubmitField("Make new recovery codes")
+
+
+class DisableTwoFactorForm(FlaskForm):
+    """Shown on the same page as `RecoveryCodesForm`: made with prefix="disable" (unique ids)."""
+
+    password = _current_password()
+    code = CodeField("Authenticator or recovery code")
+    submit = SubmitField("Turn off two-factor sign-in")
+
+
+class MailChoicesForm(FlaskForm):
+    """Which events mail the user: one checkbox per event type."""
+
+    event_types = SelectMultipleField(
+        "E-mail me about",
+        choices=[SelectChoice(name, words) for name, words in HEADLINES.items()],
+        widget=ListWidget(prefix_label=False),
+        option_widget=CheckboxInput(),
+    )
+    submit = SubmitField("Save e-mail choices")

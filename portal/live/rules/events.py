@@ -1,0 +1,129 @@
+"""The events table: each change the mirror sees, written once, in the order it was seen.
+
+Webhooks, e-mail and the operation page's timeline all read events from here and nowhere else,
+and only those of the merchant's current API connection (`of_current_connection`): a new
+connection starts a new mirror, and the events of another account are no news about this one.
+"""
+
+from __future__ import annotations
+
+import enum
+import secrets
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from portal.extensions import db
+from portal.live.models import Event
+from portal.settings.models import ApiConnection
+
+
+class EventType(enum.StrEnum):
+    """What happened. The names are the webhook `type`s a shop receives."""
+
+    OPERATION_CREATED = "operation.created"
+    OPERATION_PARTLY_PAID = "operation.partly_paid"  # money arrived, less than due
+    OPERATION_PAID = "operation.paid"  # the whole amount arrived, not confirmed yet
+    OPERATION_OVERPAID = "operation.overpaid"
+    OPERATION_CONFIRMED = "operation.confirmed"
+    OPERATION_EXPIRED = "operation.expired"
+    OPERATION_CANCELED = "operation.canceled"
+    OPERATION_FAILED = "operation.failed"
+    OPERATION_STATUS_CHANGED = "operation.status_changed"  # to any other status
+    TRANSACTION_RECEIVED = "transaction.received"
+    TRANSACTION_NEEDS_REVIEW = "transaction.needs_review"  # arrived and nobody decided yet
+    TRANSACTION_LINKED = "transaction.linked"
+    TRANSACTION_CONFIRMED = "transaction.confirmed"
+    TRANSACTION_REJECTED = "transaction.rejected"
+
+
+def public_event_id() -> str:
+    """The id a shop sees: random, so it tells nothing about other merchants' volume."""
+    return "evt_" + secrets.token_hex(12)
+
+
+# Dedup keys asked for in one query (a first sync's page writes several hundred events).
+KEYS_PER_QUERY = 500
+
+
+def of_current_connection() -> sa.ColumnElement[bool]:
+    """The events of their merchant's current connection (generation 0 while there is none)."""
+    generation = (
+        sa.select(ApiConnection.generation)
+        .where(ApiConnection.merchant_id == Event.merchant_id)
+        .scalar_subquery()
+    )
+    return Event.connection_generation == sa.func.coalesce(generation, 0)
+
+
+def current_generation(merchant_id: int) -> int:
+    """The generation of the merchant's connection; 0 while it has none."""
+    generation = db.session.scalar(
+        sa.select(ApiConnection.generation).where(ApiConnection.merchant_id == merchant_id)
+    )
+    return generation or 0
+
+
+def stored_key(generation: int, key: str) -> str:
+    """The dedup key as stored: it begins with the connection's `generation` (`unrecorded`)."""
+    return f"{generation}:{key}"
+
+
+def unrecorded(merchant_id: int, generation: int, candidates: list[dict]) -> list[dict]:
+    """Of these events (the Event columns but the merchant, the connection and the public id),
+    the ones the table does not hold yet, in the order given, ready to insert. `dedup_key`
+    names the change (subject, what changed, to what): the same change seen by two syncs is one
+    event. Stored, it begins with the connection's `generation`: the same change of another
+    account is another event."""
+    candidates = [
+        {**candidate, "dedup_key": stored_key(generation, candidate["dedup_key"])}
+        for candidate in candidates
+    ]
+    keys = [candidate["dedup_key"] for candidate in candidates]
+    known: set[str] = set()
+    for start in range(0, len(keys), KEYS_PER_QUERY):
+        known.update(
+            db.session.scalars(
+                sa.select(Event.dedup_key).where(
+                    Event.merchant_id == merchant_id,
+                    Event.dedup_key.in_(keys[start : start + KEYS_PER_QUERY]),
+                )
+            )
+        )
+    return [
+        {
+            **candidate,
+            "merchant_id": merchant_id,
+            "connection_generation": generation,
+            "public_id": public_event_id(),
+        }
+        for candidate in candidates
+        if candidate["dedup_key"] not in known
+    ]
+
+
+def record(
+    merchant_id: int,
+    type_: EventType,
+    *,
+    dedup_key: str,
+    data: dict,
+    occurred_at: datetime,
+    operation_id: str | None = None,
+    transaction_id: str | None = None,
+    notify: bool = True,
+) -> bool:
+    """Add one event of the merchant's current connection to the session unless its change is
+    recorded already (`unrecorded`); whether it was new. The caller commits."""
+    candidate = {
+        "type": type_.value,
+        "dedup_key": dedup_key,
+        "data": data,
+        "occurred_at": occurred_at,
+        "operation_id": operation_id,
+        "transaction_id": transaction_id,
+        "notify": notify,
+    }
+    rows = unrecorded(merchant_id, current_generation(merchant_id), [candidate])
+    db.session.add_all(Event(**row) for row in rows)
+    return bool(rows)

@@ -1,0 +1,741 @@
+"""Signed webhooks to the merchant's shop (see docs/webhooks.md for what a shop receives).
+
+Each worker tick (`deliver_due`) first turns new events into deliveries, one per event and
+endpoint (a unique pair, so two workers cannot make two), then sends what is due. A delivery is
+sent only by the worker whose conditional UPDATE took its lease; a worker killed mid-send leaves
+the lease to run out and the same event, with the same id, goes again. A shop may therefore see
+an id twice, never one event under two ids.
+
+Settings (`PORTAL_WEBHOOK_*`, defaults below): the timeout (of a whole POST: connecting, sending
+and the answer), the backoff and its cap, the retry window, the lease, and whether private and
+loopback addresses may receive webhooks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+import secrets
+import socket
+import threading
+import time
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
+
+import requests
+import sqlalchemy as sa
+from flask import current_app
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import aliased
+
+from portal import crypto
+from portal.api.deadline import DeadlinePassed, within
+from portal.api.session import (
+    AnswerTooLarge,
+    PortalSession,
+    WatchedAdapter,
+    pinned_to,
+    read_at_most,
+)
+from portal.extensions import db, rows_changed
+from portal.identity.models import Merchant
+from portal.identity.rules import attempts
+from portal.live.models import (
+    DeliveryState,
+    Event,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
+from portal.live.rules.events import (
+    EventType,
+    current_generation,
+    of_current_connection,
+    public_event_id,
+    stored_key,
+)
+from portal.web_urls import is_web_url
+
+SIGNATURE_HEADER = "Portal-Signature"
+USER_AGENT = "MerchantPortal-Webhooks/1"
+SECRET_PREFIX = "whsec_"  # noqa: S105 (the prefix, not a secret)
+TEST_TYPE = "test"
+# The types a shop may choose: every event the mirror writes.
+TYPES = tuple(EventType)
+DEFAULT_TYPES = (
+    EventType.OPERATION_CONFIRMED,
+    EventType.OPERATION_PARTLY_PAID,
+    EventType.OPERATION_OVERPAID,
+    EventType.OPERATION_EXPIRED,
+    EventType.OPERATION_CANCELED,
+    EventType.OPERATION_FAILED,
+    EventType.TRANSACTION_RECEIVED,
+    EventType.TRANSACTION_NEEDS_REVIEW,
+)
+BATCH = 100
+SESSION_EXTENSION = "portal.webhooks.session"
+# A function that asks the worker to deliver now (portal/live/worker/queue.py registers it).
+WAKE_EXTENSION = "portal.webhooks.wake"
+POOL_SIZE = 10
+MAX_ERROR = 255
+# A shop's answer is read up to this much and dropped (status is all that counts); a longer one
+# is not read further and its connection is closed.
+MAX_ANSWER_BYTES = 64 * 1024
+# IPv6 addresses a shop may have: global unicast, but not 6to4, which carries any IPv4
+# address (127.0.0.1 as 2002:7f00:1::). NAT64, IPv4-compatible, mapped and SIIT forms, site-local
+# and reserved ranges all lie outside 2000::/3.
+GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
+SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
+# Endpoints a delivery pass serves side by side, each on its own thread.
+ENDPOINTS_AT_ONCE = 4
+
+log = logging.getLogger(__name__)
+# This process's delivery threads, the endpoints whose turn is under way on them, and when
+# each endpoint's last turn began (the longest waiting go first).
+_threads: list[ThreadPoolExecutor] = []
+_turns: set[int] = set()
+_turns_lock = threading.Lock()
+_served_at: dict[int, float] = {}
+# Set when the worker stops: each turn ends after the POST under way.
+_stopping = threading.Event()
+
+
+def setting(name: str) -> float:
+    """A `WEBHOOK_*_SECONDS` setting (portal/config.py) as seconds."""
+    return float(current_app.config[name])
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+# --- The endpoint: URL, types, secrets --------------------------------------------------------
+
+
+class UrlProblem(enum.Enum):
+    """Why an address cannot receive webhooks."""
+
+    NOT_WEB = "not an http(s) address"
+    USER = "a user name in the address"
+    UNKNOWN_HOST = "the host cannot be found"
+    PRIVATE = "a private, loopback or reserved address"
+
+
+def private_allowed() -> bool:
+    """Private and loopback addresses: refused in production unless
+    `PORTAL_WEBHOOK_ALLOW_PRIVATE` is true; allowed elsewhere (the tests' shop is on loopback)
+    unless it is false."""
+    allowed = current_app.config.get("WEBHOOK_ALLOW_PRIVATE")
+    if allowed is None:
+        return current_app.config.get("ENV") != "production"
+    return bool(allowed)
+
+
+def url_problem(url: str) -> UrlProblem | None:
+    """Why `url` may not receive webhooks, checked when it is saved and before each POST (a
+    name may resolve elsewhere later)."""
+    problem, _addresses = checked_addresses(url)
+    return problem
+
+
+def checked_addresses(url: str) -> tuple[UrlProblem | None, tuple[str, ...]]:
+    """Why `url` may not receive webhooks, or the addresses its host resolves to now, each one
+    checked: the POST goes to these (`pinned_to`), not to what a second lookup would say. No
+    addresses where private ones are allowed: nothing is checked, nothing is pinned."""
+    if not is_web_url(url):
+        return UrlProblem.NOT_WEB, ()
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        return UrlProblem.USER, ()
+    if private_allowed():
+        return None, ()
+    try:
+        found = socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return UrlProblem.UNKNOWN_HOST, ()
+    addresses = tuple(dict.fromkeys(str(info[4][0]) for info in found))
+    if not addresses or not all(map(_public, addresses)):
+        return UrlProblem.PRIVATE, ()
+    return None, addresses
+
+
+def _public(address: str) -> bool:
+    """Whether a shop may be at `address`: a global unicast address, not one that stands for an
+    IPv4 address in IPv6 clothes."""
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if not ip.is_global or ip.is_multicast:
+        return False
+    return ip.version == 4 or (ip in GLOBAL_UNICAST and ip not in SIX_TO_FOUR)
+
+
+def new_secret() -> str:
+    return SECRET_PREFIX + secrets.token_urlsafe(32)
+
+
+def endpoint_of(merchant: Merchant) -> WebhookEndpoint | None:
+    return db.session.scalar(
+        sa.select(WebhookEndpoint).where(WebhookEndpoint.merchant_id == merchant.id)
+    )
+
+
+def save_endpoint(merchant: Merchant, url: str, types: list[str]) -> WebhookEndpoint:
+    """Set the URL and the types (an empty URL stops the webhooks); the first save makes the
+    secret. Events written before now are not sent for a type chosen now: the events already
+    due are fanned out first, then the endpoint starts from the newest event."""
+    endpoint = endpoint_of(merchant)
+    if endpoint is None:
+        endpoint = WebhookEndpoint(
+            merchant_id=merchant.id, secret_encrypted=crypto.encrypt(new_secret())
+        )
+        db.session.add(endpoint)
+    elif endpoint.enabled:
+        _fan_out(endpoint)
+    endpoint.url = url
+    endpoint.enabled = bool(url)
+    endpoint.event_types = [type_.value for type_ in TYPES if type_.value in types]
+    endpoint.since_event_id = _newest_event_id(merchant.id)
+    db.session.commit()
+    return endpoint
+
+
+def _newest_event_id(merchant_id: int) -> int:
+    newest = db.session.scalar(
+        sa.select(sa.func.max(Event.id)).where(Event.merchant_id == merchant_id)
+    )
+    return newest or 0
+
+
+def secret_of(endpoint: WebhookEndpoint) -> str:
+    return crypto.decrypt(endpoint.secret_encrypted)
+
+
+def masked_secret(endpoint: WebhookEndpoint) -> str:
+    """The secret as the page shows it until an owner reveals it: the prefix and its last 4
+    characters, enough to tell which secret the shop holds (the rest is 228 random bits)."""
+    return SECRET_PREFIX + "••••" + secret_of(endpoint)[-4:]
+
+
+def rotate_secret(endpoint: WebhookEndpoint) -> None:
+    """A new secret; the one it replaces keeps signing beside it for the rotation window (a
+    second rotation within the window drops the oldest)."""
+    endpoint.previous_secret_encrypted = endpoint.secret_encrypted
+    endpoint.previous_secret_until = utcnow() + timedelta(
+        seconds=setting("WEBHOOK_ROTATION_SECONDS")
+    )
+    endpoint.secret_encrypted = crypto.encrypt(new_secret())
+    db.session.commit()
+
+
+def previous_signs_until(endpoint: WebhookEndpoint, now: datetime | None = None) -> datetime | None:
+    """Until when the previous secret signs beside the current one; None when it no longer does."""
+    until = endpoint.previous_secret_until
+    if endpoint.previous_secret_encrypted and until and (now or utcnow()) < until:
+        return until
+    return None
+
+
+def signing_secrets(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
+    """The current secret, then the previous one while it still signs."""
+    keys = [secret_of(endpoint)]
+    if endpoint.previous_secret_encrypted and previous_signs_until(endpoint, now):
+        keys.append(crypto.decrypt(endpoint.previous_secret_encrypted))
+    return keys
+
+
+def signature_header(keys: list[str], body: bytes, timestamp: int) -> str:
+    """`t=<unix>,v1=<hex HMAC-SHA256(key, "<t>.<body>")>`, one `v1` per key."""
+    signed = str(timestamp).encode() + b"." + body
+    signatures = [hmac.new(key.encode(), signed, hashlib.sha256).hexdigest() for key in keys]
+    return ",".join([f"t={timestamp}", *(f"v1={signature}" for signature in signatures)])
+
+
+def payload(event: Event) -> bytes:
+    """The raw body: the bytes that are signed are the bytes sent."""
+    document = {
+        "id": event.public_id,
+        "type": event.type,
+        "created_at": _iso(event.created_at),
+        "data": event.data,
+    }
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+# --- Fan-out: events become deliveries, once ----------------------------------------------------
+
+
+def _fan_out(endpoint: WebhookEndpoint) -> int:
+    """Make the deliveries of the endpoint's new events in its types; how many.
+
+    No cursor to race on: an event has a delivery or not, and the unique pair (endpoint, event)
+    refuses a second one; a worker that loses that race rolls back and finds it made next tick.
+    Only the retry window is looked at, which bounds the scan.
+    """
+    if not endpoint.event_types:
+        return 0
+    window = utcnow() - timedelta(seconds=setting("WEBHOOK_RETRY_SECONDS"))
+    delivered = sa.select(WebhookDelivery.id).where(
+        WebhookDelivery.endpoint_id == endpoint.id, WebhookDelivery.event_id == Event.id
+    )
+    new = db.session.execute(
+        sa.select(Event.id, Event.operation_id)
+        .where(
+            Event.merchant_id == endpoint.merchant_id,
+            Event.id > endpoint.since_event_id,
+            Event.notify.is_(True),
+            of_current_connection(),  # a connection of the past is no news to the shop
+            Event.type.in_(endpoint.event_types),
+            Event.created_at >= window,
+            ~sa.exists(delivered),
+        )
+        .order_by(Event.id)
+    ).all()
+    for event_id, operation_id in new:
+        db.session.add(
+            WebhookDelivery(endpoint_id=endpoint.id, event_id=event_id, operation_id=operation_id)
+        )
+    return len(new)
+
+
+def fan_out() -> int:
+    """Deliveries for every enabled endpoint's new events; how many were made."""
+    made = 0
+    endpoints = db.session.scalars(sa.select(WebhookEndpoint.id).where(WebhookEndpoint.enabled))
+    for endpoint_id in list(endpoints):
+        endpoint = db.session.get(WebhookEndpoint, endpoint_id)
+        if endpoint is None:
+            continue
+        try:
+            made += _fan_out(endpoint)
+            db.session.commit()
+        except IntegrityError:  # another worker made them meanwhile
+            db.session.rollback()
+        except Exception as error:  # one endpoint's failure stops it alone
+            db.session.rollback()
+            log.error(
+                "Webhook events of endpoint %s not fanned out: %s",
+                endpoint_id,
+                type(error).__name__,
+            )
+    return made
+
+
+# --- Sending ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one POST came to."""
+
+    status: int | None
+    error: str | None
+    duration_ms: int
+
+    @property
+    def delivered(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+
+def _claim(delivery_id: int, owner: str, now: datetime) -> bool:
+    """Take the delivery's lease: one conditional UPDATE, so exactly one worker wins it."""
+    lease = now + timedelta(seconds=setting("WEBHOOK_LEASE_SECONDS"))
+    claimed = rows_changed(
+        sa.update(WebhookDelivery)
+        .where(
+            WebhookDelivery.id == delivery_id,
+            WebhookDelivery.state == DeliveryState.PENDING,
+            WebhookDelivery.next_attempt_at <= now,
+            sa.or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now),
+        )
+        .values(lease_owner=owner, lease_until=lease)
+        .execution_options(synchronize_session=False)
+    )
+    db.session.commit()
+    return claimed == 1
+
+
+def _post(endpoint: WebhookEndpoint, event: Event) -> Outcome:
+    """One signed POST, timed; any answer but 2xx, and no answer, is a failed attempt.
+
+    The address is checked again first and the POST goes to the addresses checked. The timeout
+    is the whole POST's (connecting, sending, the answer); a redirect is an answer, not followed.
+    """
+    started = time.monotonic()
+    problem, addresses = checked_addresses(endpoint.url)
+    if problem is not None:
+        return Outcome(None, f"Not sent: {problem.value}", 0)
+    body = payload(event)
+    now = utcnow()
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        "Accept-Encoding": "identity",  # the answer is dropped: nothing to decompress
+        SIGNATURE_HEADER: signature_header(
+            signing_secrets(endpoint, now), body, int(now.timestamp())
+        ),
+    }
+    timeout = setting("WEBHOOK_TIMEOUT_SECONDS")
+    try:
+        with (
+            within(timeout),
+            pinned_to(urlsplit(endpoint.url).hostname or "", addresses),
+            _session().post(
+                endpoint.url,
+                data=body,
+                headers=headers,
+                timeout=(timeout, timeout),
+                allow_redirects=False,
+                stream=True,
+            ) as answer,
+        ):
+            status, error = answer.status_code, None
+            with contextlib.suppress(AnswerTooLarge):
+                read_at_most(answer, MAX_ANSWER_BYTES)  # read whole, the connection is kept
+    except (requests.Timeout, DeadlinePassed):
+        status, error = None, f"No answer within {timeout:g} s"
+    except requests.RequestException as failure:
+        status, error = None, _error_text(failure)
+    return Outcome(status, error, round((time.monotonic() - started) * 1000))
+
+
+def _session() -> requests.Session:
+    """One pool of connections per application in each process: a shop that keeps connections
+    alive is not dialled again for each event. No retries: a failed POST is a failed attempt."""
+    extensions = current_app.extensions
+    if SESSION_EXTENSION not in extensions:
+        session = PortalSession()
+        adapter = WatchedAdapter(pool_maxsize=POOL_SIZE, max_retries=0)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+        extensions.setdefault(SESSION_EXTENSION, session)
+    return extensions[SESSION_EXTENSION]
+
+
+def _error_text(failure: requests.RequestException) -> str:
+    if isinstance(failure, requests.ConnectionError):
+        return "Connection failed"
+    return type(failure).__name__[:MAX_ERROR]
+
+
+def _next_attempt(delivery: WebhookDelivery, now: datetime) -> datetime | None:
+    """When to try again after a failed attempt: 30 s, 1 min, 2 min … up to the cap; None once
+    the retry window from the first attempt is over."""
+    assert delivery.first_attempt_at is not None
+    if now - delivery.first_attempt_at >= timedelta(seconds=setting("WEBHOOK_RETRY_SECONDS")):
+        return None
+    delay = setting("WEBHOOK_BACKOFF_SECONDS") * 2 ** max(0, delivery.attempts - 1)
+    return now + timedelta(seconds=min(delay, setting("WEBHOOK_BACKOFF_CAP_SECONDS")))
+
+
+def _send(delivery_id: int, owner: str) -> bool:
+    """Send a delivery this worker has claimed, record the attempt and release the lease;
+    whether the shop took it. Anything that stops the POST itself (a secret that no key
+    decrypts, a body that cannot be made) is a failed attempt like a shop's refusal: the log
+    shows it, the delivery is retried, and the other deliveries go on."""
+    delivery = db.session.get(WebhookDelivery, delivery_id)
+    assert delivery is not None
+    try:
+        outcome = _post(delivery.endpoint, delivery.event)
+    except Exception as error:  # recorded on this delivery alone
+        db.session.rollback()
+        log.error("Webhook delivery %s not sent: %s", delivery_id, type(error).__name__)
+        delivery = db.session.get(WebhookDelivery, delivery_id)
+        assert delivery is not None
+        outcome = Outcome(None, f"Not sent: {type(error).__name__}"[:MAX_ERROR], 0)
+    now = utcnow()
+    db.session.add(
+        WebhookAttempt(
+            delivery_id=delivery.id,
+            started_at=now - timedelta(milliseconds=outcome.duration_ms),
+            status=outcome.status,
+            error=outcome.error,
+            duration_ms=outcome.duration_ms,
+            manual=delivery.manual,
+        )
+    )
+    delivery.attempts += 1
+    delivery.first_attempt_at = delivery.first_attempt_at or now
+    delivery.last_status = outcome.status
+    delivery.manual = False
+    delivery.lease_owner = delivery.lease_until = None
+    if outcome.delivered:
+        delivery.state = DeliveryState.DELIVERED
+    else:
+        retry_at = _next_attempt(delivery, now)
+        delivery.state = DeliveryState.PENDING if retry_at else DeliveryState.FAILED
+        delivery.next_attempt_at = retry_at or now
+    db.session.commit()
+    return outcome.delivered
+
+
+def _is_due(now: datetime) -> sa.ColumnElement[bool]:
+    """A delivery to send now: pending, its time come, no live lease, its endpoint on (webhooks
+    turned off keep their pending deliveries until they are turned on again), and no earlier
+    event of its operation still pending (a failed one no longer holds the later ones back)."""
+    earlier = aliased(WebhookDelivery)
+    waiting = sa.select(earlier.id).where(
+        earlier.endpoint_id == WebhookDelivery.endpoint_id,
+        earlier.operation_id == WebhookDelivery.operation_id,
+        earlier.event_id < WebhookDelivery.event_id,
+        earlier.state == DeliveryState.PENDING,
+    )
+    return sa.and_(
+        WebhookEndpoint.enabled,
+        WebhookDelivery.state == DeliveryState.PENDING,
+        WebhookDelivery.next_attempt_at <= now,
+        sa.or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now),
+        ~sa.exists(waiting),
+    )
+
+
+def _due(now: datetime, endpoint_id: int) -> list[int]:
+    """The endpoint's deliveries due now, oldest event first."""
+    return list(
+        db.session.scalars(
+            sa.select(WebhookDelivery.id)
+            .join(WebhookEndpoint)
+            .where(WebhookDelivery.endpoint_id == endpoint_id, _is_due(now))
+            .order_by(WebhookDelivery.event_id)
+            .limit(BATCH)
+        )
+    )
+
+
+def _endpoints_due(now: datetime) -> list[int]:
+    """The endpoints with a delivery due now, those this process served longest ago first: a
+    pass that ran out of time before some endpoints starts the next one with them."""
+    endpoint_ids = db.session.scalars(
+        sa.select(WebhookDelivery.endpoint_id).join(WebhookEndpoint).where(_is_due(now)).distinct()
+    ).all()
+    db.session.rollback()  # no transaction held open while the shops answer
+    return sorted(endpoint_ids, key=lambda endpoint: (_served_at.get(endpoint, 0.0), endpoint))
+
+
+def deliver_due(budget_seconds: float | None = None, *, wait: bool = True) -> int:
+    """Fan out new events, then send every delivery whose time has come, until none is due or
+    the budget (default: the tick's interval) is spent; how many the shops took.
+
+    Each endpoint is served by its own turn on this process's delivery threads
+    (`ENDPOINTS_AT_ONCE`), with its own database session: a shop that answers slowly, or not
+    at all, holds its own turn and no other merchant's. An endpoint whose turn is under way
+    (from an earlier pass) is left to it. The worker does not `wait`: its task returns at
+    once, and its threads stay free for the mirror and the mail.
+    """
+    fan_out()
+    interval = float(current_app.config["SYNC_SECONDS"])
+    deadline = time.monotonic() + (interval if budget_seconds is None else budget_seconds)
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+
+    def turn(endpoint_id: int) -> int:
+        try:
+            with app.app_context():
+                return _deliver_to(endpoint_id, deadline)
+        finally:
+            with _turns_lock:
+                _turns.discard(endpoint_id)
+
+    turns = []
+    for endpoint_id in _endpoints_due(utcnow()):
+        with _turns_lock:
+            if endpoint_id in _turns:
+                continue
+            _turns.add(endpoint_id)
+        turns.append(_delivery_threads().submit(turn, endpoint_id))
+    if wait:
+        return sum(done.result() for done in turns)
+    for done in turns:
+        done.add_done_callback(_log_an_escaped_failure)
+    return 0
+
+
+def _log_an_escaped_failure(turn: Future[int]) -> None:
+    """Log a turn's failure that escaped its own handling (the rollback after a failure fails
+    too, the database being down): nobody reads a turn the worker did not wait for. Only its
+    class, as a database error's text may quote the values it was given."""
+    error = None if turn.cancelled() else turn.exception()
+    if error is not None:
+        log.error("A webhook delivery turn failed: %s", type(error).__name__)
+
+
+def request_stop() -> None:
+    """End every turn after its POST under way (the worker is stopping): nothing is claimed
+    that a stopping process might not finish."""
+    _stopping.set()
+
+
+def _delivery_threads() -> ThreadPoolExecutor:
+    """This process's delivery threads, made at the first pass."""
+    with _turns_lock:
+        if not _threads:
+            _threads.append(ThreadPoolExecutor(ENDPOINTS_AT_ONCE, thread_name_prefix="webhooks"))
+        return _threads[0]
+
+
+def _deliver_to(endpoint_id: int, deadline: float) -> int:
+    """Send one endpoint's due deliveries, each claimed just before its POST (so a lease never
+    waits behind other sends), until none is due, the deadline passes or one fails: a shop
+    that fails an attempt gets no other one in this pass, so a shop that does not answer costs
+    one timeout per pass. Any other failure is logged and ends this endpoint's turn only. How
+    many the shop took."""
+    if time.monotonic() >= deadline:
+        return 0  # its turn came too late: served first in the next pass
+    _served_at[endpoint_id] = time.monotonic()
+    owner = uuid.uuid4().hex
+    delivered = 0
+    try:
+        while due := _due(utcnow(), endpoint_id):
+            claimed = False
+            for delivery_id in due:
+                if time.monotonic() >= deadline or _stopping.is_set():
+                    return delivered
+                if not _claim(delivery_id, owner, utcnow()):
+                    continue
+                claimed = True
+                if not _send(delivery_id, owner):
+                    return delivered
+                delivered += 1
+            if not claimed:  # other workers hold them
+                break
+    except Exception as error:  # one endpoint's failure stops it alone
+        db.session.rollback()
+        log.error(
+            "Webhook deliveries of endpoint %s stopped: %s", endpoint_id, type(error).__name__
+        )
+    return delivered
+
+
+# --- What a person asks for on the settings page ---------------------------------------------
+
+
+class TooManySends(Exception):
+    """More test events and resends to one endpoint than `PORTAL_WEBHOOK_MANUAL_LIMIT` allows:
+    nothing was queued."""
+
+
+def send_test_event(endpoint: WebhookEndpoint) -> WebhookDelivery:
+    """Queue a `test` event for this endpoint only (never mailed: `notify` is false), of the
+    merchant's current connection as every event is (its key begins with the generation). The
+    worker sends it as any delivery, under a lease, so it goes once; the owner's request never
+    waits for the shop. Raises `TooManySends` past the endpoint's limit."""
+    _count_manual_send(endpoint)
+    now = utcnow()
+    public_id = public_event_id()
+    generation = current_generation(endpoint.merchant_id)
+    event = Event(
+        public_id=public_id,
+        merchant_id=endpoint.merchant_id,
+        connection_generation=generation,
+        type=TEST_TYPE,
+        dedup_key=stored_key(generation, f"test:{public_id}"),
+        data={"message": "A test event from the merchant portal.", "sent_at": _iso(now)},
+        notify=False,
+        occurred_at=now,
+    )
+    db.session.add(event)
+    db.session.flush()
+    delivery = WebhookDelivery(
+        endpoint_id=endpoint.id, event_id=event.id, manual=True, next_attempt_at=now
+    )
+    db.session.add(delivery)
+    db.session.commit()
+    _wake_the_worker()
+    return delivery
+
+
+def resend(delivery: WebhookDelivery) -> bool:
+    """Queue another attempt of the same event (same id) for the worker; a failure retries for
+    the window again. False when a worker holds the delivery at this moment (it is being sent).
+    Raises `TooManySends` past the endpoint's limit."""
+    _count_manual_send(delivery.endpoint)
+    now = utcnow()
+    queued = rows_changed(
+        sa.update(WebhookDelivery)
+        .where(
+            WebhookDelivery.id == delivery.id,
+            sa.or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now),
+        )
+        .values(
+            state=DeliveryState.PENDING,
+            next_attempt_at=now,
+            first_attempt_at=None,
+            manual=True,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    db.session.commit()
+    if queued:
+        _wake_the_worker()
+    return queued == 1
+
+
+def _count_manual_send(endpoint: WebhookEndpoint) -> None:
+    """Count a test event or a resend against the endpoint's limit, in the limiter's store (shared
+    by every process): an owner's clicks must not make the portal hammer a host."""
+    limit = attempts.limit(
+        current_app.config["WEBHOOK_MANUAL_LIMIT"], "webhooks.manual", str(endpoint.id)
+    )
+    if attempts.attempt([limit]) is None:
+        raise TooManySends
+
+
+def _wake_the_worker() -> None:
+    """Have the worker deliver now rather than at its next tick, through the hook its queue
+    registers (`WAKE_EXTENSION`; the rules know no queue). Without one, or when the queue
+    cannot be reached, the next tick sends it all the same."""
+    wake = current_app.extensions.get(WAKE_EXTENSION)
+    if wake is None:
+        return
+    try:
+        wake()
+    except Exception as error:  # the delivery is due in the database anyway
+        log.warning("The worker was not woken (%s): its next tick delivers", type(error).__name__)
+
+
+def queued_by_hand(merchant: Merchant) -> list[WebhookDelivery]:
+    """Test events and resends waiting for the worker, oldest first: the log shows them, and
+    asks for itself again until they are sent."""
+    return list(
+        db.session.scalars(
+            sa.select(WebhookDelivery)
+            .join(WebhookEndpoint)
+            .where(
+                WebhookEndpoint.merchant_id == merchant.id,
+                WebhookDelivery.manual.is_(True),
+                WebhookDelivery.state == DeliveryState.PENDING,
+            )
+            .order_by(WebhookDelivery.id)
+            .options(sa.orm.joinedload(WebhookDelivery.event))
+        )
+    )
+
+
+def delivery_of(merchant: Merchant, delivery_id: int) -> WebhookDelivery | None:
+    """A delivery of the merchant's endpoint; None for anyone else's."""
+    return db.session.scalar(
+        sa.select(WebhookDelivery)
+        .join(WebhookEndpoint)
+        .where(WebhookDelivery.id == delivery_id, WebhookEndpoint.merchant_id == merchant.id)
+    )
+
+
+def attempts_of(merchant: Merchant) -> sa.Select:
+    """The delivery log: every attempt to the merchant's endpoint, newest first."""
+    return (
+        sa.select(WebhookAttempt)
+        .join(WebhookDelivery)
+        .join(WebhookEndpoint)
+        .where(WebhookEndpoint.merchant_id == merchant.id)
+        .order_by(WebhookAttempt.id.desc())
+        .options(sa.orm.joinedload(WebhookAttempt.delivery).joinedload(WebhookDelivery.event))
+    )
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -1,0 +1,139 @@
+"""Money the portal moves: idempotency records of withdrawals and other forms, exchanges and cross
+exchanges it made."""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from decimal import Decimal
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from portal.database import DecimalText, UtcDateTime, enum_column, utcnow
+from portal.extensions import Model
+
+
+class IntentState(enum.StrEnum):
+    """Where an intent (withdrawal or form) is: only a `pending` one may be sent, and only once."""
+
+    PENDING = "pending"  # not sent yet (a withdrawal under review, or nothing left the portal)
+    SENDING = "sending"  # claimed by one request; the request to the API is on its way
+    SENT = "sent"  # the API made what was asked (its id is kept)
+    REFUSED = "refused"  # the API refused it (error_code); nothing moved
+    UNKNOWN = "unknown"  # sent, but no answer: check the list before trying again
+
+
+class WithdrawalIntent(Model):
+    """One reviewed withdrawal form: the server-side guarantee of exactly one upstream request.
+
+    `key` is the unguessable reference in the review page's URL. Confirming moves the state from
+    `pending` to `sending` with one conditional UPDATE, so across threads and processes only one
+    confirmation ever sends it.
+    """
+
+    __tablename__ = "withdrawal_intents"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    merchant_id: Mapped[int] = mapped_column(
+        sa.ForeignKey("merchants.id", ondelete="CASCADE"), index=True
+    )
+    user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
+    amount: Mapped[Decimal] = mapped_column(DecimalText)
+    wallet: Mapped[str] = mapped_column(sa.String(16))
+    address: Mapped[str] = mapped_column(sa.String(255))
+    state: Mapped[IntentState] = mapped_column(enum_column(IntentState))
+    operation_id: Mapped[str | None] = mapped_column(sa.String(64))
+    operation_status: Mapped[str | None] = mapped_column(sa.String(32))
+    # The network fee the API reported for the sent withdrawal (it tells none before).
+    fee: Mapped[Decimal | None] = mapped_column(DecimalText)
+    error_code: Mapped[int | None]
+    error_message: Mapped[str | None] = mapped_column(sa.Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
+
+    user: Mapped[User | None] = relationship()
+
+
+class IntentKind(enum.StrEnum):
+    """The forms that move money and are sent exactly once through `IdempotencyKey`."""
+
+    EXCHANGE = "exchange"
+    VOUCHER = "voucher"
+    CROSS_EXCHANGE = "cross_exchange"
+    OPERATION = "operation"
+
+
+class IdempotencyKey(Model):
+    """One sending of a form that moves money, under the one-time key the form carried.
+
+    The form page carries a fresh random `key`; the POST claims it by inserting this row (or by
+    moving a `pending` one to `sending`), so however often the same form arrives, by reload,
+    double click or in parallel on several workers, only one request goes to the API. Keys are
+    the merchant's own: another merchant's key finds nothing here.
+    """
+
+    __tablename__ = "form_intents"
+    __table_args__ = (sa.UniqueConstraint("merchant_id", "kind", "key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    kind: Mapped[IntentKind] = mapped_column(enum_column(IntentKind))
+    key: Mapped[str] = mapped_column(sa.String(64))
+    user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
+    # What the form asked for, as text (amounts exactly), for the pages that say where it stands.
+    parameters: Mapped[dict] = mapped_column(sa.JSON)
+    state: Mapped[IntentState] = mapped_column(enum_column(IntentState))
+    record_id: Mapped[str | None] = mapped_column(sa.String(64))  # what the API made
+    error_code: Mapped[int | None]
+    error_message: Mapped[str | None] = mapped_column(sa.Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
+
+
+class CrossExchangeReference(Model):
+    """A cross exchange created through the portal: the API has no list, so the portal keeps ids."""
+
+    __tablename__ = "cross_exchange_references"
+    __table_args__ = (sa.UniqueConstraint("merchant_id", "cross_exchange_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    cross_exchange_id: Mapped[str] = mapped_column(sa.String(64))
+    user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
+    sell_currency: Mapped[str] = mapped_column(sa.String(16))
+    buy_currency: Mapped[str] = mapped_column(sa.String(16))
+    sell_amount: Mapped[Decimal] = mapped_column(DecimalText)
+    buy_amount: Mapped[Decimal] = mapped_column(DecimalText)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+    user: Mapped[User | None] = relationship()
+
+
+class ExchangeRecord(Model):
+    """An exchange made through the portal, as the API answered it: the API has no list of
+    exchanges and never shows one again, so the portal keeps what it was told."""
+
+    __tablename__ = "exchange_records"
+    __table_args__ = (sa.UniqueConstraint("merchant_id", "exchange_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    exchange_id: Mapped[str] = mapped_column(sa.String(64))
+    user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
+    sell_currency: Mapped[str] = mapped_column(sa.String(16))
+    buy_currency: Mapped[str] = mapped_column(sa.String(16))
+    sell_amount: Mapped[Decimal | None] = mapped_column(DecimalText)
+    buy_amount: Mapped[Decimal | None] = mapped_column(DecimalText)
+    rate: Mapped[Decimal | None] = mapped_column(DecimalText)
+    fee: Mapped[Decimal | None] = mapped_column(DecimalText)
+    status: Mapped[str | None] = mapped_column(sa.String(32))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+    user: Mapped[User | None] = relationship()
+
+
+# The models this module's relationships name, imported once its own are defined (they import
+# this module in turn): SQLAlchemy resolves the names when the first query configures the mappers.
+from portal.identity.models import User  # noqa: E402

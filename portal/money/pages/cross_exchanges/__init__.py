@@ -1,0 +1,10 @@
+"""Cross exchanges: create, look up, follow until they expire, cancel.
+
+The API has no list of cross exchanges, so the portal keeps the ids it created per merchant.
+"""
+
+from flask import Blueprint
+
+bp = Blueprint("cross_exchanges", __name__)
+
+from portal.money.pages.cross_exchanges import routes  # noqa: E402, F401  (registers the views on bp)

@@ -1,0 +1,175 @@
+"""Voucher pages. A code is bearer money: only owners create vouchers and reveal codes (with a
+fresh two-factor code when they have two-factor on), audited; codes are never logged or audited
+in clear. Operators and owners pay off the vouchers they receive."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from flask import flash, redirect, url_for
+from flask_login import current_user
+from werkzeug.wrappers import Response
+
+from portal.api import VOUCHER_LIST, ApiFailure, ErrorCode, Voucher
+from portal.identity.models import Role
+from portal.identity.rules import audit
+from portal.money.models import IntentKind
+from portal.money.pages.vouchers import bp
+from portal.money.pages.vouchers.forms import (
+    CancelVoucherForm,
+    NewVoucherForm,
+    PayOffForm,
+    RevealCodeForm,
+    VoucherFilters,
+)
+from portal.reports.rules.csv_rows import VOUCHER_COLUMNS
+from portal.web.access import ALL_ROLES, roles
+from portal.web.api_errors import Check, handle_api_error, record_or_404
+from portal.web.exports import csv_download
+from portal.web.formatting import money
+from portal.web.idempotent_forms import IdempotentForm, refuse_used, send
+from portal.web.lists import ApiList, render_list
+from portal.web.merchant import current_api
+from portal.web.rendering import page, render_page
+from portal.web.step_up import form_refused, step_up_refused
+
+MOVERS = (Role.OWNER, Role.OPERATOR)
+VOUCHER = IdempotentForm(
+    IntentKind.VOUCHER,
+    form_endpoint="vouchers.new",
+    check="the voucher list",
+    check_url=lambda _parameters: url_for("vouchers.index"),
+    record_url=lambda voucher_id: url_for("vouchers.show", voucher_id=voucher_id),
+)
+
+
+VOUCHERS = ApiList(
+    VoucherFilters,
+    lambda api: partial(api.fetch_page, VOUCHER_LIST),
+    "vouchers/index.html",
+    "vouchers/_results.html",
+)
+
+
+@bp.route("")
+@roles(*ALL_ROLES)
+def index() -> Response:
+    """The voucher list with every filter and sort of the API; bad filters send nothing."""
+    return render_list(VOUCHERS)
+
+
+def _voucher(voucher_id: str) -> Voucher:
+    """The voucher from the API; its own 404 page when the API does not know the id."""
+    return record_or_404(
+        partial(current_api().get_voucher, voucher_id),
+        ErrorCode.VOUCHER_NOT_FOUND,
+        "Voucher not found",
+    )
+
+
+@bp.route("/<voucher_id>")
+@roles(*ALL_ROLES)
+def show(voucher_id: str) -> Response:
+    """A voucher, its code masked."""
+    return _voucher_page(voucher=_voucher(voucher_id))
+
+
+# The voucher page, or for htmx the code's part of it.
+_voucher_page = partial(render_page, "vouchers/show.html", "vouchers/_code.html")
+
+
+@bp.route("/<voucher_id>/code", methods=["GET", "POST"])
+@roles(Role.OWNER)
+def code(voucher_id: str) -> Response:
+    """Ask to reveal the code (with two-factor on, for a fresh code); the POST shows it, audited.
+
+    For htmx, only the code's part of the voucher page.
+    """
+    voucher = _voucher(voucher_id)
+    form = RevealCodeForm()
+    status = form_refused(form, current_user._get_current_object(), purpose="voucher_code")
+    if status:
+        return _voucher_page(status, voucher=voucher, reveal_form=form)
+    audit.record("voucher.reveal_code", parameters={"voucher_id": voucher.id})
+    return _voucher_page(voucher=voucher, reveal=True)
+
+
+@bp.route("/new", methods=["GET", "POST"])
+@roles(Role.OWNER)
+def new() -> Response:
+    """Create a voucher once per form shown; with two-factor on, after a fresh code."""
+    form = NewVoucherForm()
+    if not form.validate_on_submit():
+        return page("vouchers/new.html", 422 if form.is_submitted() else 200, form=form)
+    amount, currency = form.amount.entered, form.currency.data
+    try:
+        refuse_used(VOUCHER, form.intent.data)  # a form sent before needs no new code
+        user = current_user._get_current_object()
+        status = step_up_refused(form.code, user, purpose="voucher")
+        if status:
+            return page("vouchers/new.html", status, form=form)
+        parameters = {"amount": amount, "currency": currency}
+        create = partial(current_api().create_voucher, amount, currency)
+        voucher = send(VOUCHER, form.intent.data, parameters, create)
+    except ApiFailure as failure:
+        refused = handle_api_error(failure, form)
+        return page("vouchers/new.html", refused.status, form=form, error=refused.error)
+    flash(
+        f"Voucher {voucher.id} for {money(voucher.amount, voucher.currency)} is created.",
+        "success",
+    )
+    return redirect(url_for("vouchers.show", voucher_id=voucher.id))
+
+
+@bp.route("/<voucher_id>/cancel", methods=["GET", "POST"])
+@roles(*MOVERS)
+def cancel(voucher_id: str) -> Response:
+    """Ask for confirmation on its own page, then cancel the voucher."""
+    voucher = _voucher(voucher_id)
+    form = CancelVoucherForm()
+    if not form.validate_on_submit():
+        return page("vouchers/cancel.html", form=form, voucher=voucher)
+    url = url_for("vouchers.show", voucher_id=voucher.id)
+    try:
+        with audit.recorded("voucher.cancel", {"voucher_id": voucher.id}):
+            current_api().cancel_voucher(voucher.id)
+    except ApiFailure as failure:
+        refused = handle_api_error(failure, form, Check("the voucher", url))
+        return page(
+            "vouchers/cancel.html", refused.status, form=form, voucher=voucher, error=refused.error
+        )
+    flash(f"Voucher {voucher.id} is canceled; its amount is back in the wallet.", "success")
+    return redirect(url)
+
+
+@bp.route("/payoff", methods=["GET", "POST"])
+@roles(*MOVERS)
+def payoff() -> Response:
+    """Pay off a voucher by its code: the amount goes to the wallet of its currency."""
+    form = PayOffForm()
+    if not form.validate_on_submit():
+        return page("vouchers/payoff.html", 422 if form.is_submitted() else 200, form=form)
+    try:
+        with audit.recorded("voucher.pay_off", {"code": form.code.data}) as details:
+            voucher = current_api().pay_off_voucher(form.code.data)
+            details["voucher_id"] = voucher.id
+    except ApiFailure as failure:
+        check = Check("the voucher list", url_for("vouchers.index"))
+        return page(
+            "vouchers/payoff.html",
+            handle_api_error(failure, form, check, at=form.code).status,
+            form=form,
+        )
+    flash(
+        f"Voucher {voucher.id} is paid off: {money(voucher.amount, voucher.currency)} "
+        "went to your wallet.",
+        "success",
+    )
+    return redirect(url_for("vouchers.show", voucher_id=voucher.id))
+
+
+@bp.get("/export.csv")
+@roles(*ALL_ROLES)
+def export_csv() -> Response:
+    """The vouchers of the list's filters, without their codes."""
+    return csv_download(VOUCHERS, "vouchers", VOUCHER_COLUMNS)

@@ -1,0 +1,161 @@
+"""Exactly one upstream request per form that moves money, however often the form arrives.
+
+The guarantee lives in the database, so it holds across threads and gunicorn workers: a request
+may send only after it moved an intent from `pending` (or from nothing, for a form's fresh key)
+to `sending`, in one statement that only one request can win. The request is never retried: an
+answer that never came leaves the intent `unknown`, to be checked before trying again; a request
+that surely never left goes back to `pending`, so the same form may be sent again.
+
+Withdrawals keep their own table (`WithdrawalIntent`, reviewed on a page of their own); the forms
+of exchanges, vouchers, cross exchanges and new operations carry their key in the form itself
+(`IdempotencyKey`). Both claim and settle through this module. Nothing here knows about pages.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Protocol
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from portal.api import ApiRefusal, ApiUnavailable
+from portal.database import utcnow
+from portal.extensions import db, rows_changed
+from portal.identity.models import Merchant, User
+from portal.money.models import IdempotencyKey, IntentKind, IntentState, WithdrawalIntent
+
+KEY_BYTES = 24
+PORTAL_FAILURE = "The portal failed while it kept the answer: check before sending again."
+
+
+class Settled(Protocol):
+    """What `settling` keeps on an intent: its state and, for a refusal, why."""
+
+    state: IntentState
+    error_code: int | None
+    error_message: str | None
+
+
+def new_key() -> str:
+    """An unguessable one-time key (32 url-safe characters)."""
+    return secrets.token_urlsafe(KEY_BYTES)
+
+
+def take_pending(
+    model: type[IdempotencyKey] | type[WithdrawalIntent],
+    *criteria: sa.ColumnElement[bool],
+    **values: object,
+) -> bool:
+    """Move the pending row of `model` that matches `criteria` to sending, within the caller's
+    transaction; True only for the one caller whose statement changed it."""
+    changed = rows_changed(
+        sa.update(model)
+        .where(*criteria, model.state == IntentState.PENDING)
+        .values(state=IntentState.SENDING, updated_at=utcnow(), **values)
+        .execution_options(synchronize_session=False)
+    )
+    return changed == 1
+
+
+@contextmanager
+def settling(intent: Settled) -> Iterator[None]:
+    """Keep on a claimed intent how its one request ended, and commit it.
+
+    An exception of the block goes on to the caller: a refusal is `refused` (with its code and the
+    API's message), no answer after the request left is `unknown`, and a request that surely never
+    left is `pending` again. Any other failure, the portal's own after the request may have left (an
+    answer it cannot store, say), is `unknown` too: never sent again, and never left `sending`.
+    """
+    try:
+        yield
+    except ApiUnavailable as error:
+        intent.state = IntentState.UNKNOWN if error.request_sent else IntentState.PENDING
+        intent.error_message = error.message
+        raise
+    except ApiRefusal as error:
+        intent.state = IntentState.REFUSED
+        intent.error_code, intent.error_message = error.code, error.message
+        raise
+    except Exception:
+        _unknown_after_failure(intent)
+        raise
+    else:
+        intent.state = IntentState.SENT
+        intent.error_code = intent.error_message = None
+    finally:
+        try:
+            db.session.commit()
+        except Exception:
+            _unknown_after_failure(intent)
+            db.session.commit()
+            raise
+
+
+def _unknown_after_failure(intent: Settled) -> None:
+    db.session.rollback()  # the failure may have broken the transaction
+    intent.state = IntentState.UNKNOWN
+    intent.error_message = PORTAL_FAILURE
+
+
+# --- Forms that carry their key ---------------------------------------------------------------
+
+
+def _of(merchant: Merchant, kind: IntentKind, key: str) -> list[sa.ColumnElement[bool]]:
+    return [
+        IdempotencyKey.merchant_id == merchant.id,
+        IdempotencyKey.kind == kind,
+        IdempotencyKey.key == key,
+    ]
+
+
+def find(merchant: Merchant, kind: IntentKind, key: str) -> IdempotencyKey | None:
+    """The merchant's intent of this kind under `key`, if a form with it was ever sent."""
+    return db.session.scalar(sa.select(IdempotencyKey).where(*_of(merchant, kind, key)))
+
+
+def _insert_unless_taken() -> sa.Insert:
+    """An INSERT that does nothing when the key is taken (both databases the portal runs on)."""
+    dialect = postgresql if db.session.get_bind().dialect.name == "postgresql" else sqlite
+    return dialect.insert(IdempotencyKey).on_conflict_do_nothing(
+        index_elements=["merchant_id", "kind", "key"]
+    )
+
+
+def claim(
+    merchant: Merchant, user: User, kind: IntentKind, key: str, parameters: Mapping[str, object]
+) -> tuple[IdempotencyKey, bool]:
+    """Claim the form's key for sending: the intent, and whether this caller won it.
+
+    A new key is claimed by inserting its intent, a `pending` one (nothing ever left) by moving
+    it to `sending`; every other caller loses. What the caller added to the session is committed
+    with a won claim and dropped with a lost one.
+    """
+    now = utcnow()
+    inserted = db.session.scalar(
+        _insert_unless_taken()
+        .values(
+            merchant_id=merchant.id,
+            kind=kind,
+            key=key,
+            user_id=user.id,
+            parameters=dict(parameters),
+            state=IntentState.SENDING,
+            created_at=now,
+            updated_at=now,
+        )
+        .returning(IdempotencyKey.id)
+    )
+    won = inserted is not None or take_pending(
+        IdempotencyKey, *_of(merchant, kind, key), user_id=user.id
+    )
+    if won:
+        db.session.commit()
+    else:
+        db.session.rollback()
+    intent = find(merchant, kind, key)
+    assert intent is not None  # inserted or found by the statements above
+    db.session.refresh(intent)
+    return intent, won

@@ -1,0 +1,154 @@
+"""Payments as the portal keeps them: the mirror's copy of operations and transactions, and the
+checkout page's links."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from portal.database import DecimalText, UtcDateTime, utcnow
+from portal.extensions import Model
+
+
+class CheckoutLink(Model):
+    """The public checkout page's reference to one operation: a random token, nothing readable.
+
+    Created before the operation (its URL is the operation's `redirect_url`); the operation id is
+    filled in once the API has created it.
+    """
+
+    __tablename__ = "checkout_links"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    token: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    merchant_id: Mapped[int] = mapped_column(
+        sa.ForeignKey("merchants.id", ondelete="CASCADE"), index=True
+    )
+    operation_id: Mapped[str | None] = mapped_column(sa.String(64))
+    # Finds the operation again when the API created it but its answer was lost.
+    order_id: Mapped[str | None] = mapped_column(sa.String(255))
+    # The amount asked, kept when the operation is attached: the page still shows it when the
+    # API will not answer for the merchant (banned) or cannot be reached.
+    amount: Mapped[Decimal | None] = mapped_column(DecimalText)
+    currency: Mapped[str | None] = mapped_column(sa.String(16))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+    merchant: Mapped[Merchant] = relationship()
+
+
+# --- The mirror of the API (portal/live/rules/mirror.py) and the events it writes -----------------
+
+
+class MirroredOperation(Model):
+    """An operation as the API last showed it to the mirror; a copy, never the truth to act on.
+
+    The columns are what lists, search and the attention list filter on; `record` keeps the
+    API's whole record (transactions included) for webhooks and timelines.
+    """
+
+    __tablename__ = "mirrored_operations"
+    __table_args__ = (
+        sa.UniqueConstraint("merchant_id", "operation_id"),
+        sa.Index("ix_mirrored_operations_merchant_updated", "merchant_id", "updated_at"),
+        # Every column the dashboard's figures read (migration 0015): the table is not read.
+        sa.Index(
+            "ix_mirrored_operations_merchant_created_figures",
+            "merchant_id",
+            "created_at",
+            "status",
+            "currency",
+            "amount",
+            "amount_paid",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    operation_id: Mapped[str] = mapped_column(sa.String(64))
+    order_id: Mapped[str | None] = mapped_column(sa.String(255))
+    category: Mapped[str] = mapped_column(sa.String(32))
+    status: Mapped[str] = mapped_column(sa.String(32))
+    amount: Mapped[Decimal] = mapped_column(DecimalText)
+    amount_paid: Mapped[Decimal | None] = mapped_column(DecimalText)
+    currency: Mapped[str] = mapped_column(sa.String(16))
+    currency_paid: Mapped[str | None] = mapped_column(sa.String(16))
+    address: Mapped[str | None] = mapped_column(sa.String(255))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)  # the API's
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime)  # the API's
+    record: Mapped[dict] = mapped_column(sa.JSON)
+    mirrored_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
+
+
+class MirroredTransaction(Model):
+    """A blockchain transaction as the API last showed it to the mirror."""
+
+    __tablename__ = "mirrored_transactions"
+    __table_args__ = (
+        sa.UniqueConstraint("merchant_id", "transaction_id"),
+        sa.Index("ix_mirrored_transactions_merchant_operation", "merchant_id", "operation_id"),
+        sa.Index("ix_mirrored_transactions_merchant_updated", "merchant_id", "updated_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    transaction_id: Mapped[str] = mapped_column(sa.String(64))
+    operation_id: Mapped[str | None] = mapped_column(sa.String(64))
+    tx_id: Mapped[str | None] = mapped_column(sa.String(255))  # the hash on the blockchain
+    amount: Mapped[Decimal] = mapped_column(DecimalText)
+    status: Mapped[str] = mapped_column(sa.String(32))
+    linked: Mapped[bool] = mapped_column(default=False)
+    reject_reason: Mapped[str | None] = mapped_column(sa.Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)  # the API's
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime)  # the API's
+    record: Mapped[dict] = mapped_column(sa.JSON)
+    mirrored_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
+
+
+# --- Search and the attention list over the mirror (issue 15, points 5 and 6) ----------------
+# What the attention list counts on every page: undecided transactions, operations by status;
+# each index holds every column its count reads (the rows' `record` is large).
+sa.Index(
+    "ix_mirrored_operations_merchant_status",
+    MirroredOperation.merchant_id,
+    MirroredOperation.status,
+    MirroredOperation.updated_at,
+    MirroredOperation.operation_id,
+    MirroredOperation.amount_paid,
+)
+sa.Index(
+    "ix_mirrored_transactions_merchant_status",
+    MirroredTransaction.merchant_id,
+    MirroredTransaction.status,
+    MirroredTransaction.linked,
+    MirroredTransaction.operation_id,
+)
+sa.Index(
+    "ix_mirrored_transactions_merchant_operation_status",
+    MirroredTransaction.merchant_id,
+    MirroredTransaction.operation_id,
+    MirroredTransaction.status,
+    MirroredTransaction.linked,
+)
+# Migration 0014 adds, on SQLite, FTS5 tables (trigram) over the searched columns, kept by
+# triggers, and on PostgreSQL trigram indexes of lower-cased columns: no models, so a
+# comparison of the models with the schema leaves them out.
+SEARCH_INDEX_TABLES = ("mirrored_operations_search", "mirrored_transactions_search")
+TRIGRAM_INDEX_SUFFIX = "_trigram"
+
+
+def is_modelled(name: str | None, type_: str, _parent_names: object) -> bool:
+    """For Alembic's `include_name`: False for the search indexes of migration 0014 (the FTS5
+    tables with their shadow tables, and the trigram indexes)."""
+    if name is None:
+        return True
+    if type_ == "table":
+        return not name.startswith(SEARCH_INDEX_TABLES)
+    return not (type_ == "index" and name.endswith(TRIGRAM_INDEX_SUFFIX))
+
+
+# The models this module's relationships name, imported once its own are defined (they import
+# this module in turn): SQLAlchemy resolves the names when the first query configures the mappers.
+from portal.identity.models import Merchant  # noqa: E402

@@ -1,0 +1,301 @@
+"""Operations: list, record, create, and the actions that change an operation.
+
+The actions ask for confirmation first: the first POST only shows what would be sent; the POST
+from the confirmation (with `confirm`) sends it. With htmx the operation is shown again in
+place; without JavaScript the browser is redirected to it (Post/Redirect/Get).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache, partial
+from typing import Any
+
+import segno
+from flask import abort, current_app, flash, redirect, request, url_for
+from flask_login import current_user
+from werkzeug.wrappers import Response
+from wtforms import Field
+
+from portal.api import (
+    OPERATION_LIST,
+    ApiFailure,
+    ApiRefusal,
+    ErrorCode,
+    MerchantApiClient,
+    Operation,
+    Transaction,
+)
+from portal.identity.models import Role
+from portal.identity.rules import audit
+from portal.money.models import IntentKind
+from portal.payments.pages.operations import bp
+from portal.payments.pages.operations.forms import (
+    CancelForm,
+    NewOperationForm,
+    OperationFilters,
+    RejectForm,
+    TransactionsActionForm,
+)
+from portal.payments.pages.public_urls import checkout_url
+from portal.payments.pages.timeline_words import lines
+from portal.payments.rules.checkout_links import created_with_link, reserve_link
+from portal.payments.rules.progress import can_change
+from portal.payments.rules.rates import currencies_of
+from portal.payments.rules.timeline import timeline
+from portal.reports.rules.csv_rows import (
+    OPERATION_COLUMNS,
+    TRANSACTION_COLUMNS,
+    operation_transactions,
+)
+from portal.web.access import ALL_ROLES, roles
+from portal.web.api_errors import (
+    NOTHING_SENT,
+    Check,
+    handle_api_error,
+    record_or_404,
+    unless_unavailable,
+)
+from portal.web.exports import csv_download
+from portal.web.fields import CURRENCIES
+from portal.web.idempotent_forms import IdempotentForm, refuse_used, send
+from portal.web.lists import ApiList, render_list
+from portal.web.merchant import current_api
+from portal.web.rendering import page, polled_by, render_page, wants_fragment
+
+MOVERS = (Role.OWNER, Role.OPERATOR)
+CANCELABLE = "new"
+PAGE, FRAGMENT = "operations/detail.html", "operations/_operation.html"
+# The element of the operation page that asks for the operation again while it can change.
+POLLER = "operation-poll"
+POLL_SECONDS = 5
+PAID_ONES_WARNING = (
+    "Tick the box to confirm: these transactions already count as paid, and the operation "
+    "loses what they paid."
+)
+OPERATIONS = ApiList(
+    OperationFilters,
+    lambda api: partial(api.fetch_page, OPERATION_LIST),
+    "operations/index.html",
+    "operations/_results.html",
+)
+OPERATION = IdempotentForm(
+    IntentKind.OPERATION,
+    form_endpoint="operations.new",
+    check="the operations list",
+    check_url=lambda asked: url_for("operations.index", order_id=asked["order_id"]),
+    record_url=lambda operation_id: url_for("operations.detail", operation_id=operation_id),
+)
+
+
+@bp.route("")
+@roles(*ALL_ROLES)
+def index() -> Response:
+    """The operations matching the filters of the query string."""
+    return render_list(OPERATIONS)
+
+
+@bp.get("/export.csv")
+@roles(*ALL_ROLES)
+def export_csv() -> Response:
+    """Operations, or with `detail=transactions` one row per transaction of those operations."""
+    if request.args.get("detail") == "transactions":
+        return csv_download(
+            OPERATIONS, "transactions-of-operations", TRANSACTION_COLUMNS, operation_transactions
+        )
+    return csv_download(OPERATIONS, "operations", OPERATION_COLUMNS)
+
+
+def _operation_or_404(operation_id: str) -> Operation:
+    return record_or_404(
+        partial(current_api().get_operation, operation_id),
+        ErrorCode.OPERATION_NOT_FOUND,
+        "Operation not found",
+    )
+
+
+def _show(operation: Operation, status: int = 200, **context: object) -> Response:
+    """The operation page, or for htmx the operation part of it.
+
+    The selection form is a blank one unless a view passes its own (`formdata=None`: after an
+    action nothing stays ticked). While the operation can still change and nothing waits for a
+    confirmation, the page asks for it again every few seconds; a poll's answer lets the page
+    keep the boxes ticked and the reason typed.
+    """
+    context.setdefault("action_form", TransactionsActionForm(formdata=None))
+    context.setdefault("cancel_form", CancelForm())
+    if operation.payment_url and operation.status == CANCELABLE:
+        context["qr_code"] = qr_code(operation.payment_url)
+    history = timeline(current_user.merchant_id, operation.id)
+    # The timeline comes from the mirror, a sync behind the API: the page keeps asking until
+    # the mirror has caught up with what it shows (it stops on its own without a mirror).
+    waiting = can_change(operation.status) or history.behind(operation.updated_at)
+    live = waiting and not context.get("confirming")
+    return render_page(
+        PAGE,
+        FRAGMENT,
+        status,
+        operation=operation,
+        poll_seconds=POLL_SECONDS if live else None,
+        poller=POLLER,
+        polled=polled_by(POLLER),
+        timeline=lines(history),
+        sync_seconds=current_app.config["SYNC_SECONDS"],
+        **context,
+    )
+
+
+@lru_cache(maxsize=256)
+def qr_code(url: str) -> str:
+    """The link as a QR code, an SVG `data:` URI made on the server (no script, CSP-safe).
+
+    Kept per link: encoding takes several milliseconds, and a page waiting for a payment asks
+    for the same link every few seconds.
+    """
+    return segno.make(url, error="m").svg_data_uri(scale=4, border=2)
+
+
+def _check(operation_id: str) -> Check:
+    """Where to look when a change of the operation got no answer."""
+    return Check("the operation", url_for(".detail", operation_id=operation_id))
+
+
+def _done(operation_id: str, message: str) -> Response:
+    """After a change: the operation again, in place (htmx) or by a redirect."""
+    if wants_fragment():
+        return _show(current_api().get_operation(operation_id), notice=message)
+    flash(message, "success")
+    return redirect(url_for(".detail", operation_id=operation_id))
+
+
+@bp.route("/<operation_id>")
+@roles(*ALL_ROLES)
+def detail(operation_id: str) -> Response:
+    """Every field of the operation and its transactions."""
+    return _show(_operation_or_404(operation_id))
+
+
+@bp.route("/new", methods=["GET", "POST"])
+@roles(*MOVERS)
+def new() -> Response:
+    """Create an operation; without a redirect URL the customer returns to our checkout page."""
+    api = current_api()
+    form = NewOperationForm()
+    # Without the rates (the payment service does not answer), the currencies the portal knows,
+    # and a banner: the form can be filled in, and sent once the service is back.
+    rates = unless_unavailable(api.get_rates)
+    form.offer(currencies_of(rates) if rates is not None else list(CURRENCIES))
+    shown = {"form": form, "api_down": rates is None}
+    if not form.validate_on_submit():
+        return page("operations/new.html", 422 if form.is_submitted() else 200, **shown)
+    if rates is None:  # it did not answer a moment ago: nothing is sent, the form stays filled
+        return page("operations/new.html", 502, error=NOTHING_SENT, **shown)
+    try:
+        operation = _create_once(api, form)
+    except ApiFailure as failure:
+        refused = handle_api_error(failure, form, at=_concerned_field(failure, form))
+        return page("operations/new.html", refused.status, error=refused.error, **shown)
+    flash(f"Operation {operation.id} was created. Give the customer its payment link.")
+    return redirect(url_for(".detail", operation_id=operation.id))
+
+
+def _concerned_field(failure: ApiFailure, form: NewOperationForm) -> Field | None:
+    """Code 7 (operation not created) is said next to the payment currency: a currency the
+    customer cannot pay in is the one reason the API's sandbox gives for it."""
+    if isinstance(failure, ApiRefusal) and failure.code == ErrorCode.OPERATION_NOT_CREATED:
+        return form.payment_currency
+    return None
+
+
+def _create_once(api: MerchantApiClient, form: NewOperationForm) -> Operation:
+    """Create the operation once per form shown, after reserving its checkout link."""
+    refuse_used(OPERATION, form.intent.data)
+    link = None
+    if not form.redirect_url.data:
+        link = reserve_link(current_user.merchant, form.order_id.data)
+    asked = {
+        "amount": form.amount.data,
+        "currency": form.currency.data,
+        "order_id": form.order_id.data,
+        "payment_currency": form.paid_in(),
+        "redirect_url": form.redirect_url.data or (checkout_url(link) if link else None),
+    }
+    create = partial(created_with_link, link, partial(api.create_operation, **asked))
+    return send(OPERATION, form.intent.data, asked, create)
+
+
+def _transactions_action(
+    operation_id: str, form_class: type[TransactionsActionForm], action: str
+) -> Response:
+    """Link or reject: check the selection, ask for confirmation, then send."""
+    operation = _operation_or_404(operation_id)
+    form = form_class()
+    form.offer([transaction.id for transaction in operation.transactions])
+    if not form.validate_on_submit():
+        return _show(operation, 422, action_form=form)
+    ids = form.transaction_id.data
+    chosen = [transaction for transaction in operation.transactions if transaction.id in ids]
+    paid_ones = [transaction for transaction in chosen if _pays(transaction)]
+    asking: dict[str, Any] = {"action_form": form, "confirming": action, "chosen": chosen}
+    if action == "reject" and paid_ones:  # its own warning, and its own box to tick
+        asking["paid_ones"] = paid_ones
+        if form.confirm.data and not form.paid_ones_too.data:
+            form.paid_ones_too.errors = [PAID_ONES_WARNING]
+            return _show(operation, 422, **asking)
+    if not form.confirm.data:
+        return _show(operation, **asking)
+    api = current_api()
+    parameters = {"operation_id": operation_id, "transaction_ids": ids}
+    try:
+        if action == "link":
+            with audit.recorded("transactions.link", parameters):
+                api.link_transactions(operation_id, ids)
+        else:
+            with audit.recorded("transactions.reject", {**parameters, "reason": form.reason.data}):
+                api.reject_transactions(operation_id, ids, form.reason.data)
+    except ApiFailure as failure:
+        refused = handle_api_error(failure, form, _check(operation_id))
+        form.transaction_id.data = []  # whatever happened, nothing stays ticked for the next one
+        operation = api.get_operation(operation_id)
+        return _show(operation, refused.status, action_form=form, error=refused.error)
+    count = len(ids)
+    noun = "transaction" if count == 1 else "transactions"
+    verb = "linked to the operation" if action == "link" else "rejected"
+    return _done(operation_id, f"{count} {noun} {verb}.")
+
+
+def _pays(transaction: Transaction) -> bool:
+    """A transaction that counts as paid: rejecting it takes its amount off the operation."""
+    return transaction.linked or transaction.status == "confirmed"
+
+
+@bp.route("/<operation_id>/link-transactions", methods=["POST"])
+@roles(*MOVERS)
+def link_transactions(operation_id: str) -> Response:
+    return _transactions_action(operation_id, TransactionsActionForm, "link")
+
+
+@bp.route("/<operation_id>/reject-transactions", methods=["POST"])
+@roles(*MOVERS)
+def reject_transactions(operation_id: str) -> Response:
+    return _transactions_action(operation_id, RejectForm, "reject")
+
+
+@bp.route("/<operation_id>/cancel", methods=["POST"])
+@roles(*MOVERS)
+def cancel(operation_id: str) -> Response:
+    """Cancel after confirmation; a refusal is explained above the operation as it stands now."""
+    operation = _operation_or_404(operation_id)
+    form = CancelForm()
+    if not form.validate_on_submit():
+        abort(400)
+    if not form.confirm.data:
+        return _show(operation, confirming="cancel")
+    api = current_api()
+    try:
+        with audit.recorded("operation.cancel", {"operation_id": operation_id}):
+            api.cancel_operation(operation_id)
+    except ApiFailure as failure:
+        refused = handle_api_error(failure, form, _check(operation_id))
+        operation = api.get_operation(operation_id)
+        return _show(operation, refused.status, error=refused.error)
+    return _done(operation_id, "The operation was canceled.")

@@ -1,0 +1,54 @@
+"""`/transactions` and `/transactions/<id>`: read-only, each linked to its operation."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from werkzeug.wrappers import Response
+
+from portal.api import ErrorCode
+from portal.payments.pages.transactions import bp
+from portal.payments.pages.transactions.forms import TransactionFilters
+from portal.payments.rules.paid_transactions import fetch_paid
+from portal.reports.rules.csv_rows import TRANSACTION_COLUMNS
+from portal.web.access import ALL_ROLES, roles
+from portal.web.api_errors import record_or_404
+from portal.web.exports import csv_download
+from portal.web.lists import ApiList, render_list
+from portal.web.merchant import current_api
+from portal.web.rendering import render_page
+
+TRANSACTIONS = ApiList(
+    TransactionFilters,
+    lambda api: partial(fetch_paid, api),  # each with its currency, on the page and in exports
+    "transactions/index.html",
+    "transactions/_results.html",
+)
+
+
+@bp.route("")
+@roles(*ALL_ROLES)
+def index() -> Response:
+    """The transactions matching the filters of the query string."""
+    return render_list(TRANSACTIONS)
+
+
+@bp.get("/export.csv")
+@roles(*ALL_ROLES)
+def export_csv() -> Response:
+    """The transactions of the list's filters, each with its currency."""
+    return csv_download(TRANSACTIONS, "transactions", TRANSACTION_COLUMNS)
+
+
+@bp.route("/<transaction_id>")
+@roles(*ALL_ROLES)
+def detail(transaction_id: str) -> Response:
+    """Every field of the transaction, with a link to its operation."""
+    transaction = record_or_404(
+        partial(current_api().get_transaction, transaction_id),
+        ErrorCode.TRANSACTION_NOT_FOUND,
+        "Transaction not found",
+    )
+    return render_page(
+        "transactions/detail.html", "transactions/detail.html", transaction=transaction
+    )

@@ -1,0 +1,155 @@
+"""Search: any fragment of an order number, operation id, address or transaction hash or id,
+read from the mirror; a voucher by its exact id, asked of the API (vouchers are not mirrored).
+
+A fragment is at least `MIN_FRAGMENT` characters, case-insensitive. A plain LIKE '%…%' would
+read every mirrored row of the merchant, so migration 0014 gives each database a substring
+index: on SQLite FTS5 tables with the trigram tokenizer (queried with MATCH), on PostgreSQL
+trigram indexes of the lower-cased columns (used by LIKE; without pg_trgm the same LIKE reads
+the rows). A shorter text can still be a whole id: that is looked up exactly.
+
+SQLite's FTS index holds every merchant's rows, and each trigram of a phrase reads its list of
+rows in full: `"000…"` of 255 characters read the lists of "000" 253 times, of every merchant
+(1.2 s beside another merchant's 200,000 rows). So a merchant with few rows of a kind is searched
+by reading its own rows (`SCAN_AT_MOST`), and a phrase is asked of the index for its first
+`MAX_PHRASE` characters only, the rest checked on the rows found.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TypeVar
+
+import sqlalchemy as sa
+
+from portal.api import ApiRefusal, ErrorCode, MerchantApiClient, Voucher
+from portal.extensions import db
+from portal.payments.models import MirroredOperation, MirroredTransaction
+
+Row = TypeVar("Row", MirroredOperation, MirroredTransaction)
+MIN_FRAGMENT = 3
+MAX_QUERY = 255
+LIMIT = 50
+# A merchant with at most this many rows of a kind is searched by reading them (some 8 ms), on
+# SQLite too: the others' rows then cost nothing.
+SCAN_AT_MOST = 10_000
+# The longest phrase asked of SQLite's FTS index (each of its trigrams reads a list of rows).
+MAX_PHRASE = 24
+# What the API's ids look like (the list filters' own pattern): anything else is no voucher id.
+VOUCHER_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+# The FTS5 table of each mirrored table on SQLite (migration 0014), rowid = the row's id.
+FTS_TABLES = {
+    MirroredOperation: "mirrored_operations_search",
+    MirroredTransaction: "mirrored_transactions_search",
+}
+SEARCHED_COLUMNS = {
+    MirroredOperation: (
+        MirroredOperation.order_id,
+        MirroredOperation.operation_id,
+        MirroredOperation.address,
+    ),
+    MirroredTransaction: (MirroredTransaction.tx_id, MirroredTransaction.transaction_id),
+}
+IDS = {
+    MirroredOperation: MirroredOperation.operation_id,
+    MirroredTransaction: MirroredTransaction.transaction_id,
+}
+
+
+@dataclass(frozen=True)
+class Found:
+    """At most `LIMIT` rows of each kind, newest first; `more_…` when there were others."""
+
+    operations: list[MirroredOperation]
+    transactions: list[MirroredTransaction]
+    more_operations: bool
+    more_transactions: bool
+
+
+def search_mirror(merchant_id: int, text: str) -> Found:
+    """The merchant's mirrored operations and transactions that `text` is part of."""
+    operations = _matching(MirroredOperation, merchant_id, text)
+    transactions = _matching(MirroredTransaction, merchant_id, text)
+    return Found(
+        operations[:LIMIT], transactions[:LIMIT], len(operations) > LIMIT, len(transactions) > LIMIT
+    )
+
+
+def _matching(model: type[Row], merchant_id: int, text: str) -> list[Row]:
+    if len(text) < MIN_FRAGMENT:
+        exact = model.merchant_id == merchant_id, IDS[model] == text
+        return list(db.session.scalars(sa.select(model).where(*exact).limit(LIMIT + 1)))
+    if db.session.get_bind().dialect.name == "sqlite" and _more_rows_than(
+        model, merchant_id, SCAN_AT_MOST
+    ):
+        return _fts_matching(model, merchant_id, text)
+    return _like_matching(model, merchant_id, text)
+
+
+def _more_rows_than(model: type[Row], merchant_id: int, count: int) -> bool:
+    """Whether the merchant has more than `count` rows of `model` (at most that many counted)."""
+    some = sa.select(model.id).where(model.merchant_id == merchant_id).limit(count + 1)
+    counted = db.session.scalar(sa.select(sa.func.count()).select_from(some.subquery()))
+    return (counted or 0) > count
+
+
+def _like_matching(model: type[Row], merchant_id: int, text: str) -> list[Row]:
+    """Other databases: `lower(column) LIKE`, which PostgreSQL's trigram indexes answer.
+
+    The matches are found first (a materialized CTE), then sorted: otherwise PostgreSQL may walk
+    the merchant's rows newest first until 51 match, which reads them all for a rare text.
+    """
+    pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text.lower()) + "%"
+    likes = (sa.func.lower(column).like(pattern, escape="\\") for column in SEARCHED_COLUMNS[model])
+    matching = (
+        sa.select(model.id)
+        .where(model.merchant_id == merchant_id, sa.or_(*likes))
+        .cte("matching")
+        .prefix_with("MATERIALIZED", dialect="postgresql")
+    )
+    query = (
+        sa.select(model)
+        .where(model.id.in_(sa.select(matching.c.id)))
+        .order_by(model.created_at.desc(), model.id.desc())
+        .limit(LIMIT + 1)
+    )
+    return list(db.session.scalars(query))
+
+
+def _fts_matching(model: type[Row], merchant_id: int, text: str) -> list[Row]:
+    """SQLite: the rows whose FTS5 trigrams hold `text` as a phrase (a substring, any case); of
+    a text longer than MAX_PHRASE, the index finds its start and each row found is checked for
+    the whole of it.
+
+    `CROSS JOIN` makes SQLite read the FTS table first: otherwise it walks the merchant's rows
+    newest first (for the ORDER BY) and looks each up in the match, which reads them all.
+    """
+    search, table = FTS_TABLES[model], model.__tablename__
+    whole = ""
+    if len(text) > MAX_PHRASE:
+        checks = (f"instr(lower({table}.{c.key}), lower(:text))" for c in SEARCHED_COLUMNS[model])
+        whole = f"AND ({' OR '.join(checks)}) "
+    statement = sa.text(
+        f"SELECT {table}.* FROM {search} CROSS JOIN {table} ON {table}.id = {search}.rowid "  # noqa: S608  (fixed names)
+        f"WHERE {search} MATCH :phrase AND {table}.merchant_id = :merchant_id {whole}"
+        f"ORDER BY {table}.created_at DESC, {table}.id DESC LIMIT :limit"
+    ).bindparams(
+        phrase='"' + text[:MAX_PHRASE].replace('"', '""') + '"',  # its trigrams in a row
+        merchant_id=merchant_id,
+        limit=LIMIT + 1,
+    )
+    if whole:
+        statement = statement.bindparams(text=text)
+    return list(db.session.scalars(sa.select(model).from_statement(statement)))
+
+
+def find_voucher(api: MerchantApiClient, text: str) -> list[Voucher]:
+    """The voucher whose id is exactly `text`, as a list of it or of none."""
+    if not VOUCHER_ID.fullmatch(text):
+        return []
+    try:
+        return [api.get_voucher(text)]
+    except ApiRefusal as refusal:
+        if refusal.code != ErrorCode.VOUCHER_NOT_FOUND:
+            raise
+        return []

@@ -1,7 +1,0 @@
-"""Exchange rates of the payment service."""
-
-from flask import Blueprint
-
-bp = Blueprint("rates", __name__)
-
-from portal.rates import routes  # noqa: E402, F401  (registers the views on bp)

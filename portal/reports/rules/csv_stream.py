@@ -1,0 +1,118 @@
+"""Every page of a list as one streamed CSV: rows leave as pages arrive, never the whole result.
+
+The first page is fetched before the response starts, so a bad filter or an unreachable API is
+an ordinary error page, not a file. Later pages are asked for ahead on worker threads while the
+current one is written (`portal.api.paging`). A failure after the first page cannot change the
+status any more: the file then ends with an `EXPORT INCOMPLETE` row that says how far it got, so
+it can never pass for a complete export (docs/exports.md).
+
+The portal's own tables (`local_text`) are read from the database as they are written, in the
+same format.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+from portal.api import ApiFailure, ApiUnavailable, Page, PageReader
+from portal.api.paging import read_pages
+from portal.reports.rules.csv_rows import Column, TimeZone, header, row_writer
+
+PER_PAGE = 100
+BYTE_ORDER_MARK = "\ufeff"
+INCOMPLETE_MARK = "EXPORT INCOMPLETE"
+
+FetchPage = Callable[..., PageReader[Any]]
+
+
+@dataclass(frozen=True)
+class Export:
+    """What to export: a list endpoint with its filters, and how records become rows."""
+
+    fetch_page: FetchPage
+    filters: dict
+    columns: tuple[Column, ...]
+    zone: TimeZone
+    rows_of: Callable[[Any], Iterable[object]] | None = None  # default: the record itself
+    excel: bool = False  # the Excel variant: a byte-order mark, spreadsheet dates and text
+
+    def fetch(self, page: int) -> PageReader[Any]:
+        """Ask for one page of the export, at the export's page size."""
+        return self.fetch_page(page=page, per_page=PER_PAGE, **self.filters)
+
+
+def start(export: Export) -> tuple[Page, Iterator[str]]:
+    """Fetch the first page (errors raise here, before any byte is sent) and the CSV stream."""
+    first = export.fetch(page=1)()
+    return first, _csv_text(export, first)
+
+
+class _Lines:
+    """CSV rows (RFC 4180: quoted as needed, CRLF line ends) handed out as text chunks."""
+
+    def __init__(self, columns: tuple[Column, ...], zone: TimeZone, excel: bool) -> None:
+        self.columns, self.zone, self.excel = columns, zone, excel
+        self.row = row_writer(columns, zone, excel)
+        self.buffer = io.StringIO()
+        self.writer = csv.writer(self.buffer)
+
+    def header(self) -> str:
+        self.writer.writerow(header(self.columns, self.zone))
+        return (BYTE_ORDER_MARK if self.excel else "") + self.flush()
+
+    def add(self, records: Iterable[object]) -> None:
+        self.writer.writerows(map(self.row, records))
+
+    def flush(self) -> str:
+        text = self.buffer.getvalue()
+        self.buffer.seek(0)
+        self.buffer.truncate()
+        return text
+
+
+def local_text(
+    records: Iterable[object], columns: tuple[Column, ...], zone: TimeZone, excel: bool = False
+) -> Iterator[str]:
+    """The CSV of records of the portal's own database, a chunk per PER_PAGE rows."""
+    lines = _Lines(columns, zone, excel)
+    yield lines.header()
+    remaining = iter(records)
+    while chunk := list(islice(remaining, PER_PAGE)):
+        lines.add(chunk)
+        yield lines.flush()
+
+
+def _csv_text(export: Export, first: Page) -> Iterator[str]:
+    lines = _Lines(export.columns, export.zone, export.excel)
+    yield lines.header()
+    seen: set[str] = set()
+    written = 0
+    try:
+        for page in read_pages(export.fetch, first):
+            records = []
+            for record in page.items:  # one that moved to a later page while we read comes once
+                if record.id not in seen:
+                    seen.add(record.id)
+                    records.append(record)
+            if export.rows_of is None:
+                rows: list = records
+            else:
+                rows = [item for record in records for item in export.rows_of(record)]
+            lines.add(rows)
+            written += len(rows)
+            yield lines.flush()
+    except ApiFailure as failure:
+        why = "no answer" if isinstance(failure, ApiUnavailable) else failure.message
+        lines.writer.writerow(
+            [
+                INCOMPLETE_MARK,
+                f"The payment service failed after {written} rows of {first.total} records "
+                f"({why}). This file is not complete: export again.",
+            ]
+        )
+        yield lines.flush()

@@ -1,0 +1,140 @@
+"""Forms of the settings pages."""
+
+from __future__ import annotations
+
+from flask_wtf import FlaskForm
+from wtforms import (
+    BooleanField,
+    PasswordField,
+    SelectChoice,
+    SelectField,
+    StringField,
+    SubmitField,
+    URLField,
+)
+from wtforms.validators import DataRequired, Length, Optional, ValidationError
+
+from portal.identity.models import Role
+from portal.payments.rules.shops import is_support_email
+from portal.settings.models import Environment
+from portal.settings.pages.connection_messages import url_problem_sentence
+from portal.settings.rules.connection import base_url_problem
+from portal.web.fields import PASSWORD_LENGTH, CodeField, EmailAddressField, strip
+from portal.web_urls import is_web_url
+
+ROLE_CHOICES = [SelectChoice(role.value, role.label) for role in Role]
+
+
+TOKEN_LENGTH = Length(min=8, max=512)
+# The step-up of an owner with two-factor on (`portal.web.step_up`); the templates show the
+# field only to them.
+STEP_UP_LABEL = "Your authenticator code"
+
+
+def _base_url(_form: FlaskForm, field: URLField) -> None:
+    problem = base_url_problem(field.data or "")
+    if problem:
+        raise ValidationError(url_problem_sentence(problem))
+
+
+def _clean_url(value: str | None) -> str | None:
+    return value.strip().rstrip("/") if value else value
+
+
+def _shop_url(_form: FlaskForm, field: URLField) -> None:
+    if field.data and not is_web_url(field.data):
+        raise ValidationError("Enter an address starting with http:// or https://.")
+
+
+def _token_characters(_form: FlaskForm, field: PasswordField) -> None:
+    """A token is one word: a space or line break inside it is a pasting mistake."""
+    if field.data and any(char.isspace() or not char.isprintable() for char in field.data):
+        raise ValidationError("A token has no spaces or line breaks: paste it again.")
+
+
+class ApiSettingsForm(FlaskForm):
+    """Tokens are never sent back to the browser: an empty field keeps the stored one, as long
+    as the base URL and environment stay the same (`connection.credentials_to_check`)."""
+
+    base_url = URLField(
+        "Base URL",
+        validators=[DataRequired(), Length(max=2048), _base_url],
+        filters=[_clean_url],
+    )
+    environment = SelectField(
+        "Environment", choices=[SelectChoice(env.value, env.label) for env in Environment]
+    )
+    token = PasswordField(
+        "Application token",
+        validators=[Optional(), TOKEN_LENGTH, _token_characters],
+        filters=[strip],
+    )
+    company_token = PasswordField(
+        "Company token (optional)",
+        validators=[Optional(), TOKEN_LENGTH, _token_characters],
+        filters=[strip],
+    )
+    remove_company_token = BooleanField("Remove the stored company token")
+    code = CodeField(STEP_UP_LABEL)
+    submit = SubmitField("Check and save")
+
+
+class NewUserForm(FlaskForm):
+    """A new user starts at the least privileged role; they replace the password at first
+    sign-in (`User.must_choose_password`)."""
+
+    email = EmailAddressField()
+    role = SelectField("Role", choices=ROLE_CHOICES, default=Role.ACCOUNTANT.value)
+    password = PasswordField("Password", validators=[DataRequired(), PASSWORD_LENGTH])
+    code = CodeField(STEP_UP_LABEL)
+    submit = SubmitField("Add user")
+
+
+class InviteForm(FlaskForm):
+    """Shown on the same page as `NewUserForm`: made with prefix="invite" (unique ids). The
+    person sets their own password from the mailed link."""
+
+    email = EmailAddressField()
+    role = SelectField("Role", choices=ROLE_CHOICES, default=Role.ACCOUNTANT.value)
+    code = CodeField(STEP_UP_LABEL)
+    submit = SubmitField("Send invitation")
+
+
+class EditUserForm(FlaskForm):
+    role = SelectField("Role", choices=ROLE_CHOICES)
+    password = PasswordField(
+        "New password (optional)",
+        validators=[Optional(), PASSWORD_LENGTH],
+    )
+    turn_off_two_factor = BooleanField("Turn off their two-factor sign-in")
+    code = CodeField(STEP_UP_LABEL)
+    submit = SubmitField("Save changes")
+
+
+class RequireTwoFactorForm(FlaskForm):
+    """On the users page beside `NewUserForm`, hence fields of other names than its own."""
+
+    required = BooleanField("Require two-factor sign-in for every user")
+    requirement_code = CodeField(STEP_UP_LABEL)
+    save_requirement = SubmitField("Save requirement")
+
+
+class RemoveUserForm(FlaskForm):
+    code = CodeField(STEP_UP_LABEL)
+    submit = SubmitField("Remove user")
+
+
+class CheckoutSettingsForm(FlaskForm):
+    """What customers see on the public checkout page; every field may be left empty."""
+
+    display_name = StringField(
+        "Display name", validators=[Optional(), Length(max=120)], filters=[strip]
+    )
+    shop_url = URLField(
+        "Shop URL", validators=[Optional(), Length(max=2048), _shop_url], filters=[strip]
+    )
+    support_email = EmailAddressField(
+        "Support email", optional=True, also=is_support_email, example="support@example.com"
+    )
+    code = CodeField(STEP_UP_LABEL)
+    submit = SubmitField("Save")

@@ -1,0 +1,295 @@
+"""Owners connect the API and manage the merchant's users; every query stays in their merchant.
+
+An owner with two-factor sign-in on confirms every change here with a fresh code
+(`portal.web.step_up`). A stolen session cookie alone must not add an owner with a password of
+the thief's, change a role or a password, turn off a user's two-factor or the merchant's
+requirement, or remove a user: with any of these it could go on to confirm withdrawals with no
+code. Nor may it point the API connection (and so its tokens) elsewhere, or the checkout page's
+shop link. So these changes ask for a code as a withdrawal does (not a recovery code).
+"""
+
+from __future__ import annotations
+
+from flask import abort, current_app, flash, redirect, url_for
+from flask_login import current_user
+from werkzeug.wrappers import Response
+
+from portal.identity.models import Role, User
+from portal.identity.rules import accounts, audit, one_time_links, two_factor
+from portal.live.rules import outbox
+from portal.payments.rules.shops import save_settings
+from portal.settings.models import Environment
+from portal.settings.pages import bp
+from portal.settings.pages.connection_messages import TOKEN_NEEDS, rejection_sentence
+from portal.settings.pages.forms import (
+    ApiSettingsForm,
+    CheckoutSettingsForm,
+    EditUserForm,
+    InviteForm,
+    NewUserForm,
+    RemoveUserForm,
+    RequireTwoFactorForm,
+)
+from portal.settings.rules.connection import (
+    ConnectionRejected,
+    Credentials,
+    TokensNeeded,
+    connect,
+    credentials_to_check,
+    masked_tokens,
+)
+from portal.web.access import roles
+from portal.web.rendering import page
+from portal.web.step_up import form_refused, step_up_refused
+from portal.web.users import refusal_sentence
+
+
+def _owner() -> User:
+    """The signed-in owner itself (the checks of a code change and refresh it)."""
+    return current_user._get_current_object()
+
+
+@bp.route("/api", methods=["GET", "POST"])
+@roles(Role.OWNER)
+def api() -> Response:
+    """Check the credentials against the API, then store them encrypted.
+
+    Nothing is sent before the tokens a new base URL or environment needs are typed and the
+    owner's fresh code (with two-factor on) is accepted.
+    """
+    merchant = current_user.merchant
+    form = ApiSettingsForm(obj=merchant.api_connection)
+    if not form.validate_on_submit():
+        return _api_page(form, 422 if form.is_submitted() else 200)
+    typed = Credentials(
+        form.base_url.data,
+        Environment(form.environment.data),
+        form.token.data or "",
+        form.company_token.data or None,
+    )
+    changes = {
+        "base_url": typed.base_url,
+        "environment": typed.environment.value,
+        "token": typed.token or None,
+        "company_token": typed.company_token,
+        "remove_company_token": "yes" if form.remove_company_token.data else None,
+    }
+    try:
+        credentials = credentials_to_check(
+            merchant.api_connection, typed, remove_company_token=form.remove_company_token.data
+        )
+    except TokensNeeded as needed:
+        problems = {name: TOKEN_NEEDS[need] for name, need in needed.needs.items()}
+        for name, problem in problems.items():
+            form[name].errors.append(problem)
+        audit.record("api_settings.change", parameters=changes, error=" ".join(problems.values()))
+        return _api_page(form, 422)
+    refused = step_up_refused(form.code, _owner(), purpose="api_settings")
+    if refused:
+        return _api_page(form, refused)
+    try:
+        connect(merchant, credentials)
+    except ConnectionRejected as rejection:
+        error = rejection_sentence(rejection)
+        audit.record("api_settings.change", parameters=changes, error=error)
+        return _api_page(form, 422, error=error)
+    audit.record("api_settings.change", parameters=changes)
+    current_app.logger.info(
+        "API connection of merchant %s saved by user %s (%s, %s)",
+        merchant.id,
+        current_user.id,
+        credentials.environment,
+        credentials.base_url,
+    )
+    flash("The payment service accepted the credentials. They are saved.", "success")
+    return redirect(url_for("settings.api"))
+
+
+def _api_page(form: ApiSettingsForm, status: int, error: str | None = None) -> Response:
+    connection = current_user.merchant.api_connection
+    token_mask, company_mask = masked_tokens(connection) if connection else (None, None)
+    return page(
+        "settings/api.html",
+        status,
+        form=form,
+        connection=connection,
+        token_mask=token_mask,
+        company_mask=company_mask,
+        error=error,
+    )
+
+
+@bp.route("/checkout", methods=["GET", "POST"])
+@roles(Role.OWNER)
+def checkout() -> Response:
+    """The merchant's name on the public checkout page, the shop it links back to, and the
+    address customers may write to.
+
+    Customers trust that link: an owner with two-factor on confirms a change with a code.
+    """
+    merchant = current_user.merchant
+    form = CheckoutSettingsForm(obj=merchant)
+    status = form_refused(form, _owner(), purpose="checkout_settings")
+    if status:
+        return page("settings/checkout.html", status, form=form, merchant=merchant)
+    save_settings(merchant, form.display_name.data, form.shop_url.data, form.support_email.data)
+    flash("The checkout page settings are saved.", "success")
+    return redirect(url_for("settings.checkout"))
+
+
+@bp.route("/users", methods=["GET", "POST"])
+@roles(Role.OWNER)
+def users() -> Response:
+    """The merchant's users, and a form to add one."""
+    form = NewUserForm()
+    status = form_refused(form, _owner(), purpose="users")
+    if status:
+        return _users_page(status, form=form)
+    try:
+        user = accounts.add_user(
+            current_user.merchant,
+            form.email.data,
+            Role(form.role.data),
+            form.password.data,
+            chosen_by_other=True,
+        )
+    except accounts.AccountError as refusal:
+        error = refusal_sentence(refusal, current_user.merchant)
+        form.email.errors.append(error)
+        audit.record("user.add", parameters={"email": form.email.data}, error=error)
+        return _users_page(422, form=form)
+    audit.record("user.add", parameters={"email": user.email, "role": user.role.value})
+    flash(f"{user.email} can now sign in as {user.role.label.lower()}.", "success")
+    return redirect(url_for("settings.users"))
+
+
+@bp.route("/users/invite", methods=["POST"])
+@roles(Role.OWNER)
+def invite_user() -> Response:
+    """Add a user who sets their own password from a mailed one-time link (e-mail on only)."""
+    form = InviteForm(prefix="invite")
+    status = 422 if not outbox.enabled() else form_refused(form, _owner(), purpose="users")
+    if status:
+        return _users_page(status, invite_form=form)
+    try:
+        user = one_time_links.invite(
+            current_user.merchant, form.email.data, Role(form.role.data), by=_owner()
+        )
+    except accounts.AccountError as refusal:
+        error = refusal_sentence(refusal, current_user.merchant)
+        form.email.errors.append(error)
+        audit.record("user.add", parameters={"email": form.email.data}, error=error)
+        return _users_page(422, invite_form=form)
+    parameters = {"email": user.email, "role": user.role.value, "invited": "yes"}
+    audit.record("user.add", parameters=parameters)
+    flash(f"An invitation is on its way to {user.email}; the link works for 7 days.", "success")
+    return redirect(url_for("settings.users"))
+
+
+@bp.route("/users/two-factor", methods=["POST"])
+@roles(Role.OWNER)
+def require_two_factor() -> Response:
+    """Require two-factor sign-in of every user; only an owner who has it on may turn it on.
+
+    Turning it on or off asks that owner for a fresh code.
+    """
+    merchant = current_user.merchant
+    form = RequireTwoFactorForm()
+    if not form.validate_on_submit():
+        return _users_page(422, requirement_form=form)
+    required = form.required.data
+    if required and not current_user.two_factor_enabled:
+        refusal = "Turn on two-factor sign-in for yourself first, under Account."
+        form.required.errors.append(refusal)
+        audit.record("two_factor.requirement_on", error=refusal)
+        return _users_page(422, requirement_form=form)
+    refused = step_up_refused(form.requirement_code, _owner(), purpose="users")
+    if refused:
+        return _users_page(refused, requirement_form=form)
+    if accounts.require_two_factor(merchant, required):
+        audit.record(f"two_factor.requirement_{'on' if required else 'off'}")
+    if required:
+        flash("Every user must now sign in with two-factor sign-in.", "success")
+    else:
+        flash("Two-factor sign-in is no longer required.", "success")
+    return redirect(url_for("settings.users"))
+
+
+def _users_page(
+    status: int,
+    *,
+    form: NewUserForm | None = None,
+    invite_form: InviteForm | None = None,
+    requirement_form: RequireTwoFactorForm | None = None,
+) -> Response:
+    merchant = current_user.merchant
+    return page(
+        "settings/users.html",
+        status,
+        form=form or NewUserForm(formdata=None),
+        invite_form=invite_form or InviteForm(prefix="invite", formdata=None),
+        mail_on=outbox.enabled(),
+        requirement_form=requirement_form
+        or RequireTwoFactorForm(formdata=None, required=merchant.require_two_factor),
+        users=merchant.users,
+    )
+
+
+def _merchant_user(user_id: int) -> User:
+    """A user of the current merchant; 404 for anyone else's, as if it did not exist."""
+    user = accounts.user_of(current_user.merchant_id, user_id)
+    if user is None:
+        abort(404)
+    return user
+
+
+@bp.route("/users/<int:user_id>", methods=["GET", "POST"])
+@roles(Role.OWNER)
+def edit_user(user_id: int) -> Response:
+    """Change a user's role, or set a new password."""
+    user = _merchant_user(user_id)
+    form = EditUserForm(role=user.role.value)
+    status = form_refused(form, _owner(), purpose="users")
+    if status:
+        return page("settings/edit_user.html", status, form=form, user=user)
+    try:
+        accounts.change_user(
+            user, by=current_user, role=Role(form.role.data), password=form.password.data
+        )
+    except accounts.AccountError as refusal:
+        error = refusal_sentence(refusal, current_user.merchant)
+        own_password = refusal.reason is accounts.Refusal.OWN_SIGN_IN
+        (form.password if own_password else form.role).errors.append(error)
+        audit.record("user.change", parameters={"email": user.email}, error=error)
+        return page("settings/edit_user.html", 422, form=form, user=user)
+    changes = {"email": user.email, "role": form.role.data, "password": form.password.data}
+    audit.record("user.change", parameters=changes)
+    # For a lost phone: they sign in with the password alone, and set it up again. Owners turn
+    # their own off at /account/two-factor, with a code.
+    reset = form.turn_off_two_factor.data and user.id != current_user.id
+    if reset and user.two_factor_enabled:
+        two_factor.disable(user, by=current_user)
+        accounts.revoke_sessions(user)
+    flash(f"The changes to {user.email} are saved.", "success")
+    return redirect(url_for("settings.users"))
+
+
+@bp.route("/users/<int:user_id>/remove", methods=["GET", "POST"])
+@roles(Role.OWNER)
+def remove_user(user_id: int) -> Response:
+    """Ask for confirmation on its own page, then remove the user."""
+    user = _merchant_user(user_id)
+    form = RemoveUserForm()
+    status = form_refused(form, _owner(), purpose="users")
+    if status:
+        return page("settings/remove_user.html", status, form=form, user=user)
+    email = user.email
+    try:
+        accounts.remove_user(user, by=current_user)
+    except accounts.AccountError as refusal:
+        error = refusal_sentence(refusal, current_user.merchant)
+        audit.record("user.remove", parameters={"email": email}, error=error)
+        return page("settings/remove_user.html", 422, form=form, user=user, error=error)
+    audit.record("user.remove", parameters={"email": email})
+    flash(f"{email} was removed and can no longer sign in.", "success")
+    return redirect(url_for("settings.users"))
