@@ -52,7 +52,7 @@ class ErrorCode(IntEnum):
 
 
 # The documentation's message of each code, word for word: for logs and the audit log, not for
-# people (the web layer says what a code means to them).
+# people (the web kit says what a code means to them).
 DOCUMENTED_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.SOMETHING_WENT_WRONG: "Something went wrong",
     ErrorCode.DEPRECATED_ACTION: "Deprecated action",

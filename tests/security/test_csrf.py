@@ -89,7 +89,7 @@ def _as(world, visitor: str, url: str, data: dict | None = None) -> Case:
 
 
 def _form(world, visitor: str, url: str, data: dict) -> Case:
-    """A form that moves money, with the one-time key its page gave the visitor."""
+    """A form that moves money, with the idempotency key its page gave the visitor."""
     case = _as(world, visitor, url, dict(data))
     case.data["intent"] = intent_key(case.client, url)
     return case
