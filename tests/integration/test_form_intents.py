@@ -1,4 +1,4 @@
-"""Exactly one exchange, voucher, cross exchange or operation per form shown (issue item 5).
+"""Exactly one exchange, voucher, cross exchange or operation per form shown.
 
 Each form carries a idempotency key. With the API's answer lost (slower than the portal's read
 timeout, or a reset connection) the page says the outcome is unknown, and posting the same form

@@ -20,7 +20,7 @@ from tests.support.sandbox_server import SandboxServer
 
 PREFIXES = ("/sandbox/v1", "/v1")
 
-# code -> (HTTP status, message) from section 7 of the API documentation.
+# code -> (HTTP status, message), as the API documents them (docs/sandbox.md).
 ERRORS: dict[int, tuple[int, str]] = {
     0: (400, "Something went wrong"),
     1: (410, "Deprecated action"),

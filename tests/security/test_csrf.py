@@ -1,4 +1,4 @@
-"""Point 1: every state-changing route of url_map refuses a request without a valid CSRF token
+"""Every state-changing route of url_map refuses a request without a valid CSRF token
 (none, a forged one, another session's), as a plain form and as htmx, and nothing changes:
 not the portal's database (audit log included) nor the sandbox.
 
