@@ -48,7 +48,7 @@ Amount = Decimal | int | str
 ENVIRONMENT_PREFIXES = {"sandbox": "/sandbox/v1", "production": "/v1"}
 MAX_PER_PAGE = 100
 # The longest answer read: a page of 100 operations with their transactions measured 72 KB
-# (README, `PORTAL_API_MAX_ANSWER_BYTES`); parsing JSON takes up to ~30 times its size.
+# (docs/operations.md, `PORTAL_API_MAX_ANSWER_BYTES`); parsing JSON takes up to ~30 times its size.
 MAX_ANSWER_BYTES = 2 * 1024 * 1024
 
 # Query parameters of the list endpoints (sections 4.4, 4.7 and 4.12).
