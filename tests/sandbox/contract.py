@@ -1,7 +1,7 @@
 """Shared checks and helpers of the sandbox contract tests.
 
 Everything here speaks real HTTP to a running sandbox process; nothing imports the sandbox.
-The expectations come from the API documentation, the design decisions and docs/sandbox.md.
+The expectations come from docs/sandbox.md: what the API documents, and what the sandbox adds.
 """
 
 from __future__ import annotations
