@@ -4,7 +4,7 @@ For 10,000 and 20,000 seeded operations, under `flask run` and under gunicorn: a
 the sandbox at 100 per page and writes every record as CSV, and the portal, signed in as the
 accountant, exports the same list through `/operations/export.csv`. The two alternate, the
 sizes too, for several rounds; printed are the median rates, the median of each round's ratio
-(target, issue #16: portal >= 1.0x the bare loop) and the portal's peak resident memory. Each
+(target: portal >= 1.0x the bare loop) and the portal's peak resident memory. Each
 size has a portal process of its own, and another exports 1,000 rows as the memory baseline
 (target: flat, the 20,000-row export's peak within a few MB of it).
 

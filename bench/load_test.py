@@ -12,7 +12,7 @@ now and then downloads `/operations/export.csv?status=1`.
 
 Two phases are measured apart, each with its own figures:
 - signing in: the users are spawned (10 per second), each signing in as it starts;
-- browsing: `--duration` seconds with all of them signed in. The target (issue #16) is for
+- browsing: `--duration` seconds with all of them signed in. The target is for
   this phase at 200 users: no failure and p95 under 300 ms.
 With `--saturation`, the run then adds `--step` users at a time (or takes them away, when p95
 is already past 300 ms), measuring each level for `--step-duration` seconds, until p95 crosses

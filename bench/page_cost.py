@@ -1,4 +1,4 @@
-"""What a page costs beyond what it must ask for (issue 16, point 1): the operations list and
+"""What a page costs beyond what it must ask for: the operations list and
 the transactions list with 50 rows, and the dashboard over a realistic mirror.
 
 Starts the seeded sandbox (by default 300 operations, as `make run` seeds it) and, one after

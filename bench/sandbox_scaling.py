@@ -2,12 +2,12 @@
 
 For 1,000, 10,000 and 100,000 operations: seeds a fresh database (timed), starts the sandbox on
 it as a real server process, then over HTTP
-- times the same filtered and sorted list request (targets, issue #2: seeding 100,000
+- times the same filtered and sorted list request (targets: seeding 100,000
   operations under 60 s; the page under 50 ms median);
 - times pages 1, 100 and 1,000 (per_page 100) of the default order and of a filtered sort,
   in alternation: read again as they are ("repeated"), and each the first read after an
   operation was created ("after a change", when nothing remembered of the table holds);
-  target (issue #16): page 1,000 of 100,000 costs about what page 1 costs;
+  target: page 1,000 of 100,000 costs about what page 1 costs;
 - reads every operation with a bare loop (per_page 100, pages in order), the sizes in
   alternation, and prints the median cost per row: target, about the same at 10,000 and
   100,000.

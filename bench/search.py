@@ -1,4 +1,4 @@
-"""Search latency at 100,000 mirrored operations (issue 15, point 8), and the attention list.
+"""Search latency at 100,000 mirrored operations, and the attention list.
 
 Fills the mirror of one merchant with `--operations` operations and about 1.5 transactions
 each (realistic records, statuses and ids), in a SQLite file and, when

@@ -45,7 +45,7 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         # (connecting, GET retries, the whole answer) ends after both together, 18.05 s.
         API_TIMEOUT_CONNECT=3.05,
         API_TIMEOUT_READ=15.0,
-        # An API answer longer than this is a malformed answer, not read further (README).
+        # An API answer longer than this is malformed, read no further (docs/operations.md).
         API_MAX_ANSWER_BYTES=2 * 1024 * 1024,
         # The largest request body accepted (a 413 page beyond): the portal's forms are small.
         MAX_CONTENT_LENGTH=1024 * 1024,

@@ -67,7 +67,7 @@ def _prepare_database(path: str, seed: int, random_seed: int, ttl_minutes: int) 
 
 
 def _refuse_other_versions() -> None:
-    """Section 9: any version but v1 is a removed action (code 1, 410)."""
+    """Any version but v1 is a removed action (code 1, 410), as the API documents."""
     match = VERSIONED_PATH.match(request.path)
     if match and match.group(1) != "1":
         raise ApiError(1)
@@ -79,7 +79,7 @@ def _is_api_request() -> bool:
 
 def _http_error(error: HTTPException):
     """A request the API cannot place (no such path, a method the path does not take) is code 0
-    as section 7 words it: 400 "Something went wrong", the only status and message the API
+    as the error table words it: 400 "Something went wrong", the only status and message the API
     documents for that code, so a client never meets a 404/405 it cannot tell from a record
     "not found"."""
     if not _is_api_request():

@@ -1,4 +1,4 @@
-"""API v1: one view per endpoint of section 4 of the API documentation.
+"""API v1: one view per endpoint the API documents (docs/sandbox.md).
 
 The blueprint is mounted twice, under `/v1` (production form) and `/sandbox/v1` (sandbox form).
 Views stay thin: check the body or query, apply the rule in `payments` or `treasury`, render.
@@ -31,7 +31,7 @@ from .validation import BodyCheck, json_body
 
 bp = Blueprint("api", __name__)
 
-# Section 5.2: these two endpoints name their credential `company_token`.
+# The API documents that these two endpoints name their credential `company_token`.
 COMPANY_TOKEN_ENDPOINTS = {"list_vouchers", "create_cross_exchange"}
 
 
@@ -63,7 +63,7 @@ def _data(record: object, status: int = 200) -> tuple[dict, int]:
 
 
 def _rates_response(rates: dict[str, Decimal]) -> Response:
-    """Rates are JSON numbers (section 2.5), written from Decimals without a float in between."""
+    """Rates are JSON numbers, written from Decimals without a float in between."""
     body = ", ".join(f'"{pair}": {format(rate.normalize(), "f")}' for pair, rate in rates.items())
     return Response("{" + body + "}", mimetype="application/json")
 

@@ -1,4 +1,4 @@
-"""The sandbox's control surface (design.md section 4): what a tester does that the real API
+"""The sandbox's control surface (docs/sandbox.md): what a tester does that the real API
 leaves to the blockchain, the clock or the provider's staff. Never subject to bans or faults."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The API's error codes (section 7 of the API documentation) and the sandbox's error body."""
+"""The API's error codes (the table of docs/sandbox.md) and the sandbox's error body."""
 
 from __future__ import annotations
 

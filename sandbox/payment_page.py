@@ -1,4 +1,5 @@
-"""The hosted payment page `/pay/{operation_id}` and its redirect back to the shop (section 6).
+"""The hosted payment page `/pay/{operation_id}` and its redirect back to the shop (with the
+redirect codes of docs/sandbox.md).
 
 A tester pays in full, pays part, cancels or lets the invoice expire; flags reach the other
 redirect codes. See docs/sandbox.md for the table of outcomes.

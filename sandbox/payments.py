@@ -86,7 +86,7 @@ def confirmed_units(connection: sqlite3.Connection, operation_id: int) -> int:
 
 def _paid_units(connection: sqlite3.Connection, operation_id: int) -> int:
     """What `amount_paid` says: once the merchant has linked transactions, the sum of the linked
-    ones (section 3.2 of the API documentation); before, the confirmed payments."""
+    ones (as the API documents a link); before, the confirmed payments."""
     linked = connection.execute(
         "SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM transactions "
         "WHERE operation_id = ? AND linked = 1",
@@ -187,7 +187,7 @@ def reject_transactions(operation_id: int, ids: list[str], reason: str) -> None:
 
 def _paid_by_nothing_now(connection: sqlite3.Connection, operation_id: int) -> bool:
     """A `confirmed` operation whose every transaction is rejected: nothing pays it any more, so
-    it is `new` again, as section 3.2 of the API documentation shows it after a reject."""
+    it is `new` again, as the API documents it after a reject."""
     return bool(
         connection.execute(
             """SELECT status = :confirmed AND NOT EXISTS(

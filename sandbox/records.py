@@ -1,4 +1,4 @@
-"""Database rows to the API's JSON records (section 2 of the API documentation)."""
+"""Database rows to the API's JSON records (docs/sandbox.md, "Records on the wire")."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def payment_url(operation_id: int) -> str:
 
 
 def transaction(row: sqlite3.Row, *, with_operation: bool) -> dict:
-    """`operation_id` only in the transaction endpoints' answers (section 2.2)."""
+    """`operation_id` only in the transaction endpoints' answers, not in an operation's."""
     operation = {"operation_id": str(row["operation_id"])} if with_operation else {}
     record = {
         "id": str(row["id"]),

@@ -1,4 +1,4 @@
-"""One-time intents of the forms that move money: exchanges, vouchers, cross exchanges, operations.
+"""Idempotency keys of the forms that move money: exchanges, vouchers, cross exchanges, operations.
 
 Revision ID: 0007
 Revises: 0006

@@ -1,4 +1,4 @@
-"""The Merchant API v1 client: one method per endpoint of section 4 of the API documentation."""
+"""The Merchant API v1 client: one method per endpoint the API documents (docs/sandbox.md)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ Amount = Decimal | int | str
 ENVIRONMENT_PREFIXES = {"sandbox": "/sandbox/v1", "production": "/v1"}
 MAX_PER_PAGE = 100
 # The longest answer read: a page of 100 operations with their transactions measured 72 KB
-# (README, `PORTAL_API_MAX_ANSWER_BYTES`); parsing JSON takes up to ~30 times its size.
+# (docs/operations.md, `PORTAL_API_MAX_ANSWER_BYTES`); parsing JSON takes up to ~30 times its size.
 MAX_ANSWER_BYTES = 2 * 1024 * 1024
 
 # Query parameters of the list endpoints (sections 4.4, 4.7 and 4.12).
@@ -205,7 +205,7 @@ class MerchantApiClient:
     # --- Operations ---------------------------------------------------------------------------
 
     def list_operations(self, **filters: Any) -> Page[Operation]:
-        """One page of operations; filters are those of section 4.4, as Python values."""
+        """One page of operations; filters are the API's for that list, as Python values."""
         return self.fetch_page(OPERATION_LIST, **filters)()
 
     def iter_operations(self, **filters: Any) -> Iterator[Operation]:
@@ -269,7 +269,7 @@ class MerchantApiClient:
     # --- Transactions -------------------------------------------------------------------------
 
     def list_transactions(self, **filters: Any) -> Page[Transaction]:
-        """One page of transactions; filters are those of section 4.7, as Python values."""
+        """One page of transactions; filters are the API's for that list, as Python values."""
         return self.fetch_page(TRANSACTION_LIST, **filters)()
 
     def iter_transactions(self, **filters: Any) -> Iterator[Transaction]:

@@ -1,8 +1,9 @@
 """The API's failures as exceptions, read from whatever error body the API sends, and its error
 codes by name.
 
-The contract does not show the error body, so the reader accepts every shape listed in
-design.md section 5 and falls back to the HTTP status. The raw body is kept for the logs only.
+The API does not document its error body, so the reader accepts every shape the client
+tolerates (docs/sandbox.md) and falls back to the HTTP status. The raw body is kept for the logs
+only.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from portal.api.wire import CONTROL_CHARACTER
 
 
 class ErrorCode(IntEnum):
-    """The API's error codes (section 7 of its documentation): the portal names them here only.
+    """The API's documented error codes (docs/sandbox.md): the portal names them here only.
 
     A code the documentation does not list reads as SOMETHING_WENT_WRONG.
     """
@@ -51,8 +52,8 @@ class ErrorCode(IntEnum):
         return cls.SOMETHING_WENT_WRONG
 
 
-# The documentation's message of each code, word for word: for logs and the audit log, not for
-# people (the web layer says what a code means to them).
+# The API's documented message of each code, word for word: for logs and the audit log, not for
+# people (the web kit says what a code means to them).
 DOCUMENTED_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.SOMETHING_WENT_WRONG: "Something went wrong",
     ErrorCode.DEPRECATED_ACTION: "Deprecated action",

@@ -40,8 +40,8 @@ VOUCHER_STATUSES = {0: "new", 1: "successful", 2: "cancelled", 3: "expired"}
 @dataclass(frozen=True)
 class MaxLength:
     """The most characters a text field may hold. The API documents no lengths; the portal keeps
-    these fields in columns of these sizes (portal/models.py), so a longer text is a malformed
-    answer, met like any other, and never an insert that fails."""
+    these fields in columns of these sizes (the subsystems' models), so a longer text is a
+    malformed answer, handled like any other, and never an insert that fails."""
 
     characters: int
 

@@ -18,7 +18,7 @@ from portal.extensions import Model
 
 
 class Role(enum.StrEnum):
-    """What a user may do in the portal (design section 1)."""
+    """What a user may do in the portal (docs/money-movements.md, "Who may do what")."""
 
     OWNER = "owner"
     OPERATOR = "operator"

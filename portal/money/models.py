@@ -66,7 +66,7 @@ class IntentKind(enum.StrEnum):
 
 
 class IdempotencyKey(Model):
-    """One sending of a form that moves money, under the one-time key the form carried.
+    """One sending of a form that moves money, under the idempotency key the form carried.
 
     The form page carries a fresh random `key`; the POST claims it by inserting this row (or by
     moving a `pending` one to `sending`), so however often the same form arrives, by reload,

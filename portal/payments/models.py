@@ -107,7 +107,7 @@ class MirroredTransaction(Model):
     mirrored_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
 
 
-# --- Search and the attention list over the mirror (issue 15, points 5 and 6) ----------------
+# --- Search and the attention list over the mirror ------------------------------------------
 # What the attention list counts on every page: undecided transactions, operations by status;
 # each index holds every column its count reads (the rows' `record` is large).
 sa.Index(

@@ -16,7 +16,7 @@ from wtforms.validators import DataRequired, InputRequired, Length, Optional, Va
 
 from portal.identity.rules.accounts import EMAIL_LENGTH, MIN_PASSWORD_LENGTH, looks_like_email
 
-# The currencies of the API (section 2.5 names BTC, ETH and USD; USDT is an ERC-20 token).
+# The currencies of the API (its rates name BTC, ETH and USD; USDT is an ERC-20 token).
 # Which of them have wallets, pairs or limits is the API's to say, in its error codes.
 CURRENCIES = ("BTC", "ETH", "USDT", "USD")
 ERC20_TOKENS = frozenset({"USDT"})

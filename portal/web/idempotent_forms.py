@@ -33,7 +33,7 @@ STALE = "This form is out of date, so nothing was sent. Check the details and se
 
 
 class IdempotencyKeyField(HiddenField):
-    """The form's one-time key: a posted form must bring one, and every form shown gets a new
+    """The form's idempotency key: a posted form must bring one, and every form shown gets a new
     one, made by the server as it renders the form (so a refused or corrected form that is sent
     again is a new sending, while a reload of the same post is the same one)."""
 

@@ -11,8 +11,7 @@ from portal.payments.rules import attention
 from portal.settings.models import Environment
 from portal.web.access import may_open
 
-# The areas of design.md's URL map that exist so far, in menu order; each shows only to the
-# roles its view allows.
+# The areas of the portal, in menu order; each shows only to the roles its view allows.
 NAVIGATION = (
     ("Dashboard", "dashboard.index"),
     ("Needs attention", "attention.index"),

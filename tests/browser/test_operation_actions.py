@@ -167,7 +167,7 @@ def ticked_boxes(page: Page) -> list[str]:
 def test_after_link_selected_no_box_stays_ticked(
     page: Page, portal: PortalServer, api: MerchantApiClient
 ) -> None:
-    """Issue 14: the linked ones stayed ticked, and the next Reject selected rejected them too."""
+    """Once, the linked ones stayed ticked, and the next Reject selected rejected them too."""
     operation, (first, second) = operation_with_transactions(portal, api, 2)
     sign_in_as(page, "operator@acme.test")
     page.goto(f"/operations/{operation.id}")

@@ -1,4 +1,4 @@
-"""Property-based tests of bad input (issue #8): any query string, any form values.
+"""Property-based tests of bad input: any query string, any form values.
 
 Whatever is typed or put in a URL, the portal answers below 500 and without a traceback; a
 form it refuses (422) says why next to a field, and the sandbox received nothing: no record,

@@ -80,7 +80,7 @@ def _due(checkout: Checkout, share: int = 1) -> str:
 
 @pytest.mark.parametrize("query", list(HEADINGS))
 def test_a_waiting_payment_is_headed_by_its_state_whatever_the_code(client, checkout, query):
-    """Point 1: with the API answering, the redirect code does not choose the heading."""
+    """With the API answering, the redirect code does not choose the heading."""
     status, body = _page(client, checkout, query)
     assert status == 200
     assert f'<h1 id="outcome-title">{WAITING}</h1>' in body
@@ -94,7 +94,7 @@ def test_a_waiting_payment_is_headed_by_its_state_whatever_the_code(client, chec
 @pytest.mark.parametrize("query", list(HEADINGS))
 def test_each_code_has_its_own_page_while_the_api_cannot_be_asked(client, shop, checkout, query):
     """The code decides only when the API refuses to answer for the merchant: codes 3 and 7 (and
-    every other) keep the order number and the amount the link was made for (point 3)."""
+    every other) keep the order number and the amount the link was made for."""
     shop.control("POST", "flags", {"company_banned": True})
     try:
         status, body = _page(client, checkout, query)
@@ -169,7 +169,7 @@ def _shown(amount: Decimal) -> str:
 def test_a_fiat_order_shows_its_crypto_amount_what_was_paid_and_what_is_left(
     client, shop, checkout
 ):
-    """Point 2: amount due in the payment currency, amount paid, amount left."""
+    """Amount due in the payment currency, amount paid, amount left."""
     due = Decimal(_due(checkout))
     body = _page(client, checkout)[1]
     assert "25.50 USD" in body

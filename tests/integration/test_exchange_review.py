@@ -1,4 +1,4 @@
-"""The exchange is reviewed before it is sent (issue 14, point 8): the review shows the quote and
+"""The exchange is reviewed before it is sent: the review shows the quote and
 sends nothing, **Confirm exchange** sends once however often it is pressed, the quote hint says
 what is missing, and the exchanges made in the portal are listed for every role."""
 

@@ -1,6 +1,6 @@
-"""Exactly one exchange, voucher, cross exchange or operation per form shown (issue item 5).
+"""Exactly one exchange, voucher, cross exchange or operation per form shown.
 
-Each form carries a one-time key. With the API's answer lost (slower than the portal's read
+Each form carries a idempotency key. With the API's answer lost (slower than the portal's read
 timeout, or a reset connection) the page says the outcome is unknown, and posting the same form
 again sends nothing upstream (the sandbox's records are counted); a fresh form may be sent. Eight
 parallel posts of one key make one record, on SQLite and on PostgreSQL.

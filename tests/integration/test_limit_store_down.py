@@ -1,4 +1,4 @@
-"""Point 7: Redis, where sign-in attempts and checkout requests are counted, is down.
+"""Redis, where sign-in attempts and checkout requests are counted, is down.
 
 Signing in and the customer's checkout page keep working, the limits hold in memory, a warning
 says so in the log, and `/healthz` answers 200 saying the limit store is degraded.

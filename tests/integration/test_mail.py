@@ -1,4 +1,4 @@
-"""E-mail (issue 15, point 4): events mail the users who chose their type, through a real local
+"""E-mail: events mail the users who chose their type, through a real local
 SMTP server; the outbox keeps what a server that is down did not take, and two senders send each
 message once. Pages over real HTTP; events written with `events.record` as the mirror writes
 them."""

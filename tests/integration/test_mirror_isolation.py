@@ -118,5 +118,5 @@ def test_a_hostile_record_or_a_refused_row_fails_only_its_merchant(tmp_path, san
             page = text(client.get("/settings/api"))
             assert f"Last error {errors[name][:40]}" in page
             assert "after 3 failed syncs in a row" in page
-            if name != "Refused":  # the pages meet the record as a malformed answer
+            if name != "Refused":  # the pages handle the record as a malformed answer
                 assert client.get("/operations").status_code == 502

@@ -1,4 +1,4 @@
-"""What a person needs to see before and after moving money, against the sandbox (issue 14):
+"""What a person needs to see before and after moving money, against the sandbox:
 the withdrawal's wallets, network fee and refusal figures, vouchers found by a code however it is
 typed and named in plain words, and the withdrawals list for accountants."""
 
@@ -25,7 +25,7 @@ def owner(app, accounts, sandbox):
     return signed_in(app, accounts.owner)
 
 
-# --- Withdrawals: wallets, fee, refusals (points 7 and 9) -----------------------------------
+# --- Withdrawals: wallets, fee, refusals ----------------------------------------------------
 
 
 def test_usd_is_not_offered_as_a_withdrawal_wallet_and_is_refused_if_posted(owner, sandbox):
@@ -71,7 +71,7 @@ def test_a_refusal_over_the_limit_shows_the_figures_the_portal_knows(owner, sand
     assert "Sent from the ETH wallet through the portal today (UTC) 150 ETH" in page
 
 
-# --- Vouchers (point 10) --------------------------------------------------------------------
+# --- Vouchers -------------------------------------------------------------------------------
 
 
 def _voucher(owner, sandbox) -> tuple[str, str]:
@@ -132,7 +132,7 @@ def text_of(fragment: str) -> str:
     return re.sub(r"<[^>]+>", "", fragment).strip()
 
 
-# --- Accountants read the withdrawals list (point 11) ---------------------------------------
+# --- Accountants read the withdrawals list --------------------------------------------------
 
 
 def test_accountants_read_the_withdrawals_list_and_nothing_more(app, accounts, owner, sandbox):

@@ -192,7 +192,7 @@ def ticked(html: str) -> list[str]:
 
 
 def test_after_an_action_no_box_stays_ticked(operator, api, sandbox):
-    """Issue 14: after Link selected the linked ones stayed ticked, so the next Reject selected
+    """Once, after Link selected the linked ones stayed ticked, so the next Reject selected
     rejected them too. After any action, sent or refused, nothing is ticked."""
     operation, (first, second) = new_operation(api, sandbox, transactions=2)
     url = f"/operations/{operation.id}/link-transactions"

@@ -1,4 +1,4 @@
-"""Invitations and password resets (issue 15, point 4): a one-time link mailed through a real
+"""Invitations and password resets: a one-time link mailed through a real
 local SMTP server, over real HTTP. Time moves in the database, never by sleeping."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A voucher's code is bearer money (issue item 13): an owner with two-factor sign-in on creates
+"""A voucher's code is bearer money: an owner with two-factor sign-in on creates
 a voucher, and reveals a code, only with a fresh code; a missing, wrong or used one makes no
 voucher in the sandbox and shows no code. Both are in the audit log, the code never in clear."""
 

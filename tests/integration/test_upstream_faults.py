@@ -1,4 +1,4 @@
-"""Upstream faults through the sandbox's fault injection (issue #8, item 2).
+"""Upstream faults through the sandbox's fault injection.
 
 For each fault (500s, answers slower than the portal's read timeout, malformed JSON, a reset
 connection, a stopped sandbox) every page that calls the API shows the payment service error

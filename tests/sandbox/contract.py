@@ -1,7 +1,7 @@
 """Shared checks and helpers of the sandbox contract tests.
 
 Everything here speaks real HTTP to a running sandbox process; nothing imports the sandbox.
-The expectations come from the API documentation, the design decisions and docs/sandbox.md.
+The expectations come from docs/sandbox.md: what the API documents, and what the sandbox adds.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tests.support.sandbox_server import SandboxServer
 
 PREFIXES = ("/sandbox/v1", "/v1")
 
-# code -> (HTTP status, message) from section 7 of the API documentation.
+# code -> (HTTP status, message), as the API documents them (docs/sandbox.md).
 ERRORS: dict[int, tuple[int, str]] = {
     0: (400, "Something went wrong"),
     1: (410, "Deprecated action"),

@@ -306,7 +306,7 @@ def test_a_bad_body_on_put_is_code_9(module_api, module_sandbox):
 @pytest.mark.parametrize("prefix", PREFIXES)
 @pytest.mark.parametrize("path", ["/no-such-thing", "/operations/1/2", "/vouchers/a%2Fb"])
 def test_a_path_the_sandbox_cannot_place_is_400_code_0(module_sandbox, prefix, path):
-    """Section 7 gives code 0 one status and one message: 400 "Something went wrong"."""
+    """The API documents one status and one message for code 0: 400 "Something went wrong"."""
     response = requests.get(
         f"{module_sandbox.base_url}{prefix}{path}",
         headers=module_sandbox.headers(),

@@ -138,8 +138,8 @@ def test_link_confirms_transactions_and_the_operation(api, sandbox):
     result = data_of(response, 200)
     check_operation(result)
     assert result["id"] == op["id"]
-    assert result["status"] == "confirmed"  # whatever the sum (section 3.2)
-    assert result["amount_paid"] == "0.25000000"  # the linked ones (section 3.2)
+    assert result["status"] == "confirmed"  # whatever the sum, as documented
+    assert result["amount_paid"] == "0.25000000"  # the linked ones, as documented
     txs = by_id(result)
     for tx_id in (first["id"], second["id"]):
         assert txs[tx_id]["linked"] is True
@@ -201,7 +201,7 @@ def test_rejecting_the_only_payment_of_a_paid_operation_makes_it_new_again(api, 
 
 
 def test_rejecting_every_linked_transaction_makes_the_operation_new_with_nothing_paid(api, sandbox):
-    """The mistake of issue 14: link, then reject the same transactions. Section 3.2: after a
+    """A mistake once made: link, then reject the same transactions. As documented, after a
     reject the operation is `new` with `amount_paid` zero, not `confirmed` with nothing paid."""
     op = api.create_operation(amount="1")
     first = add_transaction(sandbox, op["id"], "0.3", "undefined")

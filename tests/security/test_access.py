@@ -1,4 +1,4 @@
-"""Point 2: who may do what. tests/unit/test_access_matrix.py walks every route x method x role
+"""Who may do what. tests/unit/test_access_matrix.py walks every route x method x role
 and anonymous; this adds what it leaves out: a signed-in owner of ANOTHER merchant going for
 this merchant's objects by id (IDOR) on every route of url_map that takes an object's id, and
 on the lists and exports that could show them.

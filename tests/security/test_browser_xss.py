@@ -1,4 +1,4 @@
-"""Point 3 in a real browser: with hostile records on every main page, no script ever runs.
+"""In a real browser: with hostile records on every main page, no script ever runs.
 
 The world's portal (see conftest.py) is served from a thread; Chromium opens each page and an
 htmx fragment, and neither a dialog nor a script error may appear.

@@ -1,4 +1,4 @@
-"""Point 1: every state-changing route of url_map refuses a request without a valid CSRF token
+"""Every state-changing route of url_map refuses a request without a valid CSRF token
 (none, a forged one, another session's), as a plain form and as htmx, and nothing changes:
 not the portal's database (audit log included) nor the sandbox.
 
@@ -89,7 +89,7 @@ def _as(world, visitor: str, url: str, data: dict | None = None) -> Case:
 
 
 def _form(world, visitor: str, url: str, data: dict) -> Case:
-    """A form that moves money, with the one-time key its page gave the visitor."""
+    """A form that moves money, with the idempotency key its page gave the visitor."""
     case = _as(world, visitor, url, dict(data))
     case.data["intent"] = intent_key(case.client, url)
     return case

@@ -1,4 +1,4 @@
-"""Point 4: CSP with frame-ancestors, nosniff and a Referrer-Policy on every response: every route
+"""CSP with frame-ancestors, nosniff and a Referrer-Policy on every response: every route
 of url_map by every method for every visitor, as a page and as htmx, and every kind of error.
 (The 429 of the sign-in limits is checked in test_throttling.py, on an app with low limits.)
 """

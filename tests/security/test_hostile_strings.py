@@ -1,4 +1,4 @@
-"""Point 3: markup and formulas stored through the API and the portal's own forms are shown as
+"""Markup and formulas stored through the API and the portal's own forms are shown as
 text on every page and fragment, and as text cells in every CSV export.
 """
 

@@ -1,4 +1,4 @@
-"""Points 2 and 3: one's own password and two-factor sign-in, attacked from another session.
+"""One's own password and two-factor sign-in, attacked from another session.
 
 A new password (one's own on the account page, or an owner's for anyone) ends every other
 session of that user, and the session that changed its own stays. A two-factor setup key
@@ -66,7 +66,7 @@ def _stored_secret(app, email: str) -> str | None:
         return crypto.decrypt(stored) if stored else None
 
 
-# --- Point 2: passwords ----------------------------------------------------------------------
+# --- Passwords -------------------------------------------------------------------------------
 
 
 def test_changing_ones_own_password_ends_every_other_session(url, accounts):
@@ -132,7 +132,7 @@ def test_with_two_factor_on_a_new_password_needs_a_code_too(app, url, accounts):
     assert _change_password(acting, PASSWORD, NEW_PASSWORD, code=next_code).status_code == 302
 
 
-# --- Point 3: two-factor enrolment -----------------------------------------------------------
+# --- Two-factor enrolment --------------------------------------------------------------------
 
 
 def test_a_setup_key_belongs_to_the_session_that_was_shown_it(app, url, accounts):

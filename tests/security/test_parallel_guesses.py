@@ -1,4 +1,4 @@
-"""Point 4: parallel guesses get no more checks than the limit.
+"""Parallel guesses get no more checks than the limit.
 
 40 wrong passwords, or 40 wrong two-factor codes, sent at the same moment at one account: each
 is counted before it is checked, so exactly the limit's number are checked (401 or 422, and in

@@ -1,4 +1,4 @@
-"""Point 7: no open redirect. Every place that redirects to a target a visitor can influence
+"""No open redirect. Every place that redirects to a target a visitor can influence
 keeps the Location (and htmx's HX-Redirect) on the portal, for every hostile target; and every
 redirect in the code is either built by url_for, checked by safe_next, or one listed here.
 """

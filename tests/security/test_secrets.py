@@ -1,4 +1,4 @@
-"""Point 8: no secret in any response, log line, error page or the database file.
+"""No secret in any response, log line, error page or the database file.
 
 Extends tests/integration/test_portal_settings_api.py (the application token on the settings
 pages) to every secret the portal holds (application and company tokens, the token keys, the

@@ -1,4 +1,4 @@
-"""Point 5: session fixation and replay. A cookie from before sign-in is never the one after,
+"""Session fixation and replay. A cookie from before sign-in is never the one after,
 and a cookie replayed after sign-out (or after the session ended on the server) signs nobody in,
 whatever the kind of request.
 """

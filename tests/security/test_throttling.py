@@ -1,4 +1,4 @@
-"""Point 6: the attacker's view of the sign-in limits, on the in-memory store and on Redis.
+"""The attacker's view of the sign-in limits, on the in-memory store and on Redis.
 
 Guessing one account's password, spraying one password over many accounts, spoofing
 X-Forwarded-For or changing the email's case: each hits a clear 429 page, even with the right

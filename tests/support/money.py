@@ -59,7 +59,7 @@ def post(client, path: str, data: dict | None = None, **headers: str):
 
 
 def intent_key(client, path: str) -> str:
-    """The one-time key of the form on `path`, as the browser gets it ("" when there is none)."""
+    """The idempotency key of the form on `path`, as the browser gets it ("" when there is none)."""
     match = INTENT_FIELD.search(client.get(path).get_data(as_text=True))
     return match.group(1) if match else ""
 

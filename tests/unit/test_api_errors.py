@@ -10,7 +10,7 @@ from portal.api import DOCUMENTED_MESSAGES, ApiFailure, ApiRefusal, ApiUnavailab
 from portal.api.errors import error_from_answer
 from tests.support.fake_api import TOKEN, Answer, FakeApi, operation_json
 
-# HTTP status of each code, from section 7 of the API documentation.
+# HTTP status of each code, as the API documents it (docs/sandbox.md).
 HTTP_STATUS_OF_CODE = {
     0: 400, 1: 410, 2: 401, 3: 403, 4: 403, 5: 404, 6: 404, 7: 400, 8: 400, 9: 422, 10: 415,
     11: 400, 12: 400, 13: 400, 14: 404, 15: 400, 16: 400, 17: 400, 18: 404, 19: 400, 20: 400,

@@ -2,7 +2,7 @@
 
 Every state-changing action of the portal writes one event, success or not::
 
-    from portal.rules import audit
+    from portal.identity.rules import audit
 
     # After the fact, when the outcome is known:
     audit.record("user.add", parameters={"email": email, "role": "operator"})
@@ -27,7 +27,7 @@ message), an `ApiUnavailable` (the outcome "unknown" when the request may have r
 user's merchant (`merchant` when there is no user, as for a failed sign-in; without either it is
 kept but shown to no merchant). Each event is committed at once, in its own commit.
 
-Who acts, and from which address, is the web layer's knowledge: it says so with `act_as` for each
+Who acts, and from which address, is the web kit's knowledge: it says so with `act_as` for each
 request (and again when someone signs in or out). Without an actor (a command), events name no
 user unless given one, and no address.
 """
@@ -112,7 +112,7 @@ def act_as(actor: Actor) -> None:
 
 
 def current_actor() -> Actor:
-    """The actor the web layer named for this request; nobody, from nowhere, otherwise."""
+    """The actor the web kit named for this request; nobody, from nowhere, otherwise."""
     return g.get(ACTOR, Actor()) if has_app_context() else Actor()
 
 

@@ -4,7 +4,7 @@ stolen session cookie alone cannot make it.
 
 Every check is counted first (`portal.identity.rules.attempts`), per account and per client address,
 and given back when the password was right: a wrong current password counts as a failed sign-in.
-A refusal is a `PasswordRefused` whose `reason` says why; the web layer words it.
+A refusal is a `PasswordRefused` whose `reason` says why; the web kit words it.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Every check of a code goes through `check_code`, which counts each code before c
 of their
 own with the sign-in limits' values (per user and per client address), gives it back unless it
 was a wrong guess, and writes every refusal to the audit log. A refusal is a `CodeRefused` whose
-`reason` says why; what a person reads about it is the web layer's (`portal.web.step_up`), and so
+`reason` says why; what a person reads about it is the web kit's (`portal.web.step_up`), and so
 is the setup key of an enrolment not confirmed yet (kept in the browser's session).
 """
 

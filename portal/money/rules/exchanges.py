@@ -26,8 +26,8 @@ def make(
     sell_amount: Decimal | None,
     buy_amount: Decimal | None,
 ) -> Exchange:
-    """Make the exchange and keep the answer, added to the caller's transaction: the one-time
-    sending (`intents.settling`) commits it with the intent's outcome."""
+    """Make the exchange and keep the answer, added to the caller's transaction: sending under
+    its idempotency key (`idempotency.settling`) commits it with the key's outcome."""
     made = api.create_exchange(sell_currency, buy_currency, sell_amount, buy_amount)
     db.session.add(
         ExchangeRecord(

@@ -40,7 +40,7 @@ class Settled(Protocol):
 
 
 def new_key() -> str:
-    """An unguessable one-time key (32 url-safe characters)."""
+    """An unguessable idempotency key (32 url-safe characters)."""
     return secrets.token_urlsafe(KEY_BYTES)
 
 

@@ -1,4 +1,4 @@
-"""What a person must decide, read from the mirror (issue 15, point 5).
+"""What a person must decide, read from the mirror.
 
 - `UNDECIDED`: a transaction whose status is `undefined` that nobody linked or rejected;
 - `LATE`: money that reached an expired or canceled operation (a transaction neither linked

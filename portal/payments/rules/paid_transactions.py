@@ -1,7 +1,7 @@
 """Transactions with the currency they were paid in.
 
 The API writes a transaction's amount without its currency: it is the currency its operation was
-paid in (`currency_paid`, section 2.1). The operations of one page of transactions are read with
+paid in (`currency_paid`). The operations of one page of transactions are read with
 one more request, by their ids, so a list or an export asks once per page, never per row.
 """
 
@@ -27,7 +27,7 @@ class PaidTransaction:
 
 
 def fetch_paid(api: MerchantApiClient, **filters: Any) -> PageReader[PaidTransaction]:
-    """Ask for one page of the transactions list (section 4.7); the function returned reads it,
+    """Ask for one page of the transactions list; the function returned reads it,
     each transaction with its currency.
 
     The transactions are read at once: their operations' ids make the second request. The

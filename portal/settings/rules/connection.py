@@ -1,8 +1,8 @@
 """The way to the Merchant API: a configured client, and checked, encrypted credentials.
 
 What stops a connection is typed (`UrlProblem`, `TokenNeed`, `ConnectionRejected`); the words
-for each are the web layer's (`portal.settings.pages.connection_messages`), for the settings page
-and the commands.
+for each are the settings pages' (`portal.settings.pages.connection_messages`), for the settings
+page and the commands.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from portal.web.idempotent_forms import IdempotencyKeyField
 
 
 class ExchangeForm(DealForm):
-    """The deal and its one-time key. The form page posts it to the review, which carries the
+    """The deal and its idempotency key. The form page posts it to the review, which carries the
     same deal and key on to **Confirm exchange**: the key is of the form shown, not of the review,
     so reviewing again and confirming twice still sends once."""
 

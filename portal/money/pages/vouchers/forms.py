@@ -19,7 +19,7 @@ STATUS_WORDS = {0: "new", 1: "active or redeemed", 2: "canceled", 3: "expired"}
 
 
 class VoucherFilters(ListFilters):
-    """Every filter and sort of the voucher list (section 4.12 of the API documentation)."""
+    """Every filter and sort of the voucher list (docs/sandbox.md, "The API as documented")."""
 
     SORTS: ClassVar[tuple[tuple[str, str], ...]] = (
         ("amount", "Amount"),

@@ -1,6 +1,6 @@
 """`/attention`: the items of the mirror that wait for a decision, grouped by reason.
 
-The actions are the operations feature's own forms (Link selected, Reject selected with a
+The actions are the operations pages' own forms (Link selected, Reject selected with a
 reason), posted to its URLs with one transaction ticked: its page then asks for confirmation,
 as everywhere, and sends nothing before. Accountants see no buttons (and that page refuses them).
 """

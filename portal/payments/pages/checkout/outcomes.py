@@ -6,7 +6,7 @@ nothing was paid, `status=4` on an operation the merchant later confirmed). The 
 only when the API cannot be asked (an unknown operation, the application or company banned, the
 API down).
 
-The code (API documentation, section 6) arrives as `status`, `code` or `status_code` in the
+The code (the redirect codes of docs/sandbox.md) arrives as `status`, `code` or `status_code` in the
 query string; no code at all means the payment went through. Anything else (empty, not 1-8, two
 different codes) is "unknown".
 """

@@ -53,7 +53,7 @@ RECEIVED_CHOICES = [
 
 
 class OperationFilters(ListFilters):
-    """Every filter and sort of the operations list (section 4.4 of the API documentation)."""
+    """Every filter and sort of the operations list (docs/sandbox.md, "The API as documented")."""
 
     SORTS: ClassVar[tuple[tuple[str, str], ...]] = (
         ("id", "Id"),

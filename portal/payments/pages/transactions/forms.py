@@ -1,4 +1,4 @@
-"""The transactions list's filters (section 4.7 of the API documentation)."""
+"""The transactions list's filters: every one the API documents (docs/sandbox.md)."""
 
 from __future__ import annotations
 
