@@ -21,12 +21,10 @@ from flask_login import current_user
 from markupsafe import Markup, escape
 
 from portal.api import OPERATION_STATUSES, TRANSACTION_STATUSES
+from portal.money.rules.currencies import least_decimals
 from portal.web.error_messages import error_message
 from portal.web_urls import is_web_url
 
-# The decimals a page shows at least, for the currencies that have cents; other amounts show
-# as many as they need (up to the API's 8).
-CENTS = {"USD": 2, "EUR": 2}
 # An operation's category in the words of the operations filter and its column alike.
 CATEGORY_NAMES = {
     "application": "Application",
@@ -139,12 +137,13 @@ def _badge(status: str, known: bool) -> Markup:
 def money(amount: Decimal | None, currency: str | None = None) -> str:
     """An amount for a page, with its currency: `1,250.00 USD`, `0.1 BTC`, `12,000 USDT`.
 
-    Thousands separators; at least the currency's cents (`CENTS`), otherwise the decimals the
-    amount has without trailing zeros. Never rounded: an amount with more decimals shows them.
+    Thousands separators; a fiat currency's cents at least, otherwise the decimals the amount
+    has without trailing zeros (`least_decimals`). Never rounded: an amount with more decimals
+    shows them.
     """
     if amount is None:
         return "—"
-    text = _grouped(amount, CENTS.get(currency or "", 0))
+    text = _grouped(amount, least_decimals(currency))
     return f"{text} {currency}" if currency else text
 
 
