@@ -119,16 +119,17 @@ def _seconds(isoformat: str) -> str:
     return f"{isoformat[:10]} {isoformat[11:19]}"
 
 
-def badge(status: str, known: dict[int, str]) -> Markup:
-    """A readable badge for a status text; a text the portal does not know is shown as it came."""
-    return _badge(status, status in known.values())
+def badge(status: str, known: dict[int, str], words: str | None = None) -> Markup:
+    """A readable badge for a status text (`words`, or the status capitalized); a text the
+    portal does not know is shown as it came."""
+    return _badge(status, status in known.values(), words or status.capitalize())
 
 
 @lru_cache(maxsize=256)
-def _badge(status: str, known: bool) -> Markup:
+def _badge(status: str, known: bool, words: str) -> Markup:
     """The badge's HTML, made once per status: a list shows the same few on every row."""
     if known:
-        html = f'<span class="badge status-{escape(status)}">{escape(status.capitalize())}</span>'
+        html = f'<span class="badge status-{escape(status)}">{escape(words)}</span>'
     else:
         html = f'<span class="badge status-other">{escape(status)}</span>'
     return Markup(html)  # noqa: S704  (the status is escaped)
