@@ -15,22 +15,16 @@ from wtforms import EmailField, Field, SelectChoice, SelectField, StringField
 from wtforms.validators import DataRequired, InputRequired, Length, Optional, ValidationError
 
 from portal.identity.rules.accounts import EMAIL_LENGTH, MIN_PASSWORD_LENGTH, looks_like_email
-
-# The currencies of the API (its rates name BTC, ETH and USD; USDT is an ERC-20 token).
-# Which of them have wallets, pairs or limits is the API's to say, in its error codes.
-CURRENCIES = ("BTC", "ETH", "USDT", "USD")
-ERC20_TOKENS = frozenset({"USDT"})
-MAX_DECIMALS = 8
+from portal.money.rules.currencies import AMOUNT_DECIMALS, CURRENCY_CODES, address_shape
 
 _AMOUNT = re.compile(r"\d+(\.\d+)?|\.\d+")
-_BTC_BASE58 = re.compile(r"[13mn2][1-9A-HJ-NP-Za-km-z]{25,34}")
-_BTC_BECH32 = re.compile(r"(bc1|tb1|bcrt1)[02-9ac-hj-np-z]{11,71}")
-_HEX_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+# An address in a currency whose shape the portal does not know: anything without spaces.
 _ANY_ADDRESS = re.compile(r"[^\s]{8,255}")
 
 
 def parse_amount(text: str) -> Decimal:
-    """A positive plain decimal with at most 8 decimals; ValueError says what is wrong."""
+    """A positive plain decimal with at most the API's 8 decimals; ValueError says what is
+    wrong."""
     text = text.strip()
     if not _AMOUNT.fullmatch(text):
         raise ValueError("Enter a positive amount in digits, such as 0.25.")
@@ -39,8 +33,8 @@ def parse_amount(text: str) -> Decimal:
         raise ValueError("Enter an amount greater than zero.")
     exponent = amount.as_tuple().exponent
     assert isinstance(exponent, int)  # the pattern admits finite numbers only
-    if -exponent > MAX_DECIMALS:
-        raise ValueError(f"Use at most {MAX_DECIMALS} decimal places.")
+    if -exponent > AMOUNT_DECIMALS:
+        raise ValueError(f"Use at most {AMOUNT_DECIMALS} decimal places.")
     return amount
 
 
@@ -78,27 +72,20 @@ class CurrencyField(SelectField):
 
     def __init__(self, label: str, **kwargs: object) -> None:
         choices = [SelectChoice("", "Choose a currency")]
-        choices += [SelectChoice(code, code) for code in CURRENCIES]
+        choices += [SelectChoice(code, code) for code in CURRENCY_CODES]
         super().__init__(label, choices=choices, validate_choice=False, **kwargs)
 
     def pre_validate(self, form: FlaskForm) -> None:
-        if self.data not in CURRENCIES:
+        if self.data not in CURRENCY_CODES:
             raise ValidationError("Choose one of the currencies in the list.")
 
 
 def address_problem(currency: str | None, address: str) -> str | None:
     """Why `address` cannot be an address in `currency`, or None when its shape fits."""
-    if currency == "BTC":
-        if _BTC_BASE58.fullmatch(address) or _BTC_BECH32.fullmatch(address):
-            return None
-        return "Enter a Bitcoin address: it starts with 1, 3 or bc1 (2, m, n or tb1 on testnet)."
-    if currency == "ETH" or currency in ERC20_TOKENS:
-        if _HEX_ADDRESS.fullmatch(address):
-            return None
-        return f"Enter an {currency} address: 0x followed by 40 hexadecimal digits."
-    if not _ANY_ADDRESS.fullmatch(address):
-        return "Enter the address without spaces."
-    return None
+    shape = address_shape(currency)
+    if shape is None:
+        return None if _ANY_ADDRESS.fullmatch(address) else "Enter the address without spaces."
+    return None if shape.fits(address) else f"Enter {shape.described}."
 
 
 class AddressOf:
@@ -109,7 +96,7 @@ class AddressOf:
 
     def __call__(self, form: FlaskForm, field: Field) -> None:
         currency = form[self.currency_field].data
-        if currency not in CURRENCIES:
+        if currency not in CURRENCY_CODES:
             return  # the currency field says what is wrong
         problem = address_problem(currency, field.data or "")
         if problem:

@@ -21,12 +21,10 @@ from flask_login import current_user
 from markupsafe import Markup, escape
 
 from portal.api import OPERATION_STATUSES, TRANSACTION_STATUSES
+from portal.money.rules.currencies import least_decimals
 from portal.web.error_messages import error_message
 from portal.web_urls import is_web_url
 
-# The decimals a page shows at least, for the currencies that have cents; other amounts show
-# as many as they need (up to the API's 8).
-CENTS = {"USD": 2, "EUR": 2}
 # An operation's category in the words of the operations filter and its column alike.
 CATEGORY_NAMES = {
     "application": "Application",
@@ -121,16 +119,17 @@ def _seconds(isoformat: str) -> str:
     return f"{isoformat[:10]} {isoformat[11:19]}"
 
 
-def badge(status: str, known: dict[int, str]) -> Markup:
-    """A readable badge for a status text; a text the portal does not know is shown as it came."""
-    return _badge(status, status in known.values())
+def badge(status: str, known: dict[int, str], words: str | None = None) -> Markup:
+    """A readable badge for a status text (`words`, or the status capitalized); a text the
+    portal does not know is shown as it came."""
+    return _badge(status, status in known.values(), words or status.capitalize())
 
 
 @lru_cache(maxsize=256)
-def _badge(status: str, known: bool) -> Markup:
+def _badge(status: str, known: bool, words: str) -> Markup:
     """The badge's HTML, made once per status: a list shows the same few on every row."""
     if known:
-        html = f'<span class="badge status-{escape(status)}">{escape(status.capitalize())}</span>'
+        html = f'<span class="badge status-{escape(status)}">{escape(words)}</span>'
     else:
         html = f'<span class="badge status-other">{escape(status)}</span>'
     return Markup(html)  # noqa: S704  (the status is escaped)
@@ -139,12 +138,13 @@ def _badge(status: str, known: bool) -> Markup:
 def money(amount: Decimal | None, currency: str | None = None) -> str:
     """An amount for a page, with its currency: `1,250.00 USD`, `0.1 BTC`, `12,000 USDT`.
 
-    Thousands separators; at least the currency's cents (`CENTS`), otherwise the decimals the
-    amount has without trailing zeros. Never rounded: an amount with more decimals shows them.
+    Thousands separators; a fiat currency's cents at least, otherwise the decimals the amount
+    has without trailing zeros (`least_decimals`). Never rounded: an amount with more decimals
+    shows them.
     """
     if amount is None:
         return "—"
-    text = _grouped(amount, CENTS.get(currency or "", 0))
+    text = _grouped(amount, least_decimals(currency))
     return f"{text} {currency}" if currency else text
 
 

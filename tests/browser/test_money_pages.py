@@ -28,7 +28,7 @@ def test_withdrawal_review_and_confirm(page: Page, portal: PortalServer) -> None
     page.get_by_label("Wallet").select_option("ETH")
     page.get_by_label("Address").fill("not an address")
     page.get_by_role("button", name="Review").click()
-    expect(page.get_by_text("Enter an ETH address")).to_be_visible()
+    expect(page.get_by_text("Enter an Ethereum address")).to_be_visible()
     assert_accessible(page)
 
     page.get_by_label("Address").fill(ETH_ADDRESS)

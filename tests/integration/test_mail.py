@@ -103,11 +103,11 @@ def test_a_confirmed_payment_mails_the_owners_who_chose_it_and_nobody_else(
     [message] = mail_server.messages
     assert message["To"] == accounts.owner
     assert message["From"] == "Merchant Portal <portal@localhost>"
-    assert message["Subject"] == "Payment confirmed — order A-1001 — 0.5 BTC"
+    assert message["Subject"] == "Confirmed — order A-1001 — 0.5 BTC"
     text = text_of(message)
     assert "Order number: A-1001" in text
     assert "Amount: 0.5 BTC" in text
-    assert "Status: confirmed" in text
+    assert "Status: Confirmed" in text
     assert link_in(message) == f"{PUBLIC_URL}/operations/op_8f3a2c"
 
 

@@ -89,10 +89,10 @@ def test_events_in_order_with_words_and_amounts(app, api, sandbox):
     assert timeline(page) == [
         "2024-05-01 12:00:00 UTC: Operation created for 0.5 BTC.",
         f"2024-05-01 12:01:00 UTC: Transaction {transaction.id} of 0.2 BTC received.",
-        "2024-05-01 12:02:00 UTC: Paid in part: 0.2 BTC of 0.5 BTC due.",
+        "2024-05-01 12:02:00 UTC: Partly paid: 0.2 BTC of 0.5 BTC due.",
         f"2024-05-01 12:03:00 UTC: Transaction {transaction.id} of 0.2 BTC rejected: "
         "“&lt;img src=x onerror=&#34;alert(1)&#34;&gt;”.",
-        "2024-05-01 12:04:00 UTC: The operation expired, after 0.2 BTC had arrived.",
+        "2024-05-01 12:04:00 UTC: Expired, after 0.2 BTC had arrived.",
     ]
     assert HOSTILE not in page
     assert "Confirmed" not in " ".join(timeline(page))

@@ -1,5 +1,8 @@
 """What an event says to a person, in a mail: a headline per type, the record's order number,
-amount with its currency and status, and a link to the record on the portal."""
+amount with its currency and state, and a link to the record on the portal.
+
+An event that announces an operation's state is headed with the state's words, as the badge
+and the timeline say them (`portal.payments.rules.state_words`)."""
 
 from __future__ import annotations
 
@@ -12,24 +15,27 @@ from portal.extensions import db
 from portal.live.models import Event
 from portal.live.rules.events import EventType
 from portal.payments.models import MirroredOperation
+from portal.payments.rules.state_words import (
+    TRANSACTION_EVENT_WORDS,
+    event_state_words,
+    state_words,
+)
 
-# Keyed by type name: an EventType is its name (a StrEnum).
-HEADLINES: dict[str, str] = {
+# The headlines of the events that announce no state and are not a transaction's.
+OTHER_HEADLINES = {
     EventType.OPERATION_CREATED: "Operation created",
-    EventType.OPERATION_PARTLY_PAID: "Partly paid",
-    EventType.OPERATION_PAID: "Paid in full, not confirmed yet",
-    EventType.OPERATION_OVERPAID: "Overpaid",
-    EventType.OPERATION_CONFIRMED: "Payment confirmed",
-    EventType.OPERATION_EXPIRED: "Operation expired",
-    EventType.OPERATION_CANCELED: "Operation canceled",
-    EventType.OPERATION_FAILED: "Operation failed",
     EventType.OPERATION_STATUS_CHANGED: "Operation status changed",
-    EventType.TRANSACTION_RECEIVED: "Transaction received",
-    EventType.TRANSACTION_NEEDS_REVIEW: "Transaction needs review",
-    EventType.TRANSACTION_LINKED: "Transaction linked",
-    EventType.TRANSACTION_CONFIRMED: "Transaction confirmed",
-    EventType.TRANSACTION_REJECTED: "Transaction rejected",
 }
+
+
+def _headline_of(type_: EventType) -> str:
+    if type_ in TRANSACTION_EVENT_WORDS:
+        return f"Transaction {TRANSACTION_EVENT_WORDS[type_]}"
+    return event_state_words(type_) or OTHER_HEADLINES[type_]
+
+
+# Keyed by type name (an EventType is its name, a StrEnum), in the order of EventType.
+HEADLINES: dict[str, str] = {type_: _headline_of(type_) for type_ in EventType}
 SUBJECT_LENGTH = 200
 
 
@@ -49,7 +55,7 @@ def describe(event: Event, link: Callable[[str], str]) -> tuple[str, str]:
             ("Operation", data.get("id") or event.operation_id),
             ("Amount", _money(data.get("amount"), currency)),
             ("Paid", _money(data.get("amount_paid"), data.get("currency_paid") or currency)),
-            ("Status", data.get("status")),
+            ("Status", event_state_words(event.type) or _status_words(data.get("status"))),
         ]
         path = "/operations/" + quote(str(data.get("id") or event.operation_id), safe="")
     else:
@@ -98,6 +104,11 @@ def _operation(event: Event) -> MirroredOperation | None:
             MirroredOperation.operation_id == operation_id,
         )
     )
+
+
+def _status_words(status: str | None) -> str | None:
+    """The record's status in the words of its badge; None for a record without one."""
+    return state_words(status) if status else None
 
 
 def _money(amount: object, currency: str) -> str | None:

@@ -52,6 +52,7 @@ from portal.live.rules import events
 from portal.live.rules.events import EventType
 from portal.payments.models import MirroredOperation, MirroredTransaction
 from portal.payments.rules.progress import Progress, progress
+from portal.payments.rules.state_words import EVENT_STATES
 from portal.settings.models import ApiConnection
 from portal.settings.rules.connection import api_client_for
 
@@ -73,16 +74,12 @@ MAX_ERROR_LENGTH = 500
 # The pause before a failed merchant is tried again doubles from the sync interval up to this.
 MAX_RETRY_PAUSE = timedelta(minutes=15)
 
-OPERATION_STATUS_EVENTS = {
-    "confirmed": EventType.OPERATION_CONFIRMED,
-    "expired": EventType.OPERATION_EXPIRED,
-    "canceled": EventType.OPERATION_CANCELED,
-    "failed": EventType.OPERATION_FAILED,
-}
+# The event that announces each state an operation reaches (the states' words name them too).
 PROGRESS_EVENTS = {
-    Progress.PARTLY_PAID: EventType.OPERATION_PARTLY_PAID,
-    Progress.PAID: EventType.OPERATION_PAID,
-    Progress.OVERPAID: EventType.OPERATION_OVERPAID,
+    state: type_ for type_, state in EVENT_STATES.items() if isinstance(state, Progress)
+}
+OPERATION_STATUS_EVENTS = {
+    state: type_ for type_, state in EVENT_STATES.items() if not isinstance(state, Progress)
 }
 # The mirror's columns copied from the API record of the same name.
 OPERATION_COLUMNS = (

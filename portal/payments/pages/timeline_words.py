@@ -11,26 +11,19 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from portal.live.rules.events import EventType
+from portal.payments.rules.state_words import (
+    TRANSACTION_EVENT_WORDS,
+    event_state_words,
+    state_words,
+)
 from portal.payments.rules.timeline import Entry, Timeline
 from portal.web.formatting import money
 
-FIXED = {
-    EventType.OPERATION_EXPIRED: "The operation expired",
-    EventType.OPERATION_CANCELED: "The operation was canceled",
-    EventType.OPERATION_FAILED: "The operation failed",
-}
-# Payment events whose record lacks `amount_paid`: said without the amount.
-PAID_WORDS = {
-    EventType.OPERATION_PARTLY_PAID: "Paid in part",
-    EventType.OPERATION_PAID: "Paid in full, not confirmed yet",
-    EventType.OPERATION_OVERPAID: "Overpaid",
-}
-TRANSACTION_WORDS = {
-    EventType.TRANSACTION_RECEIVED: "received",
-    EventType.TRANSACTION_NEEDS_REVIEW: "needs a decision: link or reject it",
-    EventType.TRANSACTION_LINKED: "linked to the operation",
-    EventType.TRANSACTION_CONFIRMED: "confirmed on the blockchain",
-    EventType.TRANSACTION_REJECTED: "rejected",
+# What a timeline line adds to a transaction's words, for a reader of the operation's page.
+TRANSACTION_DETAILS = {
+    EventType.TRANSACTION_NEEDS_REVIEW: ": link or reject it",
+    EventType.TRANSACTION_LINKED: " to the operation",
+    EventType.TRANSACTION_CONFIRMED: " on the blockchain",
 }
 
 
@@ -46,32 +39,41 @@ def lines(timeline: Timeline) -> list[Line]:
 
 
 def sentence(entry: Entry) -> str:
-    """What happened, with the amount where the event has one."""
+    """What happened, with the amount where the event has one; an event that announces a
+    state begins with the state's words, as its badge and its mail say them."""
     amount = money(entry.amount, entry.currency) if entry.amount is not None else None
     due = money(entry.due, entry.currency) if entry.due is not None else None
-    if entry.type in TRANSACTION_WORDS:
+    if entry.type in TRANSACTION_EVENT_WORDS:
+        type_ = EventType(entry.type)
         told = f"Transaction {entry.transaction_id or ''}".rstrip()
         told += f" of {amount}" if amount else ""
-        told += f" {TRANSACTION_WORDS[EventType(entry.type)]}"
-        if entry.type == EventType.TRANSACTION_REJECTED and entry.reason:
+        told += f" {TRANSACTION_EVENT_WORDS[type_]}{TRANSACTION_DETAILS.get(type_, '')}"
+        if type_ == EventType.TRANSACTION_REJECTED and entry.reason:
             told += f": “{entry.reason}”"
         return told + "."
-    if amount is None and entry.type in PAID_WORDS:
-        return f"{PAID_WORDS[EventType(entry.type)]}."
+    state = event_state_words(entry.type)
+    if state is not None:
+        return f"{state}{_payment(entry, amount, due)}."
     match entry.type:
         case EventType.OPERATION_CREATED:
             return f"Operation created for {amount}." if amount else "Operation created."
-        case EventType.OPERATION_PARTLY_PAID:
-            return f"Paid in part: {amount} of {due} due." if due else f"Paid in part: {amount}."
-        case EventType.OPERATION_PAID:
-            return f"Paid in full: {amount}; not confirmed yet."
-        case EventType.OPERATION_OVERPAID:
-            return f"Overpaid: {amount} received, {due} due." if due else f"Overpaid: {amount}."
-        case EventType.OPERATION_CONFIRMED:
-            return f"Confirmed, {amount} paid." if amount else "Confirmed."
         case EventType.OPERATION_STATUS_CHANGED:
-            return f"Status changed to {entry.status or 'unknown'}."
-    if entry.type in FIXED:
-        paid = f", after {amount} had arrived" if amount and entry.amount else ""
-        return f"{FIXED[EventType(entry.type)]}{paid}."
+            return f"Status changed to {state_words(entry.status)}."
     return f"{entry.type}."
+
+
+def _payment(entry: Entry, amount: str | None, due: str | None) -> str:
+    """What was paid, after the state's words: nothing when the record lacks `amount_paid`,
+    nor for an operation that ended with nothing paid."""
+    if not amount:
+        return ""
+    match entry.type:
+        case EventType.OPERATION_PARTLY_PAID:
+            return f": {amount} of {due} due" if due else f": {amount}"
+        case EventType.OPERATION_OVERPAID:
+            return f": {amount} received, {due} due" if due else f": {amount}"
+        case EventType.OPERATION_PAID:
+            return f": {amount}"
+        case EventType.OPERATION_CONFIRMED:
+            return f": {amount} paid"
+    return f", after {amount} had arrived" if entry.amount else ""

@@ -12,10 +12,8 @@ import enum
 from decimal import ROUND_CEILING, Decimal
 
 from portal.api import Operation
+from portal.money.rules.currencies import SMALLEST_AMOUNT
 
-EIGHT_PLACES = Decimal("0.00000001")
-# The smallest amount the API writes: `amount_paid_from` at this bound finds any payment.
-SMALLEST_AMOUNT = EIGHT_PLACES
 # Statuses in which an operation can still change by itself (a payment, an expiry).
 OPEN_STATUSES = frozenset({"new"})
 
@@ -35,7 +33,7 @@ def amount_due(operation: Operation) -> Decimal | None:
         return operation.amount
     if operation.rate <= 0:
         return None
-    return (operation.amount * operation.rate).quantize(EIGHT_PLACES, ROUND_CEILING)
+    return (operation.amount * operation.rate).quantize(SMALLEST_AMOUNT, ROUND_CEILING)
 
 
 def progress(operation: Operation) -> Progress | None:

@@ -19,22 +19,14 @@ from portal.api.records import parse_record
 from portal.api.wire import MalformedAnswer
 from portal.extensions import db
 from portal.live.models import Event
-from portal.live.rules.events import EventType, of_current_connection
+from portal.live.rules.events import of_current_connection
 from portal.payments.models import MirroredOperation
 from portal.payments.rules.progress import amount_due
+from portal.payments.rules.state_words import EVENT_STATES
 
-# Events about the operation whose record says what was paid against what was due.
-PAYMENT_EVENTS = frozenset(
-    {
-        EventType.OPERATION_PARTLY_PAID,
-        EventType.OPERATION_PAID,
-        EventType.OPERATION_OVERPAID,
-        EventType.OPERATION_CONFIRMED,
-        EventType.OPERATION_EXPIRED,
-        EventType.OPERATION_CANCELED,
-        EventType.OPERATION_FAILED,
-    }
-)
+# Events about the operation whose record says what was paid against what was due: those
+# that announce a state.
+PAYMENT_EVENTS = frozenset(EVENT_STATES)
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,8 @@ from flask_wtf import FlaskForm
 from wtforms import SelectChoice, SubmitField
 from wtforms.validators import InputRequired, ValidationError
 
-from portal.web.fields import CURRENCIES, AddressField, AmountField, CodeField, CurrencyField
-
-# A withdrawal goes to a blockchain address, so only a crypto currency's wallet can send one:
-# USD has no address to send to.
-FIAT = frozenset({"USD"})
-WALLETS = tuple(code for code in CURRENCIES if code not in FIAT)
+from portal.money.rules.currencies import WITHDRAWAL_WALLETS
+from portal.web.fields import AddressField, AmountField, CodeField, CurrencyField
 
 
 class WalletField(CurrencyField):
@@ -20,15 +16,16 @@ class WalletField(CurrencyField):
     def __init__(self, label: str, **kwargs: object) -> None:
         super().__init__(label, **kwargs)
         self.choices = [SelectChoice("", "Choose a wallet")]
-        self.choices += [SelectChoice(code, code) for code in WALLETS]
+        self.choices += [SelectChoice(code, code) for code in WITHDRAWAL_WALLETS]
 
     def pre_validate(self, form: FlaskForm) -> None:
-        if self.data in FIAT:
+        super().pre_validate(form)
+        if self.data not in WITHDRAWAL_WALLETS:
+            *others, last = WITHDRAWAL_WALLETS
             raise ValidationError(
                 f"A withdrawal goes to a blockchain address, so it cannot leave the {self.data} "
-                f"wallet: choose {', '.join(WALLETS[:-1])} or {WALLETS[-1]}."
+                f"wallet: choose {', '.join(others)} or {last}."
             )
-        super().pre_validate(form)
 
 
 class WithdrawalForm(FlaskForm):

@@ -17,6 +17,7 @@ from werkzeug.exceptions import InternalServerError, NotFound
 from werkzeug.wrappers import Response
 
 from portal.extensions import limiter
+from portal.money.rules.currencies import AMOUNT_DECIMALS, FIAT_DECIMALS
 from portal.payments.models import CheckoutLink
 from portal.payments.pages.checkout import bp
 from portal.payments.pages.checkout.outcomes import CODE_PARAMETERS, notice_for, outcome_for
@@ -228,6 +229,10 @@ def customer_context() -> dict[str, object]:
     return {"locale": str(get_locale()), "format_amount": format_amount}
 
 
+# Cents at least, fiat and crypto alike, and at most the API's decimals: "0.50", "0.000425".
+AMOUNT_PATTERN = "#,##0." + "0" * FIAT_DECIMALS + "#" * (AMOUNT_DECIMALS - FIAT_DECIMALS)
+
+
 def format_amount(amount: Decimal) -> str:
-    """In the customer's number format, with 2 to 8 decimals (fiat and crypto alike)."""
-    return format_decimal(amount, format="#,##0.00######")
+    """In the customer's number format (`AMOUNT_PATTERN`)."""
+    return format_decimal(amount, format=AMOUNT_PATTERN)

@@ -20,7 +20,7 @@ from wtforms import (
 from wtforms.validators import DataRequired, InputRequired, Length, Optional, ValidationError
 
 from portal.api import OPERATION_STATUSES
-from portal.payments.rules.progress import SMALLEST_AMOUNT
+from portal.money.rules.currencies import SMALLEST_AMOUNT, is_fiat
 from portal.web.fields import AmountField, strip
 from portal.web.filters import (
     CURRENCY_PATTERN,
@@ -154,11 +154,6 @@ def _http_url(_form: FlaskForm, field: URLField) -> None:
         raise ValidationError("Enter an address starting with http:// or https://.")
 
 
-# Currencies that are not paid on a blockchain: an operation may be priced in them, but the
-# customer pays in a crypto currency.
-FIAT_CURRENCIES = frozenset({"USD", "EUR", "GBP"})
-
-
 class NewOperationForm(FlaskForm):
     """Create an operation; the currencies are those of the current rates."""
 
@@ -179,8 +174,8 @@ class NewOperationForm(FlaskForm):
     def offer(self, currencies: list[str]) -> None:
         """The currencies the rates know; the customer pays in a crypto currency, by default
         the price's own, or for a fiat price the first crypto currency."""
-        crypto = [code for code in currencies if code not in FIAT_CURRENCIES]
-        fiat = [code for code in currencies if code in FIAT_CURRENCIES]
+        crypto = [code for code in currencies if not is_fiat(code)]
+        fiat = [code for code in currencies if is_fiat(code)]
         self.fiat_default = crypto[0] if crypto else None
         same = "Same as the currency"
         if fiat and self.fiat_default:
@@ -196,7 +191,7 @@ class NewOperationForm(FlaskForm):
         crypto currency (a fiat currency cannot be paid on a blockchain)."""
         if self.payment_currency.data:
             return self.payment_currency.data
-        return self.fiat_default if self.currency.data in FIAT_CURRENCIES else None
+        return self.fiat_default if is_fiat(self.currency.data) else None
 
 
 class TransactionsActionForm(FlaskForm):

@@ -28,6 +28,7 @@ from portal.api import (
 from portal.identity.models import Role
 from portal.identity.rules import audit
 from portal.money.models import IntentKind
+from portal.money.rules.currencies import CURRENCY_CODES
 from portal.payments.pages.operations import bp
 from portal.payments.pages.operations.forms import (
     CancelForm,
@@ -56,7 +57,6 @@ from portal.web.api_errors import (
     unless_unavailable,
 )
 from portal.web.exports import csv_download
-from portal.web.fields import CURRENCIES
 from portal.web.idempotent_forms import IdempotentForm, refuse_used, send
 from portal.web.lists import ApiList, render_list
 from portal.web.merchant import current_api
@@ -183,7 +183,7 @@ def new() -> Response:
     # Without the rates (the payment service does not answer), the currencies the portal knows,
     # and a banner: the form can be filled in, and sent once the service is back.
     rates = unless_unavailable(api.get_rates)
-    form.offer(currencies_of(rates) if rates is not None else list(CURRENCIES))
+    form.offer(currencies_of(rates) if rates is not None else list(CURRENCY_CODES))
     shown = {"form": form, "api_down": rates is None}
     if not form.validate_on_submit():
         return page("operations/new.html", 422 if form.is_submitted() else 200, **shown)

@@ -1,0 +1,102 @@
+"""The currencies the portal knows, and what it knows of each: crypto or fiat, its decimals,
+the shape of its addresses.
+
+Every form, formatting function and rule that needs one of these facts reads it here. The API
+names BTC, ETH and USD (section 2.5); USDT is an ERC-20 token on Ethereum. Which of them have
+wallets, pairs or limits is the API's to say, in its error codes. The sandbox keeps its own
+copy (it never imports the portal); tests/money/test_currency_facts.py holds the two together.
+The portal links to no block explorer: the API names no network (mainnet or testnet), so a
+link could point at the wrong chain.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+
+# The most decimals an amount of the API has, in any currency: amounts are sent with at most
+# these, and an amount due in a crypto currency is rounded to them.
+AMOUNT_DECIMALS = 8
+# The smallest amount the API writes.
+SMALLEST_AMOUNT = Decimal(1).scaleb(-AMOUNT_DECIMALS)
+# Cents: the decimals every amount of a fiat currency is written with.
+FIAT_DECIMALS = 2
+
+
+@dataclass(frozen=True)
+class AddressShape:
+    """How an address on one blockchain looks; `described` completes "Enter …" when a typed
+    address does not fit."""
+
+    described: str
+    patterns: tuple[re.Pattern[str], ...]
+
+    def fits(self, address: str) -> bool:
+        return any(pattern.fullmatch(address) for pattern in self.patterns)
+
+
+BITCOIN_ADDRESS = AddressShape(
+    "a Bitcoin address: it starts with 1, 3 or bc1 (2, m, n or tb1 on testnet)",
+    (
+        re.compile(r"[13mn2][1-9A-HJ-NP-Za-km-z]{25,34}"),  # base58
+        re.compile(r"(bc1|tb1|bcrt1)[02-9ac-hj-np-z]{11,71}"),  # bech32, lower case
+    ),
+)
+ETHEREUM_ADDRESS = AddressShape(
+    "an Ethereum address: 0x followed by 40 hexadecimal digits",
+    (re.compile(r"0x[0-9a-fA-F]{40}"),),
+)
+
+
+@dataclass(frozen=True)
+class Currency:
+    """A currency the portal knows. A crypto currency lives on a blockchain: it is paid,
+    withdrawn and paid out to an address of its `address` shape. A fiat currency is never paid
+    on a blockchain: an operation may be priced in it, the customer pays in a crypto one."""
+
+    code: str
+    crypto: bool
+    address: AddressShape | None = None
+
+    @property
+    def decimals(self) -> int:
+        """A fiat currency's cents; a crypto currency's amounts go to the API's decimals."""
+        return AMOUNT_DECIMALS if self.crypto else FIAT_DECIMALS
+
+
+# The API's currencies, in the order the forms offer them.
+API_CURRENCIES = (
+    Currency("BTC", crypto=True, address=BITCOIN_ADDRESS),
+    Currency("ETH", crypto=True, address=ETHEREUM_ADDRESS),
+    Currency("USDT", crypto=True, address=ETHEREUM_ADDRESS),  # an ERC-20 token
+    Currency("USD", crypto=False),
+)
+# Fiat currencies the rates of a payment service may list besides: never offered in a form, but
+# known as fiat, so that nobody is asked to pay in them and their amounts show cents.
+OTHER_FIAT_CURRENCIES = (Currency("EUR", crypto=False), Currency("GBP", crypto=False))
+KNOWN = {currency.code: currency for currency in (*API_CURRENCIES, *OTHER_FIAT_CURRENCIES)}
+CURRENCY_CODES = tuple(currency.code for currency in API_CURRENCIES)
+# A withdrawal goes to a blockchain address, so it leaves from a crypto currency's wallet only:
+# USD has no address to send to.
+WITHDRAWAL_WALLETS = tuple(currency.code for currency in API_CURRENCIES if currency.crypto)
+
+
+def is_fiat(code: str | None) -> bool:
+    """Whether `code` is a fiat currency the portal knows. An unknown code counts as crypto:
+    the payment service adds coins, not fiat money, and it refuses what it cannot be paid in."""
+    currency = KNOWN.get(code or "")
+    return currency is not None and not currency.crypto
+
+
+def least_decimals(code: str | None) -> int:
+    """The decimals an amount of `code` always shows: a fiat currency's cents; none for a
+    crypto currency or an unknown code, whose amounts show the decimals they have."""
+    currency = KNOWN.get(code or "")
+    return currency.decimals if currency and not currency.crypto else 0
+
+
+def address_shape(code: str | None) -> AddressShape | None:
+    """The shape of an address in `code`; None when the portal knows none (fiat, unknown)."""
+    currency = KNOWN.get(code or "")
+    return currency.address if currency else None
