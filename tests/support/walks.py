@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from urllib.parse import urlsplit
 
 from cryptography.fernet import Fernet
@@ -127,3 +128,76 @@ def _link_to(adapter: MapAdapter, route: PageRoute, links: list[str]) -> str | N
         if endpoint == route.endpoint:
             return path
     return None
+
+
+@dataclass(frozen=True)
+class HtmlField:
+    """A field as a page draws it: its kind (`date`, `number`, `choice` or `text`) and, for a
+    choice, the values offered."""
+
+    name: str
+    kind: str
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class HtmlForm:
+    method: str
+    action: str
+    fields: tuple[HtmlField, ...]
+
+
+class _FormReader(HTMLParser):
+    def __init__(self, page_path: str) -> None:
+        super().__init__()
+        self.page_path = page_path
+        self.forms: list[HtmlForm] = []
+        self._form: dict | None = None
+        self._select: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = {name: value or "" for name, value in attrs}
+        name = attributes.get("name", "")
+        if tag == "form":
+            action = urlsplit(attributes.get("action") or self.page_path).path
+            self._form = {"method": attributes.get("method", "get").lower(), "action": action}
+            self._form["fields"] = {}
+        elif self._form is None or (not name and tag != "option"):
+            return
+        elif tag == "select":
+            self._select = name
+            self._add(HtmlField(name, "choice"))
+        elif tag == "option" and self._select:
+            field = self._form["fields"][self._select]
+            choices = (*field.choices, attributes.get("value", ""))
+            self._form["fields"][self._select] = HtmlField(field.name, "choice", choices)
+        elif tag in ("input", "textarea"):
+            kind = attributes.get("type", "text")
+            if kind in ("checkbox", "radio"):
+                known = self._form["fields"].get(name, HtmlField(name, "choice"))
+                choices = (*known.choices, attributes.get("value", "on"))
+                self._form["fields"][name] = HtmlField(name, "choice", choices)
+            elif kind not in ("submit", "button"):
+                numeric = kind == "number" or attributes.get("inputmode") in ("decimal", "numeric")
+                self._add(
+                    HtmlField(name, "date" if kind == "date" else "number" if numeric else "text")
+                )
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "select":
+            self._select = None
+        elif tag == "form" and self._form is not None:
+            fields = tuple(self._form["fields"].values())
+            self.forms.append(HtmlForm(self._form["method"], self._form["action"], fields))
+            self._form = None
+
+    def _add(self, field: HtmlField) -> None:
+        assert self._form is not None
+        self._form["fields"].setdefault(field.name, field)
+
+
+def forms_on(html: str, page_path: str) -> list[HtmlForm]:
+    """The forms of a page as a browser would send them: method, action path and fields."""
+    reader = _FormReader(page_path)
+    reader.feed(html)
+    return reader.forms
