@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import pkgutil
+from collections.abc import Iterable
 from pathlib import Path
 
 from flask import Flask
@@ -14,7 +17,16 @@ from portal.identity.rules import attempts
 from portal.live.worker import queue
 from portal.payments.models import is_modelled
 from portal.payments.pages import progress_badges, rows
-from portal.web import access, errors, formatting, i18n, navigation, security, sessions
+from portal.web import (
+    access,
+    errors,
+    features,
+    formatting,
+    i18n,
+    navigation,
+    security,
+    sessions,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,37 +61,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     attempts.init_app(app)
     i18n.init_app(app)
 
-    from portal.identity.pages.account import bp as account_bp
-    from portal.identity.pages.audit_log import bp as audit_log_bp
-    from portal.identity.pages.auth import bp as auth_bp
-    from portal.money.pages.cross_exchanges import bp as cross_exchanges_bp
-    from portal.money.pages.exchanges import bp as exchanges_bp
-    from portal.money.pages.vouchers import bp as vouchers_bp
-    from portal.money.pages.withdrawals import bp as withdrawals_bp
-    from portal.payments.pages.attention import bp as attention_bp
-    from portal.payments.pages.checkout import bp as checkout_bp
-    from portal.payments.pages.dashboard import bp as dashboard_bp
-    from portal.payments.pages.operations import bp as operations_bp
-    from portal.payments.pages.rates import bp as rates_bp
-    from portal.payments.pages.search import bp as search_bp
-    from portal.payments.pages.transactions import bp as transactions_bp
-    from portal.settings.pages import bp as settings_bp
-
-    app.register_blueprint(auth_bp)
-    app.register_blueprint(dashboard_bp)
-    app.register_blueprint(operations_bp, url_prefix="/operations")
-    app.register_blueprint(transactions_bp, url_prefix="/transactions")
-    app.register_blueprint(rates_bp)
-    app.register_blueprint(account_bp)
-    app.register_blueprint(checkout_bp, url_prefix="/checkout")
-    app.register_blueprint(settings_bp, url_prefix="/settings")
-    app.register_blueprint(withdrawals_bp, url_prefix="/withdrawals")
-    app.register_blueprint(vouchers_bp, url_prefix="/vouchers")
-    app.register_blueprint(exchanges_bp, url_prefix="/exchange")
-    app.register_blueprint(cross_exchanges_bp, url_prefix="/cross-exchanges")
-    app.register_blueprint(audit_log_bp, url_prefix="/audit")
-    app.register_blueprint(attention_bp)
-    app.register_blueprint(search_bp)
+    features.register(app, discover_features())
 
     errors.init_app(app)
     formatting.init_app(app)
@@ -89,3 +71,32 @@ def create_app(test_config: dict | None = None) -> Flask:
     queue.init_app(app)
     cli.init_app(app)
     return app
+
+
+def discover_features() -> list[features.Feature]:
+    """The `feature` of every page package: `portal/<subsystem>/pages/` when it is one blueprint
+    (settings), else each package in it. A page package without a `feature` is refused rather
+    than left unregistered."""
+    found = []
+    for subsystem in _package_names(__path__, __name__):
+        if importlib.util.find_spec(f"{subsystem}.pages") is None:
+            continue
+        pages = importlib.import_module(f"{subsystem}.pages")
+        names = (
+            [pages.__name__]
+            if hasattr(pages, "bp")
+            else _package_names(pages.__path__, pages.__name__)
+        )
+        for name in names:
+            feature = getattr(importlib.import_module(name), "feature", None)
+            if not isinstance(feature, features.Feature):
+                raise LookupError(f"{name} declares no `feature` (portal.web.features)")
+            found.append(feature)
+    return found
+
+
+def _package_names(path: Iterable[str], parent: str) -> list[str]:
+    """The names of the packages directly in `parent` (found at `path`), in order."""
+    return sorted(
+        f"{parent}.{module.name}" for module in pkgutil.iter_modules(path) if module.ispkg
+    )

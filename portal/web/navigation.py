@@ -10,22 +10,8 @@ from portal.identity.models import Role
 from portal.payments.rules import attention
 from portal.settings.models import Environment
 from portal.web.access import may_open
+from portal.web.features import menu_of
 
-# The areas of the portal, in menu order; each shows only to the roles its view allows.
-NAVIGATION = (
-    ("Dashboard", "dashboard.index"),
-    ("Needs attention", "attention.index"),
-    ("Operations", "operations.index"),
-    ("Transactions", "transactions.index"),
-    ("Rates", "rates.index"),
-    ("Withdrawals", "withdrawals.index"),
-    ("Vouchers", "vouchers.index"),
-    ("Exchange", "exchanges.exchange"),
-    ("Cross exchanges", "cross_exchanges.index"),
-    ("Settings", "settings.api"),
-    ("Audit", "audit_log.index"),
-)
-ATTENTION = "attention.index"
 MENUS_EXTENSION = "portal_menus"
 
 
@@ -48,16 +34,17 @@ def layout_context() -> dict[str, object]:
 
 
 def _menu(role: Role) -> tuple[tuple[str, str, str, bool], ...]:
-    """The entries `role` may open: (label, URL, blueprint, whether it counts what needs
-    attention). The same for every request of the role, so made once per application and
-    address prefix (SCRIPT_NAME) rather than for every page."""
+    """The entries of the features' menus that `role` may open (as their views allow), in
+    order: (label, URL, blueprint, whether it counts what needs attention). The same for every
+    request of the role, so made once per application and address prefix (SCRIPT_NAME) rather
+    than for every page."""
     menus = current_app.extensions.setdefault(MENUS_EXTENSION, {})
     key = role, request.script_root
     if key not in menus:
         menus[key] = tuple(
-            (label, url_for(endpoint), endpoint.split(".")[0], endpoint == ATTENTION)
-            for label, endpoint in NAVIGATION
-            if may_open(endpoint)
+            (entry.label, url_for(entry.endpoint), feature.name, entry.counts_attention)
+            for feature, entry in menu_of(current_app)
+            if may_open(entry.endpoint)
         )
     return menus[key]
 

@@ -8,7 +8,6 @@ no balance changed. CSRF is off so that the forms can be posted; it has its own 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import sqlite3
 from datetime import date
 from urllib.parse import urlencode
@@ -17,15 +16,16 @@ import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from wtforms import DateField, Field, IntegerField, SelectField, SelectMultipleField
+from werkzeug.exceptions import HTTPException
 
-from portal.web.fields import AmountField
-from portal.web.filters import BoundField
+from portal.identity.models import Role
+from tests.support import walks
 from tests.support.databases import postgres_schema
 from tests.support.htmx import HTMX
 from tests.support.money import signed_in
 from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import run_sandbox
+from tests.support.walks import HtmlField
 
 PROPERTY_SETTINGS = settings(
     max_examples=25,
@@ -125,7 +125,7 @@ NUMBERS = st.one_of(
     st.decimals(places=8, min_value=0).map(lambda amount: format(amount, "f")),
 )
 ADDRESSES = st.sampled_from(ADDRESS_EXAMPLES)
-EXTRAS = {  # query parameters that no form holds
+EXTRAS = {  # query parameters that no form holds (a list's page, an export's options)
     "page": INTEGERS,
     "detail": st.just("transactions"),
     "bom": st.just("1"),
@@ -133,14 +133,15 @@ EXTRAS = {  # query parameters that no form holds
 }
 
 
-def aimed_values(field: Field) -> st.SearchStrategy[str]:
-    """Values aimed at the field's kind (its choices, dates, numbers); any text for the others."""
-    if isinstance(field, DateField):
+def aimed_values(field: HtmlField) -> st.SearchStrategy[str]:
+    """Values aimed at the field's kind as the page draws it (its choices, dates, numbers, a
+    bound of a range); any text for the others."""
+    if field.kind == "date":
         return DATES
-    if isinstance(field, IntegerField | AmountField | BoundField):
+    if field.kind == "number" or field.name.endswith(("_from", "_to")):
         return NUMBERS
-    if isinstance(field, SelectField | SelectMultipleField):
-        return st.sampled_from([str(choice.value) for choice in field.iter_choices()] or [""])
+    if field.kind == "choice":
+        return st.sampled_from(field.choices or ("",))
     if field.name.endswith("address"):
         return ADDRESSES
     return VALUES
@@ -157,29 +158,23 @@ def spoiled(draw, fields: dict[str, st.SearchStrategy[str]]) -> dict[str, st.Sea
     return {name: VALUES if name in bad else values for name, values in fields.items()}
 
 
-# Each list page and what its query string may hold besides its filter form's fields.
-LISTS = {
-    "/operations": ("portal.payments.pages.operations.forms:OperationFilters", ()),
-    "/transactions": ("portal.payments.pages.transactions.forms:TransactionFilters", ()),
-    "/vouchers": ("portal.money.pages.vouchers.forms:VoucherFilters", ()),
-    "/operations/export.csv": (
-        "portal.payments.pages.operations.forms:OperationFilters",
-        ("detail", "bom", "tz"),
-    ),
-    "/transactions/export.csv": (
-        "portal.payments.pages.transactions.forms:TransactionFilters",
-        ("bom", "tz"),
-    ),
-    "/audit": ("portal.identity.pages.audit_log.forms:AuditFilterForm", ("page",)),
-    "/audit/export.csv": ("portal.identity.pages.audit_log.forms:AuditFilterForm", ()),
-    # Pages whose form is filled from the query string, and the portal's own paged lists.
-    "/exchange": ("portal.money.pages.exchanges.forms:ExchangeForm", ()),
-    "/exchange/review": ("portal.money.pages.exchanges.forms:ExchangeForm", ()),
-    "/exchange/made": (None, ("page",)),
-    "/withdrawals/new": ("portal.money.pages.withdrawals.forms:WithdrawalForm", ()),
-    "/withdrawals": (None, ("page",)),
-    "/cross-exchanges": ("portal.money.pages.cross_exchanges.forms:LookUpForm", ("page",)),
-}
+# Every page the owner may open (of every registered feature, tests/support/walks.py) takes any
+# query string, and so does every export; the fields are those of the forms the page draws.
+SITE = walks.site()
+PAGES = [route.rule for route in walks.pages(SITE, Role.OWNER) if not route.needs_a_record]
+EXPORTS = [rule.rule for rule in walks.feature_routes(SITE) if rule.rule.endswith(walks.FILES)]
+# The forms posted: each form of a page, of the features that move money or read the API, that
+# posts to the page itself (or, as the exchange, whose page asks for a review first). The
+# account, settings and sign-in forms change who signs in and where the API is: their own tests
+# post them.
+NOT_POSTED = frozenset({"account", "settings", "auth"})
+FORMS = [
+    rule.rule
+    for rule in walks.feature_routes(SITE)
+    if "POST" in (rule.methods or ())
+    and rule.rule in PAGES
+    and rule.endpoint.split(".")[0] not in NOT_POSTED
+]
 # Inputs that once gave a 500, tried on every run: a page number beyond SQLite's integers or
 # beyond floats, the last day there is (no day after it), an amount whose quote needs more
 # than 28 digits.
@@ -209,14 +204,6 @@ EDGE_FORMS = {
     "/vouchers/new": [{"amount": " ", "currency": "BTC"}],
     "/withdrawals/new": [{"amount": "\u3000", "wallet": "BTC", "address": ADDRESS_EXAMPLES[1]}],
 }
-FORMS = {
-    "/operations/new": "portal.payments.pages.operations.forms:NewOperationForm",
-    "/withdrawals/new": "portal.money.pages.withdrawals.forms:WithdrawalForm",
-    "/vouchers/new": "portal.money.pages.vouchers.forms:NewVoucherForm",
-    "/vouchers/payoff": "portal.money.pages.vouchers.forms:PayOffForm",
-    "/exchange": "portal.money.pages.exchanges.forms:ExchangeForm",
-    "/cross-exchanges/new": "portal.money.pages.cross_exchanges.forms:CrossExchangeForm",
-}
 
 
 @pytest.fixture(scope="module")
@@ -245,17 +232,28 @@ def owner(app):
     return signed_in(app, email("owner"))
 
 
-def field_values(app, form_path: str | None) -> dict[str, st.SearchStrategy[str]]:
-    """Every field of the form (read from its class) and the values to try in it."""
-    if form_path is None:
-        return {}
-    module, name = form_path.split(":")
-    form_class = getattr(importlib.import_module(module), name)
-    with app.test_request_context():
-        form = form_class()
-        if hasattr(form, "offer"):
-            form.offer(["BTC", "ETH", "USDT", "USD"])
-        return {field.name: aimed_values(field) for field in form if field.name != "csrf_token"}
+def field_values(client, path: str, *, method: str) -> dict[str, st.SearchStrategy[str]]:
+    """Every field of the forms the page at `path` draws that its own feature answers (for an
+    export, its list page's), with the values to try in it; `method` "get" also adds the
+    query parameters no form holds."""
+    page = path.removesuffix("/export.csv")
+    feature = SITE.url_map.bind("portal.test").match(page)[0].split(".")[0]
+    html = client.get(page).get_data(as_text=True)
+    fields = {
+        field.name: aimed_values(field)
+        for form in walks.forms_on(html, page)
+        if form.action != "/search" and _feature_of(form.action) == feature
+        for field in form.fields
+        if field.name != "csrf_token"
+    }
+    return {**fields, **EXTRAS} if method == "get" else fields
+
+
+def _feature_of(path: str) -> str | None:
+    try:
+        return SITE.url_map.bind("portal.test").match(path, method="GET")[0].split(".")[0]
+    except HTTPException:
+        return None
 
 
 def upstream_state(app, sandbox) -> dict[str, object]:
@@ -313,10 +311,14 @@ def query_strings(draw, fields: dict[str, st.SearchStrategy[str]]) -> str:
     return urlencode(draw(st.permutations(pairs)))
 
 
-@pytest.mark.parametrize("path", list(LISTS))
+def test_every_edge_case_has_its_page():
+    assert EDGE_QUERIES.keys() <= {*PAGES, *EXPORTS}
+    assert EDGE_FORMS.keys() <= set(FORMS)
+
+
+@pytest.mark.parametrize("path", PAGES + EXPORTS)
 def test_any_query_string_is_answered_without_an_error(app, owner, path):
-    form_path, extra = LISTS[path]
-    fields = {**field_values(app, form_path), **{name: EXTRAS[name] for name in extra}}
+    fields = field_values(owner, path, method="get")
 
     @PROPERTY_SETTINGS
     @given(query=query_strings(fields), headers=st.sampled_from([PLAIN, HTMX, BOOSTED]))
@@ -343,9 +345,9 @@ def form_values(draw, fields: dict[str, st.SearchStrategy[str]]) -> dict[str, st
 
 
 # The forms are posted as the page sends them: boosted by htmx, or plainly without JavaScript.
-@pytest.mark.parametrize("path", list(FORMS))
+@pytest.mark.parametrize("path", FORMS)
 def test_any_form_values_are_answered_and_refusals_send_nothing(app, sandbox, owner, path):
-    fields = field_values(app, FORMS[path])
+    fields = field_values(owner, path, method="post")
 
     @PROPERTY_SETTINGS
     @given(data=form_values(fields), headers=st.sampled_from([PLAIN, BOOSTED]))

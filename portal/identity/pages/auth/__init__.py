@@ -2,6 +2,10 @@
 
 from flask import Blueprint
 
+from portal.web.access import PUBLIC
+from portal.web.features import Feature
+
 bp = Blueprint("auth", __name__)
+feature = Feature(bp, None, PUBLIC)
 
 from portal.identity.pages.auth import links, routes  # noqa: E402, F401  (registers the views on bp)

@@ -2,6 +2,14 @@
 
 from flask import Blueprint
 
+from portal.web.features import EVERY_ROLE, Feature, MenuEntry
+
 bp = Blueprint("attention", __name__)
+feature = Feature(
+    bp,
+    None,
+    EVERY_ROLE,
+    MenuEntry("Needs attention", "attention.index", 20, counts_attention=True),
+)
 
 from portal.payments.pages.attention import routes  # noqa: E402, F401  (registers the views on bp)
