@@ -18,7 +18,11 @@ from tests.support.required import skip_unless
 from tests.support.sandbox_server import ReusedSandbox, SandboxServer, run_sandbox
 from tests.support.smtp import MailServer, running_mail_server
 
-pytest_plugins = ["tests.support.browser"]
+pytest_plugins = [
+    "tests.support.browser",
+    "tests.support.browser_portal",
+    "tests.support.hostile_portal",
+]
 
 # The portal's and the sandboxes' SQLite files commit thousands of times: on a RAM disk no commit
 # waits for the disk (no test is about surviving a power cut).

@@ -1,4 +1,4 @@
-"""Point 2: who may do what. tests/unit/test_access_matrix.py walks every route x method x role
+"""Point 2: who may do what. tests/app/test_access_matrix.py walks every route x method x role
 and anonymous; this adds what it leaves out: a signed-in owner of ANOTHER merchant going for
 this merchant's objects by id (IDOR) on every route of url_map that takes an object's id, and
 on the lists and exports that could show them.
@@ -26,7 +26,7 @@ OBJECT_ARGUMENTS = frozenset(
 def test_the_matrix_walks_every_visitor():
     """The unit matrix runs for anonymous and every role there is (a new role fails here)."""
     from portal.identity.models import Role
-    from tests.unit import test_access_matrix as matrix
+    from tests.app import test_access_matrix as matrix
 
     (mark,) = [m for m in matrix.test_access_matrix.pytestmark if m.name == "parametrize"]
     assert mark.args == ("visitor", matrix.VISITORS)

@@ -1,6 +1,6 @@
 """Point 8: no secret in any response, log line, error page or the database file.
 
-Extends tests/integration/test_portal_settings_api.py (the application token on the settings
+Extends tests/settings/test_api_connection_pages.py (the application token on the settings
 pages) to every secret the portal holds (application and company tokens, the token keys, the
 SECRET_KEY, the webhook signing secret), in every encoding (plain, URL-encoded, hex, base64 at
 every alignment), over every GET route for every visitor, as page and htmx, every kind of error

@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from portal.api import MerchantApiClient
-from tests.integration.test_exports import api_records
+from tests.reports.test_exports_pages import api_records
 from tests.support.money import post, signed_in, text
 from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import run_sandbox

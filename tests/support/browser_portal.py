@@ -1,5 +1,6 @@
-"""The browser harness: the sandbox and the portal as real processes, driven by real Chromium
-(the `browser` fixture of tests/support/browser.py)."""
+"""The portal and its sandbox as real processes for the tests that drive Chromium, as a pytest
+plugin (see tests/conftest.py): `portal` and `page` for tests that change data, `seeded_portal`
+for tests that read the session's seeded sandbox."""
 
 from __future__ import annotations
 
@@ -10,12 +11,6 @@ from playwright.sync_api import Page
 
 from tests.support.portal_server import PortalServer, run_portal
 from tests.support.sandbox_server import SandboxServer, run_sandbox
-
-
-def pytest_collection_modifyitems(items) -> None:
-    for item in items:
-        if "tests/browser/" in str(item.fspath):
-            item.add_marker(pytest.mark.browser)
 
 
 @pytest.fixture(scope="session")

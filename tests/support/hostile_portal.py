@@ -1,6 +1,7 @@
-"""A hostile world, built once per worker: a sandbox whose records hold markup and formulas,
-and a portal connected to it whose own records (checkout link, shop name, user, audit events,
-withdrawal intents, cross exchange reference) were made through its forms with hostile input.
+"""The hostile portal, a pytest plugin (see tests/conftest.py) built once per worker: a sandbox
+whose records hold markup and formulas, and a portal connected to it whose own records (checkout
+link, shop name, user, audit events, withdrawal intents, cross exchange reference) were made
+through its forms with hostile input.
 
 Tests may add records but must leave the ones listed in `World.ids` as they are.
 """
@@ -179,7 +180,3 @@ def world(tmp_path_factory) -> World:
 @pytest.fixture
 def unique() -> str:
     return uuid.uuid4().hex[:10]
-
-
-def pytest_configure(config) -> None:
-    config.addinivalue_line("markers", "short_window: sign-in limits with a window of seconds")

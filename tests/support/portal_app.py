@@ -97,7 +97,7 @@ def retries_without_pauses() -> Iterator[None]:
     """The portal's API calls retried as often as ever, but without the backoff in between.
 
     For tests of what a page shows once a fault used up the retries: each would otherwise wait
-    the half second of the last retry. tests/unit/test_api_transport.py checks the backoff.
+    the half second of the last retry. tests/api/test_transport.py checks the backoff.
     """
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Retry, "get_backoff_time", lambda _retry: 0.0)
