@@ -13,6 +13,7 @@ from cryptography.fernet import Fernet
 
 from tests.support.databases import TEST_PASSWORD_HASH_METHOD, postgres_schema
 from tests.support.forms import PASSWORD
+from tests.support.module_servers import ModuleServers
 from tests.support.portal_app import ready_portal
 from tests.support.required import skip_unless
 from tests.support.sandbox_server import ReusedSandbox, SandboxServer, run_sandbox
@@ -69,6 +70,22 @@ def reused_sandbox(tmp_path_factory) -> Iterator[ReusedSandbox]:
 def sandbox(reused_sandbox) -> SandboxServer:
     """An empty sandbox for one test, as just started: change anything, faults and flags too."""
     return reused_sandbox.fresh()
+
+
+@pytest.fixture(scope="module")
+def module_servers(request, tmp_path_factory) -> Iterator[ModuleServers]:
+    """Starts sandboxes and portals for the whole test module (`tests/support/module_servers.py`):
+    a module's fixture asks it for what its tests share, e.g. `module_servers.sandbox(seed=60)`."""
+    servers = ModuleServers(request.module.__name__, tmp_path_factory)
+    yield servers
+    servers.close()
+
+
+@pytest.fixture(scope="module")
+def module_sandbox(module_servers) -> SandboxServer:
+    """An empty sandbox shared by the test module's tests: each adds records of its own, puts
+    back any flag or fault it sets, and relies on no total it did not measure itself."""
+    return module_servers.sandbox()
 
 
 # --- The portal ------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from portal.api import (
     Transaction,
     Voucher,
 )
-from tests.support.sandbox_server import SandboxServer, run_sandbox
+from tests.support.sandbox_server import SandboxServer
 
 BTC_ADDRESS = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"
 ETH_ADDRESS = "0x" + "ab" * 20
@@ -43,19 +43,12 @@ def api_client(server: SandboxServer, *, company: bool = True, **options: Any) -
     return MerchantApiClient(**options)
 
 
-@pytest.fixture(scope="module")
-def shared_sandbox(tmp_path_factory) -> SandboxServer:
-    """One fresh sandbox for the tests of this module that put flags, faults and wallets back."""
-    with run_sandbox(tmp_path_factory.mktemp("api-client") / "sandbox.db") as server:
-        yield server
-
-
 @pytest.fixture
-def server(shared_sandbox) -> SandboxServer:
-    yield shared_sandbox
-    shared_sandbox.reset()
+def server(module_sandbox) -> SandboxServer:
+    yield module_sandbox
+    module_sandbox.reset()
     for currency, balance in WALLETS_AT_START.items():
-        shared_sandbox.control("POST", "wallets", {"currency": currency, "balance": balance})
+        module_sandbox.control("POST", "wallets", {"currency": currency, "balance": balance})
 
 
 @pytest.fixture

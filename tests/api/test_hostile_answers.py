@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from tests.support.fake_api import Answer, FakeApi, operation_json, page_json, voucher_json
-from tests.support.money import intent_key, post, signed_in
+from tests.support.forms import signed_in
+from tests.support.money import intent_key, post
 from tests.support.portal_app import connected_portal, email
 
 PING = Answer(200, {"data": {"status": "ok"}})

@@ -13,7 +13,7 @@ import pytest
 from portal.api import ApiUnavailable, MerchantApiClient
 from tests.support.dripping import Dripping, flooding, run_dripping
 from tests.support.fake_api import Answer, FakeApi
-from tests.support.money import signed_in
+from tests.support.forms import signed_in
 from tests.support.portal_app import connected_portal, email
 
 PING = Answer(200, {"data": {"status": "ok"}})

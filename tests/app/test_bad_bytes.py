@@ -13,8 +13,7 @@ import sqlalchemy as sa
 
 from portal.web.access import public
 from tests.support.attack import header_problems
-from tests.support.forms import PASSWORD, csrf_token
-from tests.support.money import signed_in
+from tests.support.forms import PASSWORD, csrf_token, signed_in
 
 CONTROL_CHARACTERS = ["\x00", "\x01", "\x1b", "\x7f", "\x85"]
 

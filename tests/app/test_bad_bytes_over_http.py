@@ -10,21 +10,16 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.support.portal_app import email
-from tests.support.portal_server import run_portal
-from tests.support.sandbox_server import run_sandbox
 
 
 @pytest.fixture(scope="module")
-def sandbox(tmp_path_factory):
-    with run_sandbox(tmp_path_factory.mktemp("bad-bytes-sandbox") / "sandbox.db") as server:
-        yield server
+def sandbox(module_servers):
+    return module_servers.sandbox()
 
 
 @pytest.fixture(scope="module")
-def portal(tmp_path_factory, sandbox):
-    folder = tmp_path_factory.mktemp("bad-bytes-portal")
-    with run_portal(folder, sandbox, gunicorn=True) as server:
-        yield server
+def portal(module_servers, sandbox):
+    return module_servers.served_portal(sandbox, gunicorn=True)
 
 
 def raw_post(url: str, path: str, declared_length: int, sent: bytes) -> tuple[bytes, float]:

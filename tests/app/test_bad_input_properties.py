@@ -22,10 +22,9 @@ from wtforms import DateField, Field, IntegerField, SelectField, SelectMultipleF
 from portal.web.fields import AmountField
 from portal.web.filters import BoundField
 from tests.support.databases import postgres_schema
+from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
-from tests.support.money import signed_in
 from tests.support.portal_app import connected_portal, email
-from tests.support.sandbox_server import run_sandbox
 
 PROPERTY_SETTINGS = settings(
     max_examples=25,
@@ -220,9 +219,8 @@ FORMS = {
 
 
 @pytest.fixture(scope="module")
-def sandbox(tmp_path_factory):
-    with run_sandbox(tmp_path_factory.mktemp("bad-input") / "sandbox.db") as server:
-        yield server
+def sandbox(module_sandbox):
+    return module_sandbox
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

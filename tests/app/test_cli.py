@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from cryptography.fernet import Fernet
 
+from tests.support import factories
 from tests.support.forms import PASSWORD
 
 
@@ -76,18 +77,10 @@ def test_connect_api_checks_the_url(runner, accounts):
 def test_rotate_keys_re_encrypts_under_the_newest_key(app, accounts, portal_config):
     from portal import create_app, crypto
     from portal.extensions import db
-    from portal.identity.rules import accounts as service
     from portal.settings.models import ApiConnection
 
     old_key = portal_config["TOKEN_KEYS"]
-    with app.app_context():
-        connection = ApiConnection(
-            merchant=service.merchant_named("Acme"), base_url="http://127.0.0.1:9",
-            environment="sandbox", token_encrypted=crypto.encrypt("the-application-token"),
-            company_token_encrypted=crypto.encrypt("the-company-token"),
-        )  # fmt: skip
-        db.session.add(connection)
-        db.session.commit()
+    factories.api_connection(app, token="the-application-token", company_token="the-company-token")
 
     new_key = Fernet.generate_key().decode()
     rotated = create_app({**portal_config, "TOKEN_KEYS": f"{new_key},{old_key}"})

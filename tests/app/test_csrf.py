@@ -19,8 +19,8 @@ import pytest
 
 from tests.support.attack import STATE_CHANGING, snapshot
 from tests.support.forms import PASSWORD, csrf_token
+from tests.support.forms import signed_in as signed_in_client
 from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, ETH_ADDRESS, intent_key
-from tests.support.money import signed_in as signed_in_client
 from tests.support.two_factor import SETUP_KEY
 
 # Routes exempt from CSRF, with the reason. None today.
@@ -39,7 +39,7 @@ class Case:
     home: str = "/account"  # a page the visitor may open (its form has their CSRF token)
 
 
-def _throwaway(world, role: str = "operator", *, two_factor: bool = False, signed_in=True):
+def _throwaway(hostile, role: str = "operator", *, two_factor: bool = False, signed_in=True):
     """A new user of Acme (optionally with two-factor on) and a client signed in as them."""
     from portal import crypto
     from portal.database import utcnow
@@ -48,11 +48,11 @@ def _throwaway(world, role: str = "operator", *, two_factor: bool = False, signe
     from portal.identity.rules import accounts
 
     address = f"csrf-{uuid.uuid4().hex[:8]}@acme.test"
-    with world.app.app_context():
+    with hostile.app.app_context():
         accounts.add_user(accounts.merchant_named("Acme"), address, Role(role), PASSWORD)
-    client = signed_in_client(world.app, address) if signed_in else world.app.test_client()
+    client = signed_in_client(hostile.app, address) if signed_in else hostile.app.test_client()
     secret = pyotp.random_base32()
-    with world.app.app_context():
+    with hostile.app.app_context():
         user = accounts.find_user(address)
         user_id = user.id
         if two_factor:
@@ -65,13 +65,13 @@ def _throwaway(world, role: str = "operator", *, two_factor: bool = False, signe
     return client, address, user_id, pyotp.TOTP(secret)
 
 
-def _choose_password(world) -> Case:
+def _choose_password(hostile) -> Case:
     """A user whose password an owner typed, choosing their own."""
     from portal.extensions import db
     from portal.identity.rules import accounts
 
-    client, address, _, _ = _throwaway(world)
-    with world.app.app_context():
+    client, address, _, _ = _throwaway(hostile)
+    with hostile.app.app_context():
         accounts.find_user(address).must_choose_password = True
         db.session.commit()
     data = {
@@ -82,69 +82,69 @@ def _choose_password(world) -> Case:
     return Case(client, "/account/choose-password", data, home="/account/choose-password")
 
 
-def _as(world, visitor: str, url: str, data: dict | None = None) -> Case:
+def _as(hostile, visitor: str, url: str, data: dict | None = None) -> Case:
     if visitor == "anonymous":
-        return Case(world.app.test_client(), url, data or {}, anonymous=True)
-    return Case(world.fresh_client(visitor), url, data or {})
+        return Case(hostile.app.test_client(), url, data or {}, anonymous=True)
+    return Case(hostile.fresh_client(visitor), url, data or {})
 
 
-def _form(world, visitor: str, url: str, data: dict) -> Case:
+def _form(hostile, visitor: str, url: str, data: dict) -> Case:
     """A form that moves money, with the one-time key its page gave the visitor."""
-    case = _as(world, visitor, url, dict(data))
+    case = _as(hostile, visitor, url, dict(data))
     case.data["intent"] = intent_key(case.client, url)
     return case
 
 
-def _operation_with_transaction(world) -> tuple[str, str]:
-    operation = world.api.create_operation("0.5", "BTC", "csrf-order")
+def _operation_with_transaction(hostile) -> tuple[str, str]:
+    operation = hostile.api.create_operation("0.5", "BTC", "csrf-order")
     body = {"amount": "0.1", "status": "undefined"}
-    answer = world.sandbox.control("POST", f"operations/{operation.id}/transactions", body)
+    answer = hostile.sandbox.control("POST", f"operations/{operation.id}/transactions", body)
     return operation.id, answer.json()["data"]["id"]
 
 
-def _transactions(world, action: str) -> Case:
-    operation, transaction = _operation_with_transaction(world)
+def _transactions(hostile, action: str) -> Case:
+    operation, transaction = _operation_with_transaction(hostile)
     data = {"transaction_id": transaction, "reason": "refund", "confirm": "1"}
-    return _as(world, "operator", f"/operations/{operation}/{action}-transactions", data)
+    return _as(hostile, "operator", f"/operations/{operation}/{action}-transactions", data)
 
 
-def _confirm_withdrawal(world) -> Case:
+def _confirm_withdrawal(hostile) -> Case:
     from portal.identity.rules import accounts
     from portal.money.rules import withdrawals as intents
 
-    with world.app.app_context():
-        owner = accounts.find_user(world.email("owner"))
+    with hostile.app.app_context():
+        owner = accounts.find_user(hostile.email("owner"))
         key = intents.create(owner.merchant, owner, Decimal("0.001"), "BTC", BTC_ADDRESS)
-    return _as(world, "owner", f"/withdrawals/{key}/confirm")
+    return _as(hostile, "owner", f"/withdrawals/{key}/confirm")
 
 
-def _cancel_cross_exchange(world) -> Case:
-    created = world.api.create_cross_exchange(
+def _cancel_cross_exchange(hostile) -> Case:
+    created = hostile.api.create_cross_exchange(
         "BTC", "ETH", BTC_ADDRESS, ETH_ADDRESS, sell_amount="0.01"
     )
-    return _as(world, "operator", f"/cross-exchanges/{created.id}/cancel")
+    return _as(hostile, "operator", f"/cross-exchanges/{created.id}/cancel")
 
 
-def _edit_user(world, suffix: str = "", data: dict | None = None) -> Case:
-    _client, _address, user_id, _totp = _throwaway(world, "accountant", signed_in=False)
-    return _as(world, "owner", f"/settings/users/{user_id}{suffix}", data)
+def _edit_user(hostile, suffix: str = "", data: dict | None = None) -> Case:
+    _client, _address, user_id, _totp = _throwaway(hostile, "accountant", signed_in=False)
+    return _as(hostile, "owner", f"/settings/users/{user_id}{suffix}", data)
 
 
-def _enable_two_factor(world) -> Case:
-    client, _address, _user_id, _totp = _throwaway(world)
+def _enable_two_factor(hostile) -> Case:
+    client, _address, _user_id, _totp = _throwaway(hostile)
     page = client.get("/account/two-factor").get_data(as_text=True)  # this session's key
     secret = SETUP_KEY.search(page).group(1).replace(" ", "")
     data = {"password": PASSWORD, "code": pyotp.TOTP(secret).now()}
     return Case(client, "/account/two-factor", data)
 
 
-def _manage_two_factor(world, url: str, prefix: str = "") -> Case:
-    client, _address, _user_id, totp = _throwaway(world, two_factor=True)
+def _manage_two_factor(hostile, url: str, prefix: str = "") -> Case:
+    client, _address, _user_id, totp = _throwaway(hostile, two_factor=True)
     return Case(client, url, {f"{prefix}code": totp.now(), f"{prefix}password": PASSWORD})
 
 
-def _second_step(world) -> Case:
-    client, address, _user_id, totp = _throwaway(world, two_factor=True, signed_in=False)
+def _second_step(hostile) -> Case:
+    client, address, _user_id, totp = _throwaway(hostile, two_factor=True, signed_in=False)
     first = client.post(
         "/login",
         data={"email": address, "password": PASSWORD, "csrf_token": csrf_token(client)},
@@ -153,14 +153,14 @@ def _second_step(world) -> Case:
     return Case(client, "/login/two-factor", {"code": totp.now()}, anonymous=True)
 
 
-def _require_two_factor(world) -> Case:
+def _require_two_factor(hostile) -> Case:
     """The Other merchant's owner (two-factor off): the refusal is recorded in the audit log."""
-    case = _as(world, "other", "/settings/users/two-factor", {"required": "y"})
+    case = _as(hostile, "other", "/settings/users/two-factor", {"required": "y"})
     case.accepted = (422,)
     return case
 
 
-def _mailed_link(world, purpose: str) -> Case:
+def _mailed_link(hostile, purpose: str) -> Case:
     """A new user's one-time link (an invitation, or a reset they asked for), its path read
     from the queued mail, and a new password for it."""
     import re
@@ -171,11 +171,11 @@ def _mailed_link(world, purpose: str) -> Case:
     from portal.identity.rules import accounts, one_time_links
     from portal.live.models import MailMessage
 
-    _client, address, _user_id, _totp = _throwaway(world, signed_in=False)
-    with world.app.app_context():
+    _client, address, _user_id, _totp = _throwaway(hostile, signed_in=False)
+    with hostile.app.app_context():
         if purpose == "invite":
             address = f"invited-{uuid.uuid4().hex[:8]}@acme.test"
-            owner = accounts.find_user(world.email("owner"))
+            owner = accounts.find_user(hostile.email("owner"))
             one_time_links.invite(owner.merchant, address, Role.OPERATOR, by=owner)
         else:
             one_time_links.request_reset(address, None)
@@ -185,7 +185,7 @@ def _mailed_link(world, purpose: str) -> Case:
         )
     path = urlsplit(re.search(r"https?://\S+", body).group(0)).path
     data = {"new_password": "a forged new password", "new_password_again": "a forged new password"}
-    return Case(world.app.test_client(), path, data, anonymous=True)
+    return Case(hostile.app.test_client(), path, data, anonymous=True)
 
 
 # endpoint -> a valid request by a visitor allowed to make it
@@ -259,7 +259,7 @@ VALID: dict[str, Callable[..., Case]] = {
     ),
     "settings.edit_user": lambda w: _edit_user(w, data={"role": "owner", "password": ""}),
     "settings.remove_user": lambda w: _edit_user(w, "/remove"),
-    # the other merchant's owner: Acme's webhooks stay as the world made them
+    # the other merchant's owner: Acme's webhooks stay as the hostile portal made them
     "settings.notifications": lambda w: _as(
         w,
         "other",
@@ -304,9 +304,9 @@ def state_changing_endpoints(app) -> set[str]:
     return {rule.endpoint for rule in app.url_map.iter_rules() if rule.methods & STATE_CHANGING}
 
 
-def test_every_state_changing_route_is_covered(world):
+def test_every_state_changing_route_is_covered(hostile):
     """Derived from url_map: a new POST/PUT/PATCH/DELETE route fails here until it has a row."""
-    endpoints = state_changing_endpoints(world.app) - EXEMPT.keys()
+    endpoints = state_changing_endpoints(hostile.app) - EXEMPT.keys()
     assert endpoints - VALID.keys() == set(), "state-changing routes without a CSRF case"
     assert VALID.keys() - endpoints == set(), "CSRF cases of routes that are gone"
 
@@ -315,20 +315,20 @@ def _own_token(case: Case) -> str:
     return csrf_token(case.client, "/login" if case.anonymous else case.home)
 
 
-def _stolen_token(world, case: Case) -> str:
+def _stolen_token(hostile, case: Case) -> str:
     """A valid token, of somebody else's session."""
-    other = world.app.test_client() if case.anonymous else world.client("owner")
+    other = hostile.app.test_client() if case.anonymous else hostile.client("owner")
     token = csrf_token(other, "/login" if case.anonymous else "/account")
     assert token and token != _own_token(case)
     return token
 
 
 @pytest.mark.parametrize("endpoint", sorted(VALID))
-def test_forged_requests_are_refused_and_change_nothing(world, endpoint):
-    case = VALID[endpoint](world)
-    stolen = _stolen_token(world, case)
+def test_forged_requests_are_refused_and_change_nothing(hostile, endpoint):
+    case = VALID[endpoint](hostile)
+    stolen = _stolen_token(hostile, case)
     attempts = [("no token", None), ("forged token", "forged-" + stolen[7:]), ("other", stolen)]
-    before = snapshot(world)
+    before = snapshot(hostile)
     for kind, token in attempts:
         as_form = {**case.data, **({"csrf_token": token} if token else {})}
         htmx = {"HX-Request": "true", **({"X-CSRFToken": token} if token else {})}
@@ -342,25 +342,25 @@ def test_forged_requests_are_refused_and_change_nothing(world, endpoint):
         ):
             assert response.status_code == 400, f"{kind}, {how}: {response.status_code}"
             assert "This form has expired" in response.get_data(as_text=True)
-    assert snapshot(world) == before, "a refused request changed something"
+    assert snapshot(hostile) == before, "a refused request changed something"
     if not case.anonymous:
         assert case.client.get(case.home).status_code == 200, "still signed in"
 
 
 @pytest.mark.parametrize("htmx", [False, True], ids=["form", "htmx"])
 @pytest.mark.parametrize("endpoint", sorted(VALID))
-def test_the_same_request_with_the_sessions_token_works(world, endpoint, htmx):
+def test_the_same_request_with_the_sessions_token_works(hostile, endpoint, htmx):
     """Positive control: the request of the test above is valid, so CSRF alone refused it."""
-    case = VALID[endpoint](world)
+    case = VALID[endpoint](hostile)
     token = _own_token(case)
-    before = snapshot(world)
+    before = snapshot(hostile)
     if htmx:
         headers = {"HX-Request": "true", "X-CSRFToken": token}
         response = case.client.post(case.url, data=case.data, headers=headers)
     else:
         response = case.client.post(case.url, data={**case.data, "csrf_token": token})
     assert response.status_code in case.accepted, response.get_data(as_text=True)[:1000]
-    assert snapshot(world) != before, "the valid request changed nothing: the case proves nothing"
+    assert snapshot(hostile) != before, "the valid request changed nothing: the case proves nothing"
 
 
 # Reads that write, on purpose (a GET must change nothing else: it needs no CSRF token). None
@@ -369,14 +369,14 @@ GET_WRITES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
-def test_reads_change_nothing(world, htmx):
+def test_reads_change_nothing(hostile, htmx):
     """Every GET route of url_map, as the owner: a cross-site GET (an <img>) does nothing."""
     from tests.support.attack import get_urls
     from tests.support.htmx import HTMX
 
-    owner = world.client("owner")
-    urls = [(e, url) for e, url in get_urls(world.app, world.ids) if e not in GET_WRITES]
-    before = snapshot(world)
+    owner = hostile.client("owner")
+    urls = [(e, url) for e, url in get_urls(hostile.app, hostile.ids) if e not in GET_WRITES]
+    before = snapshot(hostile)
     for _endpoint, url in urls:
         owner.get(url, headers=HTMX if htmx else {}).close()
-    assert snapshot(world) == before
+    assert snapshot(hostile) == before

@@ -16,17 +16,18 @@ from tests.support.attack import (
     get_urls,
     shows_escaped,
 )
+from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
-from tests.support.money import post, signed_in, submit
+from tests.support.money import post, submit
 
 
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
 @pytest.mark.parametrize("visitor", ["owner", "accountant", "anonymous"])
-def test_every_get_route_is_inert(world, visitor, htmx):
+def test_every_get_route_is_inert(hostile, visitor, htmx):
     """Every GET route of url_map, with the ids of hostile records: nothing could run script."""
-    client = world.client(visitor)
+    client = hostile.client(visitor)
     problems = {}
-    for endpoint, url in get_urls(world.app, world.ids):
+    for endpoint, url in get_urls(hostile.app, hostile.ids):
         response = client.get(url, headers=HTMX if htmx else {})
         assert response.status_code < 500, f"{url}: {response.status_code}"
         if response.mimetype == "text/html":
@@ -36,19 +37,19 @@ def test_every_get_route_is_inert(world, visitor, htmx):
     assert problems == {}
 
 
-def _page(world, url: str, htmx: bool = False, visitor: str = "owner") -> str:
-    response = world.client(visitor).get(url, headers=HTMX if htmx else {})
+def _page(hostile, url: str, htmx: bool = False, visitor: str = "owner") -> str:
+    response = hostile.client(visitor).get(url, headers=HTMX if htmx else {})
     assert response.status_code == 200, f"{url}: {response.status_code}"
     html = response.get_data(as_text=True)
     assert active_content(html) == [], url
     return html
 
 
-def _op(world, payload: str) -> str:
-    return world.hostile_operations[payload]
+def _op(hostile, payload: str) -> str:
+    return hostile.hostile_operations[payload]
 
 
-CHECKOUT_ORDER = XSS[1] + "-checkout"  # the order number of the world's checkout link
+CHECKOUT_ORDER = XSS[1] + "-checkout"  # the order number of the hostile portal's checkout link
 FRESH = XSS[2] + "-latest"  # made just before the page is read: among its latest
 # (url, shown on the page, shown in its htmx fragment); `{op1}`, `{op2}`: hostile operations
 SHOWN = [
@@ -68,18 +69,18 @@ SHOWN = [
 
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
 @pytest.mark.parametrize(("path", "page", "fragment"), SHOWN, ids=[row[0] for row in SHOWN])
-def test_hostile_strings_are_shown_as_text(world, path, page, fragment, htmx):
+def test_hostile_strings_are_shown_as_text(hostile, path, page, fragment, htmx):
     """The pages do show the hostile strings, escaped: the inert checks are not vacuous."""
-    assert world.checkout_order == CHECKOUT_ORDER
+    assert hostile.checkout_order == CHECKOUT_ORDER
     if path == "/":
-        world.api.create_operation("0.5", "BTC", FRESH)
+        hostile.api.create_operation("0.5", "BTC", FRESH)
     if path == "/audit":  # events newer than whatever other tests did, on the first page
-        owner = world.client("owner")
+        owner = hostile.client("owner")
         submit(owner, "/operations/new", {"amount": "1", "currency": "BTC", "order_id": FRESH})
-        signed_in(world.app, HOSTILE_EMAIL)  # its sign-in is an event of the first page
-    url = path.format(**world.ids, op1=_op(world, XSS[1]), op2=_op(world, XSS[2]))
+        signed_in(hostile.app, HOSTILE_EMAIL)  # its sign-in is an event of the first page
+    url = path.format(**hostile.ids, op1=_op(hostile, XSS[1]), op2=_op(hostile, XSS[2]))
     visitor = "anonymous" if url.startswith("/checkout") else "owner"
-    html = _page(world, url, htmx, visitor)
+    html = _page(hostile, url, htmx, visitor)
     expected = fragment if htmx else page
     missing = [payload for payload in expected if not shows_escaped(html, payload)]
     assert missing == [], f"{url} does not show {missing}"
@@ -100,20 +101,20 @@ def test_hostile_strings_are_shown_as_text(world, path, page, fragment, htmx):
     ],
 )
 @pytest.mark.parametrize("payload", XSS)
-def test_reflected_query_strings_are_inert(world, query, payload):
+def test_reflected_query_strings_are_inert(hostile, query, payload):
     """Filters and parameters echoed back into forms and links (page and htmx fragment)."""
     from urllib.parse import quote
 
-    url = query.format(p=quote(payload), token=world.ids["token"])
+    url = query.format(p=quote(payload), token=hostile.ids["token"])
     visitor = "anonymous" if url.startswith(("/checkout", "/login")) else "owner"
     for headers in ({}, HTMX):
-        response = world.client(visitor).get(url, headers=headers)
+        response = hostile.client(visitor).get(url, headers=headers)
         assert response.status_code < 500, url
         assert active_content(response.get_data(as_text=True)) == [], url
 
 
-def test_the_not_found_page_does_not_echo_the_path(world):
-    response = world.client("owner").get("/<script>alert(1)</script>")
+def test_the_not_found_page_does_not_echo_the_path(hostile):
+    response = hostile.client("owner").get("/<script>alert(1)</script>")
     assert response.status_code == 404
     assert active_content(response.get_data(as_text=True)) == []
 
@@ -129,9 +130,9 @@ def test_the_not_found_page_does_not_echo_the_path(world):
         ("/audit/export.csv", None),
     ],
 )
-def test_exports_neutralise_formulas(world, url, columns):
+def test_exports_neutralise_formulas(hostile, url, columns):
     """No cell starts like a formula; the hostile ones are there, prefixed with an apostrophe."""
-    response = world.client("owner").get(url)
+    response = hostile.client("owner").get(url)
     assert response.status_code == 200
     text = response.get_data(as_text=True)
     assert formula_cells(text) == []
@@ -142,7 +143,7 @@ def test_exports_neutralise_formulas(world, url, columns):
         assert shown in cells, f"{payload!r} is not in the export as text"
 
 
-def test_audit_export_neutralises_hostile_input(world, unique):
+def test_audit_export_neutralises_hostile_input(hostile, unique):
     """Audit cells come from people: an email that is a formula, an order number typed as one.
 
     The owner adds a user whose email starts with `=`; that user's sign-in is an event whose
@@ -150,11 +151,11 @@ def test_audit_export_neutralises_hostile_input(world, unique):
     """
     from tests.support.forms import PASSWORD
 
-    owner = world.client("owner")
+    owner = hostile.client("owner")
     formula_email = f"=1+{unique}@evil.test"
     user = {"email": formula_email, "role": "accountant", "password": PASSWORD}
     assert post(owner, "/settings/users", user).status_code == 302
-    signed_in(world.app, formula_email)
+    signed_in(hostile.app, formula_email)
     # Order numbers take no comma (the operations list would split them), formulas aside.
     for formula in [f for f in FORMULAS if "," not in f][:4]:
         made = submit(

@@ -1,7 +1,7 @@
 """Point 3 in a real browser: with hostile records on every main page, no script ever runs.
 
-The world's portal (see conftest.py) is served from a thread; Chromium opens each page and an
-htmx fragment, and neither a dialog nor a script error may appear.
+The hostile portal (tests/support/hostile_portal.py) is served from a thread; Chromium opens each
+page and an htmx fragment, and neither a dialog nor a script error may appear.
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ def _script_error(message) -> bool:
 
 
 @pytest.fixture(scope="module")
-def served(world):
-    """The world's portal (hostile records and all) served over HTTP from a thread."""
-    with serve_in_thread(world.app) as url:
+def served(hostile):
+    """The hostile portal (hostile records and all) served over HTTP from a thread."""
+    with serve_in_thread(hostile.app) as url:
         yield url
 
 
 @pytest.mark.slow
-def test_no_script_runs_on_the_main_pages(browser, served, world):
+def test_no_script_runs_on_the_main_pages(browser, served, hostile):
     context = browser.new_context(base_url=served)
     page = context.new_page()
     fired: list[str] = []
@@ -37,13 +37,13 @@ def test_no_script_runs_on_the_main_pages(browser, served, world):
     page.on("console", lambda m: _script_error(m) and fired.append(f"console: {m.text}"))
     try:
         sign_in_as(page, "owner@acme.test")
-        operation = world.ids["operation_id"]
+        operation = hostile.ids["operation_id"]
         for path in (
             "/",
             "/operations",
             f"/operations/{operation}",
             "/transactions",
-            f"/transactions/{world.ids['transaction_id']}",
+            f"/transactions/{hostile.ids['transaction_id']}",
             "/audit",
             "/settings/users",
             "/settings/checkout",
@@ -54,7 +54,7 @@ def test_no_script_runs_on_the_main_pages(browser, served, world):
         page.goto("/operations")  # htmx: a filter typed in the list swaps the results in
         page.get_by_label("Order number").fill(XSS[1])
         page.wait_for_load_state("networkidle")
-        page.goto(f"/checkout/{world.ids['token']}")
+        page.goto(f"/checkout/{hostile.ids['token']}")
         page.wait_for_load_state("networkidle")
         assert "alert(1)" in page.content(), "the hostile strings are on the page, as text"
     finally:

@@ -57,9 +57,9 @@ def _assert_on_portal(response, target: str) -> None:
         assert stays_on_portal(location), f"{target!r} -> {location!r}"
 
 
-def _sign_in(world, client, target: str, **headers: str):
+def _sign_in(hostile, client, target: str, **headers: str):
     data = {
-        "email": world.email("accountant"),
+        "email": hostile.email("accountant"),
         "password": PASSWORD,
         "next": target,
         "csrf_token": csrf_token(client),
@@ -75,25 +75,25 @@ def test_the_list_has_teeth():
 
 
 @pytest.mark.parametrize("htmx", [False, True], ids=["form", "htmx"])
-def test_sign_in_next(world, htmx):
+def test_sign_in_next(hostile, htmx):
     headers = {"HX-Request": "true", "HX-Boosted": "true"} if htmx else {}
     for target in HOSTILE_TARGETS:
-        client = world.app.test_client()
-        response = _sign_in(world, client, target, **headers)
+        client = hostile.app.test_client()
+        response = _sign_in(hostile, client, target, **headers)
         assert response.status_code == 302, target
         _assert_on_portal(response, target)
 
 
-def test_sign_in_page_next_when_already_signed_in(world):
-    client = world.client("accountant")
+def test_sign_in_page_next_when_already_signed_in(hostile):
+    client = hostile.client("accountant")
     for target in HOSTILE_TARGETS:
         for sent in (target, quote(target, safe="")):
             _assert_on_portal(client.get("/login?next=" + quote(sent, safe="")), target)
 
 
-def test_sign_out_ignores_next(world):
+def test_sign_out_ignores_next(hostile):
     for target in HOSTILE_TARGETS[:6]:
-        client = world.fresh_client("accountant")
+        client = hostile.fresh_client("accountant")
         token = csrf_token(client, "/account")
         response = client.post(
             "/logout?next=" + quote(target, safe=""), data={"csrf_token": token, "next": target}
@@ -103,24 +103,24 @@ def test_sign_out_ignores_next(world):
 
 
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
-def test_the_way_to_the_sign_in_page_and_back(world, htmx):
+def test_the_way_to_the_sign_in_page_and_back(hostile, htmx):
     """A signed-out visitor sent to /login?next=<the path>: hostile paths stay paths."""
     headers = {"HX-Request": "true"} if htmx else {}
     for target in HOSTILE_TARGETS:
-        anonymous = world.app.test_client()
+        anonymous = hostile.app.test_client()
         one_segment = quote(quote(target, safe=""), safe="")  # stays one segment once decoded
         for path in ("/operations/" + one_segment, "/rates?x=" + quote(target)):
             first = anonymous.get(path, headers=headers)
             assert first.status_code in (308, 401 if htmx else 302), (path, first.status_code)
             _assert_on_portal(first, target)
             for location in _locations(first):
-                back = _sign_in(world, anonymous, unquote(location.partition("next=")[2]))
+                back = _sign_in(hostile, anonymous, unquote(location.partition("next=")[2]))
                 _assert_on_portal(back, target)
-                anonymous = world.app.test_client()
+                anonymous = hostile.app.test_client()
 
 
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
-def test_no_route_sends_anywhere_a_query_says(world, htmx):
+def test_no_route_sends_anywhere_a_query_says(hostile, htmx):
     """Every GET route of url_map with hostile values in the usual redirect parameters."""
     from tests.support.attack import get_urls
 
@@ -134,31 +134,31 @@ def test_no_route_sends_anywhere_a_query_says(world, htmx):
         )
     )
     for visitor in ("owner", "anonymous"):
-        for _endpoint, url in get_urls(world.app, world.ids):
+        for _endpoint, url in get_urls(hostile.app, hostile.ids):
             separator = "&" if "?" in url else "?"
-            response = world.client(visitor).get(f"{url}{separator}{query}", headers=headers)
+            response = hostile.client(visitor).get(f"{url}{separator}{query}", headers=headers)
             for location in _locations(response):
-                payment_page = location.startswith(f"{world.sandbox.base_url}/pay/")  # the API's
+                payment_page = location.startswith(f"{hostile.sandbox.base_url}/pay/")  # the API's
                 assert stays_on_portal(location) or payment_page, f"{url}: {location!r}"
             response.close()
 
 
-def test_cross_exchange_look_up(world):
+def test_cross_exchange_look_up(hostile):
     for target in HOSTILE_TARGETS:
-        response = world.client("accountant").get("/cross-exchanges?id=" + quote(target, safe=""))
+        response = hostile.client("accountant").get("/cross-exchanges?id=" + quote(target, safe=""))
         _assert_on_portal(response, target)
 
 
-def test_checkout_pay_goes_only_to_the_apis_payment_page(world):
+def test_checkout_pay_goes_only_to_the_apis_payment_page(hostile):
     """/checkout/<token>/pay follows the operation's payment_url: the API's, never the query's."""
-    client = world.app.test_client()
-    url = f"/checkout/{world.ids['token']}/pay?next=//evil.test&redirect=https://evil.test"
+    client = hostile.app.test_client()
+    url = f"/checkout/{hostile.ids['token']}/pay?next=//evil.test&redirect=https://evil.test"
     response = client.get(url)
     assert response.status_code == 303
-    assert response.location.startswith((world.sandbox.base_url, "/checkout/"))
+    assert response.location.startswith((hostile.sandbox.base_url, "/checkout/"))
 
 
-def test_second_step_of_sign_in_keeps_next_on_the_portal(world):
+def test_second_step_of_sign_in_keeps_next_on_the_portal(hostile):
     """With two-factor on, the `next` of the first step is carried to the second."""
     import pyotp
 
@@ -169,7 +169,7 @@ def test_second_step_of_sign_in_keeps_next_on_the_portal(world):
     from portal.identity.rules import accounts, two_factor
 
     secret = pyotp.random_base32()
-    with world.app.app_context():
+    with hostile.app.app_context():
         user = accounts.add_user(
             accounts.merchant_named("Acme"), "redirect-2fa@acme.test", Role.ACCOUNTANT, PASSWORD
         )
@@ -178,7 +178,7 @@ def test_second_step_of_sign_in_keeps_next_on_the_portal(world):
         db.session.commit()
         codes = two_factor.new_recovery_codes(user)
     for target, code in zip(HOSTILE_TARGETS, codes, strict=False):
-        client = world.app.test_client()
+        client = hostile.app.test_client()
         data = {"email": "redirect-2fa@acme.test", "password": PASSWORD, "next": target}
         first = client.post("/login", data={**data, "csrf_token": csrf_token(client)})
         _assert_on_portal(first, target)

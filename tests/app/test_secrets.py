@@ -18,25 +18,25 @@ from tests.support.htmx import HTMX
 from tests.support.money import post
 
 
-def secrets_of(world) -> dict[str, str]:
+def secrets_of(hostile) -> dict[str, str]:
     secrets = {
-        "application token": world.sandbox.token,
-        "company token": world.sandbox.company_token,
-        "SECRET_KEY": world.app.config["SECRET_KEY"],
-        "webhook signing secret": _webhook_secret(world),
+        "application token": hostile.sandbox.token,
+        "company token": hostile.sandbox.company_token,
+        "SECRET_KEY": hostile.app.config["SECRET_KEY"],
+        "webhook signing secret": _webhook_secret(hostile),
     }
-    for number, key in enumerate(world.app.config["TOKEN_KEYS"]):
+    for number, key in enumerate(hostile.app.config["TOKEN_KEYS"]):
         secrets[f"token key {number}"] = key
     return secrets
 
 
-def _webhook_secret(world) -> str:
+def _webhook_secret(hostile) -> str:
     """Acme's: shown masked on every page, revealed only by a POST with a fresh second factor."""
     from portal.extensions import db
     from portal.live.models import WebhookEndpoint
     from portal.live.rules import webhooks
 
-    with world.app.app_context():
+    with hostile.app.app_context():
         endpoint = db.session.scalars(db.select(WebhookEndpoint).order_by(WebhookEndpoint.id))
         return webhooks.secret_of(endpoint.first())
 
@@ -87,56 +87,56 @@ def test_the_encodings_find_what_they_look_for():
 
 
 @pytest.fixture
-def transcript(world, caplog) -> Transcript:
+def transcript(hostile, caplog) -> Transcript:
     caplog.set_level(logging.DEBUG)
-    return Transcript(secrets_of(world), caplog)
+    return Transcript(secrets_of(hostile), caplog)
 
 
 @pytest.mark.parametrize("visitor", VISITORS)
-def test_every_page_and_fragment(world, transcript, visitor):
-    client = world.client(visitor)
-    for _endpoint, url in get_urls(world.app, world.ids):
+def test_every_page_and_fragment(hostile, transcript, visitor):
+    client = hostile.client(visitor)
+    for _endpoint, url in get_urls(hostile.app, hostile.ids):
         for headers in ({}, HTMX):
             transcript.add(f"{visitor} {url} {headers}", client.get(url, headers=headers))
     transcript.assert_no_secret()
 
 
-def test_error_pages(world, transcript, monkeypatch):
-    owner = world.client("owner")
+def test_error_pages(hostile, transcript, monkeypatch):
+    owner = hostile.client("owner")
     for method, path in (("GET", "/no-such-page"), ("GET", "/logout"), ("POST", "/settings/api")):
         transcript.add(f"{method} {path}", owner.open(path, method=method))
-    transcript.add("403", world.client("accountant").get("/settings/api"))
+    transcript.add("403", hostile.client("accountant").get("/settings/api"))
     for mode in ("error500", "malformed", "reset"):
-        world.sandbox.control("POST", "faults", {"mode": mode})
+        hostile.sandbox.control("POST", "faults", {"mode": mode})
         try:
             for path in ("/operations", "/settings/api", "/operations/export.csv", "/vouchers"):
                 transcript.add(f"{mode} {path}", owner.get(path))
         finally:
-            world.sandbox.reset()
+            hostile.sandbox.reset()
 
-    monkeypatch.setitem(world.app.config, "PROPAGATE_EXCEPTIONS", False)
+    monkeypatch.setitem(hostile.app.config, "PROPAGATE_EXCEPTIONS", False)
     from cryptography.fernet import Fernet
 
     with monkeypatch.context() as patch:
-        patch.setitem(world.app.config, "TOKEN_KEYS", [Fernet.generate_key().decode()])
+        patch.setitem(hostile.app.config, "TOKEN_KEYS", [Fernet.generate_key().decode()])
         transcript.add("token key error", owner.get("/operations"))
 
     def broken(*_args, **_kwargs):
-        raise RuntimeError(f"a bug while holding {world.app.config['TOKEN_KEYS'][0][:4]}...")
+        raise RuntimeError(f"a bug while holding {hostile.app.config['TOKEN_KEYS'][0][:4]}...")
 
     with monkeypatch.context() as patch:
-        patch.setitem(world.app.view_functions, "rates.index", broken)
+        patch.setitem(hostile.app.view_functions, "rates.index", broken)
         transcript.add("unexpected exception", owner.get("/rates"))
     transcript.assert_no_secret()
 
 
-def test_timeouts(world, transcript, monkeypatch):
-    monkeypatch.setitem(world.app.config, "API_TIMEOUT_READ", 0.2)
-    world.sandbox.control("POST", "faults", {"mode": "slow", "delay_ms": 600})
+def test_timeouts(hostile, transcript, monkeypatch):
+    monkeypatch.setitem(hostile.app.config, "API_TIMEOUT_READ", 0.2)
+    hostile.sandbox.control("POST", "faults", {"mode": "slow", "delay_ms": 600})
     try:
-        transcript.add("timeout", world.client("owner").get("/rates"))
+        transcript.add("timeout", hostile.client("owner").get("/rates"))
     finally:
-        world.sandbox.reset()
+        hostile.sandbox.reset()
     transcript.assert_no_secret()
 
 
@@ -153,11 +153,11 @@ def test_timeouts(world, transcript, monkeypatch):
         ("saved again", {"token": "{token}", "company_token": "{company}"}, {}),
     ],
 )
-def test_settings_refusals_and_saving(world, transcript, monkeypatch, case, form, flags):
+def test_settings_refusals_and_saving(hostile, transcript, monkeypatch, case, form, flags):
     """The settings page, its refusals and a save: the tokens appear masked, or not at all."""
-    monkeypatch.setitem(world.app.config, "PROPAGATE_EXCEPTIONS", False)  # as in production
-    owner = world.client("owner")
-    sandbox = world.sandbox
+    monkeypatch.setitem(hostile.app.config, "PROPAGATE_EXCEPTIONS", False)  # as in production
+    owner = hostile.client("owner")
+    sandbox = hostile.sandbox
     data = {"base_url": sandbox.base_url, "environment": "sandbox", "token": sandbox.token}
     data.update(
         {
@@ -176,10 +176,10 @@ def test_settings_refusals_and_saving(world, transcript, monkeypatch, case, form
     assert owner.get("/operations").status_code == 200, "still connected"
 
 
-def test_a_token_with_a_line_break_is_refused_in_words(world, monkeypatch):
+def test_a_token_with_a_line_break_is_refused_in_words(hostile, monkeypatch):
     """Inside the token it is a pasting mistake, said in words; around it, it is dropped."""
-    monkeypatch.setitem(world.app.config, "PROPAGATE_EXCEPTIONS", False)
-    sandbox, owner = world.sandbox, world.client("owner")
+    monkeypatch.setitem(hostile.app.config, "PROPAGATE_EXCEPTIONS", False)
+    sandbox, owner = hostile.sandbox, hostile.client("owner")
     data = {"base_url": sandbox.base_url, "environment": "sandbox"}
     middle = len(sandbox.token) // 2
     broken = sandbox.token[:middle] + "\n" + sandbox.token[middle:]
@@ -191,12 +191,12 @@ def test_a_token_with_a_line_break_is_refused_in_words(world, monkeypatch):
 
 
 @pytest.mark.parametrize("logger_name", ["app", "portal.api.client"])
-def test_the_log_filter_masks_bearer_credentials_in_tracebacks(world, caplog, logger_name):
+def test_the_log_filter_masks_bearer_credentials_in_tracebacks(hostile, caplog, logger_name):
     """Unit check of the defence in portal/errors.py, with the exception http.client raises,
     on the application's logger and on the API client's (a logger filters its own records only).
     """
-    token = world.sandbox.token
-    logger = world.app.logger if logger_name == "app" else logging.getLogger(logger_name)
+    token = hostile.sandbox.token
+    logger = hostile.app.logger if logger_name == "app" else logging.getLogger(logger_name)
     try:
         raise ValueError(f"Invalid header value b'Bearer {token}\\n'")
     except ValueError:
@@ -205,15 +205,15 @@ def test_the_log_filter_masks_bearer_credentials_in_tracebacks(world, caplog, lo
     assert "Bearer ••••" in _log_text(caplog.records)
 
 
-def test_exports(world, transcript):
+def test_exports(hostile, transcript):
     for visitor in ("owner", "accountant"):
         for path in ("/operations/export.csv", "/transactions/export.csv", "/audit/export.csv"):
-            transcript.add(f"{visitor} {path}", world.client(visitor).get(path))
+            transcript.add(f"{visitor} {path}", hostile.client(visitor).get(path))
     transcript.assert_no_secret()
 
 
-def test_the_database_file(world):
+def test_the_database_file(hostile):
     """Tokens are encrypted; the keys and the SECRET_KEY are never stored."""
-    files = [world.database, *world.database.parent.glob(world.database.name + "-*")]
+    files = [hostile.database, *hostile.database.parent.glob(hostile.database.name + "-*")]
     content = b"".join(path.read_bytes() for path in files).decode("latin-1")
-    assert leaks(content, secrets_of(world)) == []
+    assert leaks(content, secrets_of(hostile)) == []

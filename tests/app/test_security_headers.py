@@ -12,12 +12,12 @@ from tests.support.htmx import HTMX
 
 
 @pytest.mark.parametrize("visitor", VISITORS)
-def test_every_route_method_and_visitor(world, visitor):
+def test_every_route_method_and_visitor(hostile, visitor):
     """Whatever the answer (page, fragment, redirect, 401, 403, 404, 400 CSRF, CSV, static)."""
-    client = world.client(visitor)
+    client = hostile.client(visitor)
     problems, statuses = [], set()
-    for rule in world.app.url_map.iter_rules():
-        url = url_of(world.app, rule, world.ids)
+    for rule in hostile.app.url_map.iter_rules():
+        url = url_of(hostile.app, rule, hostile.ids)
         for method in sorted(rule.methods):
             variants = ({}, HTMX, {**HTMX, "HX-Boosted": "true"}) if method == "GET" else ({},)
             for headers in variants:
@@ -45,78 +45,78 @@ def test_every_route_method_and_visitor(world, visitor):
     ],
 )
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
-def test_error_pages(world, path, method, status, htmx):
-    response = world.client("owner").open(path, method=method, headers=HTMX if htmx else {})
+def test_error_pages(hostile, path, method, status, htmx):
+    response = hostile.client("owner").open(path, method=method, headers=HTMX if htmx else {})
     assert response.status_code == status
     assert header_problems(response) == []
 
 
-def test_too_large_page(world):
-    response = world.client("owner").post("/login", data={"padding": "x" * 1_100_000})
+def test_too_large_page(hostile):
+    response = hostile.client("owner").post("/login", data={"padding": "x" * 1_100_000})
     assert response.status_code == 413
     assert header_problems(response) == []
 
 
-def test_forbidden_page(world):
-    response = world.client("accountant").get("/settings/api")
+def test_forbidden_page(hostile):
+    response = hostile.client("accountant").get("/settings/api")
     assert response.status_code == 403
     assert header_problems(response) == []
 
 
 @pytest.mark.parametrize(("mode", "status"), [("error500", 502), ("malformed", 502)])
 @pytest.mark.parametrize("path", ["/operations", "/operations/export.csv", "/rates"])
-def test_upstream_fault_pages(world, mode, status, path):
-    world.sandbox.control("POST", "faults", {"mode": mode})
+def test_upstream_fault_pages(hostile, mode, status, path):
+    hostile.sandbox.control("POST", "faults", {"mode": mode})
     try:
         for headers in ({}, HTMX):
-            response = world.client("owner").get(path, headers=headers)
+            response = hostile.client("owner").get(path, headers=headers)
             assert response.status_code == status
             assert header_problems(response) == []
     finally:
-        world.sandbox.reset()
+        hostile.sandbox.reset()
 
 
-def test_upstream_timeout_page(world, monkeypatch):
-    monkeypatch.setitem(world.app.config, "API_TIMEOUT_READ", 0.2)
-    world.sandbox.control("POST", "faults", {"mode": "slow", "delay_ms": 600})
+def test_upstream_timeout_page(hostile, monkeypatch):
+    monkeypatch.setitem(hostile.app.config, "API_TIMEOUT_READ", 0.2)
+    hostile.sandbox.control("POST", "faults", {"mode": "slow", "delay_ms": 600})
     try:
-        response = world.client("owner").get("/rates")
+        response = hostile.client("owner").get("/rates")
     finally:
-        world.sandbox.reset()
+        hostile.sandbox.reset()
     assert response.status_code == 504, response.status_code
     assert header_problems(response) == []
 
 
-def test_internal_error_page(world, monkeypatch):
+def test_internal_error_page(hostile, monkeypatch):
     """A 500: the stored token cannot be decrypted (a key removed before rotate-keys)."""
     from cryptography.fernet import Fernet
 
-    monkeypatch.setitem(world.app.config, "TOKEN_KEYS", [Fernet.generate_key().decode()])
+    monkeypatch.setitem(hostile.app.config, "TOKEN_KEYS", [Fernet.generate_key().decode()])
     for headers in ({}, HTMX):
-        response = world.client("owner").get("/operations", headers=headers)
+        response = hostile.client("owner").get("/operations", headers=headers)
         assert response.status_code == 500
         assert header_problems(response) == []
 
 
-def test_unexpected_exception_page(world, monkeypatch):
+def test_unexpected_exception_page(hostile, monkeypatch):
     """A bug in a view: Flask's own 500 path."""
 
     def broken(*_args, **_kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setitem(world.app.config, "PROPAGATE_EXCEPTIONS", False)  # as in production
-    monkeypatch.setitem(world.app.view_functions, "rates.index", broken)
+    monkeypatch.setitem(hostile.app.config, "PROPAGATE_EXCEPTIONS", False)  # as in production
+    monkeypatch.setitem(hostile.app.view_functions, "rates.index", broken)
     monkeypatch.setattr(broken, "portal_access", "public", raising=False)
-    response = world.client("owner").get("/rates")
+    response = hostile.client("owner").get("/rates")
     assert response.status_code == 500
     assert header_problems(response) == []
 
 
-def test_throttled_checkout_page(world, monkeypatch):
-    monkeypatch.setitem(world.app.config, "CHECKOUT_LIMIT_PER_ADDRESS", "2 per minute")
-    client = world.app.test_client()
+def test_throttled_checkout_page(hostile, monkeypatch):
+    monkeypatch.setitem(hostile.app.config, "CHECKOUT_LIMIT_PER_ADDRESS", "2 per minute")
+    client = hostile.app.test_client()
     address = {"REMOTE_ADDR": "198.51.100.29"}
-    url = f"/checkout/{world.ids['token']}"
+    url = f"/checkout/{hostile.ids['token']}"
     responses = [client.get(url, environ_base=address) for _ in range(3)]
     responses.append(client.get(url, headers=HTMX, environ_base=address))
     assert [r.status_code for r in responses] == [200, 200, 429, 429]
@@ -136,8 +136,8 @@ def test_throttled_checkout_page(world, monkeypatch):
         "/checkout/no-such-link",
     ],
 )
-def test_special_responses(world, path):
-    response = world.client("owner").get(path.format(**world.ids))
+def test_special_responses(hostile, path):
+    response = hostile.client("owner").get(path.format(**hostile.ids))
     assert response.status_code in (200, 303, 404)
     assert header_problems(response) == []
     response.close()

@@ -16,8 +16,9 @@ import pytest
 from portal.api import MerchantApiClient
 from portal.payments.models import CheckoutLink
 from tests.support import sandbox_server
+from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
-from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, signed_in, submit
+from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, submit
 from tests.support.portal_app import connected_portal, email, retries_without_pauses
 from tests.support.sandbox_server import run_sandbox
 
@@ -52,18 +53,13 @@ def _no_pause_between_retries():
 
 
 @pytest.fixture(scope="module")
-def sandbox(tmp_path_factory):
-    with run_sandbox(tmp_path_factory.mktemp("faults") / "sandbox.db", seed=60) as server:
-        yield server
+def sandbox(module_servers):
+    return module_servers.sandbox(seed=60)
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory, sandbox):
-    folder = tmp_path_factory.mktemp("faults-portal")
-    with connected_portal(
-        folder, sandbox, WTF_CSRF_ENABLED=False, API_TIMEOUT_READ=READ_TIMEOUT
-    ) as application:
-        yield application
+def app(module_servers, sandbox):
+    return module_servers.portal(sandbox, WTF_CSRF_ENABLED=False, API_TIMEOUT_READ=READ_TIMEOUT)
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,9 @@ import csv
 import io
 from datetime import date, timedelta
 
-from tests.support.forms import sign_in
-from tests.support.money import post, signed_in, text
+from tests.support import factories
+from tests.support.forms import sign_in, signed_in
+from tests.support.money import post, text
 
 
 def test_sign_ins_settings_and_users_are_recorded(app, accounts, sandbox):
@@ -89,13 +90,10 @@ def test_secrets_are_masked_and_actions_checked(app):
 
 
 def test_pages_of_the_log_keep_the_filters(app, accounts):
-    from portal.identity.rules import audit
-    from portal.identity.rules.accounts import find_user
-
-    with app.app_context():
-        owner_user = find_user(accounts.owner)
-        for _ in range(55):
-            audit.record("user.change", parameters={"email": "x@acme.test"}, user=owner_user)
+    for _ in range(55):
+        factories.audit_event(
+            app, "user.change", email=accounts.owner, parameters={"email": "x@acme.test"}
+        )
     owner = signed_in(app, accounts.owner)
     first = owner.get("/audit?action=user.change").get_data(as_text=True)
     assert 'rel="next" href="/audit?action=user.change&amp;page=2"' in first

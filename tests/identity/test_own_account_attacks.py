@@ -74,8 +74,8 @@ def test_changing_ones_own_password_ends_every_other_session(url, accounts):
     response = _change_password(acting, PASSWORD, NEW_PASSWORD)
     assert response.status_code == 302 and response.headers["Location"] == "/account"
     assert "every other session of yours is signed out" in acting.get("/account").text
-    assert acting.signed_in(), "the session that changed it stays"
-    assert not thief.signed_in() and not laptop.signed_in()
+    assert acting.is_signed_in(), "the session that changed it stays"
+    assert not thief.is_signed_in() and not laptop.is_signed_in()
     assert Visitor(url).sign_in(accounts.operator).status_code == 401, "the old one is gone"
     assert Visitor(url).sign_in(accounts.operator, NEW_PASSWORD).status_code == 302
 
@@ -89,7 +89,7 @@ def test_an_owner_cannot_set_their_own_password_under_users_without_the_current_
     response = thief.post(path, {"role": "owner", "password": NEW_PASSWORD})
     assert response.status_code == 422
     assert "Change your own password on the Account page" in response.text
-    assert owner.signed_in() and thief.signed_in()
+    assert owner.is_signed_in() and thief.is_signed_in()
     assert Visitor(url).sign_in(accounts.owner, NEW_PASSWORD).status_code != 302
     assert Visitor(url).sign_in(accounts.owner).status_code == 302
 
@@ -102,7 +102,7 @@ def test_a_wrong_current_password_changes_nothing_and_counts_as_a_failed_sign_in
     response = _change_password(acting, PASSWORD, NEW_PASSWORD)
     assert response.status_code == 429 and "Too many failed sign-in attempts" in response.text
     assert Visitor(url).sign_in(accounts.operator).status_code == 429, "the sign-in limit"
-    assert acting.signed_in() and other.signed_in(), "nothing changed"
+    assert acting.is_signed_in() and other.is_signed_in(), "nothing changed"
 
 
 @pytest.mark.parametrize(
@@ -117,7 +117,7 @@ def test_the_new_password_is_typed_twice_and_long_enough(url, accounts, new, aga
     acting, other = _signed_in(url, accounts.operator), _signed_in(url, accounts.operator)
     response = _change_password(acting, PASSWORD, new, again)
     assert response.status_code == 422 and message in response.text
-    assert other.signed_in()
+    assert other.is_signed_in()
     assert Visitor(url).sign_in(accounts.operator).status_code == 302, "the password is the same"
 
 

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from tests.support.forms import CSRF_FIELD, PASSWORD
 from tests.support.portal_server import serve_in_thread
 from tests.support.smtp import link_in, text_of
-from tests.support.visitor import Visitor, signed_in
+from tests.support.visitor import Visitor, signed_in_visitor
 
 NEW_PASSWORD = "a password of my very own"
 SENT = "If an account exists for that address, we sent it a link to reset the password."
@@ -63,7 +63,7 @@ def invite(owner: Visitor, email: str, role: str = "operator"):
 
 
 def test_an_invited_person_sets_a_password_once_and_signs_in(app, url, accounts, mail_server):
-    owner = signed_in(url, accounts.owner)
+    owner = signed_in_visitor(url, accounts.owner)
     assert invite(owner, "new@acme.test").status_code == 302
     assert "new@acme.test" in owner.get("/settings/users").text
 
@@ -89,7 +89,7 @@ def test_an_invited_person_sets_a_password_once_and_signs_in(app, url, accounts,
 
 
 def test_an_invitation_expires_after_7_days(app, url, accounts, mail_server):
-    owner = signed_in(url, accounts.owner)
+    owner = signed_in_visitor(url, accounts.owner)
     invite(owner, "late@acme.test")
     path = mailed_link(app, mail_server, 1)
     age_links(app, timedelta(days=7) - timedelta(minutes=1))
@@ -100,7 +100,7 @@ def test_an_invitation_expires_after_7_days(app, url, accounts, mail_server):
 
 def test_only_owners_invite(url, accounts):
     for role in ("operator", "accountant"):
-        visitor = signed_in(url, accounts.by_role(role))
+        visitor = signed_in_visitor(url, accounts.by_role(role))
         refused = invite(visitor, "someone@acme.test")
         assert refused.status_code == 403
 
@@ -124,7 +124,7 @@ def test_forgot_password_answers_the_same_for_any_address(url, accounts, app, ma
 def test_a_reset_link_sets_a_password_once_and_ends_every_other_session(
     app, url, accounts, mail_server
 ):
-    old_session = signed_in(url, accounts.operator)
+    old_session = signed_in_visitor(url, accounts.operator)
     Visitor(url).post("/password/forgot", {"email": accounts.operator})
     earlier = mailed_link(app, mail_server, 1)
     Visitor(url).post("/password/forgot", {"email": accounts.operator})
@@ -135,9 +135,9 @@ def test_a_reset_link_sets_a_password_once_and_ends_every_other_session(
     assert accounts.operator in person.get(path).text
     assert set_password(person, path).status_code == 302
 
-    assert not old_session.signed_in()
+    assert not old_session.is_signed_in()
     assert Visitor(url).sign_in(accounts.operator, PASSWORD).status_code == 401
-    assert signed_in(url, accounts.operator, NEW_PASSWORD).signed_in()
+    assert signed_in_visitor(url, accounts.operator, NEW_PASSWORD).is_signed_in()
     assert set_password(Visitor(url), path, "yet another password").status_code == 410
     assert set_password(Visitor(url), earlier, "yet another password").status_code == 410
     assert "Ask for a new link" in Visitor(url).get(path).text
@@ -150,7 +150,9 @@ def test_a_reset_link_expires_after_an_hour(app, url, accounts, mail_server):
     assert Visitor(url).get(path).status_code == 200
     age_links(app, timedelta(minutes=2))
     assert set_password(Visitor(url), path).status_code == 410
-    assert signed_in(url, accounts.accountant).signed_in()  # the old password still works
+    assert signed_in_visitor(
+        url, accounts.accountant
+    ).is_signed_in()  # the old password still works
 
 
 def test_reset_requests_are_limited_per_address(app, url, accounts, mail_server):
@@ -169,7 +171,7 @@ def test_forms_without_their_csrf_token_are_refused(url, accounts):
     visitor = Visitor(url)
     refused = visitor.http.post(f"{url}/password/forgot", data={"email": accounts.owner})
     assert refused.status_code == 400
-    owner = signed_in(url, accounts.owner)
+    owner = signed_in_visitor(url, accounts.owner)
     refused = owner.http.post(f"{url}/account/email", data={"mail-event_types": []})
     assert refused.status_code == 400
     refused = owner.http.post(f"{url}/settings/users/invite", data={"invite-email": "x@acme.test"})
@@ -209,7 +211,7 @@ def test_every_typed_address_is_one_address_or_refused_with_nothing_changed(
                 db.session.scalar(sa.select(sa.func.count()).select_from(t)) for t in tables
             )
 
-    owner = signed_in(url, accounts.owner)
+    owner = signed_in_visitor(url, accounts.owner)
     assert (
         owner.post("/settings/checkout", {"support_email": "help@acme.example"}).status_code == 302
     )

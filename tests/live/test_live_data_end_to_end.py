@@ -14,7 +14,7 @@ import uuid
 import pytest
 import requests
 
-from tests.support.money import signed_in
+from tests.support.forms import signed_in
 from tests.support.polling import wait_for
 from tests.support.portal_app import MERCHANT, connected_portal, email
 from tests.support.shop import Shop, run_shop

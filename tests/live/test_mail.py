@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from tests.support.portal_app import ready_portal
 from tests.support.portal_server import serve_in_thread
 from tests.support.smtp import link_in, running_mail_server, text_of
-from tests.support.visitor import Visitor, signed_in
+from tests.support.visitor import Visitor, signed_in_visitor
 
 PUBLIC_URL = "http://portal.example.com"  # http: the session cookie works on loopback
 
@@ -177,12 +177,12 @@ def ticked(page: str) -> set[str]:
 
 
 def test_a_user_chooses_what_mails_them_on_the_account_page(app, url, accounts, mail_server):
-    operator = signed_in(url, accounts.operator)
+    operator = signed_in_visitor(url, accounts.operator)
     page = operator.get("/account").text
     assert "E-mail me about" in page
     assert 'value="transaction.needs_review"' in page
     assert ticked(page) == set()
-    owner = signed_in(url, accounts.owner)
+    owner = signed_in_visitor(url, accounts.owner)
     assert ticked(owner.get("/account").text) == {"operation.confirmed", "transaction.needs_review"}
     assert "chooses which events mail them" in owner.get("/settings/notifications").text
 
@@ -298,10 +298,10 @@ def postgres_app(postgres_url, portal_config):
 
 
 def test_two_workers_at_once_send_each_message_once(postgres_app, mail_server):
-    from tests.support.portal_app import add_user
+    from tests.support import factories
 
     for number in range(3):
-        add_user(postgres_app, f"owner{number}@acme.test", "owner")
+        factories.user(postgres_app, f"owner{number}@acme.test", "owner")
     for number in range(8):
         order = f"A-{2000 + number}"
         record(postgres_app, "operation.confirmed", operation_record(order=order), order)
@@ -340,7 +340,7 @@ def url_without_mail(portal_config, accounts):
 
 
 def test_without_smtp_the_pages_say_e_mail_is_off(url_without_mail, accounts):
-    owner = signed_in(url_without_mail, accounts.owner)
+    owner = signed_in_visitor(url_without_mail, accounts.owner)
     assert "E-mail is off" in owner.get("/account").text
     assert "E-mail me about" not in owner.get("/account").text
     users = owner.get("/settings/users").text

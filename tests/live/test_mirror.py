@@ -15,7 +15,8 @@ import sqlalchemy as sa
 
 from portal.api import MerchantApiClient
 from tests.reports.test_exports_pages import api_records
-from tests.support.money import post, signed_in, text
+from tests.support.forms import signed_in
+from tests.support.money import post, text
 from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import run_sandbox
 

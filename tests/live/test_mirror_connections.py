@@ -9,7 +9,7 @@ import uuid
 import sqlalchemy as sa
 
 from portal.api import MerchantApiClient
-from tests.support.money import signed_in
+from tests.support.forms import signed_in
 from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import SandboxServer, run_sandbox
 from tests.support.smtp import text_of

@@ -9,9 +9,11 @@ import contextlib
 import sqlalchemy as sa
 
 from portal.api import MerchantApiClient
+from tests.support import factories
 from tests.support.fake_api import TOKEN, Answer, FakeApi, operation_json, page_json
-from tests.support.money import signed_in, text
-from tests.support.portal_app import add_user, connected_portal
+from tests.support.forms import signed_in
+from tests.support.money import text
+from tests.support.portal_app import connected_portal
 
 # The answer of each hostile merchant's API: one operation the portal cannot keep.
 HOSTILE = {
@@ -30,7 +32,7 @@ def connect_to(app, name: str, api: FakeApi) -> int:
     api.answer("GET", "/v1/ping", Answer(200, {"data": {"status": "ok"}}))
     page = page_json([HOSTILE[name]], page=1, per_page=100, total=1)
     api.answer("GET", "/v1/operations", Answer(200, page))
-    add_user(app, owner(name), "owner", name)
+    factories.user(app, owner(name), "owner", merchant=name)
     with app.app_context():
         merchant = accounts.merchant_named(name)
         connect(merchant, Credentials(api.base_url, Environment.PRODUCTION, TOKEN))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import factories
 from tests.support.forms import PASSWORD, csrf_token, sign_in
 from tests.support.polling import wait_for
 from tests.support.shop import Shop, run_shop
@@ -291,21 +292,7 @@ def test_the_page_sets_the_url_and_types_and_refuses_a_bad_url(app, owner, shop)
 
 def _connected_at_generation(app, generation: int) -> None:
     """Give Acme a connection of that generation (as after switching accounts)."""
-    from portal import crypto
-    from portal.extensions import db
-    from portal.identity.rules import accounts
-    from portal.settings.models import ApiConnection, Environment
-
-    with app.app_context():
-        connection = ApiConnection(
-            merchant=accounts.merchant_named("Acme"),
-            base_url="http://127.0.0.1:9",
-            environment=Environment.SANDBOX,
-            token_encrypted=crypto.encrypt("a-token"),
-            generation=generation,
-        )
-        db.session.add(connection)
-        db.session.commit()
+    factories.api_connection(app, generation=generation)
 
 
 def test_a_test_event_reaches_the_shop_shows_in_the_log_and_resend_sends_the_same_id(

@@ -7,19 +7,13 @@ import re
 
 import pytest
 
-from tests.support.money import connect, signed_in, text
-from tests.support.sandbox_server import run_sandbox
-
-
-@pytest.fixture(scope="module")
-def rates_sandbox(tmp_path_factory):
-    with run_sandbox(tmp_path_factory.mktemp("exchange-rates") / "sandbox.db") as server:
-        yield server
+from tests.support.forms import signed_in
+from tests.support.money import connect, text
 
 
 @pytest.fixture
-def owner(app, accounts, rates_sandbox):
-    connect(app, rates_sandbox)
+def owner(app, accounts, module_sandbox):
+    connect(app, module_sandbox)
     return signed_in(app, accounts.owner)
 
 

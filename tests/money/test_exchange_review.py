@@ -9,8 +9,9 @@ from urllib.parse import urlencode
 
 import pytest
 
+from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
-from tests.support.money import connect, intent_key, post, signed_in, text
+from tests.support.money import connect, intent_key, post, text
 
 DEAL = {"sell_currency": "BTC", "buy_currency": "ETH", "sell_amount": "0.01", "buy_amount": ""}
 

@@ -13,20 +13,10 @@ import uuid
 
 import pytest
 
-from tests.support.forms import csrf_token
-from tests.support.money import (
-    CROSS_EXCHANGE,
-    connect,
-    intent_key,
-    post,
-    race,
-    signed_in,
-    submit,
-    text,
-)
+from tests.support.forms import csrf_token, signed_in
+from tests.support.money import CROSS_EXCHANGE, connect, intent_key, post, race, submit, text
 from tests.support.polling import wait_for
-from tests.support.portal_app import connected_portal, email
-from tests.support.sandbox_server import run_sandbox
+from tests.support.portal_app import email
 
 # A slow answer arrives after the read timeout; its tests wait until the sandbox acts.
 READ_TIMEOUT = 0.5
@@ -62,25 +52,18 @@ def _filled(form: str) -> tuple[str, dict[str, str], str, str]:
     return path, fields, table, button
 
 
-@pytest.fixture(scope="module")
-def once_sandbox(tmp_path_factory):
-    with run_sandbox(tmp_path_factory.mktemp("once") / "sandbox.db") as server:
-        yield server
-
-
 @pytest.fixture(autouse=True)
-def many_exchanges(once_sandbox):
-    once_sandbox.control("POST", "flags", {"exchange_daily_limit": 1000})
+def many_exchanges(module_sandbox):
+    module_sandbox.control("POST", "flags", {"exchange_daily_limit": 1000})
     yield
-    once_sandbox.reset()
+    module_sandbox.reset()
 
 
 @pytest.fixture(scope="module")
-def portal(tmp_path_factory, once_sandbox):
-    folder = tmp_path_factory.mktemp("once-portal")
-    with connected_portal(folder, once_sandbox, API_TIMEOUT_READ=READ_TIMEOUT) as application:
-        connect(application, once_sandbox)  # with the company token
-        yield application
+def portal(module_servers, module_sandbox):
+    application = module_servers.portal(module_sandbox, API_TIMEOUT_READ=READ_TIMEOUT)
+    connect(application, module_sandbox)  # with the company token
+    return application
 
 
 @pytest.fixture(scope="module")
@@ -96,20 +79,20 @@ def _lose_answers(sandbox, mode: str) -> None:
 
 @pytest.mark.parametrize("mode", ["slow", "reset"])
 @pytest.mark.parametrize("form", FORMS)
-def test_a_lost_answer_is_never_sent_again(owner, once_sandbox, form, mode):
+def test_a_lost_answer_is_never_sent_again(owner, module_sandbox, form, mode):
     path, fields, table, button = _filled(form)
     data = {**fields, "intent": intent_key(owner, path)}
-    before = once_sandbox.count(table)
+    before = module_sandbox.count(table)
 
-    _lose_answers(once_sandbox, mode)
+    _lose_answers(module_sandbox, mode)
     first = post(owner, path, data)
     assert first.status_code == (504 if mode == "slow" else 502), text(first)[:500]
     assert "Outcome unknown" in text(first) and "It will not be sent again" in text(first)
     assert button in text(first), "a button for a fresh form"
     if form == "cross_exchange":  # the portal lists only those whose answer arrived
         assert "check with the payment service whether it made the cross exchange" in text(first)
-    wait_for(lambda: once_sandbox.count(table) == before + 1)
-    once_sandbox.control("POST", "faults", {"mode": "none"})
+    wait_for(lambda: module_sandbox.count(table) == before + 1)
+    module_sandbox.control("POST", "faults", {"mode": "none"})
 
     for _ in range(2):  # a reload, a second click after the error
         again = post(owner, path, data)
@@ -117,18 +100,18 @@ def test_a_lost_answer_is_never_sent_again(owner, once_sandbox, form, mode):
         page = text(again)
         assert "This form was already sent" in page and "Outcome unknown" in page
         assert "Traceback" not in page and button in page
-    assert once_sandbox.count(table) == before + 1, "nothing sent again"
+    assert module_sandbox.count(table) == before + 1, "nothing sent again"
 
     fresh = submit(owner, path, fields)
     assert fresh.status_code == 302, text(fresh)[:500]
-    assert once_sandbox.count(table) == before + 2, "an honest second one, from a fresh form"
+    assert module_sandbox.count(table) == before + 2, "an honest second one, from a fresh form"
 
 
 @pytest.mark.parametrize("form", FORMS)
-def test_a_sent_form_posted_again_shows_what_it_made(owner, once_sandbox, form):
+def test_a_sent_form_posted_again_shows_what_it_made(owner, module_sandbox, form):
     path, fields, table, _button = _filled(form)
     data = {**fields, "intent": intent_key(owner, path)}
-    before = once_sandbox.count(table)
+    before = module_sandbox.count(table)
     made = post(owner, path, data)
     assert made.status_code == 302, text(made)[:500]
     again = post(owner, path, data)
@@ -137,11 +120,11 @@ def test_a_sent_form_posted_again_shows_what_it_made(owner, once_sandbox, form):
     assert "This form was already sent" in shown
     if form == "exchange":  # no page of its own: its id, in words
         assert re.search(r"already sent and made exchange \S+; nothing was sent again", shown)
-    assert once_sandbox.count(table) == before + 1
+    assert module_sandbox.count(table) == before + 1
 
 
 @pytest.mark.parametrize("form", ["exchange", "voucher"])
-def test_a_refused_form_posted_again_is_refused_without_sending(owner, once_sandbox, form):
+def test_a_refused_form_posted_again_is_refused_without_sending(owner, module_sandbox, form):
     path, fields, table, _button = _filled(form)
     refused = {**fields, "sell_amount" if form == "exchange" else "amount": "2000000000"}
     data = {**refused, "intent": intent_key(owner, path)}
@@ -149,33 +132,33 @@ def test_a_refused_form_posted_again_is_refused_without_sending(owner, once_sand
     assert first.status_code in (400, 422)
     key = data["intent"]
     assert key not in first.get_data(as_text=True), "the form comes back with a new key"
-    before = once_sandbox.count(table)
+    before = module_sandbox.count(table)
     again = post(owner, path, data)
     assert again.status_code in (400, 422)
     assert "did not accept these details" in text(again)
-    assert once_sandbox.count(table) == before
+    assert module_sandbox.count(table) == before
 
 
 @pytest.mark.parametrize(
     "key", [None, "A" * 65, "A" * 64 + "\n", "short"], ids=["none", "long", "newline", "short"]
 )
-def test_a_form_without_its_key_sends_nothing(owner, once_sandbox, key):
+def test_a_form_without_its_key_sends_nothing(owner, module_sandbox, key):
     path, fields, table, _button = _filled("voucher")
-    before = once_sandbox.count(table)
+    before = module_sandbox.count(table)
     response = post(owner, path, fields if key is None else {**fields, "intent": key})
     assert response.status_code == 422
     assert "This form is out of date, so nothing was sent." in text(response)
-    assert once_sandbox.count(table) == before
+    assert module_sandbox.count(table) == before
 
 
-def test_a_request_that_never_left_may_be_sent_again(portal, owner, once_sandbox):
+def test_a_request_that_never_left_may_be_sent_again(portal, owner, module_sandbox):
     """Connection refused: nothing was made, so the same form (its key) may be sent again."""
     from portal.extensions import db
     from portal.settings.models import ApiConnection
 
     path, fields, table, _button = _filled("voucher")
     data = {**fields, "intent": intent_key(owner, path)}
-    before = once_sandbox.count(table)
+    before = module_sandbox.count(table)
     with portal.app_context():
         connection = db.session.scalars(db.select(ApiConnection)).one()
         base_url, connection.base_url = connection.base_url, "http://127.0.0.1:9"
@@ -189,7 +172,7 @@ def test_a_request_that_never_left_may_be_sent_again(portal, owner, once_sandbox
     assert refused.status_code == 502 and "so nothing was sent" in text(refused)
     assert 'name="amount"' in refused.get_data(as_text=True), "the form, to send again"
     assert post(owner, path, data).status_code == 302
-    assert once_sandbox.count(table) == before + 1
+    assert module_sandbox.count(table) == before + 1
 
 
 # --- Parallel posts of one key ---------------------------------------------------------------
@@ -203,27 +186,27 @@ def portal_config(request, portal_config):
 
 
 @pytest.mark.parametrize("form", FORMS)
-def test_eight_parallel_posts_of_one_form_make_one_record(app, accounts, once_sandbox, form):
-    connect(app, once_sandbox)
+def test_eight_parallel_posts_of_one_form_make_one_record(app, accounts, module_sandbox, form):
+    connect(app, module_sandbox)
     owner = signed_in(app, accounts.owner)
     path, fields, table, _button = _filled(form)
     data = {**fields, "intent": intent_key(owner, path), "csrf_token": csrf_token(owner, path)}
-    before = once_sandbox.count(table)
+    before = module_sandbox.count(table)
 
     statuses = race(app, owner, path, data, 8)
 
     assert sorted(set(statuses)) <= [302, 409], statuses
-    assert once_sandbox.count(table) == before + 1
+    assert module_sandbox.count(table) == before + 1
 
 
-def test_keys_are_the_merchants_own(app, accounts, once_sandbox):
+def test_keys_are_the_merchants_own(app, accounts, module_sandbox):
     """Another merchant's key finds nothing: it is not where that merchant's forms stand."""
     from portal.extensions import db
     from portal.identity.rules.accounts import merchant_named
     from portal.money.models import IntentKind
     from portal.money.rules.idempotency import find
 
-    connect(app, once_sandbox)
+    connect(app, module_sandbox)
     owner = signed_in(app, accounts.owner)
     key = intent_key(owner, "/vouchers/new")
     assert post(owner, "/vouchers/new", {**FORMS["voucher"][1], "intent": key}).status_code == 302

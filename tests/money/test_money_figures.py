@@ -9,14 +9,8 @@ import re
 import pytest
 import requests
 
-from tests.support.money import (
-    connect,
-    post,
-    review_withdrawal,
-    signed_in,
-    submit,
-    text,
-)
+from tests.support.forms import signed_in
+from tests.support.money import connect, post, review_withdrawal, submit, text
 
 
 @pytest.fixture

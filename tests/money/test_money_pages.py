@@ -10,6 +10,7 @@ import re
 import pytest
 import requests
 
+from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
 from tests.support.money import (
     BTC_ADDRESS,
@@ -17,18 +18,11 @@ from tests.support.money import (
     connect,
     flags,
     post,
-    signed_in,
     submit,
     text,
     without_wallet,
 )
-from tests.support.sandbox_server import free_port, run_sandbox
-
-
-@pytest.fixture(scope="module")
-def money_sandbox(tmp_path_factory):
-    with run_sandbox(tmp_path_factory.mktemp("money") / "sandbox.db") as server:
-        yield server
+from tests.support.sandbox_server import free_port
 
 
 @pytest.fixture
@@ -38,8 +32,8 @@ def portal_config(portal_config):
 
 
 @pytest.fixture
-def owner(app, accounts, money_sandbox):
-    connect(app, money_sandbox)
+def owner(app, accounts, module_sandbox):
+    connect(app, module_sandbox)
     return signed_in(app, accounts.owner)
 
 
@@ -71,14 +65,14 @@ def _review(client, amount: str, wallet: str, address: str) -> str:
 # --- Withdrawals -----------------------------------------------------------------------------
 
 
-def test_withdrawal_review_confirm_and_list(app, owner, money_sandbox):
+def test_withdrawal_review_confirm_and_list(app, owner, module_sandbox):
     address = "0x" + "ab" * 20
     review = _review(owner, "0.5", "ETH", address)
     page = text(owner.get(review))
     assert f"You are about to withdraw 0.5 ETH from your ETH wallet to the address {address}" in (
         page
     )
-    assert money_sandbox.operations_to(address) == 0, "nothing is sent before confirmation"
+    assert module_sandbox.operations_to(address) == 0, "nothing is sent before confirmation"
 
     confirmed = post(owner, review + "/confirm")
     assert confirmed.status_code == 302
@@ -88,7 +82,7 @@ def test_withdrawal_review_confirm_and_list(app, owner, money_sandbox):
     again = post(owner, review + "/confirm")  # a resend of the same form
     assert again.status_code == 302
     assert "already confirmed" in text(owner.get(review))
-    assert money_sandbox.operations_to(address) == 1
+    assert module_sandbox.operations_to(address) == 1
 
     listing = text(owner.get("/withdrawals"))
     assert "1 withdrawal " in listing and address in listing and "Sent (processed)" in listing
@@ -132,14 +126,14 @@ def test_bad_withdrawal_input_sends_nothing(app, owner, amount, wallet, address,
         ("no wallet", 422, 13, "There is no wallet in this currency that can pay out"),
     ],
 )
-def test_withdrawal_refusals_in_words(app, owner, money_sandbox, case, status, code, words):
+def test_withdrawal_refusals_in_words(app, owner, module_sandbox, case, status, code, words):
     amount = {"validation": "2000000000", "limit": "30"}.get(case, "0.01")
     wallet = "ETH" if case == "no wallet" else "BTC"
     address = ETH_ADDRESS if wallet == "ETH" else BTC_ADDRESS
     review = _review(owner, amount, wallet, address)
     with (
-        flags(money_sandbox, withdrawals_allowed=case != "not allowed"),
-        without_wallet(money_sandbox, "ETH") if case == "no wallet" else _nothing(),
+        flags(module_sandbox, withdrawals_allowed=case != "not allowed"),
+        without_wallet(module_sandbox, "ETH") if case == "no wallet" else _nothing(),
     ):
         response = post(owner, review + "/confirm")
     assert response.status_code == status
@@ -160,10 +154,10 @@ def _nothing():
 
 @pytest.mark.parametrize(("fault", "status"), [("slow", 504), ("reset", 502), ("error500", 502)])
 def test_no_answer_is_outcome_unknown_and_never_sent_again(
-    app, owner, money_sandbox, fault, status
+    app, owner, module_sandbox, fault, status
 ):
     review = _review(owner, "0.001", "BTC", BTC_ADDRESS)
-    with flags(money_sandbox, fault={"mode": fault, "delay_ms": 6000}):
+    with flags(module_sandbox, fault={"mode": fault, "delay_ms": 6000}):
         response = post(owner, review + "/confirm")
     assert response.status_code == status
     assert "Outcome unknown" in text(response) and "operations list" in text(response)
@@ -198,12 +192,14 @@ def _new_voucher(client, amount: str = "1", currency: str = "USDT") -> str:
     return response.location
 
 
-def test_voucher_create_reveal_cancel(app, owner, money_sandbox, caplog):
+def test_voucher_create_reveal_cancel(app, owner, module_sandbox, caplog):
     caplog.set_level(logging.DEBUG)
     url = _new_voucher(owner)
     voucher_id = url.rsplit("/", 1)[1]
     code = requests.get(
-        f"{money_sandbox.api_url}/vouchers/{voucher_id}", headers=money_sandbox.headers(), timeout=5
+        f"{module_sandbox.api_url}/vouchers/{voucher_id}",
+        headers=module_sandbox.headers(),
+        timeout=5,
     ).json()["data"]["code"]
 
     page = owner.get(url)
@@ -230,12 +226,12 @@ def test_voucher_create_reveal_cancel(app, owner, money_sandbox, caplog):
     assert code not in caplog.text
 
 
-def test_pay_off_by_code_masks_the_code(app, owner, money_sandbox, caplog):
+def test_pay_off_by_code_masks_the_code(app, owner, module_sandbox, caplog):
     caplog.set_level(logging.DEBUG)
     url = _new_voucher(owner, "2", "ETH")
     code = requests.get(
-        f"{money_sandbox.api_url}/vouchers/{url.rsplit('/', 1)[1]}",
-        headers=money_sandbox.headers(),
+        f"{module_sandbox.api_url}/vouchers/{url.rsplit('/', 1)[1]}",
+        headers=module_sandbox.headers(),
         timeout=5,
     ).json()["data"]["code"]
     response = post(owner, "/vouchers/payoff", {"code": code})
@@ -349,10 +345,10 @@ def _refused_deal(case: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(("case", "code", "words"), EXCHANGE_REFUSALS)
-def test_exchange_refusals_in_words(app, owner, money_sandbox, case, code, words):
+def test_exchange_refusals_in_words(app, owner, module_sandbox, case, code, words):
     with (
-        flags(money_sandbox, exchange_daily_limit=0 if case == "count" else 20),
-        without_wallet(money_sandbox, "ETH") if case == "wallet" else _nothing(),
+        flags(module_sandbox, exchange_daily_limit=0 if case == "count" else 20),
+        without_wallet(module_sandbox, "ETH") if case == "wallet" else _nothing(),
     ):
         response = submit(owner, "/exchange", _refused_deal(case))
     assert response.status_code == (409 if code == 22 else 422), "409: today's count is used up"
@@ -430,11 +426,11 @@ def test_bad_cross_exchange_input_sends_nothing(app, owner, changes, message):
         ("validation", 9, "did not accept these details"),
     ],
 )
-def test_cross_exchange_refusals_in_words(app, owner, money_sandbox, case, code, words):
+def test_cross_exchange_refusals_in_words(app, owner, module_sandbox, case, code, words):
     amount = {"minimum": "0.00001", "limit": "6", "validation": "2000000000"}.get(case, "0.01")
     with (
-        flags(money_sandbox, exchange_daily_limit=0 if case == "count" else 20),
-        without_wallet(money_sandbox, "ETH") if case == "wallet" else _nothing(),
+        flags(module_sandbox, exchange_daily_limit=0 if case == "count" else 20),
+        without_wallet(module_sandbox, "ETH") if case == "wallet" else _nothing(),
     ):
         response = submit(owner, "/cross-exchanges/new", _cross(amount))
     assert response.status_code == (409 if code == 22 else 422), "409: today's count is used up"

@@ -6,20 +6,14 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
-from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, connect, post, signed_in, submit, text
-from tests.support.sandbox_server import run_sandbox
-
-
-@pytest.fixture(scope="module")
-def words_sandbox(tmp_path_factory):
-    with run_sandbox(tmp_path_factory.mktemp("words") / "sandbox.db") as server:
-        yield server
+from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, connect, post, submit, text
 
 
 @pytest.fixture
-def owner(app, accounts, words_sandbox):
-    connect(app, words_sandbox)
+def owner(app, accounts, module_sandbox):
+    connect(app, module_sandbox)
     return signed_in(app, accounts.owner)
 
 

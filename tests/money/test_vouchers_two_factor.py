@@ -8,22 +8,15 @@ import pytest
 import requests
 
 from tests.support.money import connect, intent_key, post, submit, text
-from tests.support.sandbox_server import run_sandbox
 from tests.support.two_factor import signed_in_with_two_factor
 
 VOUCHER = {"amount": "0.01", "currency": "BTC"}
 
 
-@pytest.fixture(scope="module")
-def voucher_sandbox(tmp_path_factory):
-    with run_sandbox(tmp_path_factory.mktemp("two-factor-vouchers") / "sandbox.db") as server:
-        yield server
-
-
 @pytest.fixture
-def owner_with_code(app, accounts, voucher_sandbox, monkeypatch):
+def owner_with_code(app, accounts, module_sandbox, monkeypatch):
     """The owner, signed in with two-factor on; the clock and the secret to make codes."""
-    connect(app, voucher_sandbox)
+    connect(app, module_sandbox)
     return signed_in_with_two_factor(app, accounts.owner, monkeypatch)
 
 
@@ -45,31 +38,31 @@ def _refused_codes(sign_in_code: str) -> list[tuple[str, str]]:
     ]
 
 
-def test_creating_a_voucher_needs_a_fresh_code(app, owner_with_code, voucher_sandbox):
+def test_creating_a_voucher_needs_a_fresh_code(app, owner_with_code, module_sandbox):
     owner, clock, secret, sign_in_code = owner_with_code
     assert "Authenticator code" in text(owner.get("/vouchers/new"))
-    before = voucher_sandbox.count("vouchers")
+    before = module_sandbox.count("vouchers")
     for code, message in _refused_codes(sign_in_code):
         response = submit(owner, "/vouchers/new", {**VOUCHER, "code": code})
         assert response.status_code == 422 and message in text(response)
-        assert voucher_sandbox.count("vouchers") == before
+        assert module_sandbox.count("vouchers") == before
 
     data = {**VOUCHER, "code": clock.code(secret, 1), "intent": intent_key(owner, "/vouchers/new")}
     made = post(owner, "/vouchers/new", data)
-    assert made.status_code == 302 and voucher_sandbox.count("vouchers") == before + 1
+    assert made.status_code == 302 and module_sandbox.count("vouchers") == before + 1
     again = post(owner, "/vouchers/new", data)  # a reload: shown where it stands, no new code
     assert (again.status_code, again.location) == (302, made.location)
-    assert voucher_sandbox.count("vouchers") == before + 1
+    assert module_sandbox.count("vouchers") == before + 1
     assert [e.outcome for e in _events(app, "voucher.create")] == ["success"]
 
 
-def test_revealing_a_code_needs_a_fresh_code_and_is_audited(app, owner_with_code, voucher_sandbox):
+def test_revealing_a_code_needs_a_fresh_code_and_is_audited(app, owner_with_code, module_sandbox):
     owner, clock, secret, _sign_in_code = owner_with_code
     made = submit(owner, "/vouchers/new", {**VOUCHER, "code": clock.code(secret, 1)})
     voucher_id = made.location.rsplit("/", 1)[1]
     code = requests.get(
-        f"{voucher_sandbox.api_url}/vouchers/{voucher_id}",
-        headers=voucher_sandbox.headers(),
+        f"{module_sandbox.api_url}/vouchers/{voucher_id}",
+        headers=module_sandbox.headers(),
         timeout=5,
     ).json()["data"]["code"]
     reveal = f"/vouchers/{voucher_id}/code"

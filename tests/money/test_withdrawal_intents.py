@@ -8,15 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.forms import csrf_token
-from tests.support.money import connect, race, review_withdrawal, signed_in
-from tests.support.sandbox_server import run_sandbox
-
-
-@pytest.fixture(scope="module")
-def intents_sandbox(tmp_path_factory):
-    with run_sandbox(tmp_path_factory.mktemp("intents") / "sandbox.db") as server:
-        yield server
+from tests.support.forms import csrf_token, signed_in
+from tests.support.money import connect, race, review_withdrawal
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -26,15 +19,15 @@ def portal_config(request, portal_config):
     return portal_config
 
 
-def test_ten_concurrent_confirmations_make_one_withdrawal(app, accounts, intents_sandbox):
-    connect(app, intents_sandbox)
+def test_ten_concurrent_confirmations_make_one_withdrawal(app, accounts, module_sandbox):
+    connect(app, module_sandbox)
     owner = signed_in(app, accounts.owner)
     address, review = review_withdrawal(owner)
     token = csrf_token(owner, review)
     statuses = race(app, owner, review + "/confirm", {"csrf_token": token}, 10)
 
     assert statuses == [302] * 10
-    assert intents_sandbox.operations_to(address) == 1
+    assert module_sandbox.operations_to(address) == 1
     page = owner.get(review).get_data(as_text=True)
     assert "Sent" in page and "Operation " in page
 

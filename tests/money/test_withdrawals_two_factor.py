@@ -3,17 +3,8 @@ wrong, too long or already used one (the sign-in code included) sends nothing to
 
 from __future__ import annotations
 
-import pytest
-
 from tests.support.money import connect, post, review_withdrawal, text
-from tests.support.sandbox_server import run_sandbox
 from tests.support.two_factor import signed_in_with_two_factor
-
-
-@pytest.fixture(scope="module")
-def withdrawal_sandbox(tmp_path_factory):
-    with run_sandbox(tmp_path_factory.mktemp("two-factor") / "sandbox.db") as server:
-        yield server
 
 
 def _state(app, key: str) -> str:
@@ -25,8 +16,8 @@ def _state(app, key: str) -> str:
         return db.session.scalar(query).value
 
 
-def test_confirming_needs_a_fresh_code(app, accounts, withdrawal_sandbox, monkeypatch):
-    connect(app, withdrawal_sandbox)
+def test_confirming_needs_a_fresh_code(app, accounts, module_sandbox, monkeypatch):
+    connect(app, module_sandbox)
     owner, clock, secret, sign_in_code = signed_in_with_two_factor(app, accounts.owner, monkeypatch)
 
     address, review = review_withdrawal(owner)
@@ -48,12 +39,12 @@ def test_confirming_needs_a_fresh_code(app, accounts, withdrawal_sandbox, monkey
         assert not code or code not in response.get_data(as_text=True), "typed codes stay out"
         assert 'value="Confirm withdrawal"' in response.get_data(as_text=True), "may try again"
         assert _state(app, key) == "pending"
-    assert withdrawal_sandbox.operations_to(address) == 0
+    assert module_sandbox.operations_to(address) == 0
 
     response = post(owner, confirm, {"code": clock.code(secret, 1)})
     assert response.status_code == 302
     assert _state(app, key) == "sent"
-    assert withdrawal_sandbox.operations_to(address) == 1
+    assert module_sandbox.operations_to(address) == 1
 
     from portal.extensions import db
     from portal.identity.models import AuditEvent
@@ -65,13 +56,13 @@ def test_confirming_needs_a_fresh_code(app, accounts, withdrawal_sandbox, monkey
     assert [event.parameters["purpose"] for event in refused] == ["withdrawal", "withdrawal"]
 
 
-def test_without_two_factor_confirming_is_as_before(app, accounts, withdrawal_sandbox):
+def test_without_two_factor_confirming_is_as_before(app, accounts, module_sandbox):
     """The merchant does not require two-factor and the owner has it off: no code is asked."""
-    from tests.support.money import signed_in
+    from tests.support.forms import signed_in
 
-    connect(app, withdrawal_sandbox)
+    connect(app, module_sandbox)
     owner = signed_in(app, accounts.owner)
     address, review = review_withdrawal(owner)
     assert "Authenticator code" not in owner.get(review).get_data(as_text=True)
     assert post(owner, review + "/confirm").status_code == 302
-    assert withdrawal_sandbox.operations_to(address) == 1
+    assert module_sandbox.operations_to(address) == 1

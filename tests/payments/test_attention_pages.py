@@ -13,15 +13,15 @@ from datetime import timedelta
 import pytest
 
 from portal.api import MerchantApiClient
+from tests.support.forms import signed_in
 from tests.support.mirror_rows import (
     mirror,
     mirror_from_sandbox,
     operation_record,
     transaction_record,
 )
-from tests.support.money import post, signed_in
-from tests.support.portal_app import connected_portal, email
-from tests.support.sandbox_server import run_sandbox
+from tests.support.money import post
+from tests.support.portal_app import email
 
 REASONS = ("undecided", "late", "payment", "failed")
 
@@ -153,15 +153,13 @@ def test_the_menu_counts_what_needs_attention_for_every_role(acme):
 
 
 @pytest.fixture(scope="module")
-def sandbox(tmp_path_factory):
-    with run_sandbox(tmp_path_factory.mktemp("attention") / "sandbox.db") as server:
-        yield server
+def sandbox(module_servers):
+    return module_servers.sandbox()
 
 
 @pytest.fixture(scope="module")
-def connected(tmp_path_factory, sandbox):
-    with connected_portal(tmp_path_factory.mktemp("attention-portal"), sandbox) as application:
-        yield application
+def connected(module_servers, sandbox):
+    return module_servers.portal(sandbox)
 
 
 def undecided_operation(connected, sandbox) -> tuple[str, str]:

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.checkout import Checkout, new_checkout
 from tests.support.htmx import HTMX
-from tests.support.sandbox_server import free_port, run_sandbox
+from tests.support.sandbox_server import free_port
 
 POLLING = 'hx-trigger="every'
 HEADINGS = {
@@ -30,14 +30,8 @@ NOT_FOUND = "Payment page not found"
 SATOSHI = Decimal("0.00000001")
 
 
-@pytest.fixture(scope="module")
-def checkout_sandbox(tmp_path_factory):
-    with run_sandbox(tmp_path_factory.mktemp("checkout-sandbox") / "sandbox.db") as server:
-        yield server
-
-
 @pytest.fixture
-def shop(app, checkout_sandbox):
+def shop(app, module_sandbox):
     """Acme, connected to the sandbox; customers know it as "Acme Coffee"."""
     from portal.identity.rules.accounts import merchant_named
     from portal.settings.models import Environment
@@ -48,10 +42,10 @@ def shop(app, checkout_sandbox):
         merchant.display_name = "Acme Coffee"
         merchant.shop_url = "https://shop.example/coffee"
         credentials = Credentials(
-            checkout_sandbox.base_url, Environment.SANDBOX, checkout_sandbox.token
+            module_sandbox.base_url, Environment.SANDBOX, module_sandbox.token
         )
         connect(merchant, credentials)
-    return checkout_sandbox
+    return module_sandbox
 
 
 @pytest.fixture

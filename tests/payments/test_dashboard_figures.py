@@ -12,9 +12,10 @@ import pytest
 
 from portal.api import Operation
 from portal.payments.rules.dashboard import Preset, preset_days
+from tests.support import factories
+from tests.support.forms import signed_in
 from tests.support.mirror import mirror_operations
-from tests.support.money import signed_in
-from tests.support.portal_app import add_user, connected_portal, email
+from tests.support.portal_app import connected_portal, email
 from tests.support.statements import statements_of
 
 MARCH = "/?from=2024-03-01&to=2024-03-31"
@@ -104,7 +105,7 @@ def test_a_day_is_the_users_day(any_app):
     mirror_operations(
         app, [made(1, "confirmed", "EUR", "7", datetime(2024, 3, 10, 23, 30, tzinfo=UTC))]
     )
-    berlin = add_user(app, "berlin@acme.test", "accountant")
+    berlin = factories.user(app, "berlin@acme.test").email
     with app.app_context():
         from portal.extensions import db
         from portal.identity.models import User

@@ -14,9 +14,9 @@ from decimal import Decimal
 import pytest
 
 from portal.api import MerchantApiClient
+from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
-from tests.support.money import signed_in
-from tests.support.portal_app import connected_portal, email
+from tests.support.portal_app import email
 
 ROW_LINK = {
     "operations": re.compile(r'<td><a href="/operations/([^"/]+)">'),
@@ -26,10 +26,8 @@ TOTAL = re.compile(r"<strong>(\d+) (?:operation|transaction)s?</strong>")
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory, seeded_sandbox):
-    folder = tmp_path_factory.mktemp("list-filters")
-    with connected_portal(folder, seeded_sandbox, WTF_CSRF_ENABLED=False) as application:
-        yield application
+def app(module_servers, seeded_sandbox):
+    return module_servers.portal(seeded_sandbox, WTF_CSRF_ENABLED=False)
 
 
 @pytest.fixture(scope="module")

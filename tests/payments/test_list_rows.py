@@ -11,7 +11,7 @@ from flask import url_for
 from markupsafe import escape
 
 from tests.support.fake_api import Answer, FakeApi, operation_json, page_json, transaction_json
-from tests.support.money import signed_in
+from tests.support.forms import signed_in
 from tests.support.portal_app import connected_portal, email
 
 PING = Answer(200, {"data": {"status": "ok"}})

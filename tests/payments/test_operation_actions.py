@@ -11,25 +11,21 @@ import uuid
 import pytest
 
 from portal.api import ApiRefusal, MerchantApiClient
+from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
-from tests.support.money import signed_in, submit
+from tests.support.money import submit
 from tests.support.portal_app import connected_portal, email
-from tests.support.sandbox_server import free_port, run_sandbox
+from tests.support.sandbox_server import free_port
 
 
 @pytest.fixture(scope="module")
-def sandbox(tmp_path_factory):
-    with run_sandbox(tmp_path_factory.mktemp("actions") / "sandbox.db") as server:
-        yield server
+def sandbox(module_servers):
+    return module_servers.sandbox()
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory, sandbox):
-    folder = tmp_path_factory.mktemp("actions-portal")
-    with connected_portal(
-        folder, sandbox, WTF_CSRF_ENABLED=False, PUBLIC_URL="https://shop.example"
-    ) as application:
-        yield application
+def app(module_servers, sandbox):
+    return module_servers.portal(sandbox, WTF_CSRF_ENABLED=False, PUBLIC_URL="https://shop.example")
 
 
 @pytest.fixture(scope="module")

@@ -10,24 +10,20 @@ import uuid
 import pytest
 
 from portal.api import MerchantApiClient
+from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
 from tests.support.mirror import mirror_operations
-from tests.support.money import signed_in
-from tests.support.portal_app import connected_portal, email
-from tests.support.sandbox_server import run_sandbox
+from tests.support.portal_app import email
 
 
 @pytest.fixture(scope="module")
-def sandbox(tmp_path_factory):
-    with run_sandbox(tmp_path_factory.mktemp("payments") / "sandbox.db") as server:
-        yield server
+def sandbox(module_servers):
+    return module_servers.sandbox()
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory, sandbox):
-    folder = tmp_path_factory.mktemp("payments-portal")
-    with connected_portal(folder, sandbox, WTF_CSRF_ENABLED=False) as application:
-        yield application
+def app(module_servers, sandbox):
+    return module_servers.portal(sandbox, WTF_CSRF_ENABLED=False)
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import sqlalchemy as sa
 
+from tests.support.forms import signed_in
 from tests.support.mirror_rows import mirror, operation_columns, operation_record
-from tests.support.money import signed_in
 
 
 def fill(app, merchant: str, order_ids: list[str]) -> None:

@@ -8,25 +8,24 @@ import re
 import pytest
 
 from portal.api import MerchantApiClient
+from tests.support import factories
+from tests.support.forms import signed_in
 from tests.support.mirror_rows import mirror, operation_record, transaction_record
-from tests.support.money import signed_in
-from tests.support.portal_app import add_user, connected_portal, email
-from tests.support.sandbox_server import run_sandbox
+from tests.support.portal_app import email
 
 HOSTILE = '<script>alert("order")</script>'
 
 
 @pytest.fixture(scope="module")
-def sandbox(tmp_path_factory):
-    with run_sandbox(tmp_path_factory.mktemp("search") / "sandbox.db") as server:
-        yield server
+def sandbox(module_servers):
+    return module_servers.sandbox()
 
 
 @pytest.fixture(scope="module")
-def portal(tmp_path_factory, sandbox):
-    with connected_portal(tmp_path_factory.mktemp("search-portal"), sandbox) as application:
-        add_user(application, "owner@other.test", "owner", "Other")
-        yield application
+def portal(module_servers, sandbox):
+    application = module_servers.portal(sandbox)
+    factories.user(application, "owner@other.test", "owner", merchant="Other")
+    return application
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from portal.api import MerchantApiClient
+from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
 from tests.support.mirror import add_event, mirror_operations
-from tests.support.money import signed_in
 from tests.support.portal_app import connected_portal, email
 
 HOSTILE = '<img src=x onerror="alert(1)">'

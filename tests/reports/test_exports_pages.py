@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import requests
 
+from tests.support import factories
 from tests.support.forms import sign_in
 from tests.support.money import connect
 from tests.support.required import skip_unless
@@ -206,18 +207,15 @@ SEPARATED = [
 def test_no_cell_of_any_export_becomes_a_formula_whichever_separator_splits_it(
     app, client, accounts, sandbox, tmp_path, separator
 ):
-    from portal.identity.rules import audit
-    from portal.identity.rules.accounts import find_user
-
     first, *_ = create_operations(sandbox, SEPARATED)
     sandbox.control(
         "POST",
         f"operations/{first}/transactions",
         {"amount": "1", "tx_id": "TX;=6+6", "status": "confirmed"},
     )
-    with app.app_context():
-        owner = find_user(accounts.owner)
-        audit.record("transactions.reject", parameters={"reason": "late;=7+7"}, user=owner)
+    factories.audit_event(
+        app, "transactions.reject", email=accounts.owner, parameters={"reason": "late;=7+7"}
+    )
     connect(app, sandbox)
     sign_in(client, accounts.owner)
     hidden = {

@@ -8,6 +8,7 @@ import re
 import pytest
 import requests
 
+from tests.support import factories
 from tests.support.fake_api import Answer, FakeApi
 from tests.support.forms import CSRF_FIELD, csrf_token, sign_in
 from tests.support.portal_app import email
@@ -167,21 +168,13 @@ def _errors_of(html: str, field_id: str) -> str:
 
 def _store(app, base_url: str, environment: str = "sandbox") -> None:
     """Acme's connection as an earlier, checked save left it, with both tokens."""
-    from portal import crypto
-    from portal.extensions import db
-    from portal.identity.rules.accounts import merchant_named
-    from portal.settings.models import ApiConnection, Environment
-
-    with app.app_context():
-        connection = ApiConnection(
-            merchant=merchant_named("Acme"),
-            base_url=base_url,
-            environment=Environment(environment),
-            token_encrypted=crypto.encrypt(APP_STORED),
-            company_token_encrypted=crypto.encrypt(COMPANY_STORED),
-        )
-        db.session.add(connection)
-        db.session.commit()
+    factories.api_connection(
+        app,
+        base_url=base_url,
+        environment=environment,
+        token=APP_STORED,
+        company_token=COMPANY_STORED,
+    )
 
 
 def _where(app) -> tuple[str, str, str]:

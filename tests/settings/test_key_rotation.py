@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
+from tests.support import factories
 from tests.support.databases import TEST_PASSWORD_HASH_METHOD, migrated
-from tests.support.forms import PASSWORD, csrf_token
-from tests.support.money import signed_in
+from tests.support.forms import PASSWORD, csrf_token, signed_in
 from tests.support.sandbox_server import ROOT, SandboxServer
 
 OWNER = "owner@acme.test"
@@ -250,26 +250,17 @@ def _a_row_of_every_table_with_a_secret(app, shop_url: str) -> None:
     from portal import crypto
     from portal.extensions import db
     from portal.identity.models import User
-    from portal.identity.rules import accounts
+    from portal.live.models import WebhookEndpoint
     from portal.live.rules import webhooks
-    from portal.settings.models import ApiConnection, Environment
 
-    with app.app_context():
-        acme = accounts.merchant_named("Acme")
+    with app.app_context():  # a secret stored, two-factor sign-in not turned on yet
         owner = db.session.scalars(db.select(User).where(User.email == OWNER)).one()
         owner.totp_secret_encrypted = crypto.encrypt("JBSWY3DPEHPK3PXP")
-        db.session.add(
-            ApiConnection(
-                merchant=acme,
-                base_url="http://127.0.0.1:9",
-                environment=Environment.SANDBOX,
-                token_encrypted=crypto.encrypt("application-token"),
-                company_token_encrypted=crypto.encrypt("company-token"),
-            )
-        )
         db.session.commit()
-        endpoint = webhooks.save_endpoint(acme, shop_url, ["operation.confirmed"])
-        webhooks.rotate_secret(endpoint)
+    factories.api_connection(app, token="application-token", company_token="company-token")
+    endpoint_id = factories.webhook_endpoint(app, shop_url)
+    with app.app_context():
+        webhooks.rotate_secret(db.session.get(WebhookEndpoint, endpoint_id))
 
 
 @pytest.mark.parametrize("database", ["sqlite", "postgresql"])

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
+from tests.support import factories
 from tests.support.forms import PASSWORD, csrf_token, sign_in
 from tests.support.htmx import HTMX
 from tests.support.money import post, text
@@ -61,23 +62,7 @@ def audited(app, action: str) -> list:
 
 def connect_without_checking(app) -> None:
     """An API connection for Acme, as if saved: the resync button only asks the worker."""
-    from portal import crypto
-    from portal.extensions import db
-    from portal.identity.rules import accounts
-    from portal.settings.models import ApiConnection, Environment
-
-    with app.app_context():
-        acme = accounts.merchant_named("Acme")
-        token = crypto.encrypt("a-token-never-sent")
-        db.session.add(
-            ApiConnection(
-                merchant_id=acme.id,
-                base_url="http://127.0.0.1:9/",
-                environment=Environment.SANDBOX,
-                token_encrypted=token,
-            )
-        )
-        db.session.commit()
+    factories.api_connection(app, token="a-token-never-sent")
 
 
 def deliver(app) -> int:

@@ -3,7 +3,7 @@ whose records hold markup and formulas, and a portal connected to it whose own r
 link, shop name, user, audit events, withdrawal intents, cross exchange reference) were made
 through its forms with hostile input.
 
-Tests may add records but must leave the ones listed in `World.ids` as they are.
+Tests may add records but must leave the ones listed in `HostilePortal.ids` as they are.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from flask import Flask
 
 from portal.api import MerchantApiClient
 from tests.support.attack import HOSTILE, HOSTILE_EMAIL, XSS
-from tests.support.forms import PASSWORD
-from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, connect, post, signed_in, submit
+from tests.support.forms import PASSWORD, signed_in
+from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, connect, post, submit
 from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import SandboxServer, free_port, run_sandbox
 
@@ -26,7 +26,7 @@ OTHER_OWNER = "owner@other.test"
 
 
 @dataclass
-class World:
+class HostilePortal:
     app: Flask
     sandbox: SandboxServer
     api: MerchantApiClient
@@ -70,54 +70,54 @@ def _a_user_stored_before_addresses_were_checked(app: Flask, address: str) -> No
         db.session.commit()
 
 
-def _hostile_api_records(world: World) -> None:
+def _hostile_api_records(hostile: HostilePortal) -> None:
     """An operation per hostile string as its order number, a transaction with it as tx_id,
     rejected with it as the reason; the first XSS operation keeps two undefined transactions."""
-    api, sandbox = world.api, world.sandbox
+    api, sandbox = hostile.api, hostile.sandbox
     for payload in HOSTILE:
         operation = api.create_operation("0.5", "BTC", payload)
-        world.hostile_operations[payload] = operation.id
+        hostile.hostile_operations[payload] = operation.id
         body = {"amount": "0.1", "tx_id": payload[:120], "status": "undefined"}
         transaction = sandbox.control("POST", f"operations/{operation.id}/transactions", body)
         api.reject_transactions(operation.id, [transaction.json()["data"]["id"]], payload)
-    first = world.hostile_operations[XSS[0]]
+    first = hostile.hostile_operations[XSS[0]]
     pending = []
     for payload in XSS[1:]:
         body = {"amount": "0.1", "tx_id": payload + "-pending", "status": "undefined"}
         pending.append(
             sandbox.control("POST", f"operations/{first}/transactions", body).json()["data"]["id"]
         )
-    world.ids.update(operation_id=first, transaction_id=pending[0])
-    world.ids["voucher_id"] = api.create_voucher("0.01", "BTC").id
+    hostile.ids.update(operation_id=first, transaction_id=pending[0])
+    hostile.ids["voucher_id"] = api.create_voucher("0.01", "BTC").id
 
 
-def _hostile_portal_records(world: World) -> None:
+def _hostile_portal_records(hostile: HostilePortal) -> None:
     """Records of the portal itself, made through its forms by the owner."""
     from portal.extensions import db
     from portal.identity.rules import accounts
     from portal.live.models import WebhookDelivery
     from portal.payments.models import CheckoutLink
 
-    owner = world.client("owner")
-    world.checkout_order = XSS[1] + "-checkout"
+    owner = hostile.client("owner")
+    hostile.checkout_order = XSS[1] + "-checkout"
     made = submit(
         owner,
         "/operations/new",
-        {"amount": "1", "currency": "BTC", "order_id": world.checkout_order},
+        {"amount": "1", "currency": "BTC", "order_id": hostile.checkout_order},
     )
     assert made.status_code == 302, made.get_data(as_text=True)[:1000]
     saved = post(owner, "/settings/checkout", {"display_name": XSS[0], "shop_url": ""})
     assert saved.status_code == 302
-    _a_user_stored_before_addresses_were_checked(world.app, HOSTILE_EMAIL)
+    _a_user_stored_before_addresses_were_checked(hostile.app, HOSTILE_EMAIL)
     rejected = post(
         owner,
-        f"/operations/{world.ids['operation_id']}/reject-transactions",
-        {"transaction_id": world.ids["transaction_id"], "reason": XSS[2], "confirm": "1"},
+        f"/operations/{hostile.ids['operation_id']}/reject-transactions",
+        {"transaction_id": hostile.ids["transaction_id"], "reason": XSS[2], "confirm": "1"},
     )
     assert rejected.status_code == 302, rejected.get_data(as_text=True)[:1000]
     # the first pending transaction is rejected now: the detail page keeps the other
-    transactions = world.api.get_operation(world.ids["operation_id"]).transactions
-    world.ids["transaction_id"] = next(t.id for t in transactions if t.status == "undefined")
+    transactions = hostile.api.get_operation(hostile.ids["operation_id"]).transactions
+    hostile.ids["transaction_id"] = next(t.id for t in transactions if t.status == "undefined")
 
     keys = []
     for _ in range(2):
@@ -138,12 +138,12 @@ def _hostile_portal_records(world: World) -> None:
     assert post(owner, "/settings/notifications", webhooks).status_code == 302
     assert post(owner, "/settings/notifications/test").status_code == 302
 
-    with world.app.app_context():
-        world.ids["delivery_id"] = db.session.scalar(db.select(db.func.max(WebhookDelivery.id)))
+    with hostile.app.app_context():
+        hostile.ids["delivery_id"] = db.session.scalar(db.select(db.func.max(WebhookDelivery.id)))
         link = db.session.scalars(
-            db.select(CheckoutLink).where(CheckoutLink.order_id == world.checkout_order)
+            db.select(CheckoutLink).where(CheckoutLink.order_id == hostile.checkout_order)
         ).one()
-        world.ids.update(
+        hostile.ids.update(
             token=link.token,
             key=keys[1],  # still pending
             confirmed_key=keys[0],
@@ -154,8 +154,8 @@ def _hostile_portal_records(world: World) -> None:
 
 
 @pytest.fixture(scope="session")
-def world(tmp_path_factory) -> World:
-    """The hostile world of this worker (see the module docstring)."""
+def hostile(tmp_path_factory) -> HostilePortal:
+    """The hostile portal of this worker (see the module docstring)."""
     from portal.identity.models import Role
     from portal.identity.rules import accounts
 
@@ -171,7 +171,7 @@ def world(tmp_path_factory) -> World:
             other = accounts.merchant_named("Other", create=True)
             accounts.add_user(other, OTHER_OWNER, Role.OWNER, PASSWORD)
         api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
-        built = World(app, sandbox, api, folder)
+        built = HostilePortal(app, sandbox, api, folder)
         _hostile_api_records(built)
         _hostile_portal_records(built)
         yield built

@@ -12,8 +12,9 @@ from flask import Flask
 from jinja2.bccache import Bucket, BytecodeCache
 from urllib3.util.retry import Retry
 
+from tests.support import factories
 from tests.support.databases import TEST_PASSWORD_HASH_METHOD, migrated
-from tests.support.forms import PASSWORD
+from tests.support.factories import MERCHANT
 from tests.support.sandbox_server import SandboxServer
 
 
@@ -33,7 +34,7 @@ class _CompiledTemplates(BytecodeCache):
 
 
 COMPILED_TEMPLATES = _CompiledTemplates()
-MERCHANT = "Acme"
+
 ROLES = ("owner", "operator", "accountant")
 
 
@@ -45,18 +46,6 @@ def ready_portal(app: Flask) -> Flask:
     """`app` with its schema (see `migrated`) and the process's compiled templates."""
     app.jinja_env.bytecode_cache = COMPILED_TEMPLATES
     return migrated(app)
-
-
-def add_user(app: Flask, address: str, role: str, merchant: str = MERCHANT) -> str:
-    """A user of `merchant` (made if new) with the test password; returns the email address."""
-    from portal.identity.models import Role
-    from portal.identity.rules import accounts
-
-    with app.app_context():
-        accounts.add_user(
-            accounts.merchant_named(merchant, create=True), address, Role(role), PASSWORD
-        )
-    return address
 
 
 @contextmanager
@@ -81,7 +70,7 @@ def connected_portal(folder: Path, sandbox: SandboxServer, **config: object) -> 
         )
     )
     for role in ROLES:
-        add_user(app, email(role), role)
+        factories.user(app, email(role), role)
     with app.app_context():
         connect(
             accounts.merchant_named(MERCHANT),
