@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
+from tests.support import factories
 from tests.support.databases import TEST_PASSWORD_HASH_METHOD, postgres_schema
-from tests.support.forms import PASSWORD
 from tests.support.module_servers import ModuleServers
 from tests.support.portal_app import ready_portal
 from tests.support.required import skip_unless
@@ -144,16 +144,10 @@ class Accounts:
 
 @pytest.fixture
 def accounts(app) -> Accounts:
-    from portal.identity.models import Role
-    from portal.identity.rules import accounts as service
-
     made = Accounts()
-    with app.app_context():
-        acme = service.merchant_named("Acme", create=True)
-        for role in Role:
-            service.add_user(acme, made.by_role(role.value), role, PASSWORD)
-        other = service.merchant_named("Other", create=True)
-        service.add_user(other, made.other_owner, Role.OWNER, PASSWORD)
+    for role in ("owner", "operator", "accountant"):
+        factories.user(app, made.by_role(role), role)
+    factories.user(app, made.other_owner, "owner", merchant="Other")
     return made
 
 

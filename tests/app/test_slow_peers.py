@@ -20,6 +20,7 @@ import pytest
 from portal.api import ApiUnavailable, MerchantApiClient
 from portal.api.deadline import DeadlinePassed, within
 from portal.api.session import make_session
+from tests.support import factories
 from tests.support.dripping import dripping_http, dripping_smtp
 from tests.support.portal_server import run_portal
 from tests.support.tls import server_context
@@ -212,12 +213,8 @@ def test_an_smtp_server_that_drips_costs_one_deadline_per_message(
 
     with dripping_smtp(at, skip) as server:
         app.config["SMTP_URL"] = server.url
-        with app.app_context():
-            for number in range(messages):
-                db.session.add(
-                    MailMessage(to_address=f"person{number}@acme.test", subject="Hi", body="x")
-                )
-            db.session.commit()
+        for number in range(messages):
+            factories.mail_message(app, f"person{number}@acme.test")
 
         def send():
             with app.app_context():
@@ -246,9 +243,7 @@ def test_an_smtps_server_that_drips_its_greeting_costs_one_deadline(app, tmp_pat
     monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "127.0.0.1.pem"))  # trusted by the portal
     with dripping_smtp(tls=tls) as server:
         app.config["SMTP_URL"] = server.url
-        with app.app_context():
-            db.session.add(MailMessage(to_address="person@acme.test", subject="Hi", body="x"))
-            db.session.commit()
+        factories.mail_message(app)
 
         def send():
             with app.app_context():

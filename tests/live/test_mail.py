@@ -15,6 +15,7 @@ from urllib.parse import quote, quote_plus
 import pytest
 import sqlalchemy as sa
 
+from tests.support import factories
 from tests.support.portal_app import ready_portal
 from tests.support.portal_server import serve_in_thread
 from tests.support.smtp import link_in, running_mail_server, text_of
@@ -117,18 +118,11 @@ def test_an_event_mails_no_address_that_holds_a_list(app, accounts, mail_server,
     message queued before the outbox checked addresses is not sent either: it ends failed.
     The log names neither address."""
     from portal.extensions import db
-    from portal.identity.models import Role, User
-    from portal.identity.rules import accounts as service
     from portal.live.models import MailMessage, MailState
 
     listed = "x@a.example,other@b.example"
-    with app.app_context():
-        user = User(merchant=service.merchant_named("Acme"), email=listed, role=Role.OWNER)
-        user.set_password("a long enough password")
-        db.session.add(user)
-        old = MailMessage(to_address="y@c.example,z@d.example", subject="Old", body="A link")
-        db.session.add(old)
-        db.session.commit()
+    factories.user(app, listed, "owner", checked=False)
+    factories.mail_message(app, "y@c.example,z@d.example", subject="Old", body="A link")
     record(app, "operation.confirmed", operation_record(), "op_8f3a2c:status:confirmed")
     send_due(app)
 
@@ -298,7 +292,6 @@ def postgres_app(postgres_url, portal_config):
 
 
 def test_two_workers_at_once_send_each_message_once(postgres_app, mail_server):
-    from tests.support import factories
 
     for number in range(3):
         factories.user(postgres_app, f"owner{number}@acme.test", "owner")

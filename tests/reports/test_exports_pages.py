@@ -299,35 +299,26 @@ def portal_lists(app, accounts):
 
     from portal.extensions import db
     from portal.identity.rules.accounts import find_user
-    from portal.money.models import CrossExchangeReference, IntentState, WithdrawalIntent
+    from portal.money.models import CrossExchangeReference
 
     moment = datetime(2026, 11, 22, 2, 8, 22, tzinfo=UTC)
+    factories.withdrawal_intent(
+        app, accounts.owner, "sent", amount="0.10000000", address="tb1qsent", state="sent",
+        operation_id="000123", operation_status="processed", at=moment,
+    )  # fmt: skip
+    factories.withdrawal_intent(
+        app, accounts.owner, "refused", amount="-0.5", address="=HYPERLINK(1)",
+        state="refused", error_code=12, error_message="Withdrawal limit;=1+1", at=moment,
+    )  # fmt: skip
+    factories.withdrawal_intent(app, accounts.owner, "pending", amount="1", address="tb1qpending")
     with app.app_context():
         owner = find_user(accounts.owner)
-        common = {"merchant_id": owner.merchant_id, "user_id": owner.id, "wallet": "BTC"}
-        db.session.add_all(
-            [
-                WithdrawalIntent(
-                    key="sent", amount=Decimal("0.10000000"), address="tb1qsent",
-                    state=IntentState.SENT, operation_id="000123", operation_status="processed",
-                    created_at=moment, updated_at=moment, **common,
-                ),
-                WithdrawalIntent(
-                    key="refused", amount=Decimal("-0.5"), address="=HYPERLINK(1)",
-                    state=IntentState.REFUSED, error_code=12,
-                    error_message="Withdrawal limit;=1+1", created_at=moment,
-                    updated_at=moment, **common,
-                ),
-                WithdrawalIntent(
-                    key="pending", amount=Decimal("1"), address="tb1qpending",
-                    state=IntentState.PENDING, **common,
-                ),
-                CrossExchangeReference(
-                    merchant_id=owner.merchant_id, cross_exchange_id="000777", user_id=owner.id,
-                    sell_currency="BTC", buy_currency="ETH", sell_amount=Decimal("0.00100000"),
-                    buy_amount=Decimal("0.01500000"), created_at=moment,
-                ),
-            ]
+        db.session.add(
+            CrossExchangeReference(
+                merchant_id=owner.merchant_id, cross_exchange_id="000777", user_id=owner.id,
+                sell_currency="BTC", buy_currency="ETH", sell_amount=Decimal("0.00100000"),
+                buy_amount=Decimal("0.01500000"), created_at=moment,
+            )
         )  # fmt: skip
         db.session.commit()
     return moment

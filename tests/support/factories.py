@@ -25,6 +25,15 @@ UNREACHABLE_API = "http://127.0.0.1:9"  # the discard port: nothing answers ther
 APPLICATION_TOKEN = "an-application-token"
 
 
+def _stored(row) -> int:
+    """Add `row`, commit, and give its new id."""
+    from portal.extensions import db
+
+    db.session.add(row)
+    db.session.commit()
+    return row.id
+
+
 def merchant(app: Flask, name: str = MERCHANT) -> int:
     """The merchant named `name`, made if new."""
     from portal.identity.rules import accounts
@@ -55,7 +64,6 @@ def user(
     `checked=False` stores the address as it is, without the checks `add_user` makes: a user
     stored before those checks existed, which pages and mail must still handle.
     """
-    from portal.extensions import db
     from portal.identity.models import Role, User
     from portal.identity.rules import accounts
 
@@ -66,8 +74,7 @@ def user(
         else:
             made = User(merchant=owner_of, email=email, role=Role(role))
             made.set_password(password)
-            db.session.add(made)
-            db.session.commit()
+            _stored(made)
         new = NewUser(made.id, made.email, None)
     return new._replace(totp_secret=enable_for(app, new.email)) if two_factor else new
 
@@ -85,7 +92,6 @@ def api_connection(
     """The merchant's API connection as a checked save leaves it, without calling the API;
     the tokens are encrypted with the application's key."""
     from portal import crypto
-    from portal.extensions import db
     from portal.identity.rules import accounts
     from portal.settings.models import ApiConnection, Environment
 
@@ -99,9 +105,7 @@ def api_connection(
         )
         if generation is not None:
             connection.generation = generation
-        db.session.add(connection)
-        db.session.commit()
-        return connection.id
+        return _stored(connection)
 
 
 def withdrawal_intent(
@@ -119,7 +123,6 @@ def withdrawal_intent(
     """A withdrawal the user `email` reviewed (`key` is its form's), in `state`; `fields` sets
     the rest (operation_id, error_code, error_message...). `at` is when it was made and last
     changed."""
-    from portal.extensions import db
     from portal.identity.rules.accounts import find_user
     from portal.money.models import IntentState, WithdrawalIntent
 
@@ -137,9 +140,7 @@ def withdrawal_intent(
             **times,
             **fields,
         )
-        db.session.add(intent)
-        db.session.commit()
-        return intent.id
+        return _stored(intent)
 
 
 def webhook_endpoint(
@@ -171,14 +172,10 @@ def mail_message(
     app: Flask, to_address: str = "person@acme.test", *, subject: str = "Hi", body: str = "x"
 ) -> int:
     """A message waiting in the outbox, as the portal queues one."""
-    from portal.extensions import db
     from portal.live.models import MailMessage
 
     with app.app_context():
-        message = MailMessage(to_address=to_address, subject=subject, body=body)
-        db.session.add(message)
-        db.session.commit()
-        return message.id
+        return _stored(MailMessage(to_address=to_address, subject=subject, body=body))
 
 
 def audit_event(

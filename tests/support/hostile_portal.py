@@ -16,6 +16,7 @@ import pytest
 from flask import Flask
 
 from portal.api import MerchantApiClient
+from tests.support import factories
 from tests.support.attack import HOSTILE, HOSTILE_EMAIL, XSS
 from tests.support.forms import PASSWORD, signed_in
 from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, connect, post, submit
@@ -59,15 +60,7 @@ class HostilePortal:
 def _a_user_stored_before_addresses_were_checked(app: Flask, address: str) -> None:
     """An accountant of Acme whose address no form takes now (angle brackets, quotes): the
     pages must show it escaped all the same."""
-    from portal.extensions import db
-    from portal.identity.models import Role, User
-    from portal.identity.rules import accounts
-
-    with app.app_context():
-        user = User(merchant=accounts.merchant_named("Acme"), email=address, role=Role.ACCOUNTANT)
-        user.set_password(PASSWORD)
-        db.session.add(user)
-        db.session.commit()
+    factories.user(app, address, "accountant", checked=False)
 
 
 def _hostile_api_records(hostile: HostilePortal) -> None:
