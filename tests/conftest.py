@@ -14,7 +14,7 @@ from cryptography.fernet import Fernet
 from tests.support import factories
 from tests.support.databases import TEST_PASSWORD_HASH_METHOD, postgres_schema
 from tests.support.module_servers import ModuleServers
-from tests.support.portal_app import ready_portal
+from tests.support.portal_app import compile_url_rules_once, ready_portal
 from tests.support.required import skip_unless
 from tests.support.sandbox_server import ReusedSandbox, SandboxServer, run_sandbox
 from tests.support.smtp import MailServer, running_mail_server
@@ -30,6 +30,10 @@ pytest_plugins = [
 RAM_DISK = Path("/dev/shm")  # noqa: S108 (pytest makes its own numbered folders in it)
 if RAM_DISK.is_dir() and os.access(RAM_DISK, os.W_OK):
     os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", str(RAM_DISK))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    compile_url_rules_once()
 
 
 @pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown with `-p no:xdist`

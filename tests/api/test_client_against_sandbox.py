@@ -389,6 +389,7 @@ def test_slow_answer_is_a_timeout(server):
 @pytest.mark.parametrize(
     ("mode", "timeout"), [("reset", False), ("slow", True), ("malformed", False)]
 )
+@pytest.mark.slow  # waits out the read timeout
 def test_a_post_whose_answer_is_lost_is_sent_exactly_once(server, mode, timeout):
     """The sandbox carries the request out, then the answer is lost: the client must not retry."""
     order_id = f"ONCE-{mode}"

@@ -11,6 +11,9 @@ import pytest
 
 from tests.support.portal_app import email
 
+# The portal on gunicorn, as deployed.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def sandbox(module_servers):

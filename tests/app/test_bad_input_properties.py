@@ -33,6 +33,9 @@ PROPERTY_SETTINGS = settings(
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
+
+# Property-based: hundreds of generated query strings and forms on two databases.
+pytestmark = pytest.mark.slow
 # A plain request; an htmx request for part of a page; a boosted link or form (the whole page).
 PLAIN, BOOSTED = {}, {**HTMX, "HX-Boosted": "true"}
 # The sandbox's records, and the wallets whose balances money-moving forms change.

@@ -23,6 +23,9 @@ from tests.support.forms import signed_in as signed_in_client
 from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, ETH_ADDRESS, intent_key
 from tests.support.two_factor import SETUP_KEY
 
+# Every state-changing route of url_map, three ways, as a form and as htmx.
+pytestmark = pytest.mark.slow
+
 # Routes exempt from CSRF, with the reason. None today.
 EXEMPT: dict[str, str] = {}
 

@@ -20,6 +20,9 @@ from tests.support.polling import wait_for
 from tests.support.portal_server import run_portal
 from tests.support.sandbox_server import ROOT
 
+# gunicorn started, stopped and restarted.
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 2  # gunicorn's timeout for the live test, seconds
 RESTARTED_WITHIN = 20  # seconds: generous on a busy machine; about 3 here, never without it
 
@@ -63,7 +66,6 @@ def _answers(url: str) -> bool:
     return requests.get(f"{url}/healthz", timeout=10).status_code == 200
 
 
-@pytest.mark.slow
 def test_gunicorn_restarts_a_stuck_worker_and_lets_requests_finish_on_a_restart(tmp_path, sandbox):
     """The project's settings, as gunicorn resolves them: a worker that stops answering for 30 s
     is restarted, requests under way get 25 s on a restart. Then the same file served with both

@@ -92,6 +92,7 @@ def transcript(hostile, caplog) -> Transcript:
     return Transcript(secrets_of(hostile), caplog)
 
 
+@pytest.mark.slow  # every page and fragment for every visitor
 @pytest.mark.parametrize("visitor", VISITORS)
 def test_every_page_and_fragment(hostile, transcript, visitor):
     client = hostile.client(visitor)

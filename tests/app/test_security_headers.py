@@ -11,6 +11,7 @@ from tests.support.attack import VISITORS, header_problems, url_of
 from tests.support.htmx import HTMX
 
 
+@pytest.mark.slow  # every route by every method for every visitor
 @pytest.mark.parametrize("visitor", VISITORS)
 def test_every_route_method_and_visitor(hostile, visitor):
     """Whatever the answer (page, fragment, redirect, 401, 403, 404, 400 CSRF, CSV, static)."""

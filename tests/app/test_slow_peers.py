@@ -25,6 +25,9 @@ from tests.support.dripping import dripping_http, dripping_smtp
 from tests.support.portal_server import run_portal
 from tests.support.tls import server_context
 
+# Each test waits out a total deadline on purpose.
+pytestmark = pytest.mark.slow
+
 T = TypeVar("T")
 CONNECT, READ = 0.5, 1.0  # the API's total timeout is their sum
 TOTAL = CONNECT + READ

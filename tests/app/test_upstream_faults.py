@@ -22,6 +22,9 @@ from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, submit
 from tests.support.portal_app import connected_portal, email, retries_without_pauses
 from tests.support.sandbox_server import run_sandbox
 
+# Every page under every fault, some answered only after the read timeout.
+pytestmark = pytest.mark.slow
+
 # A slow answer costs each of its tests the read timeout.
 READ_TIMEOUT = 0.5
 SLOW_MS = 2500

@@ -65,6 +65,7 @@ def test_healthz_reports_the_degraded_store_without_failing(portal_down_store):
     assert response.get_json() == {"status": "ok", "limit_store": "degraded"}
 
 
+@pytest.mark.slow  # waits out a hanging store
 def test_healthz_stays_fast_while_the_store_hangs(tmp_path, sandbox, monkeypatch):
     """A Redis that takes connections and never answers costs its 2 s timeout once, not on
     every probe of a load balancer (whose own timeout is often 1 s)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 
 import pyotp
+import pytest
 
 from tests.support.forms import PASSWORD
 from tests.support.portal_app import email
@@ -61,6 +62,7 @@ def test_parallel_wrong_passwords_and_codes_on_the_test_server(app, accounts, tm
     assert _refusals(database, "two_factor.code") == LIMIT
 
 
+@pytest.mark.slow  # gunicorn workers
 def test_parallel_wrong_passwords_and_codes_on_gunicorn_with_redis(tmp_path, sandbox, redis_store):
     redis = {
         "PORTAL_RATELIMIT_STORAGE_URI": redis_store.url,

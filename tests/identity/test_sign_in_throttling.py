@@ -91,6 +91,7 @@ def test_the_right_password_before_the_limit_is_not_throttled(app, accounts):
     assert client.get("/").status_code == 200
 
 
+@pytest.mark.slow  # waits for the window to pass
 @pytest.mark.short_window
 def test_the_lock_lifts_when_the_window_passes(client, accounts):
     for _ in range(ACCOUNT_LIMIT):

@@ -21,6 +21,9 @@ from tests.support.shop import Shop, run_shop
 from tests.support.smtp import text_of
 from tests.support.worker import running_worker
 
+# A worker process, a shop, an SMTP server and the hosted payment page.
+pytestmark = pytest.mark.slow
+
 
 def create_operation(sandbox, order_id: str, amount: str = "0.01") -> dict:
     """An operation as the merchant's shop creates it through the API."""
@@ -103,7 +106,6 @@ def test_a_payment_on_the_hosted_page_reaches_the_shop_signed_and_the_owner_by_m
     assert f"https://portal.example.com/operations/{operation['id']}" in text_of(mail)
 
 
-@pytest.mark.slow
 def test_two_workers_on_postgresql_and_redis_send_each_event_once(
     tmp_path, sandbox, postgres_url, redis_store
 ):

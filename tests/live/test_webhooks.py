@@ -357,6 +357,7 @@ def test_private_addresses_are_refused_where_not_allowed(portal_config, accounts
     assert "private or local" in refused.get_data(as_text=True)
 
 
+@pytest.mark.slow  # a worker process killed
 def test_a_worker_killed_mid_send_loses_nothing_and_the_event_keeps_its_id(
     app, portal_config, owner, shop
 ):

@@ -17,6 +17,9 @@ from tests.support.polling import wait_for
 from tests.support.shop import run_shop
 from tests.support.worker import portal_process, running_worker
 
+# Worker processes and shops that do not answer.
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 15.0  # what a shop that does not answer costs the endpoint's turn
 
 
@@ -75,7 +78,6 @@ def ask_for_reset(app, email: str) -> None:
         assert one_time_links.request_reset(email, "127.0.0.1")
 
 
-@pytest.mark.slow
 def test_a_shop_that_does_not_answer_holds_back_no_other_merchant_nor_a_reset_mail(
     tmp_path, portal_config, accounts, shops, mail_server, monkeypatch
 ):

@@ -77,6 +77,7 @@ def _lose_answers(sandbox, mode: str) -> None:
     sandbox.control("POST", "faults", fault)
 
 
+@pytest.mark.slow  # waits out the read timeout
 @pytest.mark.parametrize("mode", ["slow", "reset"])
 @pytest.mark.parametrize("form", FORMS)
 def test_a_lost_answer_is_never_sent_again(owner, module_sandbox, form, mode):

@@ -152,6 +152,7 @@ def _nothing():
     return contextlib.nullcontext()
 
 
+@pytest.mark.slow  # waits out the read timeout
 @pytest.mark.parametrize(("fault", "status"), [("slow", 504), ("reset", 502), ("error500", 502)])
 def test_no_answer_is_outcome_unknown_and_never_sent_again(
     app, owner, module_sandbox, fault, status

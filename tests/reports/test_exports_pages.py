@@ -171,6 +171,7 @@ needs_soffice = pytest.mark.usefixtures("soffice")
 
 
 @needs_soffice
+@pytest.mark.slow  # LibreOffice opens the file: seconds each
 def test_a_spreadsheet_evaluates_no_formula_and_keeps_amounts_numbers(
     app, client, accounts, sandbox, tmp_path
 ):
@@ -203,6 +204,7 @@ SEPARATED = [
 
 
 @needs_soffice
+@pytest.mark.slow  # LibreOffice opens the file: seconds each
 @pytest.mark.parametrize("separator", [",", ";", "\t"], ids=["comma", "semicolon", "tab"])
 def test_no_cell_of_any_export_becomes_a_formula_whichever_separator_splits_it(
     app, client, accounts, sandbox, tmp_path, separator
@@ -417,6 +419,7 @@ def test_every_list_offers_its_export_in_utc_and_in_the_users_zone(
 
 
 @needs_soffice
+@pytest.mark.slow  # LibreOffice opens the file: seconds each
 def test_the_excel_variant_opens_with_real_dates_and_order_numbers_kept_as_text(
     app, client, accounts, sandbox, portal_lists, tmp_path
 ):

@@ -139,6 +139,7 @@ def keys() -> tuple[str, str]:
     return Fernet.generate_key().decode(), Fernet.generate_key().decode()
 
 
+@pytest.mark.slow  # `rotate-keys` in processes of its own, twice
 def test_tokens_under_the_old_key_work_during_the_rollout_and_rotate_to_the_new_key(
     tmp_path, sandbox, keys
 ):

@@ -224,6 +224,7 @@ def test_refused_webhook_changes_a_resync_and_mail_choices_are_audited(
     assert refused.outcome == "refused"
 
 
+@pytest.mark.slow  # gunicorn workers
 def test_eight_parallel_test_events_on_gunicorn_hold_no_thread_while_the_shop_sleeps(
     tmp_path, sandbox, shop
 ):
