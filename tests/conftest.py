@@ -48,11 +48,11 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The files holding a test marked `slow` first, each file's tests kept together: xdist
+    """The files holding a test marked `long` first, each file's tests kept together: xdist
     hands tests out in this order, and a long test handed out last would keep one worker busy
     long after the others ran out of work."""
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)  # a stable sort
+    long_files = {item.path for item in items if item.get_closest_marker("long")}
+    items.sort(key=lambda item: item.path not in long_files)  # a stable sort
 
 
 @pytest.fixture(scope="session")

@@ -27,7 +27,7 @@ def served(hostile):
         yield url
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_no_script_runs_on_the_main_pages(browser, served, hostile):
     context = browser.new_context(base_url=served)
     page = context.new_page()

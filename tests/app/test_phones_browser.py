@@ -69,7 +69,7 @@ def _sideways(page: Page) -> int:
     return page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
 def test_every_page_is_accessible_and_fits_the_screen(
     browser: Browser, seeded_portal: PortalServer, viewport: dict

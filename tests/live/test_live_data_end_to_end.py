@@ -106,6 +106,7 @@ def test_a_payment_on_the_hosted_page_reaches_the_shop_signed_and_the_owner_by_m
     assert f"https://portal.example.com/operations/{operation['id']}" in text_of(mail)
 
 
+@pytest.mark.long
 def test_two_workers_on_postgresql_and_redis_send_each_event_once(
     tmp_path, sandbox, postgres_url, redis_store
 ):

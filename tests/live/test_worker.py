@@ -35,6 +35,7 @@ def state(app):
         return db.session.scalars(sa.select(MirrorState)).one()
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_a_worker_fills_the_mirror_within_seconds_and_stops_on_sigterm(tmp_path, seeded):
     with connected_portal(tmp_path, seeded) as app:

@@ -78,6 +78,7 @@ def ask_for_reset(app, email: str) -> None:
         assert one_time_links.request_reset(email, "127.0.0.1")
 
 
+@pytest.mark.long
 def test_a_shop_that_does_not_answer_holds_back_no_other_merchant_nor_a_reset_mail(
     tmp_path, portal_config, accounts, shops, mail_server, monkeypatch
 ):

@@ -1,6 +1,6 @@
-"""The words and figures people noticed: a refused withdrawal says why, a cross exchange shows
-the addresses entered and its list a status, filters and columns use the same words, amounts
-read with separators and their currency's decimals."""
+"""The words and figures people noticed on the money pages: a refused withdrawal says why, a
+cross exchange shows the addresses entered and its list a status, amounts read without trailing
+zeros. (The operations list's words: tests/payments/test_operations_wording.py.)"""
 
 from __future__ import annotations
 
@@ -29,17 +29,6 @@ def test_a_refused_withdrawal_says_why_in_the_list(owner) -> None:
     listing = text(owner.get("/withdrawals"))
     assert "Refused" in listing
     assert "above what the wallet can pay out now" in listing
-
-
-def test_category_filter_and_column_say_the_same(owner) -> None:
-    _withdraw(owner, "0.001")
-    page = owner.get("/operations?category=transfer")
-    body = page.get_data(as_text=True)
-    assert '<option selected value="transfer">Withdrawal</option>' in body or (
-        '<option value="transfer" selected>Withdrawal</option>' in body
-    )
-    assert "<td>Withdrawal</td>" in body and "<td>transfer</td>" not in body
-    assert "Order number (exact match)" in body and ">Per page</label>" in body
 
 
 def test_cross_exchange_shows_the_addresses_entered_and_its_list_a_status(owner) -> None:
