@@ -11,20 +11,29 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
+from tests.support import factories
 from tests.support.databases import TEST_PASSWORD_HASH_METHOD, postgres_schema
-from tests.support.forms import PASSWORD
-from tests.support.portal_app import ready_portal
+from tests.support.module_servers import ModuleServers
+from tests.support.portal_app import compile_url_rules_once, ready_portal
 from tests.support.required import skip_unless
 from tests.support.sandbox_server import ReusedSandbox, SandboxServer, run_sandbox
 from tests.support.smtp import MailServer, running_mail_server
 
-pytest_plugins = ["tests.support.browser"]
+pytest_plugins = [
+    "tests.support.browser",
+    "tests.support.browser_portal",
+    "tests.support.hostile_portal",
+]
 
 # The portal's and the sandboxes' SQLite files commit thousands of times: on a RAM disk no commit
 # waits for the disk (no test is about surviving a power cut).
 RAM_DISK = Path("/dev/shm")  # noqa: S108 (pytest makes its own numbered folders in it)
 if RAM_DISK.is_dir() and os.access(RAM_DISK, os.W_OK):
     os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", str(RAM_DISK))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    compile_url_rules_once()
 
 
 @pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown with `-p no:xdist`
@@ -39,11 +48,11 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The files holding a test marked `slow` first, each file's tests kept together: xdist
+    """The files holding a test marked `long` first, each file's tests kept together: xdist
     hands tests out in this order, and a long test handed out last would keep one worker busy
     long after the others ran out of work."""
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)  # a stable sort
+    long_files = {item.path for item in items if item.get_closest_marker("long")}
+    items.sort(key=lambda item: item.path not in long_files)  # a stable sort
 
 
 @pytest.fixture(scope="session")
@@ -65,6 +74,22 @@ def reused_sandbox(tmp_path_factory) -> Iterator[ReusedSandbox]:
 def sandbox(reused_sandbox) -> SandboxServer:
     """An empty sandbox for one test, as just started: change anything, faults and flags too."""
     return reused_sandbox.fresh()
+
+
+@pytest.fixture(scope="module")
+def module_servers(request, tmp_path_factory) -> Iterator[ModuleServers]:
+    """Starts sandboxes and portals for the whole test module (`tests/support/module_servers.py`):
+    a module's fixture asks it for what its tests share, e.g. `module_servers.sandbox(seed=60)`."""
+    servers = ModuleServers(request.module.__name__, tmp_path_factory)
+    yield servers
+    servers.close()
+
+
+@pytest.fixture(scope="module")
+def module_sandbox(module_servers) -> SandboxServer:
+    """An empty sandbox shared by the test module's tests: each adds records of its own, puts
+    back any flag or fault it sets, and relies on no total it did not measure itself."""
+    return module_servers.sandbox()
 
 
 # --- The portal ------------------------------------------------------------------------------
@@ -123,16 +148,10 @@ class Accounts:
 
 @pytest.fixture
 def accounts(app) -> Accounts:
-    from portal.identity.models import Role
-    from portal.identity.rules import accounts as service
-
     made = Accounts()
-    with app.app_context():
-        acme = service.merchant_named("Acme", create=True)
-        for role in Role:
-            service.add_user(acme, made.by_role(role.value), role, PASSWORD)
-        other = service.merchant_named("Other", create=True)
-        service.add_user(other, made.other_owner, Role.OWNER, PASSWORD)
+    for role in ("owner", "operator", "accountant"):
+        factories.user(app, made.by_role(role), role)
+    factories.user(app, made.other_owner, "owner", merchant="Other")
     return made
 
 

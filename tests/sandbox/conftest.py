@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.sandbox.contract import Api
-from tests.support.sandbox_server import SandboxServer, run_sandbox
+from tests.support.sandbox_server import SandboxServer
 
 
 @pytest.fixture
@@ -18,18 +18,6 @@ def api(sandbox: SandboxServer) -> Api:
 def seeded_api(seeded_sandbox: SandboxServer) -> Api:
     """The session's seeded sandbox: read only."""
     return Api(seeded_sandbox)
-
-
-@pytest.fixture(scope="module")
-def module_sandbox(tmp_path_factory) -> SandboxServer:
-    """One sandbox per test module for tests that only add records of their own.
-
-    Tests using it never touch flags and faults and never rely on totals they did not
-    measure themselves.
-    """
-    database = tmp_path_factory.mktemp("module-sandbox") / "sandbox.db"
-    with run_sandbox(database) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

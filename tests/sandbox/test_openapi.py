@@ -206,6 +206,7 @@ def run_schemathesis(
     )
 
 
+@pytest.mark.long
 @pytest.mark.slow
 @pytest.mark.parametrize("prefix", ["/sandbox", ""], ids=["sandbox-prefix", "no-prefix"])
 def test_schemathesis_finds_no_failures(

@@ -1,7 +1,5 @@
-"""What the attacker suite shares: hostile strings, URL building over url_map, and the checks.
-
-Not a test module: the fixtures that build the hostile world are in this folder's conftest.py.
-"""
+"""What the attacks on every route share: hostile strings, URL building over url_map, and the
+checks. The portal they are aimed at is built in tests/support/hostile_portal.py."""
 
 from __future__ import annotations
 
@@ -15,7 +13,8 @@ from urllib.parse import quote, quote_plus, unquote, urljoin, urlsplit
 from flask import Flask, url_for
 from markupsafe import escape
 
-# Who asks: nobody signed in, each role of the world's merchant, and the owner of another one.
+# Who asks: nobody signed in, each role of the hostile portal's merchant, and the owner of
+# another one.
 VISITORS = ("anonymous", "owner", "operator", "accountant", "other")
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -58,22 +57,22 @@ def get_urls(app: Flask, ids: dict[str, object]) -> list[tuple[str, str]]:
 # --- State ---------------------------------------------------------------------------------
 
 
-def snapshot(world) -> dict:
+def snapshot(hostile) -> dict:
     """Everything a forged request could change: every table of the portal, the sandbox."""
     from portal.extensions import db
 
     tables = {}
-    with world.app.app_context():
+    with hostile.app.app_context():
         for table in db.metadata.sorted_tables:
             columns = [c for c in table.columns if c.name != "last_seen_at"]
             rows = db.session.execute(db.select(*columns)).all()
             tables[table.name] = sorted(map(repr, rows))
-    api = world.api
+    api = hostile.api
     sandbox = {
         "operations": [(o.id, o.status, o.amount_paid) for o in api.iter_operations()],
         "transactions": [(t.id, t.status, t.linked) for t in api.iter_transactions()],
         "vouchers": [(v.id, v.status, v.type) for v in api.iter_vouchers()],
-        "wallets": world.sandbox.control("GET", "wallets").json()["data"],
+        "wallets": hostile.sandbox.control("GET", "wallets").json()["data"],
     }
     return {"portal": tables, "sandbox": sandbox}
 

@@ -31,6 +31,14 @@ CHROMIUM_ARGS = [
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that drives Chromium is marked `browser`, wherever it lives: `make test-fast`
+    leaves them out with `-m "not browser"`."""
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     executable = os.environ.get("PORTAL_TEST_CHROMIUM") or "/usr/bin/chromium-headless-shell"

@@ -1,5 +1,5 @@
 """The portal's databases for tests: SQLite files copied from one migrated per worker, and
-PostgreSQL schemas of their own. `tests/integration/test_portal_database.py` still runs every
+PostgreSQL schemas of their own. `tests/app/test_database_migrations.py` still runs every
 migration, down and up, on both."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Signing in through the portal's forms, with the password every test user has."""
+"""Signing in through the portal's forms, with the password every test user has: `signed_in`
+is the test client of a user who did."""
 
 from __future__ import annotations
 
@@ -18,3 +19,11 @@ def sign_in(client, email: str, password: str = PASSWORD, **extra: str):
     """Sign in through the form; returns the response of the POST."""
     data = {"email": email, "password": password, "csrf_token": csrf_token(client), **extra}
     return client.post("/login", data=data)
+
+
+def signed_in(app, email: str):
+    """A test client signed in as `email` through the real form."""
+    client = app.test_client()
+    response = sign_in(client, email)
+    assert response.status_code == 302, response.get_data(as_text=True)[:500]
+    return client

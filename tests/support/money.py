@@ -9,7 +9,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 
-from tests.support.forms import csrf_token, sign_in
+from tests.support.forms import csrf_token
 from tests.support.sandbox_server import SandboxServer
 
 INTENT_FIELD = re.compile(r'name="intent"[^>]*?value="([^"]+)"')
@@ -37,14 +37,6 @@ def connect(app, sandbox: SandboxServer, merchant: str = "Acme") -> None:
             sandbox.base_url, Environment.SANDBOX, sandbox.token, sandbox.company_token
         )
         save(accounts.merchant_named(merchant), credentials)
-
-
-def signed_in(app, email: str):
-    """A test client signed in as `email` through the real form."""
-    client = app.test_client()
-    response = sign_in(client, email)
-    assert response.status_code == 302, response.get_data(as_text=True)[:500]
-    return client
 
 
 # Every page of the layout carries the session's CSRF token (in its sign-out form); one that no

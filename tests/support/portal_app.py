@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -11,9 +11,11 @@ from cryptography.fernet import Fernet
 from flask import Flask
 from jinja2.bccache import Bucket, BytecodeCache
 from urllib3.util.retry import Retry
+from werkzeug.routing import Rule
 
+from tests.support import factories
 from tests.support.databases import TEST_PASSWORD_HASH_METHOD, migrated
-from tests.support.forms import PASSWORD
+from tests.support.factories import MERCHANT
 from tests.support.sandbox_server import SandboxServer
 
 
@@ -33,7 +35,26 @@ class _CompiledTemplates(BytecodeCache):
 
 
 COMPILED_TEMPLATES = _CompiledTemplates()
-MERCHANT = "Acme"
+
+
+def compile_url_rules_once() -> None:
+    """Werkzeug compiles two URL builders per route for every application: 45 of the 50 ms that
+    `create_app` takes, again for each of the suite's thousand applications. A builder depends
+    only on its rule (the rule's text, parts and defaults; it gets the rule's converters when
+    called), so every application of this process shares the first one compiled."""
+    compile_builder = Rule._compile_builder
+    compiled: dict[tuple, Callable[..., tuple[str, str]]] = {}
+
+    def compiled_once(rule: Rule, append_unknown: bool = True) -> Callable[..., tuple[str, str]]:
+        defaults = tuple(sorted((rule.defaults or {}).items()))
+        key = (rule.rule, tuple(rule._trace), defaults, append_unknown)
+        if key not in compiled:
+            compiled[key] = compile_builder(rule, append_unknown)
+        return compiled[key]
+
+    Rule._compile_builder = compiled_once  # type: ignore[method-assign]
+
+
 ROLES = ("owner", "operator", "accountant")
 
 
@@ -45,18 +66,6 @@ def ready_portal(app: Flask) -> Flask:
     """`app` with its schema (see `migrated`) and the process's compiled templates."""
     app.jinja_env.bytecode_cache = COMPILED_TEMPLATES
     return migrated(app)
-
-
-def add_user(app: Flask, address: str, role: str, merchant: str = MERCHANT) -> str:
-    """A user of `merchant` (made if new) with the test password; returns the email address."""
-    from portal.identity.models import Role
-    from portal.identity.rules import accounts
-
-    with app.app_context():
-        accounts.add_user(
-            accounts.merchant_named(merchant, create=True), address, Role(role), PASSWORD
-        )
-    return address
 
 
 @contextmanager
@@ -81,7 +90,7 @@ def connected_portal(folder: Path, sandbox: SandboxServer, **config: object) -> 
         )
     )
     for role in ROLES:
-        add_user(app, email(role), role)
+        factories.user(app, email(role), role)
     with app.app_context():
         connect(
             accounts.merchant_named(MERCHANT),
@@ -97,7 +106,7 @@ def retries_without_pauses() -> Iterator[None]:
     """The portal's API calls retried as often as ever, but without the backoff in between.
 
     For tests of what a page shows once a fault used up the retries: each would otherwise wait
-    the half second of the last retry. tests/unit/test_api_transport.py checks the backoff.
+    the half second of the last retry. tests/api/test_transport.py checks the backoff.
     """
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Retry, "get_backoff_time", lambda _retry: 0.0)

@@ -17,10 +17,11 @@ import requests
 from cryptography.fernet import Fernet
 from flask import Flask
 
+from tests.support import factories
 from tests.support.databases import TEST_PASSWORD_HASH_METHOD
 from tests.support.forms import CSRF_FIELD, PASSWORD
 from tests.support.money import connect
-from tests.support.portal_app import MERCHANT, add_user, connected_portal
+from tests.support.portal_app import MERCHANT, connected_portal
 from tests.support.sandbox_server import ROOT, SandboxServer, free_port
 
 
@@ -37,7 +38,7 @@ class PortalServer:
     process: subprocess.Popen | None = field(default=None, repr=False)
 
     def add_user(self, email: str, role: str, merchant: str = MERCHANT) -> str:
-        return add_user(self.app, email, role, merchant)
+        return factories.user(self.app, email, role, merchant=merchant).email
 
     def connect(self, merchant: str = MERCHANT) -> None:
         connect(self.app, self.sandbox, merchant)

@@ -34,7 +34,7 @@ class Visitor:
     def sign_in(self, email: str, password: str = PASSWORD) -> requests.Response:
         return self.post("/login", {"email": email, "password": password})
 
-    def signed_in(self) -> bool:
+    def is_signed_in(self) -> bool:
         return self.get("/account").status_code == 200
 
     def all_at_once(self, path: str, forms: list[dict], page: str) -> Counter[int]:
@@ -58,7 +58,7 @@ class Visitor:
             return Counter(pool.map(send, forms))
 
 
-def signed_in(url: str, email: str, password: str = PASSWORD) -> Visitor:
+def signed_in_visitor(url: str, email: str, password: str = PASSWORD) -> Visitor:
     """A visitor of the portal at `url`, signed in as `email`."""
     visitor = Visitor(url)
     assert visitor.sign_in(email, password).status_code == 302, f"{email} could not sign in"

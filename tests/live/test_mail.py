@@ -1,0 +1,352 @@
+"""E-mail: events mail the users who chose their type, through a real local
+SMTP server; the outbox keeps what a server that is down did not take, and two senders send each
+message once. Pages over real HTTP; events written with `events.record` as the mirror writes
+them."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+import threading
+from datetime import UTC, datetime
+from urllib.parse import quote, quote_plus
+
+import pytest
+import sqlalchemy as sa
+
+from tests.support import factories
+from tests.support.portal_app import ready_portal
+from tests.support.portal_server import serve_in_thread
+from tests.support.smtp import link_in, running_mail_server, text_of
+from tests.support.visitor import Visitor, signed_in_visitor
+
+PUBLIC_URL = "http://portal.example.com"  # http: the session cookie works on loopback
+
+
+@pytest.fixture
+def portal_config(portal_config, mail_server):
+    return {
+        **portal_config,
+        "SMTP_URL": mail_server.url,
+        "PUBLIC_URL": PUBLIC_URL,
+        "MAIL_RETRY_SECONDS": 0,
+    }
+
+
+def operation_record(status: str = "confirmed", order: str = "A-1001", paid: str = "0.5") -> dict:
+    """An operation as the API returns it (amounts as strings, times ISO 8601 Z)."""
+    return {
+        "id": "op_8f3a2c",
+        "application_id": "app_1",
+        "application_name": "Acme shop",
+        "category": "application",
+        "order_id": order,
+        "amount": "0.5",
+        "fee": "0.0025",
+        "amount_paid": paid,
+        "rate": "1",
+        "currency": "BTC",
+        "currency_paid": "BTC",
+        "status": status,
+        "address": "bc1qexampleaddress0000000000000000000000",
+        "created_at": "2026-11-24T05:00:00Z",
+        "updated_at": "2026-11-24T05:10:00Z",
+        "payment_url": "https://pay.example.com/op_8f3a2c",
+        "redirect_url": "https://shop.example.com/back",
+        "transactions": [],
+    }
+
+
+def record(app, type_name: str, data: dict, key: str, merchant: str = "Acme") -> None:
+    """An event with notify on, as the mirror's sync writes it."""
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.live.rules import events
+
+    with app.app_context():
+        events.record(
+            accounts.merchant_named(merchant).id,
+            events.EventType(type_name),
+            dedup_key=key,
+            data=data,
+            occurred_at=datetime(2026, 11, 24, 5, 10, tzinfo=UTC),
+            operation_id=data.get("operation_id") or data["id"],
+            transaction_id=None if type_name.startswith("operation.") else data["id"],
+        )
+        db.session.commit()
+
+
+def send_due(app) -> None:
+    from portal.live.rules import mail
+
+    with app.app_context():
+        mail.send_due()
+
+
+def queued(app) -> list[tuple[str, int]]:
+    from portal.extensions import db
+    from portal.live.models import MailMessage
+
+    with app.app_context():
+        rows = db.session.execute(sa.select(MailMessage.state, MailMessage.attempts)).all()
+        return [(str(state), attempts) for state, attempts in rows]
+
+
+def test_a_confirmed_payment_mails_the_owners_who_chose_it_and_nobody_else(
+    app, accounts, mail_server
+):
+    record(app, "operation.confirmed", operation_record(), "op_8f3a2c:status:confirmed")
+    record(app, "operation.partly_paid", operation_record("new", paid="0.2"), "op_8f3a2c:paid:0.2")
+    send_due(app)
+    send_due(app)  # a second tick sends nothing again
+
+    [message] = mail_server.messages
+    assert message["To"] == accounts.owner
+    assert message["From"] == "Merchant Portal <portal@localhost>"
+    assert message["Subject"] == "Confirmed — order A-1001 — 0.5 BTC"
+    text = text_of(message)
+    assert "Order number: A-1001" in text
+    assert "Amount: 0.5 BTC" in text
+    assert "Status: Confirmed" in text
+    assert link_in(message) == f"{PUBLIC_URL}/operations/op_8f3a2c"
+
+
+def test_an_event_mails_no_address_that_holds_a_list(app, accounts, mail_server, caplog):
+    """An owner stored before addresses were checked, whose address is a list, is mailed
+    nothing (a message would reach every mailbox of the list); the other owner still is. A
+    message queued before the outbox checked addresses is not sent either: it ends failed.
+    The log names neither address."""
+    from portal.extensions import db
+    from portal.live.models import MailMessage, MailState
+
+    listed = "x@a.example,other@b.example"
+    factories.user(app, listed, "owner", checked=False)
+    factories.mail_message(app, "y@c.example,z@d.example", subject="Old", body="A link")
+    record(app, "operation.confirmed", operation_record(), "op_8f3a2c:status:confirmed")
+    send_due(app)
+
+    assert [message["To"] for message in mail_server.messages] == [accounts.owner]
+    with app.app_context():
+        rows = db.session.execute(sa.select(MailMessage.to_address, MailMessage.state)).all()
+        assert sorted(rows) == [
+            (accounts.owner, MailState.SENT),
+            ("y@c.example,z@d.example", MailState.FAILED),
+        ]
+    assert "not one email address" in caplog.text
+    for address in ("x@a.example", "other@b.example", "y@c.example", "z@d.example"):
+        assert address not in caplog.text
+
+
+def test_an_event_of_the_first_sync_mails_nobody(app, accounts, mail_server):
+    from portal.extensions import db
+    from portal.identity.rules import accounts as service
+    from portal.live.rules import events
+
+    with app.app_context():
+        events.record(
+            service.merchant_named("Acme").id,
+            events.EventType.OPERATION_CONFIRMED,
+            dedup_key="history",
+            data=operation_record(),
+            occurred_at=datetime(2026, 11, 1, tzinfo=UTC),
+            operation_id="op_8f3a2c",
+            notify=False,
+        )
+        db.session.commit()
+    send_due(app)
+    assert mail_server.messages == []
+
+
+@pytest.fixture
+def url(app, accounts):
+    with serve_in_thread(app) as served:
+        yield served
+
+
+def ticked(page: str) -> set[str]:
+    """The event types ticked under "E-mail me about"."""
+    boxes = re.findall(r"<input[^>]*name=\"mail-event_types\"[^>]*>", page)
+    return {re.search(r'value="([^"]+)"', box).group(1) for box in boxes if " checked" in box}
+
+
+def test_a_user_chooses_what_mails_them_on_the_account_page(app, url, accounts, mail_server):
+    operator = signed_in_visitor(url, accounts.operator)
+    page = operator.get("/account").text
+    assert "E-mail me about" in page
+    assert 'value="transaction.needs_review"' in page
+    assert ticked(page) == set()
+    owner = signed_in_visitor(url, accounts.owner)
+    assert ticked(owner.get("/account").text) == {"operation.confirmed", "transaction.needs_review"}
+    assert "chooses which events mail them" in owner.get("/settings/notifications").text
+
+    saved = operator.post(
+        "/account/email", {"mail-event_types": ["transaction.needs_review"]}, page="/account"
+    )
+    assert saved.status_code == 302
+    transaction = {
+        "id": "tx_51",
+        "tx_id": "9f2c4e0b7a",
+        "operation_id": "op_8f3a2c",
+        "amount": "0.1",
+        "status": "undefined",
+        "linked": False,
+        "reject_reason": None,
+        "created_at": "2026-11-24T05:09:00Z",
+        "updated_at": "2026-11-24T05:09:00Z",
+    }
+    record(app, "transaction.needs_review", transaction, "tx_51:needs_review")
+    send_due(app)
+
+    messages = mail_server.wait_for(2)
+    assert sorted(message["To"] for message in messages) == [accounts.operator, accounts.owner]
+    assert link_in(messages[0]) == f"{PUBLIC_URL}/transactions/tx_51"
+    assert "Hash: 9f2c4e0b7a" in text_of(messages[0])
+
+
+def test_mail_waits_in_the_outbox_while_the_smtp_server_is_down(app, accounts, mail_server):
+    mail_server.stop()
+    record(app, "operation.confirmed", operation_record(), "op_8f3a2c:status:confirmed")
+    send_due(app)
+    assert queued(app) == [("queued", 1)]
+
+    mail_server.start()
+    send_due(app)
+    send_due(app)
+    assert [message["To"] for message in mail_server.messages] == [accounts.owner]
+    assert queued(app) == [("sent", 1)]
+
+
+def _written_forms(password: str) -> list[str]:
+    """How a password can show: as typed, percent-encoded as PORTAL_SMTP_URL holds it (every
+    way), and as AUTH PLAIN sends it."""
+    plain = f"\0portal\0{password}".encode()
+    return [
+        password,
+        quote(password, safe=""),
+        quote(password),
+        quote_plus(password),
+        base64.b64encode(plain).decode(),
+    ]
+
+
+@pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")
+def test_the_smtp_password_signs_in_and_is_never_logged(
+    portal_config, app, accounts, caplog, capfd
+):
+    """Every log record at any level, the process's output and the error stored on the message
+    (a login refused, then a server gone) hold neither password in any form, nor the URL."""
+    from portal import create_app
+    from portal.extensions import db
+    from portal.live.models import MailMessage
+
+    password = "p@ss:w/rd%42 +x"  # characters the URL must percent-encode
+    wrong = "wr@ng/pass:word%"
+    urls = []
+
+    def sender(url: str, given: str, timeout: float = 10.0):
+        login = url.replace("smtp://", f"smtp://portal:{quote(given, safe='')}@")
+        urls.append(login)
+        return create_app({**portal_config, "SMTP_URL": login, "SMTP_TIMEOUT": timeout})
+
+    caplog.set_level(logging.DEBUG)
+    with running_mail_server(("portal", password)) as server:
+        record(app, "operation.confirmed", operation_record(), "op_8f3a2c:status:confirmed")
+        # The same database. aiosmtpd leaves smtplib's second try of a wrong password (AUTH
+        # LOGIN after PLAIN) unanswered: a short timeout ends it (the right one gets the usual).
+        send_due(sender(server.url, wrong, timeout=0.5))
+        assert server.messages == []
+        assert queued(app) == [("queued", 1)]
+        with app.app_context():
+            refused = db.session.scalars(sa.select(MailMessage.last_error)).one()
+        send_due(sender(server.url, password))
+        assert [message["To"] for message in server.messages] == [accounts.owner]
+        record(app, "operation.confirmed", operation_record(order="A-1002"), "A-1002")
+    send_due(sender(server.url, password, timeout=0.5))  # the server is gone
+    with app.app_context():
+        gone = db.session.scalars(
+            sa.select(MailMessage.last_error).where(MailMessage.attempts > 0)
+        ).all()
+    assert "Mail 1 not sent (attempt 1)" in caplog.text  # the failures are logged...
+    assert "Mail 2 not sent (attempt 1)" in caplog.text
+    output = capfd.readouterr()
+    written = {
+        "the log": caplog.text,
+        "the output": output.out + output.err,
+        "the stored errors": " ".join([refused or "", *(error or "" for error in gone)]),
+    }
+    for where, text in written.items():  # ...neither password, nor the URL
+        for secret in [*_written_forms(password), *_written_forms(wrong), *urls]:
+            assert secret not in text, f"{secret!r} in {where}"
+
+
+@pytest.fixture
+def postgres_app(postgres_url, portal_config):
+    from portal import create_app
+    from portal.extensions import db
+
+    application = ready_portal(create_app({**portal_config, "DATABASE_URL": postgres_url}))
+    yield application
+    with application.app_context():
+        db.engine.dispose()
+
+
+def test_two_workers_at_once_send_each_message_once(postgres_app, mail_server):
+
+    for number in range(3):
+        factories.user(postgres_app, f"owner{number}@acme.test", "owner")
+    for number in range(8):
+        order = f"A-{2000 + number}"
+        record(postgres_app, "operation.confirmed", operation_record(order=order), order)
+    start = threading.Barrier(2)
+
+    def worker() -> None:
+        start.wait()
+        send_due(postgres_app)
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    send_due(postgres_app)  # what either left for later
+
+    sent = [(message["To"], message["Subject"]) for message in mail_server.wait_for(24)]
+    assert len(set(sent)) == len(sent) == 24
+    assert len(mail_server.messages) == 24
+
+
+# --- Without e-mail --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def url_without_mail(portal_config, accounts):
+    """The same database and users, served by a portal with no SMTP_URL."""
+    from portal import create_app
+    from portal.extensions import db
+
+    application = create_app({**portal_config, "SMTP_URL": None})
+    with serve_in_thread(application) as served:
+        yield served
+    with application.app_context():
+        db.engine.dispose()
+
+
+def test_without_smtp_the_pages_say_e_mail_is_off(url_without_mail, accounts):
+    owner = signed_in_visitor(url_without_mail, accounts.owner)
+    assert "E-mail is off" in owner.get("/account").text
+    assert "E-mail me about" not in owner.get("/account").text
+    users = owner.get("/settings/users").text
+    assert "E-mail is off" in users
+    assert "Send invitation" not in users
+    assert "E-mail is off" in owner.get("/settings/notifications").text
+    refused = owner.post(
+        "/settings/users/invite",
+        {"invite-email": "new@acme.test", "invite-role": "operator"},
+        page="/settings/users",
+    )
+    assert refused.status_code == 422
+    assert "new@acme.test" not in owner.get("/settings/users").text
+    forgot = Visitor(url_without_mail).get("/password/forgot")
+    assert "E-mail is off" in forgot.text
+    assert "Send me a link" not in forgot.text

@@ -1,0 +1,190 @@
+"""The dashboard's figures from the mirror: counts and exact sums per status and currency over
+the period a person picks, in their time zone; only their own merchant's operations."""
+
+from __future__ import annotations
+
+import html
+import re
+from datetime import UTC, date, datetime
+from decimal import Decimal
+
+import pytest
+
+from portal.api import Operation
+from portal.payments.rules.dashboard import Preset, preset_days
+from tests.support import factories
+from tests.support.forms import signed_in
+from tests.support.mirror import mirror_operations
+from tests.support.portal_app import connected_portal, email
+from tests.support.statements import statements_of
+
+MARCH = "/?from=2024-03-01&to=2024-03-31"
+
+
+def made(
+    number: int,
+    status: str,
+    currency: str,
+    amount: str,
+    at: datetime,
+    paid: str | None = None,
+) -> Operation:
+    return Operation(
+        id=f"op-{number}", category="application", amount=Decimal(amount), fee=Decimal(0),
+        rate=Decimal(1), currency=currency, currency_paid=currency, status=status,
+        address="addr", created_at=at, updated_at=at,
+        amount_paid=None if paid is None else Decimal(paid),
+    )  # fmt: skip
+
+
+@pytest.fixture
+def app(tmp_path, sandbox):
+    with connected_portal(tmp_path, sandbox) as application:
+        yield application
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_app(request, tmp_path, sandbox):
+    """The portal on SQLite and on PostgreSQL: each adds decimals its own way."""
+    database = {}
+    if request.param == "postgresql":
+        database["DATABASE_URL"] = request.getfixturevalue("postgres_url")
+    with connected_portal(tmp_path, sandbox, **database) as application:
+        yield application
+
+
+def figures(page: str) -> list[tuple[str, str, str, str]]:
+    """The summary table's rows: status, currency, operations, amount (as the page reads)."""
+    section = re.search(r'aria-labelledby="period-title".*?</section>', page, re.S).group(0)
+    rows = re.findall(r"<tr>\s*(<td>.*?)</tr>", section, re.S)
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S) for row in rows]
+    return [tuple(html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in row) for row in cells]
+
+
+def total(page: str) -> str:
+    return re.search(r"<strong>(\d+ operations?)</strong>", page).group(1)
+
+
+def test_figures_are_what_the_mirror_holds(any_app):
+    app = any_app
+    march = datetime(2024, 3, 5, 12, tzinfo=UTC)
+    mirror_operations(
+        app,
+        [
+            made(1, "confirmed", "BTC", "0.1", march),
+            made(2, "confirmed", "BTC", "0.2", march),  # 0.3 exactly, never 0.30000000000000004
+            made(3, "confirmed", "BTC", "0.12345678", march),
+            made(4, "new", "USDT", "5", march),
+            made(5, "new", "BTC", "1", march, paid="0.4"),
+            made(6, "new", "BTC", "1", march, paid="1.5"),
+            made(7, "expired", "USDT", "1000000.01", march),
+            made(8, "confirmed", "BTC", "9", datetime(2024, 4, 1, 12, tzinfo=UTC)),  # after
+        ],
+        synced_at=datetime(2024, 4, 2, 12, 4, 31, tzinfo=UTC),
+    )
+    mirror_operations(  # another merchant's, in the same period, with the same ids' kind
+        app, [made(9, "confirmed", "BTC", "500", march)], merchant="Other"
+    )
+    page = signed_in(app, email("accountant")).get(MARCH).text
+    assert figures(page) == [
+        ("Partly paid", "BTC", "1", "1 BTC"),
+        ("Overpaid", "BTC", "1", "1 BTC"),
+        ("New", "USDT", "1", "5 USDT"),
+        ("Confirmed", "BTC", "3", "0.42345678 BTC"),
+        ("Expired", "USDT", "1", "1,000,000.01 USDT"),
+    ]
+    assert total(page) == "7 operations"
+    assert "Figures as of" in page and "2024-04-02 12:04:31 UTC" in page
+    assert "2024-03-01 to 2024-03-31" in page
+    assert "500" not in "".join(cell for row in figures(page) for cell in row)
+
+
+def test_a_day_is_the_users_day(any_app):
+    """23:30 UTC on 10 March is 00:30 on 11 March in Berlin: the 11th there, the 10th in UTC."""
+    app = any_app
+    mirror_operations(
+        app, [made(1, "confirmed", "EUR", "7", datetime(2024, 3, 10, 23, 30, tzinfo=UTC))]
+    )
+    berlin = factories.user(app, "berlin@acme.test").email
+    with app.app_context():
+        from portal.extensions import db
+        from portal.identity.models import User
+
+        db.session.execute(
+            db.update(User).where(User.email == berlin).values(time_zone="Europe/Berlin")
+        )
+        db.session.commit()
+    in_berlin, in_utc = signed_in(app, berlin), signed_in(app, email("accountant"))
+    for client, day, seen in (
+        (in_berlin, "2024-03-11", "1 operation"),
+        (in_berlin, "2024-03-10", "0 operations"),
+        (in_utc, "2024-03-10", "1 operation"),
+        (in_utc, "2024-03-11", "0 operations"),
+    ):
+        page = client.get(f"/?from={day}&to={day}").text
+        assert total(page) == seen, (client is in_berlin, day)
+    assert "calendar days in Europe/Berlin" in in_berlin.get("/?from=2024-03-11&to=2024-03-11").text
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["from=2024-13-01&to=2024-03-31", "from=2024-03-31&to=2024-03-01", "from=2024-03-01",
+     "period=forever", "from=1900-01-01&to=2024-01-01"],
+)  # fmt: skip
+def test_a_period_that_cannot_be_shown_says_so_and_shows_30_days(app, query):
+    mirror_operations(app, [])
+    answer = signed_in(app, email("owner")).get(f"/?{query}")
+    assert answer.status_code == 200
+    assert "That period cannot be shown" in answer.text
+    assert '<h2 id="period-title">Last 30 days</h2>' in answer.text
+
+
+def test_presets_are_bookmarkable_and_relative_to_today():
+    today = date(2026, 3, 15)
+    assert preset_days(Preset.TODAY, today) == (today, today)
+    assert preset_days(Preset.SEVEN_DAYS, today) == (date(2026, 3, 9), today)
+    assert preset_days(Preset.THIRTY_DAYS, today) == (date(2026, 2, 14), today)
+    assert preset_days(Preset.THIS_MONTH, today) == (date(2026, 3, 1), today)
+    assert preset_days(Preset.LAST_MONTH, today) == (date(2026, 2, 1), date(2026, 2, 28))
+    assert preset_days(Preset.LAST_MONTH, date(2026, 1, 3)) == (
+        date(2025, 12, 1),
+        date(2025, 12, 31),
+    )
+
+
+def test_a_preset_link_shows_its_period(app):
+    mirror_operations(app, [made(1, "confirmed", "BTC", "1", datetime.now(UTC))])
+    client = signed_in(app, email("operator"))
+    page = client.get("/").text
+    assert 'href="/?period=last-month"' in page
+    shown = client.get("/?period=today").text
+    assert '<h2 id="period-title">Today</h2>' in shown and total(shown) == "1 operation"
+    assert total(client.get("/?period=last-month").text) == "0 operations"
+
+
+def test_before_the_first_sync_the_page_says_so_and_keeps_the_latest_operations(app, sandbox):
+    page = signed_in(app, email("owner")).get("/").text
+    assert "has not synced yet" in page
+    assert "Latest operations" in page and "Daily volume" not in page
+
+
+def test_a_long_period_has_a_bar_per_month(app):
+    mirror_operations(app, [made(1, "confirmed", "BTC", "1", datetime(2024, 3, 5, tzinfo=UTC))])
+    page = signed_in(app, email("owner")).get("/?from=2024-01-15&to=2024-12-31").text
+    assert "Monthly volume" in page
+    bars = re.findall(r"<title>([\d-]+): (\d+)</title>", page)
+    assert bars[0] == ("2024-01-15", "0") and ("2024-03-01", "1") in bars and len(bars) == 12
+
+
+def test_the_figures_cost_two_queries_beside_the_session(app):
+    """When the mirror last synced comes with the signed-in session's one query; the figures
+    are then one grouped query and one count per bar (and, only for `new` operations that money
+    reached, the query that reads them)."""
+    march = datetime(2024, 3, 5, 12, tzinfo=UTC)
+    mirror_operations(app, [made(1, "confirmed", "BTC", "0.1", march)])
+    owner = signed_in(app, email("owner"))
+    assert total(owner.get(MARCH).text) == "1 operation"  # the sign-in's message shown once
+    statements = statements_of(app, owner, MARCH)
+    assert len(statements) == 3, statements
+    assert "mirror_states" in statements[0] and "user_sessions" in statements[0]
+    assert not any("mirror_states" in statement for statement in statements[1:])

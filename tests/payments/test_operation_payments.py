@@ -1,0 +1,170 @@
+"""Money that reached a `new` operation: "Partly paid" / "Overpaid" in lists, on the operation's
+page and on the dashboard; the filter for them; the cancel warning; the parts that update
+themselves while an operation can still change."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+
+from portal.api import MerchantApiClient
+from tests.support.forms import signed_in
+from tests.support.htmx import HTMX
+from tests.support.mirror import mirror_operations
+from tests.support.portal_app import email
+
+
+@pytest.fixture(scope="module")
+def sandbox(module_servers):
+    return module_servers.sandbox()
+
+
+@pytest.fixture(scope="module")
+def app(module_servers, sandbox):
+    return module_servers.portal(sandbox, WTF_CSRF_ENABLED=False)
+
+
+@pytest.fixture(scope="module")
+def api(sandbox) -> MerchantApiClient:
+    return MerchantApiClient(sandbox.base_url, token=sandbox.token)
+
+
+@pytest.fixture(scope="module")
+def operator(app):
+    return signed_in(app, email("operator"))
+
+
+def pay(sandbox, operation_id: str, amount: str, status: str = "confirmed") -> None:
+    body = {"amount": amount, "tx_id": uuid.uuid4().hex, "status": status}
+    sandbox.control("POST", f"operations/{operation_id}/transactions", body)
+
+
+def operation(api, amount: str = "0.5"):
+    return api.create_operation(amount, "BTC", f"order-{uuid.uuid4().hex[:8]}")
+
+
+def status_cell(html: str, operation_id: str) -> str:
+    """The status badge in the row of `operation_id` of a list."""
+    row = re.search(rf">{operation_id}</a></td>.*?</tr>", html, re.S).group(0)
+    return re.findall(r'<span class="badge[^"]*">([^<]+)</span>', row)[-1]
+
+
+def test_a_partly_paid_operation_reads_so_everywhere(app, operator, api, sandbox):
+    partly, unpaid = operation(api), operation(api)
+    pay(sandbox, partly.id, "0.2")
+    assert api.get_operation(partly.id).status == "new"  # the API's word for it
+    mirror_operations(app, [api.get_operation(partly.id), unpaid])  # as the sync would
+
+    listed = operator.get("/operations?per_page=100").text
+    assert status_cell(listed, partly.id) == "Partly paid"
+    assert status_cell(listed, unpaid.id) == "New"
+    page = operator.get(f"/operations/{partly.id}").text
+    assert "Partly paid" in page
+    assert "0.2 BTC" in page and "0.3 BTC left" in page
+    dashboard = operator.get("/").text
+    assert status_cell(dashboard, partly.id) == "Partly paid"
+    summary = re.search(r'aria-labelledby="period-title".*?</section>', dashboard, re.S).group(0)
+    assert "Partly paid" in summary and "New" in summary
+
+
+def test_overpaid_is_told_apart(app):
+    """An operation the API still calls `new` that received less than, as much as or more than
+    the amount due (10 USD at 0.5: 5 USDT); the sandbox confirms it at once when paid in full,
+    the API may not."""
+    from portal.api.records import Operation, parse_record
+    from portal.payments.pages.progress_badges import operation_badge
+
+    record = {
+        "id": "1", "category": "application", "amount": "10", "fee": "0.1", "rate": "0.5",
+        "currency": "USD", "currency_paid": "USDT", "status": "new", "address": "0x0",
+        "created_at": "2024-05-01T12:00:00.000000Z", "updated_at": "2024-05-01T12:00:00.000000Z",
+    }  # fmt: skip
+    for paid, words in (("4.99", "Partly paid"), ("5", "Paid, not confirmed yet"),
+                        ("5.01", "Overpaid")):  # fmt: skip
+        shown = operation_badge(parse_record(Operation, {**record, "amount_paid": paid}))
+        assert f">{words}</span>" in shown
+    unpaid = operation_badge(parse_record(Operation, record))
+    assert ">New</span>" in unpaid
+
+
+def test_the_filter_finds_exactly_the_new_operations_with_money(operator, api, sandbox):
+    paid_ones = [operation(api) for _ in range(3)]
+    for each in paid_ones:
+        pay(sandbox, each.id, "0.1")
+    operation(api)  # new, nothing paid
+    pay(sandbox, operation(api, "0.1").id, "0.1")  # paid in full: confirmed
+    expected = [
+        o.id for o in api.iter_operations(status=[0]) if o.amount_paid and o.amount_paid > 0
+    ]
+    assert {o.id for o in paid_ones} <= set(expected)
+
+    first = operator.get("/operations?received=received&per_page=10")
+    assert first.status_code == 200
+    assert f"<strong>{len(expected)} operation" in first.text  # the API counts them: honest pages
+    shown = re.findall(r'<td><a href="/operations/(\w+)">', first.text)
+    assert shown == expected[:10]
+    assert {status_cell(first.text, each) for each in shown} == {"Partly paid"}
+
+    refused = operator.get("/operations?received=received&status=1")
+    assert refused.status_code == 422
+    assert "tick New, or no status" in refused.text
+
+
+def test_cancelling_a_partly_paid_operation_warns_that_money_arrived(operator, api, sandbox):
+    partly = operation(api)
+    pay(sandbox, partly.id, "0.125")
+    asked = operator.post(f"/operations/{partly.id}/cancel", headers=HTMX).text
+    warning = re.search(r'<p class="warning" role="alert">(.*?)</p>', asked, re.S).group(1)
+    assert "Money has already arrived" in warning
+    assert "0.125 BTC of 0.5 BTC due" in warning
+
+    unpaid = operation(api)
+    asked = operator.post(f"/operations/{unpaid.id}/cancel", headers=HTMX).text
+    assert "Money has already arrived" not in asked
+
+
+def poller(html: str, element_id: str) -> str | None:
+    """The `hx-trigger` of the element `element_id`, or None when it does not poll."""
+    tag = re.search(rf'<[^>]*id="{element_id}"[^>]*>', html)
+    trigger = re.search(r'hx-trigger="([^"]+)"', tag.group(0)) if tag else None
+    return trigger.group(1) if trigger else None
+
+
+def test_the_operation_page_polls_until_a_final_state(operator, api, sandbox):
+    live = operation(api)
+    page = operator.get(f"/operations/{live.id}").text
+    assert poller(page, "operation-poll") == "every 5s"
+    pay(sandbox, live.id, "0.2")
+    polled = operator.get(
+        f"/operations/{live.id}", headers={**HTMX, "HX-Trigger": "operation-poll"}
+    )
+    assert "Partly paid" in polled.text and "0.2 BTC" in polled.text
+    assert poller(polled.text, "operation-poll") == "every 5s"
+    assert 'hx-preserve="true"' in polled.text  # the boxes a person ticked stay ticked
+
+    pay(sandbox, live.id, "0.3")
+    final = operator.get(f"/operations/{live.id}", headers={**HTMX, "HX-Trigger": "operation-poll"})
+    assert "Confirmed" in final.text
+    assert 'id="operation-poll"' not in final.text  # the last answer stops the polling
+    asked = operator.post(f"/operations/{operation(api).id}/cancel", headers=HTMX).text
+    assert 'id="operation-poll"' not in asked  # no polling while a confirmation waits
+
+
+def test_the_list_and_the_dashboard_poll_while_a_row_can_change(operator, api):
+    operation(api)  # a new one: on the first page of the newest
+    listed = operator.get("/operations?per_page=10")
+    assert poller(listed.text, "results-live") == "every 10s"
+    polled = operator.get("/operations?per_page=10", headers={**HTMX, "HX-Trigger": "results-live"})
+    assert polled.status_code == 200 and "HX-Push-Url" not in polled.headers
+    assert 'id="results-live" hidden hx-swap-oob="true"' in polled.text
+    filtered = operator.get("/operations?per_page=10&status=4", headers=HTMX)
+    assert "HX-Push-Url" in filtered.headers  # a person's filter still goes to the address bar
+    assert poller(filtered.text, "results-live") is None  # nothing canceled can change
+
+    dashboard = operator.get("/").text
+    assert poller(dashboard, "latest-operations") == "every 10s"
+    latest = operator.get("/", headers={**HTMX, "HX-Trigger": "latest-operations"})
+    assert latest.text.lstrip().startswith("<section")
+    assert "Last 30 days" not in latest.text  # only the latest operations are read again

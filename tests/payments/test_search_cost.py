@@ -1,0 +1,83 @@
+"""Search on SQLite beside another merchant's rows: the FTS index holds every merchant's, and a
+text of a common trigram repeated (`"0" * 255`) read its list of rows once per repetition (1.2 s
+beside 200,000 rows). What each search asks the database is checked, not its time."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+
+import sqlalchemy as sa
+
+from tests.support.forms import signed_in
+from tests.support.mirror_rows import mirror, operation_columns, operation_record
+
+
+def fill(app, merchant: str, order_ids: list[str]) -> None:
+    """Mirror one operation of `merchant` per order number, in one statement."""
+    from portal.extensions import db
+    from portal.identity.rules.accounts import merchant_named
+    from portal.payments.models import MirroredOperation
+
+    with app.app_context():
+        owner = merchant_named(merchant).id
+        rows = [operation_columns(owner, operation_record(order_id=order)) for order in order_ids]
+        db.session.execute(sa.insert(MirroredOperation.__table__), rows)
+        db.session.commit()
+
+
+@contextlib.contextmanager
+def statements(app) -> Iterator[list[tuple[str, object]]]:
+    """Every SQL statement the portal sends while the block runs, with its parameters."""
+    from portal.extensions import db
+
+    seen: list[tuple[str, object]] = []
+
+    def note(_connection, _cursor, statement, parameters, _context, _many) -> None:
+        seen.append((statement, parameters))
+
+    with app.app_context():
+        engine = db.engine
+    sa.event.listen(engine, "before_cursor_execute", note)
+    try:
+        yield seen
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", note)
+
+
+def found(client, text: str) -> list[str]:
+    answer = client.get("/search", query_string={"q": text})
+    assert answer.status_code == 200
+    main = answer.get_data(as_text=True).split('<main id="main">')[1]
+    return re.findall(r'href="/operations/([^"]+)"', main)
+
+
+def test_a_merchant_with_few_rows_is_searched_in_its_own_rows_only(app, accounts):
+    fill(app, "Other", ["0" * 60 + str(number) for number in range(2000)])
+    mine = mirror(app, operation_record(order_id="0" * 40 + "-mine"))
+    client = signed_in(app, accounts.owner)
+    with statements(app) as seen:
+        assert found(client, "0" * 255) == []
+        assert found(client, "0" * 40) == [mine["id"]]
+    assert not [statement for statement, _ in seen if "MATCH" in statement]
+
+
+def test_a_merchant_with_many_rows_asks_the_index_for_the_start_of_a_long_text(
+    app, accounts, monkeypatch
+):
+    from portal.payments.rules import search
+
+    monkeypatch.setattr(search, "SCAN_AT_MOST", 5)  # Other's 100 rows are many
+    orders = ["0" * 40 + str(number) for number in range(100)]
+    fill(app, "Other", orders)
+    fill(app, "Acme", ["0" * 40 + "7-ours"] * 6)
+    text = "0" * 35 + "7"  # its first 24 characters are in every order number; all of it in 11
+    with statements(app) as seen:
+        theirs = found(signed_in(app, accounts.other_owner), text)
+    phrases = [parameters for statement, parameters in seen if "MATCH" in statement]
+    assert phrases and all('"' + "0" * search.MAX_PHRASE + '"' in str(p) for p in phrases)
+    assert len(theirs) == len([order for order in orders if text in order]) == 11
+
+    ours = found(signed_in(app, accounts.owner), text)
+    assert len(ours) == 6 and not set(ours) & set(theirs)

@@ -1,0 +1,456 @@
+"""The CSV exports through the portal, against the sandbox over real HTTP, as an accountant."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+
+import pytest
+import requests
+
+from tests.support import factories
+from tests.support.forms import sign_in
+from tests.support.money import connect
+from tests.support.required import skip_unless
+
+FODS = {
+    "table": "urn:oasis:names:tc:opendocument:xmlns:table:1.0",
+    "office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0",
+    "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0",
+}
+
+
+def text_of(cell) -> str:
+    """The text a spreadsheet cell shows (the flat ODF file is indented)."""
+    return "".join(cell.itertext()).strip()
+
+
+def cells_of(row) -> list:
+    """A row's cells, with the runs of equal cells that ODF writes once expanded."""
+    repeated = f"{{{FODS['table']}}}number-columns-repeated"
+    cells = []
+    for cell in row.findall("table:table-cell", FODS):
+        cells += [cell] * int(cell.get(repeated, "1"))
+    return cells
+
+
+@pytest.fixture
+def accountant(app, client, accounts, seeded_sandbox):
+    connect(app, seeded_sandbox)
+    sign_in(client, accounts.accountant)
+    return client
+
+
+def rows_of(response) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(response.get_data(as_text=True))))
+
+
+def api_total(server, **params) -> int:
+    answer = requests.get(
+        f"{server.api_url}/operations", params=params, headers=server.headers(), timeout=10
+    )
+    return answer.json()["meta"]["total"]
+
+
+def test_an_accountant_exports_every_page_of_the_filtered_list(accountant, seeded_sandbox):
+    response = accountant.get("/operations/export.csv?status=1&status=3&created_from=2000-01-01")
+    assert response.status_code == 200
+    assert response.mimetype == "text/csv"
+    total = api_total(seeded_sandbox, status="1,3", created_from="2000-01-01")
+    assert total > 100
+    assert response.headers["X-Export-Total"] == str(total)
+    rows = rows_of(response)
+    assert len(rows) == total + 1
+    assert {row[rows[0].index("status")] for row in rows[1:]} == {"confirmed", "expired"}
+    disposition = response.headers["Content-Disposition"]
+    assert disposition == 'attachment; filename="acme_operations_2000-01-01_to_today_UTC.csv"'
+
+
+def test_transactions_export_and_transactions_of_operations(accountant, seeded_sandbox):
+    transactions = rows_of(accountant.get("/transactions/export.csv?linked=0"))
+    assert "operation_id" in transactions[0]
+    assert len(transactions) > 1
+    detail = rows_of(accountant.get("/operations/export.csv?detail=transactions&status=1"))
+    assert detail[0][:3] == ["id", "tx_id", "operation_id"]
+    operations = rows_of(accountant.get("/operations/export.csv?status=1"))
+    confirmed_ids = {row[0] for row in operations[1:]}
+    assert {row[2] for row in detail[1:]} <= confirmed_ids
+    assert len(detail) - 1 >= len(confirmed_ids)  # every confirmed operation has a payment
+
+
+def test_invalid_filters_give_the_list_pages_messages_and_no_file(accountant):
+    response = accountant.get("/operations/export.csv?amount_from=lots")
+    assert response.status_code == 422
+    assert response.mimetype == "text/html"
+    assert "Enter a number such as 10 or 0.5." in response.get_data(as_text=True)
+
+
+def test_no_matching_rows_gives_just_the_header(accountant):
+    rows = rows_of(accountant.get("/operations/export.csv?order_id=no-such-order"))
+    assert len(rows) == 1
+    assert rows[0][0] == "id"
+
+
+def test_spreadsheet_options_byte_order_mark_and_time_zone(app, accountant, accounts):
+    plain = accountant.get("/operations/export.csv?per_page=10").get_data()
+    assert not plain.startswith("\ufeff".encode())
+    marked = accountant.get("/operations/export.csv?bom=1").get_data()
+    assert marked.startswith("\ufeff".encode())
+
+    from portal.extensions import db
+    from portal.identity.rules.accounts import find_user
+
+    with app.app_context():
+        find_user(accounts.accountant).time_zone = "Europe/Berlin"
+        db.session.commit()
+    local = rows_of(accountant.get("/operations/export.csv?tz=local"))
+    assert "created_at (Europe/Berlin)" in local[0]
+    stamp = local[1][local[0].index("created_at (Europe/Berlin)")]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+0[12]:00", stamp)
+
+    with app.app_context():  # a zone this host does not know: UTC, as on the pages
+        find_user(accounts.accountant).time_zone = "Mars/Olympus_Mons"
+        db.session.commit()
+    response = accountant.get("/operations/export.csv?tz=local")
+    assert response.status_code == 200
+    assert "created_at (UTC)" in rows_of(response)[0]
+
+
+def create_operations(sandbox, order_ids) -> list[str]:
+    """Operations made straight through the API, with these order numbers; their ids."""
+    made = []
+    for order_id in order_ids:
+        created = requests.post(
+            f"{sandbox.api_url}/operations",
+            json={"amount": "12.5", "currency": "USDT", "order_id": order_id},
+            headers=sandbox.headers(),
+            timeout=10,
+        )
+        assert created.status_code == 201
+        made.append(created.json()["data"]["id"])
+    return made
+
+
+def spreadsheets(client, tmp_path, separator: str, *paths: str) -> list[list[list]]:
+    """The exports at `paths`, as LibreOffice reads them with `separator` as its list separator
+    (one LibreOffice start converts them all: each start costs most of a second)."""
+    exported = []
+    for number, path in enumerate(paths):
+        response = client.get(path, query_string={"bom": "1"})
+        assert response.status_code == 200
+        exported.append(tmp_path / f"export-{number}.csv")
+        exported[-1].write_bytes(response.get_data())
+    subprocess.run(
+        ["soffice", f"-env:UserInstallation={(tmp_path / 'profile').as_uri()}", "--headless",
+         f"--infilter=CSV:{ord(separator)},34,76,1", "--convert-to", "fods",
+         "--outdir", str(tmp_path), *map(str, exported)],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    sheets = []
+    for file in exported:
+        document = ET.parse(file.with_suffix(".fods"))  # noqa: S314  (our own conversion)
+        table = document.getroot().find(".//table:table", FODS)
+        sheets.append([cells_of(row) for row in table.findall(".//table:table-row", FODS)])
+    return sheets
+
+
+def formulas_in(rows: list[list]) -> list:
+    return [cell for row in rows for cell in row if cell.get(f"{{{FODS['table']}}}formula")]
+
+
+@pytest.fixture
+def soffice() -> None:
+    skip_unless(shutil.which("soffice") is not None, "soffice", "LibreOffice (soffice) is missing")
+
+
+needs_soffice = pytest.mark.usefixtures("soffice")
+
+
+@needs_soffice
+@pytest.mark.slow  # LibreOffice opens the file: seconds each
+def test_a_spreadsheet_evaluates_no_formula_and_keeps_amounts_numbers(
+    app, client, accounts, sandbox, tmp_path
+):
+    hostile = ["=1+2", "+A3", "-4+5", "@SUM(1,2)", "\t=9", '=HYPERLINK("http://x")']
+    create_operations(sandbox, hostile)
+    connect(app, sandbox)
+    sign_in(client, accounts.accountant)
+    (rows,) = spreadsheets(client, tmp_path, ",", "/operations/export.csv")
+    header = [text_of(cell) for cell in rows[0]]
+    assert formulas_in(rows) == []
+    amount = header.index("amount")
+    for row in rows[1 : 1 + len(hostile)]:
+        assert row[amount].get(f"{{{FODS['office']}}}value-type") == "float"
+        assert row[amount].get(f"{{{FODS['office']}}}value") == "12.5"
+    order_ids = {text_of(row[header.index("order_id")]) for row in rows[1:]}
+    # A tab is an element of its own; a cell that starts with one is neutralised as a whole too.
+    assert order_ids == {"''=9" if text == "\t=9" else "'" + text for text in hostile}
+
+
+# Cells that hide a formula behind a list separator: one cell in the file, several in a
+# spreadsheet that splits on `;` (German Excel, LibreOffice) or on `,`.
+SEPARATED = [
+    "INV-1;=1+1;@SUM(9*9)",
+    "INV-2,=2+2",
+    'INV-3;"=3+3',
+    "INV-4; +4+4",
+    "INV-5;-5",
+    "INV-6\t=8+8",
+]
+
+
+@needs_soffice
+@pytest.mark.slow  # LibreOffice opens the file: seconds each
+@pytest.mark.parametrize("separator", [",", ";", "\t"], ids=["comma", "semicolon", "tab"])
+def test_no_cell_of_any_export_becomes_a_formula_whichever_separator_splits_it(
+    app, client, accounts, sandbox, tmp_path, separator
+):
+    first, *_ = create_operations(sandbox, SEPARATED)
+    sandbox.control(
+        "POST",
+        f"operations/{first}/transactions",
+        {"amount": "1", "tx_id": "TX;=6+6", "status": "confirmed"},
+    )
+    factories.audit_event(
+        app, "transactions.reject", email=accounts.owner, parameters={"reason": "late;=7+7"}
+    )
+    connect(app, sandbox)
+    sign_in(client, accounts.owner)
+    hidden = {
+        "/operations/export.csv": ("'=1+1", "'@SUM(9*9)", "'=2+2", "'=8+8"),
+        "/transactions/export.csv": ("'=6+6",),
+        "/audit/export.csv": ("'=7+7",),
+    }
+    sheets = spreadsheets(client, tmp_path, separator, *hidden)
+    for (path, neutralised), rows in zip(hidden.items(), sheets, strict=True):
+        assert formulas_in(rows) == [], path
+        texts = [text_of(cell) for row in rows for cell in row]
+        for piece in neutralised:
+            assert any(piece in text for text in texts), (path, piece, texts)
+        assert not [text for text in texts if re.match(r"[ \"]*[=+@]", text)], path
+
+
+# --- Vouchers, withdrawals, cross exchanges; the transactions' currency ------------------------
+
+
+def api_records(server, path: str) -> list[dict]:
+    """Every record of an API list, straight from the JSON (the company token for vouchers)."""
+    records, page = [], 1
+    token = server.company_token if path == "vouchers" else server.token
+    while True:
+        answer = requests.get(
+            f"{server.api_url}/{path}",
+            params={"page": page, "per_page": 100},
+            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+            timeout=10,
+        ).json()
+        records += answer["data"]
+        if page >= answer["meta"]["last_page"]:
+            return records
+        page += 1
+
+
+def test_vouchers_export_every_voucher_exactly_and_never_a_code(accountant, seeded_sandbox):
+    response = accountant.get("/vouchers/export.csv")
+    assert response.status_code == 200
+    vouchers = api_records(seeded_sandbox, "vouchers")
+    assert vouchers
+    rows = rows_of(response)
+    assert rows[0] == [
+        "id", "amount", "currency", "status", "type", "created_at (UTC)", "updated_at (UTC)",
+    ]  # fmt: skip
+    written = {row[0]: row for row in rows[1:]}
+    assert written.keys() == {voucher["id"] for voucher in vouchers}
+    for voucher in vouchers:
+        assert written[voucher["id"]][1] == voucher["amount"]
+    text = response.get_data(as_text=True)
+    assert not [voucher for voucher in vouchers if voucher["code"] in text]
+    filtered = rows_of(accountant.get("/vouchers/export.csv?status=2"))
+    assert {row[3] for row in filtered[1:]} <= {"cancelled"}
+
+
+def test_the_transactions_export_and_page_name_each_transactions_currency(
+    accountant, seeded_sandbox
+):
+    paid_in = {op["id"]: op["currency_paid"] for op in api_records(seeded_sandbox, "operations")}
+    rows = rows_of(accountant.get("/transactions/export.csv"))
+    names = rows[0]
+    assert names[3:5] == ["amount", "currency"]
+    assert len(rows) > 100  # more than one page: every page has its currencies
+    for row in rows[1:]:
+        assert row[names.index("currency")] == paid_in[row[names.index("operation_id")]]
+    detail = rows_of(accountant.get("/operations/export.csv?detail=transactions"))
+    assert detail[0] == names
+    assert {row[4] for row in detail[1:]} <= set(paid_in.values())
+
+    first = rows[1]
+    page = accountant.get(f"/transactions?id={first[0]}").get_data(as_text=True)
+    assert '<th scope="col">Currency</th>' in page
+    assert f"<td>{first[4]}</td>" in page
+
+
+@pytest.fixture
+def portal_lists(app, accounts):
+    """A withdrawal of each outcome and a cross exchange, as the portal recorded them."""
+    from datetime import UTC, datetime
+    from decimal import Decimal
+
+    from portal.extensions import db
+    from portal.identity.rules.accounts import find_user
+    from portal.money.models import CrossExchangeReference
+
+    moment = datetime(2026, 11, 22, 2, 8, 22, tzinfo=UTC)
+    factories.withdrawal_intent(
+        app, accounts.owner, "sent", amount="0.10000000", address="tb1qsent", state="sent",
+        operation_id="000123", operation_status="processed", at=moment,
+    )  # fmt: skip
+    factories.withdrawal_intent(
+        app, accounts.owner, "refused", amount="-0.5", address="=HYPERLINK(1)",
+        state="refused", error_code=12, error_message="Withdrawal limit;=1+1", at=moment,
+    )  # fmt: skip
+    factories.withdrawal_intent(app, accounts.owner, "pending", amount="1", address="tb1qpending")
+    with app.app_context():
+        owner = find_user(accounts.owner)
+        db.session.add(
+            CrossExchangeReference(
+                merchant_id=owner.merchant_id, cross_exchange_id="000777", user_id=owner.id,
+                sell_currency="BTC", buy_currency="ETH", sell_amount=Decimal("0.00100000"),
+                buy_amount=Decimal("0.01500000"), created_at=moment,
+            )
+        )  # fmt: skip
+        db.session.commit()
+    return moment
+
+
+def test_an_accountant_exports_the_withdrawals_exactly_and_safely(accountant, portal_lists):
+    response = accountant.get("/withdrawals/export.csv")
+    assert response.status_code == 200
+    assert response.mimetype == "text/csv"
+    assert response.headers["X-Export-Total"] == "2"  # confirmed ones; not the pending review
+    rows = rows_of(response)
+    assert rows[0] == [
+        "reviewed_at (UTC)", "confirmed_at (UTC)", "amount", "wallet", "address", "state",
+        "operation_id", "operation_status", "error_code", "error_message", "user",
+    ]  # fmt: skip
+    by_state = {row[5]: dict(zip(rows[0], row, strict=True)) for row in rows[1:]}
+    assert by_state.keys() == {"sent", "refused"}
+    sent, refused = by_state["sent"], by_state["refused"]
+    assert sent["amount"] == "0.10000000"
+    assert sent["operation_id"] == "000123"
+    assert sent["confirmed_at (UTC)"] == "2026-11-22T02:08:22.000000Z"
+    assert sent["user"] == "owner@acme.test"
+    assert refused["amount"] == "-0.5"  # an amount stays a number
+    assert refused["address"] == "'=HYPERLINK(1)"
+    assert refused["error_message"] == "Withdrawal limit;'=1+1"
+    assert response.headers["Content-Disposition"] == (
+        'attachment; filename="acme_withdrawals_all-dates_UTC.csv"'
+    )
+
+
+def test_an_accountant_exports_the_cross_exchanges(accountant, portal_lists):
+    rows = rows_of(accountant.get("/cross-exchanges/export.csv"))
+    assert rows == [
+        ["cross_exchange_id", "sell_amount", "sell_currency", "buy_amount", "buy_currency",
+         "created_at (UTC)", "user"],
+        ["000777", "0.00100000", "BTC", "0.01500000", "ETH", "2026-11-22T02:08:22.000000Z",
+         "owner@acme.test"],
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("path", "title"),
+    [
+        ("/operations/export.csv", "operations"),
+        ("/vouchers/export.csv", "vouchers"),
+        ("/withdrawals/export.csv", "withdrawals"),
+        ("/cross-exchanges/export.csv", "cross-exchanges"),
+    ],
+)
+def test_each_export_in_utc_or_the_users_zone_and_for_excel_each_under_its_own_name(
+    app, accountant, accounts, portal_lists, path, title
+):
+    from portal.extensions import db
+    from portal.identity.rules.accounts import find_user
+
+    with app.app_context():
+        find_user(accounts.accountant).time_zone = "Europe/Berlin"
+        db.session.commit()
+    names = {}
+    for query in ("", "?tz=local", "?bom=1", "?tz=local&bom=1"):
+        response = accountant.get(path + query)
+        assert response.status_code == 200
+        names[query] = response.headers["Content-Disposition"]
+        header = rows_of(response)[0]
+        zone = "Europe/Berlin" if "local" in query else "UTC"
+        stamps = [name for name in header if name.endswith(")")]
+        assert stamps and all(name.endswith(f" ({zone})") for name in stamps)
+    assert names == {
+        "": f'attachment; filename="acme_{title}_all-dates_UTC.csv"',
+        "?tz=local": f'attachment; filename="acme_{title}_all-dates_Europe-Berlin.csv"',
+        "?bom=1": f'attachment; filename="acme_{title}_all-dates_UTC_excel.csv"',
+        "?tz=local&bom=1": f'attachment; filename="acme_{title}_all-dates_Europe-Berlin_excel.csv"',
+    }
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/operations", "/transactions", "/vouchers", "/withdrawals", "/cross-exchanges"],
+)
+def test_every_list_offers_its_export_in_utc_and_in_the_users_zone(
+    app, client, accounts, seeded_sandbox, portal_lists, path
+):
+    from portal.extensions import db
+    from portal.identity.rules.accounts import find_user
+
+    with app.app_context():
+        find_user(accounts.owner).time_zone = "America/New_York"
+        db.session.commit()
+    connect(app, seeded_sandbox)
+    sign_in(client, accounts.owner)  # the one role that reads every list today
+    page = client.get(path).get_data(as_text=True)
+    for query in ("", "?bom=1", "?tz=local", "?tz=local&amp;bom=1"):
+        assert f'href="{path}/export.csv{query}"' in page, query
+    assert 'aria-label="Export CSV, times in America/New_York"' in page
+    assert 'aria-label="Export for Excel, times in UTC"' in page
+
+
+@needs_soffice
+@pytest.mark.slow  # LibreOffice opens the file: seconds each
+def test_the_excel_variant_opens_with_real_dates_and_order_numbers_kept_as_text(
+    app, client, accounts, sandbox, portal_lists, tmp_path
+):
+    create_operations(sandbox, ["000123", "1e5", "2026-01-02", "4711"])
+    connect(app, sandbox)
+    sign_in(client, accounts.accountant)
+    office = FODS["office"]
+
+    def typed(cell) -> tuple[str | None, str]:
+        return cell.get(f"{{{office}}}value-type"), text_of(cell).replace("\u2060", "")
+
+    rows, withdrawals = spreadsheets(
+        client, tmp_path, ",", "/operations/export.csv", "/withdrawals/export.csv"
+    )
+    header = [text_of(cell) for cell in rows[0]]
+    order_ids = {typed(row[header.index("order_id")]) for row in rows[1:]}
+    assert order_ids == {
+        ("string", "000123"),
+        ("string", "1e5"),
+        ("string", "2026-01-02"),
+        ("float", "4711"),  # a whole number reads as the same number
+    }
+    created = rows[1][header.index("created_at (UTC)")]
+    assert created.get(f"{{{office}}}value-type") == "date"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", created.get(f"{{{office}}}date-value"))
+    assert typed(rows[1][header.index("amount")]) == ("float", "12.5")
+    assert formulas_in(rows) == []
+
+    header = [text_of(cell) for cell in withdrawals[0]]
+    sent = next(row for row in withdrawals[1:] if text_of(row[header.index("state")]) == "sent")
+    assert typed(sent[header.index("operation_id")]) == ("string", "000123")
+    confirmed = sent[header.index("confirmed_at (UTC)")]
+    assert confirmed.get(f"{{{office}}}date-value") == "2026-11-22T02:08:22"
+    assert formulas_in(withdrawals) == []  # the hostile address stays text
