@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 import pytest
 from cryptography.fernet import Fernet
 
+from tests.support import factories
 from tests.support.polling import wait_for
 from tests.support.shop import run_shop
 from tests.support.worker import portal_process, running_worker
@@ -32,17 +33,11 @@ def shops():
 def set_up(app, silent_url: str, quick_url: str) -> None:
     """Acme's webhooks go to the silent shop, Other's to the quick one."""
     from portal.extensions import db
-    from portal.identity.rules import accounts
     from portal.live.models import WebhookEndpoint
-    from portal.live.rules import webhooks
 
+    for name, url in (("Acme", silent_url), ("Other", quick_url)):
+        factories.webhook_endpoint(app, url, merchant=name, since_event_id=0)
     with app.app_context():
-        for name, url in (("Acme", silent_url), ("Other", quick_url)):
-            endpoint = webhooks.save_endpoint(
-                accounts.merchant_named(name), url, ["operation.confirmed"]
-            )
-            endpoint.since_event_id = 0
-        db.session.commit()
         assert db.session.query(WebhookEndpoint).count() == 2
 
 

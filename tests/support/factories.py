@@ -1,4 +1,4 @@
-"""The portal's own rows, made for a test in one call: a merchant, a user (any role, password,
+"""The portal's own rows, made for a test in one call: a user (any role, password,
 two-factor), an API connection, a withdrawal intent, a webhook endpoint, a mail message, an
 audit event.
 
@@ -32,14 +32,6 @@ def _stored(row) -> int:
     db.session.add(row)
     db.session.commit()
     return row.id
-
-
-def merchant(app: Flask, name: str = MERCHANT) -> int:
-    """The merchant named `name`, made if new."""
-    from portal.identity.rules import accounts
-
-    with app.app_context():
-        return accounts.merchant_named(name, create=True).id
 
 
 class NewUser(NamedTuple):
