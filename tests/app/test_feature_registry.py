@@ -11,10 +11,10 @@ from flask import Blueprint
 from portal.identity.models import Role
 from portal.web.access import roles
 from portal.web.features import Feature, MenuEntry, register
-from tests.integration import test_bad_input_properties as bad_input
+from tests.app import test_access_matrix as matrix
+from tests.app import test_bad_input_properties as bad_input
 from tests.support import walks
 from tests.support.forms import sign_in
-from tests.unit import test_access_matrix as matrix
 
 OWNERS_AND_ACCOUNTANTS = frozenset({Role.OWNER, Role.ACCOUNTANT})
 
