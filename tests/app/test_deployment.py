@@ -104,8 +104,9 @@ def test_gunicorn_restarts_a_stuck_worker_and_lets_requests_finish_on_a_restart(
             os.kill(other, signal.SIGSTOP)  # now only the replacement can answer
             try:
                 assert _answers(server.url)
-            finally:
-                os.kill(other, signal.SIGCONT)
+            finally:  # gunicorn may have killed it meanwhile: it stopped telling it is alive
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(other, signal.SIGCONT)
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(stuck, signal.SIGCONT)
