@@ -66,7 +66,6 @@ def _answers(url: str) -> bool:
     return requests.get(f"{url}/healthz", timeout=10).status_code == 200
 
 
-@pytest.mark.long
 def test_gunicorn_restarts_a_stuck_worker_and_lets_requests_finish_on_a_restart(tmp_path, sandbox):
     """The project's settings, as gunicorn resolves them: a worker that stops answering for 30 s
     is restarted, requests under way get 25 s on a restart. Then the same file served with both
