@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import enum
 import importlib
+import importlib.util
+import pkgutil
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -53,18 +55,11 @@ def enum_column(enum_class: type[enum.StrEnum]) -> sa.Enum:
     )
 
 
-# The subsystems that keep tables, in the order their models may refer to one another.
-MODEL_MODULES = (
-    "portal.identity.models",
-    "portal.settings.models",
-    "portal.payments.models",
-    "portal.money.models",
-    "portal.live.models",
-)
-
-
 def import_every_model() -> None:
     """Put every table in the metadata, read by this process or not: migrations and key
-    rotation walk the whole schema."""
-    for name in MODEL_MODULES:
-        importlib.import_module(name)
+    rotation walk the whole schema. Every subsystem's `models` module is found by its place
+    (`portal/<subsystem>/models.py`), so a new subsystem needs no list here."""
+    portal = importlib.import_module("portal")
+    for subsystem in pkgutil.iter_modules(portal.__path__, "portal."):
+        if subsystem.ispkg and importlib.util.find_spec(f"{subsystem.name}.models"):
+            importlib.import_module(f"{subsystem.name}.models")
