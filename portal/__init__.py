@@ -16,7 +16,7 @@ from portal.extensions import csrf, db, htmx, limiter, login_manager, migrate
 from portal.identity.rules import attempts
 from portal.live.worker import queue
 from portal.payments.models import is_modelled
-from portal.payments.pages import progress_badges, rows
+from portal.payments.pages import rows, state_badges
 from portal.web import (
     access,
     errors,
@@ -65,7 +65,7 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     errors.init_app(app)
     formatting.init_app(app)
-    progress_badges.init_app(app)
+    state_badges.init_app(app)
     rows.init_app(app)
     navigation.init_app(app)
     queue.init_app(app)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 import hashlib
 from datetime import datetime
+from decimal import Decimal
 
 import sqlalchemy as sa
 from flask import current_app
@@ -13,7 +14,7 @@ from flask_login import UserMixin
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from portal.database import UtcDateTime, enum_column, utcnow
+from portal.database import DecimalText, UtcDateTime, enum_column, utcnow
 from portal.extensions import Model
 
 
@@ -42,6 +43,11 @@ class Merchant(Model):
     support_email: Mapped[str | None] = mapped_column(sa.String(254))
     # Every user must have two-factor sign-in on; the unenrolled can open only the enrolment.
     require_two_factor: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
+    # A difference between received and due of at most this share of the due counts as none
+    # (`portal.payments.rules.operation_money`): a customer's wallet that rounds is not underpaid.
+    payment_tolerance_percent: Mapped[Decimal] = mapped_column(
+        DecimalText, default=Decimal(0), server_default="0"
+    )
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     users: Mapped[list[User]] = relationship(

@@ -3,13 +3,14 @@ checkout page's links."""
 
 from __future__ import annotations
 
+import enum
 from datetime import datetime
 from decimal import Decimal
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from portal.database import DecimalText, UtcDateTime, utcnow
+from portal.database import DecimalText, UtcDateTime, enum_column, utcnow
 from portal.extensions import Model
 
 
@@ -80,6 +81,13 @@ class MirroredOperation(Model):
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime)  # the API's
     record: Mapped[dict] = mapped_column(sa.JSON)
     mirrored_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
+    # What the money amounts to (`portal.payments.rules.operation_money.State`) and received -
+    # due, as of the last sync: the lists' state filter and the attention list read these.
+    state: Mapped[str | None] = mapped_column(sa.String(32))
+    difference: Mapped[Decimal | None] = mapped_column(DecimalText)
+    # The last ended status the mirror saw (expired, canceled, failed): money linked afterwards
+    # is late even though the API then says `confirmed`.
+    ended_status: Mapped[str | None] = mapped_column(sa.String(32))
 
 
 class MirroredTransaction(Model):
@@ -107,6 +115,35 @@ class MirroredTransaction(Model):
     mirrored_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
 
 
+class DecisionKind(enum.StrEnum):
+    HANDLED = "handled"  # linked, rejected or canceled through the portal: gone until the next sync
+    SETTLED = "settled"  # an over- or underpayment closed by hand, with a note: no API action
+
+
+class Decision(Model):
+    """What a person decided about an item of the attention list, as the portal knows it before
+    the mirror does.
+
+    A `handled` mark hides its item until the mirror's next sync, which writes the change as an
+    event (once). A `settled` mark closes an operation whose money is wrong for the `received`
+    amount it was settled at: more money arriving later brings it back.
+    """
+
+    __tablename__ = "decisions"
+    __table_args__ = (sa.Index("ix_decisions_merchant_operation", "merchant_id", "operation_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    connection_generation: Mapped[int]
+    kind: Mapped[DecisionKind] = mapped_column(enum_column(DecisionKind))
+    operation_id: Mapped[str] = mapped_column(sa.String(64))
+    transaction_id: Mapped[str | None] = mapped_column(sa.String(64))
+    received: Mapped[Decimal | None] = mapped_column(DecimalText)
+    note: Mapped[str | None] = mapped_column(sa.Text)
+    user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+
 # --- Search and the attention list over the mirror ------------------------------------------
 # What the attention list counts on every page: undecided transactions, operations by status;
 # each index holds every column its count reads (the rows' `record` is large).
@@ -117,6 +154,12 @@ sa.Index(
     MirroredOperation.updated_at,
     MirroredOperation.operation_id,
     MirroredOperation.amount_paid,
+)
+sa.Index(
+    "ix_mirrored_operations_merchant_state",
+    MirroredOperation.merchant_id,
+    MirroredOperation.state,
+    MirroredOperation.updated_at,
 )
 sa.Index(
     "ix_mirrored_transactions_merchant_status",

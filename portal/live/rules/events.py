@@ -24,7 +24,9 @@ class EventType(enum.StrEnum):
     OPERATION_CREATED = "operation.created"
     OPERATION_PARTLY_PAID = "operation.partly_paid"  # money arrived, less than due
     OPERATION_PAID = "operation.paid"  # the whole amount arrived, not confirmed yet
-    OPERATION_OVERPAID = "operation.overpaid"
+    OPERATION_OVERPAID = "operation.overpaid"  # more than due arrived, whatever the status
+    OPERATION_UNDERPAID = "operation.underpaid"  # confirmed with less than due (a link, accepted)
+    OPERATION_PAID_LATE = "operation.paid_late"  # money reached it after it ended
     OPERATION_CONFIRMED = "operation.confirmed"
     OPERATION_EXPIRED = "operation.expired"
     OPERATION_CANCELED = "operation.canceled"

@@ -44,6 +44,8 @@ from sqlalchemy.exc import IntegrityError
 
 from portal.api import OPERATION_LIST, ApiFailure, MerchantApiClient, Operation, Page, Transaction
 from portal.api.paging import read_pages
+from portal.api.records import parse_record
+from portal.api.wire import MalformedAnswer
 from portal.database import utcnow
 from portal.extensions import db
 from portal.identity.models import Merchant
@@ -51,7 +53,12 @@ from portal.live.models import Event, MirrorState
 from portal.live.rules import events
 from portal.live.rules.events import EventType
 from portal.payments.models import MirroredOperation, MirroredTransaction
-from portal.payments.rules.progress import Progress, progress
+from portal.payments.rules.operation_money import (
+    ENDED_STATUSES,
+    OperationMoney,
+    State,
+    operation_money,
+)
 from portal.payments.rules.state_words import EVENT_STATES
 from portal.settings.models import ApiConnection
 from portal.settings.rules.connection import api_client_for
@@ -74,12 +81,17 @@ MAX_ERROR_LENGTH = 500
 # The pause before a failed merchant is tried again doubles from the sync interval up to this.
 MAX_RETRY_PAUSE = timedelta(minutes=15)
 
-# The event that announces each state an operation reaches (the states' words name them too).
-PROGRESS_EVENTS = {
-    state: type_ for type_, state in EVENT_STATES.items() if isinstance(state, Progress)
-}
+# The events of a status the API reports (its status changed to it) ...
 OPERATION_STATUS_EVENTS = {
-    state: type_ for type_, state in EVENT_STATES.items() if not isinstance(state, Progress)
+    state.value: type_
+    for type_, state in EVENT_STATES.items()
+    if state in (State.EXPIRED, State.CANCELED, State.FAILED)
+} | {"confirmed": EventType.OPERATION_CONFIRMED}
+# ... and of a state the money reached, whatever the status (`operation_money`).
+MONEY_STATE_EVENTS: dict[State | None, EventType] = {
+    state: type_
+    for type_, state in EVENT_STATES.items()
+    if state.value not in OPERATION_STATUS_EVENTS and state is not State.PAID
 }
 # The mirror's columns copied from the API record of the same name.
 OPERATION_COLUMNS = (
@@ -248,9 +260,17 @@ def sync_merchant(merchant_id: int, *, force: bool = False) -> SyncReport | None
     report = SyncReport(merchant_id, kind)
     clock = time.monotonic()
     generation = events.current_generation(merchant_id)
-    sync = _Sync(merchant_id, owner, report, generation, notify=kind is not SyncKind.FIRST)
+    merchant = db.session.get_one(Merchant, merchant_id)
+    sync = _Sync(
+        merchant_id,
+        owner,
+        report,
+        generation,
+        notify=kind is not SyncKind.FIRST,
+        tolerance_percent=merchant.payment_tolerance_percent,
+    )
     try:
-        client = api_client_for(db.session.get_one(Merchant, merchant_id))
+        client = api_client_for(merchant)
         if kind is SyncKind.INCREMENTAL:
             sync.incremental(client, state.operations_watermark, state.transactions_watermark)
         else:
@@ -306,6 +326,7 @@ def _outcome(
         "failures": 0,
         "retry_at": None,
         "last_sync_at": started_at,
+        "first_sync_at": sa.func.coalesce(MirrorState.first_sync_at, started_at),
         "operations_watermark": _later(state.operations_watermark, sync.operations_seen),
         "transactions_watermark": _later(state.transactions_watermark, sync.transactions_seen),
     }
@@ -507,7 +528,9 @@ class _Sync:
     notify: bool
     operations_seen: datetime | None = None  # the newest `updated_at` read of each list
     transactions_seen: datetime | None = None
+    tolerance_percent: Decimal = Decimal(0)  # the merchant's payment tolerance
     new_rows: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
+    created: set[str] = field(default_factory=set)  # operations first mirrored by this sync
     counting: threading.Lock = field(default_factory=threading.Lock)  # paging's workers count
 
     def everything(self, client: MerchantApiClient) -> None:
@@ -594,6 +617,13 @@ class _Sync:
             mirrored_tx = self._mirrored(MirroredTransaction, transactions)
             for transaction in transactions.values():
                 changes += self._transaction(transaction, mirrored_tx.get(transaction.id))
+            self._insert_new()
+        db.session.flush()
+        with db.session.no_autoflush:
+            touched = set(newest_operations) | {
+                t.operation_id for t in transactions.values() if t.operation_id
+            }
+            changes += self._restate(touched)
             self._record(changes)
             self._insert_new()
         db.session.commit()
@@ -672,26 +702,26 @@ class _Sync:
             changes.append(
                 change(operation.created_at, 0, EventType.OPERATION_CREATED, f"{key}:created")
             )
-            old_status, old_paid = "new", None
+            old_status = "new"
+            self.created.add(operation.id)
         else:
-            old_status, old_paid = row.status, row.amount_paid
+            old_status = row.status
         if operation.status != old_status:
             type_ = OPERATION_STATUS_EVENTS.get(
                 operation.status, EventType.OPERATION_STATUS_CHANGED
             )
-            changes.append(
-                change(operation.updated_at, 3, type_, f"{key}:status:{operation.status}")
-            )
-        reached = progress(operation)
-        if operation.amount_paid != old_paid and reached is not None:
-            changes.append(
-                change(
-                    operation.updated_at,
-                    2,
-                    PROGRESS_EVENTS[reached],
-                    f"{key}:{reached.value}:{operation.amount_paid}",
+            # Confirming an operation that had ended is late money (`_restate` says so), never
+            # the "ship the goods" of `operation.confirmed`.
+            ended = old_status in ENDED_STATUSES or (row is not None and row.ended_status)
+            if not (type_ is EventType.OPERATION_CONFIRMED and ended):
+                changes.append(
+                    change(
+                        operation.updated_at,
+                        3,
+                        type_,
+                        f"{key}:status:{operation.status}:{operation.amount_paid}",
+                    )
                 )
-            )
         self._upsert(
             MirroredOperation,
             row,
@@ -702,6 +732,56 @@ class _Sync:
         )
         self.report.operations += 1
         return changes
+
+    def _restate(self, operation_ids: Iterable[str]) -> list[_Change]:
+        """Read again what the money of these operations amounts to (`operation_money`), from
+        each record and the mirror's transactions (a transaction can change without its
+        operation's record); a state the money newly reached becomes its event."""
+        changes = []
+        rows = list(self._chunked(MirroredOperation, MirroredOperation.operation_id, operation_ids))
+        transactions: dict[str, list[Transaction]] = {}
+        for mirrored in self._chunked(
+            MirroredTransaction, MirroredTransaction.operation_id, [r.operation_id for r in rows]
+        ):
+            transactions.setdefault(mirrored.operation_id, []).append(
+                Transaction(
+                    **{name: getattr(mirrored, name) for name in TRANSACTION_COLUMNS},
+                    id=mirrored.transaction_id,
+                )
+            )
+        for row in rows:
+            try:
+                operation = parse_record(Operation, row.record)
+            except MalformedAnswer:  # kept as the API wrote it; no money to read
+                continue
+            operation = replace(
+                operation, transactions=tuple(transactions.get(row.operation_id, ()))
+            )
+            if row.status in ENDED_STATUSES:
+                row.ended_status = row.status
+            money = operation_money(
+                operation, self.tolerance_percent, ended_before=row.ended_status is not None
+            )
+            known, row.state, row.difference = row.state, money.state, money.difference
+            type_ = MONEY_STATE_EVENTS.get(money.state)
+            # A row mirrored before states were kept (None) gets its state quietly: not news.
+            first = known is not None or row.operation_id in self.created
+            if type_ is not None and money.state != known and first:
+                changes.append(self._state_change(row, money, type_))
+        return changes
+
+    @staticmethod
+    def _state_change(row: MirroredOperation, money: OperationMoney, type_: EventType) -> _Change:
+        """The event of a state the money reached; the received amount is in its key, so a
+        top-up after an accepted underpayment is news again."""
+        return _Change(
+            row.updated_at,
+            2,
+            type_,
+            f"operation:{row.operation_id}:{money.state}:{money.received}",
+            row.record,
+            row.operation_id,
+        )
 
     def _transaction(
         self, transaction: Transaction, row: MirroredTransaction | None

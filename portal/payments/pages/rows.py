@@ -15,10 +15,12 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from flask import Flask
+from flask_login import current_user
 from markupsafe import Markup
 
 from portal.api import TRANSACTION_STATUSES, Operation
-from portal.payments.pages.progress_badges import operation_badge
+from portal.payments.pages.state_badges import state_badge
+from portal.payments.rules.operation_money import moneys_of
 from portal.payments.rules.paid_transactions import PaidTransaction
 from portal.web.formatting import badge, category_name, money, when
 from portal.web.lists import record_url
@@ -58,8 +60,11 @@ class TransactionRow(NamedTuple):
 
 
 def operation_rows(operations: Iterable[Operation]) -> list[OperationRow]:
-    """The rows of `operations`, their links built from one address (`record_url`)."""
+    """The rows of the signed-in merchant's `operations`, each with its state's badge, their
+    links built from one address (`record_url`)."""
     url = record_url("operations.detail", "operation_id")
+    operations = list(operations)
+    moneys = moneys_of(current_user.merchant, operations)
     return [
         OperationRow(
             url(operation.id),
@@ -70,7 +75,7 @@ def operation_rows(operations: Iterable[Operation]) -> list[OperationRow]:
             money(operation.amount, operation.currency),
             money(operation.amount_paid, operation.currency_paid),
             money(operation.fee, operation.currency),
-            operation_badge(operation),
+            state_badge(moneys[operation.id].state, operation.status),
         )
         for operation in operations
     ]

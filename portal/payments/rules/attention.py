@@ -4,7 +4,7 @@
 - `LATE`: money that reached an expired or canceled operation (a transaction neither linked
   nor rejected): link it, which confirms the operation, or reject it and refund;
 - `PAYMENT`: a `new` operation that money already reached, partly paid or overpaid
-  (`portal.payments.rules.progress` says which);
+  (`portal.payments.rules.operation_money` says which);
 - `FAILED`: an operation that failed in the last `FAILED_WITHIN` (nobody can act on a failure
   forever; older ones stay in the operations list).
 
@@ -28,7 +28,7 @@ from portal.database import utcnow
 from portal.extensions import db
 from portal.identity.models import Merchant
 from portal.payments.models import MirroredOperation, MirroredTransaction
-from portal.payments.rules.progress import Progress, amount_due, progress
+from portal.payments.rules.operation_money import State, amount_due, operation_money
 
 FAILED_WITHIN = timedelta(days=7)
 CLOSED = ("expired", "canceled")
@@ -56,7 +56,7 @@ class TransactionItem:
 @dataclass(frozen=True)
 class OperationItem:
     operation: MirroredOperation
-    progress: Progress | None
+    state: State | None
     due: Decimal | None  # what the customer owes, in the payment currency
 
 
@@ -175,4 +175,4 @@ def _operation_item(row: MirroredOperation) -> OperationItem:
         operation = parse_record(Operation, row.record)
     except MalformedAnswer:  # a record the portal cannot read: no payment state
         return OperationItem(row, None, None)
-    return OperationItem(row, progress(operation), amount_due(operation))
+    return OperationItem(row, operation_money(operation).state, amount_due(operation))

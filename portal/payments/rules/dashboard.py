@@ -27,14 +27,14 @@ from portal.api import OPERATION_STATUSES, Operation
 from portal.api.records import parse_record
 from portal.extensions import db
 from portal.payments.models import MirroredOperation
-from portal.payments.rules.progress import Progress, progress
+from portal.payments.rules.operation_money import State, operation_money
 
 CHART_WIDTH, CHART_HEIGHT, CHART_TOP = 600, 160, 10
 # Up to this many days the chart has a bar per day; a longer period has one per month.
 MOST_DAILY_BARS = 92
 STATUS_ORDER = {text: code for code, text in OPERATION_STATUSES.items()}
-PROGRESS_ORDER = list(Progress)
-GroupKey = tuple[str, str, Progress | None]
+STATE_ORDER = list(State)
+GroupKey = tuple[str, str, State | None]
 
 
 class Preset(enum.StrEnum):
@@ -105,7 +105,7 @@ class Group:
     currency: str
     count: int
     amount: Decimal
-    progress: Progress | None = None
+    state: State | None = None
 
 
 @dataclass(frozen=True)
@@ -189,7 +189,7 @@ def summarise(merchant_id: int, period: Period) -> Summary:
     if paid_new_seen:  # a second pass only when there is something to tell apart
         for record in db.session.scalars(sa.select(op.record).where(within, money_on_new)):
             operation = parse_record(Operation, record)
-            key = (operation.status, operation.currency, progress(operation))
+            key = (operation.status, operation.currency, operation_money(operation).state)
             counts[key] += 1
             sums[key] += operation.amount
     groups = [
@@ -234,7 +234,7 @@ def _counts_statement(bars: int) -> sa.Select:
 def _group_order(key: GroupKey) -> tuple[int, str, str, int]:
     """By status as the API numbers them, then currency; `new` ones unpaid before paid ones."""
     status, currency, paid = key
-    rank = -1 if paid is None else PROGRESS_ORDER.index(paid)
+    rank = -1 if paid is None else STATE_ORDER.index(paid)
     return (STATUS_ORDER.get(status, len(STATUS_ORDER)), status, currency, rank)
 
 

@@ -21,7 +21,7 @@ from portal.extensions import db
 from portal.live.models import Event
 from portal.live.rules.events import of_current_connection
 from portal.payments.models import MirroredOperation
-from portal.payments.rules.progress import amount_due
+from portal.payments.rules.operation_money import amount_due
 from portal.payments.rules.state_words import EVENT_STATES
 
 # Events about the operation whose record says what was paid against what was due: those

@@ -16,7 +16,7 @@ from flask_babel.speaklater import LazyString
 
 from portal.api import ApiRefusal, ApiUnavailable, Operation
 from portal.payments.models import CheckoutLink
-from portal.payments.rules.progress import amount_due
+from portal.payments.rules.operation_money import amount_due
 from portal.settings.rules.connection import ApiNotConnected, api_client_for
 from portal.web_urls import is_web_url
 

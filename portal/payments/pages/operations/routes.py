@@ -40,7 +40,7 @@ from portal.payments.pages.operations.forms import (
 from portal.payments.pages.public_urls import checkout_url
 from portal.payments.pages.timeline_words import lines
 from portal.payments.rules.checkout_links import created_with_link, reserve_link
-from portal.payments.rules.progress import can_change
+from portal.payments.rules.operation_money import can_change, money_of
 from portal.payments.rules.rates import currencies_of
 from portal.payments.rules.timeline import timeline
 from portal.reports.rules.csv_rows import (
@@ -135,6 +135,7 @@ def _show(operation: Operation, status: int = 200, **context: object) -> Respons
         FRAGMENT,
         status,
         operation=operation,
+        money=money_of(current_user.merchant, operation),
         poll_seconds=POLL_SECONDS if live else None,
         poller=POLLER,
         polled=polled_by(POLLER),
