@@ -1,0 +1,73 @@
+"""What people decided about the attention list's items, before the mirror sees it.
+
+The mirror alone writes its rows and events, at its next sync. Until then, an item someone
+linked, rejected or canceled through the portal would still be listed: a `handled` decision
+hides it until the mirror has synced after it. A `settled` decision closes an over- or
+underpaid operation that has no API action, for the amount received when it was settled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+
+import sqlalchemy as sa
+
+from portal.extensions import db
+from portal.live.rules.events import current_generation
+from portal.payments.models import Decision, DecisionKind, MirroredOperation
+from portal.payments.rules.operation_money import ENDED_STATUSES
+
+
+def record_handled(
+    merchant_id: int,
+    user_id: int | None,
+    operation_id: str,
+    transaction_ids: Sequence[str] = (),
+    *,
+    status_before: str | None = None,
+) -> None:
+    """Remember that a person acted on the operation (and these transactions of it) through
+    the portal. `status_before` is the operation's status when they acted: linking money to an
+    ended operation makes it late, which the mirror may never have seen (it may not have synced
+    while the operation was ended). The caller commits."""
+    generation = current_generation(merchant_id)
+    db.session.add_all(
+        Decision(
+            merchant_id=merchant_id,
+            connection_generation=generation,
+            kind=DecisionKind.HANDLED,
+            operation_id=operation_id,
+            transaction_id=transaction_id,
+            user_id=user_id,
+        )
+        for transaction_id in (transaction_ids or [None])
+    )
+    if status_before in ENDED_STATUSES:
+        db.session.execute(
+            sa.update(MirroredOperation)
+            .where(
+                MirroredOperation.merchant_id == merchant_id,
+                MirroredOperation.operation_id == operation_id,
+                MirroredOperation.ended_status.is_(None),
+            )
+            .values(ended_status=status_before)
+        )
+
+
+def record_settled(
+    merchant_id: int, user_id: int | None, operation_id: str, received: Decimal, note: str
+) -> None:
+    """Close an over- or underpaid operation by hand for the amount received now. The caller
+    audits and commits."""
+    db.session.add(
+        Decision(
+            merchant_id=merchant_id,
+            connection_generation=current_generation(merchant_id),
+            kind=DecisionKind.SETTLED,
+            operation_id=operation_id,
+            received=received,
+            note=note,
+            user_id=user_id,
+        )
+    )
