@@ -125,8 +125,9 @@ def operation_money(
     if operation.status in ENDED_STATUSES and not any_linked:
         # Confirmed money that reached an ended operation: the API no longer counts it.
         awaiting += max(unlinked_confirmed - received, ZERO)
-    difference = None if due is None else received - due
-    if due is not None and difference is not None:
+    difference = None
+    if due is not None:
+        difference = received - due
         if abs(difference) <= due * tolerance_percent / HUNDRED:
             difference = ZERO
     return OperationMoney(
