@@ -23,7 +23,7 @@ def record_handled(
     merchant_id: int,
     user_id: int | None,
     operation_id: str,
-    transaction_ids: Sequence[str] = (),
+    transaction_ids: Sequence[str | None] = (),
     *,
     status_before: str | None = None,
 ) -> None:
@@ -41,7 +41,7 @@ def record_handled(
             transaction_id=transaction_id,
             user_id=user_id,
         )
-        for transaction_id in (transaction_ids or [None])
+        for transaction_id in ([*transaction_ids] if transaction_ids else [None])
     )
     if status_before in ENDED_STATUSES:
         db.session.execute(
