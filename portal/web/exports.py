@@ -54,7 +54,9 @@ def csv_download(
         if refusal.code != ErrorCode.VALIDATION_ERRORS:
             raise
         return render_list(listing)  # the list page says what the API refused
-    response = _download(text, _file_name(title, export.zone, query.filters))
+    # In the request's context: a list may read the portal's database page by page too (the
+    # operations by state, from the mirror).
+    response = _download(stream_with_context(text), _file_name(title, export.zone, query.filters))
     if rows_of is None:  # one row per record: the total is the number of rows to come
         response.headers["X-Export-Total"] = str(first.total)
     return response

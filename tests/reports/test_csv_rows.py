@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from portal.api.records import Operation, Transaction
+from portal.api.records import Transaction
+from portal.payments.rules.operation_list import StatedOperation
 from portal.reports.rules.csv_rows import (
     OPERATION_COLUMNS,
     TRANSACTION_COLUMNS,
@@ -29,7 +30,7 @@ from portal.reports.rules.csv_rows import (
 MOMENT = datetime(2026, 11, 22, 2, 8, 22, 123456, tzinfo=UTC)
 
 
-def operation(**changes) -> Operation:
+def operation(**changes) -> StatedOperation:
     values = {
         "id": "42",
         "category": "application",
@@ -43,8 +44,9 @@ def operation(**changes) -> Operation:
         "created_at": MOMENT,
         "updated_at": MOMENT,
         "order_id": "ORD-1",
+        "state": "Awaiting payment",
     }
-    return Operation(**{**values, **changes})
+    return StatedOperation(**{**values, **changes})
 
 
 def by_header(columns, record, zone) -> dict[str, str]:

@@ -81,6 +81,7 @@ ACTIONS = {
     "webhooks.reveal_secret": "Webhook secret revealed",
     "mirror.resync": "Full resync requested",
     "mail.choices": "E-mail choices changed",
+    "payment_tolerance.change": "Payment tolerance changed",
 }
 OUTCOMES = {
     "success": "Success",

@@ -44,8 +44,6 @@ from sqlalchemy.exc import IntegrityError
 
 from portal.api import OPERATION_LIST, ApiFailure, MerchantApiClient, Operation, Page, Transaction
 from portal.api.paging import read_pages
-from portal.api.records import parse_record
-from portal.api.wire import MalformedAnswer
 from portal.database import utcnow
 from portal.extensions import db
 from portal.identity.models import Merchant
@@ -53,12 +51,12 @@ from portal.live.models import Event, MirrorState
 from portal.live.rules import events
 from portal.live.rules.events import EventType
 from portal.payments.models import MirroredOperation, MirroredTransaction
-from portal.payments.rules.operation_money import (
-    ENDED_STATUSES,
-    OperationMoney,
-    State,
-    operation_money,
+from portal.payments.rules.mirror_money import (
+    TRANSACTION_COLUMNS,
+    mirrored_operations,
+    restate_row,
 )
+from portal.payments.rules.operation_money import ENDED_STATUSES, OperationMoney, State
 from portal.payments.rules.state_words import EVENT_STATES
 from portal.settings.models import ApiConnection
 from portal.settings.rules.connection import api_client_for
@@ -103,16 +101,6 @@ OPERATION_COLUMNS = (
     "currency",
     "currency_paid",
     "address",
-    "created_at",
-    "updated_at",
-)
-TRANSACTION_COLUMNS = (
-    "operation_id",
-    "tx_id",
-    "amount",
-    "status",
-    "linked",
-    "reject_reason",
     "created_at",
     "updated_at",
 )
@@ -734,35 +722,17 @@ class _Sync:
         return changes
 
     def _restate(self, operation_ids: Iterable[str]) -> list[_Change]:
-        """Read again what the money of these operations amounts to (`operation_money`), from
-        each record and the mirror's transactions (a transaction can change without its
-        operation's record); a state the money newly reached becomes its event."""
+        """Read again what the money of these operations amounts to (`restate_row`); a state
+        the money newly reached becomes its event."""
         changes = []
         rows = list(self._chunked(MirroredOperation, MirroredOperation.operation_id, operation_ids))
-        transactions: dict[str, list[Transaction]] = {}
-        for mirrored in self._chunked(
-            MirroredTransaction, MirroredTransaction.operation_id, [r.operation_id for r in rows]
-        ):
-            transactions.setdefault(mirrored.operation_id, []).append(
-                Transaction(
-                    **{name: getattr(mirrored, name) for name in TRANSACTION_COLUMNS},
-                    id=mirrored.transaction_id,
-                )
-            )
+        operations = mirrored_operations(self.merchant_id, rows)
         for row in rows:
-            try:
-                operation = parse_record(Operation, row.record)
-            except MalformedAnswer:  # kept as the API wrote it; no money to read
+            operation = operations.get(row.operation_id)
+            if operation is None:  # kept as the API wrote it; no money to read
                 continue
-            operation = replace(
-                operation, transactions=tuple(transactions.get(row.operation_id, ()))
-            )
-            if row.status in ENDED_STATUSES:
-                row.ended_status = row.status
-            money = operation_money(
-                operation, self.tolerance_percent, ended_before=row.ended_status is not None
-            )
-            known, row.state, row.difference = row.state, money.state, money.difference
+            known = row.state
+            money = restate_row(row, operation, self.tolerance_percent)
             type_ = MONEY_STATE_EVENTS.get(money.state)
             # A row mirrored before states were kept (None) gets its state quietly: not news.
             first = known is not None or row.operation_id in self.created

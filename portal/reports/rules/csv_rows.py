@@ -179,6 +179,7 @@ OPERATION_COLUMNS = (
     _field("currency"),
     _field("currency_paid"),
     _field("status"),
+    _field("state"),  # the state's words (`portal.payments.rules.operation_list`)
     _field("address"),
     _field("created_at", "timestamp"),
     _field("updated_at", "timestamp"),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from decimal import Decimal
+
 from flask_wtf import FlaskForm
 from wtforms import (
     BooleanField,
@@ -15,6 +18,7 @@ from wtforms import (
 from wtforms.validators import DataRequired, Length, Optional, ValidationError
 
 from portal.identity.models import Role
+from portal.payments.rules.mirror_money import MAX_TOLERANCE
 from portal.payments.rules.shops import is_support_email
 from portal.settings.models import Environment
 from portal.settings.pages.connection_messages import url_problem_sentence
@@ -23,6 +27,11 @@ from portal.web.fields import PASSWORD_LENGTH, CodeField, EmailAddressField, str
 from portal.web_urls import is_web_url
 
 ROLE_CHOICES = [SelectChoice(role.value, role.label) for role in Role]
+
+_PERCENT = re.compile(r"\d{1,2}(\.\d{1,2})?")
+TOLERANCE_SHAPE = (
+    "Enter a percent from 0 to 10 with at most 2 decimals, such as 0.5 (0: no tolerance)."
+)
 
 
 TOKEN_LENGTH = Length(min=8, max=512)
@@ -109,6 +118,28 @@ class EditUserForm(FlaskForm):
     turn_off_two_factor = BooleanField("Turn off their two-factor sign-in")
     code = CodeField(STEP_UP_LABEL)
     submit = SubmitField("Save changes")
+
+
+class PercentField(StringField):
+    """A percent between 0 and `MAX_TOLERANCE`, with at most 2 decimals: an exact Decimal."""
+
+    def process_formdata(self, valuelist: list[str]) -> None:
+        self.raw = valuelist[0].strip() if valuelist else ""
+        self.data = Decimal(self.raw) if _PERCENT.fullmatch(self.raw) else None
+
+    def _value(self) -> str:
+        return getattr(self, "raw", None) or ("" if self.data is None else format(self.data, "f"))
+
+    def pre_validate(self, form: object) -> None:
+        if self.data is None or self.data > MAX_TOLERANCE:
+            raise ValidationError(TOLERANCE_SHAPE)
+
+
+class ToleranceForm(FlaskForm):
+    """The payment tolerance: a difference of at most this share of the due counts as none."""
+
+    payment_tolerance_percent = PercentField("Payment tolerance (%)")
+    save_tolerance = SubmitField("Save tolerance")
 
 
 class RequireTwoFactorForm(FlaskForm):

@@ -17,6 +17,7 @@ from werkzeug.wrappers import Response
 from portal.identity.models import Role, User
 from portal.identity.rules import accounts, audit, one_time_links, two_factor
 from portal.live.rules import outbox
+from portal.payments.rules.mirror_money import set_tolerance
 from portal.payments.rules.shops import save_settings
 from portal.settings.models import Environment
 from portal.settings.pages import bp
@@ -29,6 +30,7 @@ from portal.settings.pages.forms import (
     NewUserForm,
     RemoveUserForm,
     RequireTwoFactorForm,
+    ToleranceForm,
 )
 from portal.settings.rules.connection import (
     ConnectionRejected,
@@ -131,10 +133,37 @@ def checkout() -> Response:
     form = CheckoutSettingsForm(obj=merchant)
     status = form_refused(form, _owner(), purpose="checkout_settings")
     if status:
-        return page("settings/checkout.html", status, form=form, merchant=merchant)
+        return _checkout_page(status, form=form)
     save_settings(merchant, form.display_name.data, form.shop_url.data, form.support_email.data)
     flash("The checkout page settings are saved.", "success")
     return redirect(url_for("settings.checkout"))
+
+
+@bp.post("/checkout/tolerance")
+@roles(Role.OWNER)
+def payment_tolerance() -> Response:
+    """The merchant's payment tolerance; the mirror's operations are read again with it, and the
+    page says how many changed state."""
+    form = ToleranceForm()
+    if not form.validate_on_submit():
+        return _checkout_page(422, tolerance_form=form)
+    percent = form.payment_tolerance_percent.data
+    assert percent is not None  # the form checked it
+    changed = set_tolerance(current_user.merchant, percent)
+    audit.record("payment_tolerance.change", parameters={"percent": str(percent)})
+    operations = "operation" if changed == 1 else "operations"
+    flash(
+        f"The payment tolerance is now {percent}%. {changed} {operations} changed state.", "success"
+    )
+    return redirect(url_for("settings.checkout"))
+
+
+def _checkout_page(status: int, **forms: object) -> Response:
+    """The checkout settings page with its two forms (a blank one unless given)."""
+    merchant = current_user.merchant
+    forms.setdefault("form", CheckoutSettingsForm(obj=merchant))
+    forms.setdefault("tolerance_form", ToleranceForm(obj=merchant))
+    return page("settings/checkout.html", status, merchant=merchant, **forms)
 
 
 @bp.route("/users", methods=["GET", "POST"])

@@ -21,6 +21,9 @@ from wtforms.validators import DataRequired, InputRequired, Length, Optional, Va
 
 from portal.api import OPERATION_STATUSES
 from portal.money.rules.currencies import SMALLEST_AMOUNT, is_fiat
+from portal.payments.rules.operation_list import MIRROR_FILTERS, MIRROR_SORTS
+from portal.payments.rules.operation_money import State
+from portal.payments.rules.state_words import STATE_WORDS
 from portal.web.fields import AmountField, strip
 from portal.web.filters import (
     CURRENCY_PATTERN,
@@ -46,6 +49,15 @@ CATEGORIES = [
 
 
 NEW_STATUS = next(code for code, text in OPERATION_STATUSES.items() if text == "new")
+STATE_CHOICES = [
+    SelectChoice("", "Any"),
+    *(SelectChoice(state.value, STATE_WORDS[state]) for state in State),
+]
+# The mirror keeps amounts as exact text: it can tell states, not amounts apart.
+NOT_FROM_THE_MIRROR = (
+    "A state is read from the last sync, which cannot answer this filter: clear it, or "
+    "choose any state."
+)
 RECEIVED_CHOICES = [
     SelectChoice("", "Any"),
     SelectChoice("received", "Partly paid or overpaid (new, money received)"),
@@ -88,10 +100,25 @@ class OperationFilters(ListFilters):
     )
     address = StringField("Address", validators=[Optional(), Length(max=255)])
     received = SelectField("Payment", choices=RECEIVED_CHOICES, default="")
+    # The API knows no states: a state is answered from the mirror (`operation_pages`).
+    state = SelectField("State", choices=STATE_CHOICES, default="")
 
     def validate(self, extra_validators: Mapping | None = None) -> bool:
-        """The fields' checks, then: "money received" is about `new` operations only."""
+        """The fields' checks, then: "money received" is about `new` operations only, and with
+        a state only the filters and sorts the mirror answers."""
         valid = super().validate(extra_validators)
+        if self.state.data and valid:
+            unanswered = [
+                field
+                for field in self
+                if field.name not in MIRROR_FILTERS and field.data not in (None, "", [])
+            ]
+            if self.sort.data and self.sort.data not in MIRROR_SORTS:
+                unanswered.append(self.sort)
+            for field in unanswered:
+                field.errors = [NOT_FROM_THE_MIRROR]
+            if unanswered:
+                return False
         if self.received.data and self.status.data and NEW_STATUS not in self.status.data:
             self.received.errors = [
                 "Money received but not confirmed is an operation still new: tick New, or no "

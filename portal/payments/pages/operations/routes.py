@@ -7,6 +7,7 @@ place; without JavaScript the browser is redirected to it (Post/Redirect/Get).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache, partial
 from typing import Any
 
@@ -17,7 +18,6 @@ from werkzeug.wrappers import Response
 from wtforms import Field
 
 from portal.api import (
-    OPERATION_LIST,
     ApiFailure,
     ApiRefusal,
     ErrorCode,
@@ -40,6 +40,7 @@ from portal.payments.pages.operations.forms import (
 from portal.payments.pages.public_urls import checkout_url
 from portal.payments.pages.timeline_words import lines
 from portal.payments.rules.checkout_links import created_with_link, reserve_link
+from portal.payments.rules.operation_list import operation_pages, stated_operation_pages
 from portal.payments.rules.operation_money import can_change, money_of
 from portal.payments.rules.rates import currencies_of
 from portal.payments.rules.timeline import timeline
@@ -74,9 +75,13 @@ PAID_ONES_WARNING = (
 )
 OPERATIONS = ApiList(
     OperationFilters,
-    lambda api: partial(api.fetch_page, OPERATION_LIST),
+    lambda api: partial(operation_pages, api, current_user.merchant),
     "operations/index.html",
     "operations/_results.html",
+)
+# The operations export: each operation with its state, as the list's badge says it.
+STATED_OPERATIONS = replace(
+    OPERATIONS, fetch=lambda api: partial(stated_operation_pages, api, current_user.merchant)
 )
 OPERATION = IdempotentForm(
     IntentKind.OPERATION,
@@ -102,7 +107,7 @@ def export_csv() -> Response:
         return csv_download(
             OPERATIONS, "transactions-of-operations", TRANSACTION_COLUMNS, operation_transactions
         )
-    return csv_download(OPERATIONS, "operations", OPERATION_COLUMNS)
+    return csv_download(STATED_OPERATIONS, "operations", OPERATION_COLUMNS)
 
 
 def _operation_or_404(operation_id: str) -> Operation:

@@ -1,0 +1,123 @@
+"""The money of the mirror's operations, read again: each row's state and difference from its
+record and the transactions the mirror holds for it (`operation_money`).
+
+The mirror's sync does it for the operations each page touched (`portal.live.rules.mirror`,
+which also writes the events of a state newly reached); `restate` does it for all of a
+merchant's operations when the merchant's payment tolerance changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from decimal import Decimal
+
+import sqlalchemy as sa
+
+from portal.api import Operation, Transaction
+from portal.api.records import parse_record
+from portal.api.wire import MalformedAnswer
+from portal.extensions import db
+from portal.identity.models import Merchant
+from portal.payments.models import MirroredOperation, MirroredTransaction
+from portal.payments.rules.operation_money import ENDED_STATUSES, OperationMoney, operation_money
+
+# The mirror's transaction columns copied from the API record of the same name.
+TRANSACTION_COLUMNS = (
+    "operation_id",
+    "tx_id",
+    "amount",
+    "status",
+    "linked",
+    "reject_reason",
+    "created_at",
+    "updated_at",
+)
+# Operations looked up with one query (SQLite allows 999 parameters per statement), and read
+# again at once by `restate`.
+LOOKUP_CHUNK = 500
+# The largest payment tolerance a merchant may set, in percent of the due.
+MAX_TOLERANCE = Decimal(10)
+
+
+def mirrored_operations(
+    merchant_id: int, rows: Sequence[MirroredOperation]
+) -> dict[str, Operation]:
+    """Each row's operation as the API last wrote it, with the transactions the mirror holds for
+    it now (a transaction can change without its operation's record), by id; a row whose record
+    this portal cannot read is left out (kept as the API wrote it, there is no money to read)."""
+    transactions: dict[str | None, list[Transaction]] = {}
+    ids = [row.operation_id for row in rows]
+    for start in range(0, len(ids), LOOKUP_CHUNK):
+        for mirrored in db.session.scalars(
+            sa.select(MirroredTransaction).where(
+                MirroredTransaction.merchant_id == merchant_id,
+                MirroredTransaction.operation_id.in_(ids[start : start + LOOKUP_CHUNK]),
+            )
+        ):
+            transactions.setdefault(mirrored.operation_id, []).append(
+                Transaction(
+                    **{name: getattr(mirrored, name) for name in TRANSACTION_COLUMNS},
+                    id=mirrored.transaction_id,
+                )
+            )
+    operations = {}
+    for row in rows:
+        try:
+            operation = parse_record(Operation, row.record)
+        except MalformedAnswer:
+            continue
+        operations[row.operation_id] = replace(
+            operation, transactions=tuple(transactions.get(row.operation_id, ()))
+        )
+    return operations
+
+
+def restate_row(
+    row: MirroredOperation, operation: Operation, tolerance_percent: Decimal
+) -> OperationMoney:
+    """Set the row's state and difference from `operation` (`mirrored_operations`); an ended
+    status is remembered, since money linked after it is late whatever the API says next."""
+    if row.status in ENDED_STATUSES:
+        row.ended_status = row.status
+    money = operation_money(operation, tolerance_percent, ended_before=row.ended_status is not None)
+    row.state, row.difference = money.state, money.difference
+    return money
+
+
+def restate(merchant: Merchant) -> int:
+    """Read again the state of every operation the mirror holds for `merchant`, with its payment
+    tolerance as it is now; how many operations changed state. A batch of rows at a time, each
+    flushed; the caller commits. The changes are no events: nothing happened to the money."""
+    changed = 0
+    after = 0
+    while True:
+        rows = list(
+            db.session.scalars(
+                sa.select(MirroredOperation)
+                .where(MirroredOperation.merchant_id == merchant.id, MirroredOperation.id > after)
+                .order_by(MirroredOperation.id)
+                .limit(LOOKUP_CHUNK)
+            )
+        )
+        if not rows:
+            return changed
+        operations = mirrored_operations(merchant.id, rows)
+        for row in rows:
+            operation = operations.get(row.operation_id)
+            if operation is None:
+                continue
+            known = row.state
+            money = restate_row(row, operation, merchant.payment_tolerance_percent)
+            changed += money.state != known
+        db.session.flush()
+        after = rows[-1].id
+
+
+def set_tolerance(merchant: Merchant, percent: Decimal) -> int:
+    """Save the merchant's payment tolerance and read the states of its mirrored operations
+    again with it (`restate`); how many operations changed state."""
+    merchant.payment_tolerance_percent = percent
+    changed = restate(merchant)
+    db.session.commit()
+    return changed

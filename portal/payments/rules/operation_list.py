@@ -1,0 +1,187 @@
+"""The operations list: the API's, or by state the mirror's, and each operation with its state
+for the exports.
+
+The API cannot filter operations by their state (what the money amounts to is this portal's
+reading, `operation_money`). The mirror keeps each operation's state as of its last sync
+(`MirroredOperation.state`, under the merchant's current connection: connecting elsewhere
+empties the mirror), so a list by state reads the mirror's rows, with those of the list's
+other filters and sorts its columns can answer (`MIRROR_FILTERS`, `MIRROR_SORTS`), and says
+when that sync was (`MirrorPage.as_of`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from functools import partial
+from typing import Any
+
+import sqlalchemy as sa
+
+from portal.api import OPERATION_LIST, OPERATION_STATUSES, MerchantApiClient, Operation, Page
+from portal.api.paging import PageReader
+from portal.extensions import db
+from portal.identity.models import Merchant
+from portal.payments.models import MirroredOperation
+from portal.payments.rules.mirror_money import mirrored_operations
+from portal.payments.rules.operation_money import State, moneys_of
+from portal.payments.rules.state_words import state_words
+
+# The list's sorts the mirror's columns answer; amounts are kept as exact text, which a
+# database does not sort as numbers, and ids are the API's strings.
+MIRROR_SORTS: dict[str, Any] = {
+    "created": MirroredOperation.created_at,
+    "updated": MirroredOperation.updated_at,
+    "category": MirroredOperation.category,
+    "order_id": MirroredOperation.order_id,
+    "currency": MirroredOperation.currency,
+    "currency_paid": MirroredOperation.currency_paid,
+}
+# The list's filters the mirror answers besides the state (the others are about amounts).
+MIRROR_FILTERS = frozenset(
+    {
+        "state",
+        "id",
+        "order_id",
+        "category",
+        "status",
+        "currency",
+        "currency_paid",
+        "address",
+        "created_from",
+        "created_to",
+        "sort",
+        "sort_type",
+        "page",
+        "per_page",
+    }
+)
+
+
+@dataclass(frozen=True)
+class MirrorPage(Page[Operation]):
+    """A page of operations read from the mirror, `as_of` its last sync (None: none yet)."""
+
+    as_of: datetime | None = None
+
+
+@dataclass(frozen=True)
+class StatedOperation(Operation):
+    """An operation with its state in words, as the list's badge says it (for the exports)."""
+
+    state: str = ""
+
+
+def operation_pages(
+    api: MerchantApiClient, merchant: Merchant, **filters: Any
+) -> PageReader[Operation]:
+    """Ask for a page of the merchant's operations: by `state` from the mirror, otherwise from
+    the API. The mirror is read when the page is (on the thread that uses it)."""
+    state = filters.pop("state", None)
+    if not state:
+        return api.fetch_page(OPERATION_LIST, **filters)
+    return partial(mirror_page, merchant, State(state), **filters)
+
+
+def stated_operation_pages(
+    api: MerchantApiClient, merchant: Merchant, **filters: Any
+) -> PageReader[StatedOperation]:
+    """`operation_pages`, each operation with its state (one query to the mirror a page)."""
+    read = operation_pages(api, merchant, **filters)
+
+    def stated() -> Page[StatedOperation]:
+        page = read()
+        moneys = moneys_of(merchant, page.items)
+        items = tuple(
+            StatedOperation(
+                **vars(operation),
+                state=state_words(moneys[operation.id].state, operation.status),
+            )
+            for operation in page.items
+        )
+        return Page(
+            items, page.total, page.current_page, page.last_page, page.per_page, page.from_, page.to
+        )
+
+    return stated
+
+
+def mirror_page(
+    merchant: Merchant,
+    state: State,
+    *,
+    page: int = 1,
+    per_page: int = 50,
+    sort: str | None = None,
+    sort_type: str | None = None,
+    **filters: Any,
+) -> MirrorPage:
+    """A page of the merchant's mirrored operations in `state` that match `filters` (those
+    of `MIRROR_FILTERS`), sorted as the API sorts (newest first unless asked otherwise, ties
+    by the order the mirror first saw them)."""
+    query = sa.select(MirroredOperation).where(
+        MirroredOperation.merchant_id == merchant.id,
+        MirroredOperation.state == state.value,
+        *_conditions(**filters),
+    )
+    total = db.session.scalar(sa.select(sa.func.count()).select_from(query.subquery())) or 0
+    column = MIRROR_SORTS[sort] if sort else MirroredOperation.created_at
+    descending = sort_type == "desc" if sort else sort_type != "asc"
+    order = (
+        (column.desc(), MirroredOperation.id.desc())
+        if descending
+        else (column, MirroredOperation.id)
+    )
+    offset = (page - 1) * per_page
+    rows = list(db.session.scalars(query.order_by(*order).offset(offset).limit(per_page)))
+    operations = mirrored_operations(merchant.id, rows)
+    items = tuple(operations[row.operation_id] for row in rows if row.operation_id in operations)
+    return MirrorPage(
+        items,
+        total,
+        page,
+        max(1, -(-total // per_page)),
+        per_page,
+        offset + 1 if items else None,
+        offset + len(items) if items else None,
+        as_of=merchant.last_synced_at,
+    )
+
+
+def _conditions(
+    *,
+    id: list[str] | None = None,
+    order_id: list[str] | None = None,
+    category: str | None = None,
+    status: list[int] | None = None,
+    currency: list[str] | None = None,
+    currency_paid: list[str] | None = None,
+    address: str | None = None,
+    created_from: date | None = None,
+    created_to: date | None = None,
+) -> list[sa.ColumnElement[bool]]:
+    """The filters as the API reads them: lists match any of their values, an address and a
+    category exactly, dates are whole days in UTC."""
+    conditions: list[sa.ColumnElement[bool]] = []
+    for column, values in (
+        (MirroredOperation.operation_id, id),
+        (MirroredOperation.order_id, order_id),
+        (MirroredOperation.currency, currency),
+        (MirroredOperation.currency_paid, currency_paid),
+        (MirroredOperation.status, [OPERATION_STATUSES[code] for code in status or ()]),
+    ):
+        if values:
+            conditions.append(column.in_(values))
+    if category:
+        conditions.append(MirroredOperation.category == category)
+    if address:
+        conditions.append(MirroredOperation.address == address)
+    if created_from:
+        conditions.append(MirroredOperation.created_at >= _midnight(created_from))
+    if created_to and created_to < date.max:
+        conditions.append(MirroredOperation.created_at < _midnight(created_to + timedelta(days=1)))
+    return conditions
+
+
+def _midnight(day: date) -> datetime:
+    return datetime.combine(day, time.min, UTC)
