@@ -58,7 +58,7 @@ def sentence(entry: Entry) -> str:
         case EventType.OPERATION_CREATED:
             return f"Operation created for {amount}." if amount else "Operation created."
         case EventType.OPERATION_STATUS_CHANGED:
-            return f"Status changed to {state_words(entry.status)}."
+            return f"Status changed to {state_words(None, entry.status)}."
     return f"{entry.type}."
 
 
