@@ -104,7 +104,8 @@ def test_below_the_due_the_shortfall_must_be_accepted_for_its_figure(app, operat
         assert refused.status_code == 422
         assert "Tick the box to confirm" in refused.text
         assert "Yes, accept an underpayment of 0.4 BTC" in confirmation(refused.text)
-    assert api.get_transaction(chosen).linked is False  # nothing was sent
+    assert sandbox.requests_received("PUT", f"/operations/{operation.id}/link-transactions") == 0
+    assert api.get_transaction(chosen).linked is False
     assert api.get_operation(operation.id).status == "new"
     refusals = audit_events(app, "transactions.link")[-4:]
     assert {(event.outcome, event.parameters["underpayment"]) for event in refusals} == {
@@ -145,16 +146,18 @@ def test_a_shortfall_within_the_tolerance_needs_no_acceptance(app, operator, api
         merchant = db.session.get(Merchant, merchant_id(app))
         merchant.payment_tolerance_percent = Decimal(2)  # 0.01 BTC of 0.5
         db.session.commit()
+    url = f"/operations/{operation.id}/link-transactions"
     try:
-        done = operator.post(
-            f"/operations/{operation.id}/link-transactions",
-            data={"transaction_id": [chosen], "confirm": "1"},
-            headers=HTMX,
-        )
+        asked = operator.post(url, data={"transaction_id": [chosen]}, headers=HTMX)
+        done = operator.post(url, data={"transaction_id": [chosen], "confirm": "1"}, headers=HTMX)
     finally:
         with app.app_context():
             db.session.get(Merchant, merchant_id(app)).payment_tolerance_percent = Decimal(0)
             db.session.commit()
+    shown = confirmation(asked.text)
+    assert fact(shown, "Difference") == "None"
+    assert fact(shown, "State after linking") == "Paid"
+    assert "accept an underpayment" not in shown
     assert "1 transaction linked to the operation." in done.text
 
 
