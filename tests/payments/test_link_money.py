@@ -13,7 +13,7 @@ import pytest
 from portal.api import MerchantApiClient
 from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
-from tests.support.mirror import merchant_id
+from tests.support.mirror import merchant_id, mirror_operations
 from tests.support.portal_app import email
 
 
@@ -189,3 +189,28 @@ def test_each_decision_is_remembered_as_handled_with_the_status_it_met(app, oper
         (rejected.id, to_reject, "handled"),
         (canceled.id, None, "handled"),
     } <= marks
+
+
+def test_money_linked_to_an_ended_operation_is_late(app, operator, api, sandbox):
+    """Linking after the operation expired confirms it late, even when the mirror never saw
+    it expired: the decision tells the mirror what status it met."""
+    from portal.extensions import db
+    from portal.payments.models import MirroredOperation
+
+    operation = new_operation(api, "0.1")
+    mirror_operations(app, [operation])  # the mirror saw it new, never expired
+    sandbox.control("POST", f"operations/{operation.id}/expire")
+    late = pay(sandbox, operation.id, "0.1")
+    url = f"/operations/{operation.id}/link-transactions"
+    asked = operator.post(url, data={"transaction_id": [late]}, headers=HTMX)
+    assert fact(confirmation(asked.text), "State after linking") == "Paid late"
+    done = operator.post(url, data={"transaction_id": [late], "confirm": "1"}, headers=HTMX)
+    assert "1 transaction linked to the operation." in done.text
+    with app.app_context():
+        ended = db.session.scalar(
+            db.select(MirroredOperation.ended_status).where(
+                MirroredOperation.operation_id == operation.id
+            )
+        )
+    assert ended == "expired"
+    assert ">Paid late</span>" in done.text
