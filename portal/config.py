@@ -37,6 +37,9 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         SIGN_IN_LIMIT_PER_ADDRESS="20 per 15 minutes",
         CHECKOUT_LIMIT_PER_ADDRESS="120 per minute",
         CHECKOUT_LINK_DAYS=30,
+        # How long an operation stays payable: the API gives no expiry, the operation page shows
+        # one assumed from this (the sandbox's own lifetime).
+        OPERATION_TTL_MINUTES=60,
         # werkzeug's default; the tests set a cheap one.
         PASSWORD_HASH_METHOD="scrypt",  # noqa: S106 (a method, not a password)
         SESSION_LIFETIME_HOURS=12,

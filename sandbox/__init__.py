@@ -5,9 +5,10 @@ Its own Flask application with its own SQLite database; it never imports the por
 
 from __future__ import annotations
 
+from collections import deque
 from pathlib import Path
 
-from flask import Flask, Response, request
+from flask import Flask, Response, current_app, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
 
@@ -17,6 +18,8 @@ from .faults import VERSIONED_PATH, FaultInjector
 from .seed import seed as seed_database
 
 OPENAPI_DOCUMENT = Path(__file__).with_name("openapi.json")
+# The API requests the sandbox remembers (`GET /_control/requests`), the newest ones.
+REQUEST_LOG_SIZE = 1000
 
 
 def create_app(
@@ -46,6 +49,8 @@ def create_app(
     app.register_blueprint(payment_page.bp)
     app.teardown_appcontext(db.close)
     app.before_request(_refuse_other_versions)
+    app.extensions["request_log"] = deque(maxlen=REQUEST_LOG_SIZE)
+    app.before_request(_log_api_request)
     app.register_error_handler(ApiError, lambda error: error.response())
     app.register_error_handler(HTTPException, _http_error)
     app.add_url_rule("/openapi.json", "openapi", _openapi_document)
@@ -71,6 +76,14 @@ def _refuse_other_versions() -> None:
     match = VERSIONED_PATH.match(request.path)
     if match and match.group(1) != "1":
         raise ApiError(1)
+
+
+def _log_api_request() -> None:
+    """Remember each API request that reached the sandbox: a test can tell that nothing was
+    sent (no PUT), which the records alone cannot always show."""
+    if VERSIONED_PATH.match(request.path):
+        log = current_app.extensions["request_log"]
+        log.append({"method": request.method, "path": request.path})
 
 
 def _is_api_request() -> bool:

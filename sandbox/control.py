@@ -47,6 +47,18 @@ def authenticate() -> None:
     payments.expire_due()
 
 
+@bp.get("/requests")
+def show_requests():
+    """The API requests received, oldest first (the newest `REQUEST_LOG_SIZE`)."""
+    return {"data": list(current_app.extensions["request_log"])}
+
+
+@bp.delete("/requests")
+def forget_requests():
+    current_app.extensions["request_log"].clear()
+    return "", 204
+
+
 @bp.post("/operations/<operation_id>/transactions")
 def receive_transaction(operation_id: str):
     operation = records.find("operations", operation_id, OPERATION_NOT_FOUND)

@@ -100,7 +100,7 @@ def _form(hostile, visitor: str, url: str, data: dict) -> Case:
 
 def _operation_with_transaction(hostile) -> tuple[str, str]:
     operation = hostile.api.create_operation("0.5", "BTC", "csrf-order")
-    body = {"amount": "0.1", "status": "undefined"}
+    body = {"amount": "0.5", "status": "undefined"}  # the whole due: a link needs no more
     answer = hostile.sandbox.control("POST", f"operations/{operation.id}/transactions", body)
     return operation.id, answer.json()["data"]["id"]
 

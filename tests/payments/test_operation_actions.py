@@ -38,6 +38,10 @@ def operator(app):
     return signed_in(app, email("operator"))
 
 
+# Linking one 0.1 BTC transaction of a 0.5 BTC operation confirms it 0.4 BTC short: accepted.
+ACCEPTED = {"accept_underpayment": "y", "underpayment": "0.4"}
+
+
 def new_operation(api, sandbox, transactions: int = 0):
     operation = api.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")
     ids = []
@@ -172,7 +176,8 @@ def test_link_asks_first_then_links(operator, api, sandbox):
     assert "Link 2 transactions?" in html
     assert {t.status for t in api.get_operation(operation.id).transactions} == {"undefined"}
 
-    done = operator.post(url, data={"transaction_id": [first], "confirm": "1"}, headers=HTMX)
+    linking = {"transaction_id": [first], "confirm": "1", **ACCEPTED}
+    done = operator.post(url, data=linking, headers=HTMX)
     assert "1 transaction linked to the operation." in done.get_data(as_text=True)
     linked = {t.id: t for t in api.get_operation(operation.id).transactions}
     assert linked[first].linked and linked[first].status == "confirmed"
@@ -194,7 +199,8 @@ def test_after_an_action_no_box_stays_ticked(operator, api, sandbox):
     url = f"/operations/{operation.id}/link-transactions"
     asked = operator.post(url, data={"transaction_id": [first, second]}, headers=HTMX)
     assert sorted(ticked(asked.text)) == sorted([first, second])  # the choice being confirmed
-    done = operator.post(url, data={"transaction_id": [first], "confirm": "1"}, headers=HTMX)
+    linking = {"transaction_id": [first], "confirm": "1", **ACCEPTED}
+    done = operator.post(url, data=linking, headers=HTMX)
     assert "1 transaction linked to the operation." in done.text
     assert ticked(done.text) == []
 
@@ -230,7 +236,8 @@ def test_the_confirmation_lists_each_transaction_with_its_amount_and_status(oper
 def test_rejecting_a_linked_transaction_needs_its_own_confirmation(operator, api, sandbox):
     operation, (first,) = new_operation(api, sandbox, transactions=1)
     base = f"/operations/{operation.id}"
-    operator.post(f"{base}/link-transactions", data={"transaction_id": [first], "confirm": "1"})
+    linking = {"transaction_id": [first], "confirm": "1", **ACCEPTED}
+    operator.post(f"{base}/link-transactions", data=linking)
     assert api.get_operation(operation.id).status == "confirmed"
 
     data = {"transaction_id": [first], "reason": "Linked by mistake"}
@@ -291,7 +298,7 @@ def test_a_refusal_that_names_no_field_is_said_on_the_page(operator, api, sandbo
     monkeypatch.setattr(MerchantApiClient, "link_transactions", refuse)
     response = operator.post(
         f"/operations/{operation.id}/link-transactions",
-        data={"transaction_id": [first], "confirm": "1"},
+        data={"transaction_id": [first], "confirm": "1", **ACCEPTED},
         headers=HTMX,
     )
     assert response.status_code == 422
@@ -383,7 +390,8 @@ def test_invalid_filters_never_reach_the_api(tmp_path, sandbox):
 def test_every_action_on_operations_is_in_the_audit_log(app, operator, api, sandbox):
     operation, (first, second) = new_operation(api, sandbox, transactions=2)
     base = f"/operations/{operation.id}"
-    operator.post(f"{base}/link-transactions", data={"transaction_id": [first], "confirm": "1"})
+    linking = {"transaction_id": [first], "confirm": "1", **ACCEPTED}
+    operator.post(f"{base}/link-transactions", data=linking)
     operator.post(
         f"{base}/reject-transactions",
         data={"transaction_id": [second], "reason": "Duplicate", "confirm": "1"},
@@ -409,7 +417,11 @@ def test_every_action_on_operations_is_in_the_audit_log(app, operator, api, sand
         ("operation.create", "success", None),
     ]
     assert all(event.user_email == email("operator") for event in events)
-    assert events[0].parameters == {"operation_id": operation.id, "transaction_ids": first}
+    assert events[0].parameters == {
+        "operation_id": operation.id,
+        "transaction_ids": first,
+        "underpayment_accepted": "0.40000000 BTC",
+    }
     assert events[1].parameters["reason"] == "Duplicate"
     assert events[3].parameters["operation_id"] == new_id
     assert events[3].parameters["amount"] == "3"

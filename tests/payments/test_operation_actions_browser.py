@@ -1,4 +1,5 @@
-"""Create an operation and hand out its link; link, reject and cancel; what accountants see."""
+"""Create an operation and hand out its link; its money; link, reject and cancel, each
+confirmation showing the money and taking the focus; what accountants see."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from playwright.sync_api import Page, expect
 
 from portal.api import MerchantApiClient
 from portal.payments.pages.operations.routes import POLL_SECONDS as OPERATION_POLL_SECONDS
-from portal.payments.pages.progress_badges import LIST_POLL_SECONDS
+from portal.payments.pages.state_badges import LIST_POLL_SECONDS
 from tests.support.browser import assert_accessible, next_poll, sign_in_as
 from tests.support.portal_server import PortalServer
 
@@ -72,16 +73,45 @@ def test_link_selected_after_confirmation(
     page.goto(f"/operations/{operation.id}")
     page.get_by_role("checkbox", name=f"Select transaction {first}").check()
     page.get_by_role("button", name="Link selected").click()
-    expect(page.get_by_role("heading", name="Link 1 transaction?")).to_be_visible()
+    heading = page.get_by_role("heading", name="Link 1 transaction?")
+    expect(heading).to_be_focused()  # the confirmation takes the focus, in view
+    expect(heading).to_be_in_viewport()
+    confirmation = page.locator("section.confirm")
+    expect(confirmation.locator("dt:text-is('Due') + dd")).to_have_text("0.02 BTC")
+    expect(confirmation.locator("dt:text-is('Received after linking') + dd")).to_contain_text(
+        "0.01 BTC"
+    )
+    expect(confirmation.locator("dt:text-is('Difference') + dd")).to_have_text(
+        "0.01 BTC short of the due (shortfall)"
+    )
     assert api.get_transaction(first).linked is False
     assert_accessible(page)
+
+    with page.expect_response(re.compile(r"/link-transactions$")) as refused:
+        page.get_by_role("button", name="Confirm link").click()
+    assert refused.value.status == 422
+    expect(page.get_by_text("Tick the box to confirm")).to_be_visible()
+    link_path = f"/operations/{operation.id}/link-transactions"
+    assert portal.sandbox.requests_received("PUT", link_path) == 0  # nothing was sent
+    assert api.get_transaction(first).linked is False
+
+    page.get_by_label("Yes, accept an underpayment of 0.01 BTC").check()
     page.get_by_role("button", name="Confirm link").click()
     expect(page.get_by_role("status")).to_have_text("1 transaction linked to the operation.")
-    expect(page.locator("dt:text-is('Status') + dd")).to_have_text("Confirmed")
+    expect(page.locator("dt:text-is('State') + dd")).to_have_text("Underpaid")
+    assert portal.sandbox.requests_received("PUT", link_path) == 1
     row = page.get_by_role("row").filter(has=page.get_by_role("link", name=first, exact=True))
     expect(row).to_contain_text("Yes")
     assert api.get_transaction(first).linked is True
     assert api.get_transaction(second).linked is False
+    audit = portal.signed_in_session("owner@acme.test").get(
+        f"{portal.url}/audit/export.csv", params={"action": "transactions.link"}
+    )
+    about = f"operation_id: {operation.id};"
+    accepted_line, refused_line = [line for line in audit.text.splitlines() if about in line]
+    assert ",Refused," in refused_line  # the newest first
+    assert ",Success," in accepted_line
+    assert "underpayment_accepted" in accepted_line and "0.01000000 BTC" in accepted_line
 
 
 def test_reject_selected_with_a_reason(
@@ -117,7 +147,7 @@ def test_cancel_operation_after_confirmation(
     page.get_by_role("button", name="Cancel operation").click()
     page.get_by_role("button", name="Confirm cancellation").click()
     expect(page.get_by_role("status")).to_have_text("The operation was canceled.")
-    expect(page.locator("dt:text-is('Status') + dd")).to_have_text("Canceled")
+    expect(page.locator("dt:text-is('State') + dd")).to_have_text("Canceled")
     expect(page.get_by_role("button", name="Cancel operation")).to_have_count(0)
     expect(page.get_by_role("heading", name="Payment link")).to_have_count(0)
 
@@ -133,7 +163,7 @@ def test_a_refused_cancellation_is_explained(
     portal.sandbox.control("POST", f"operations/{operation.id}/expire")
     page.get_by_role("button", name="Confirm cancellation").click()
     expect(page.get_by_role("alert")).to_contain_text("error 8")
-    expect(page.locator("dt:text-is('Status') + dd")).to_have_text("Expired")
+    expect(page.locator("dt:text-is('State') + dd")).to_have_text("Expired")
 
 
 def test_accountants_see_no_controls_and_are_refused(
@@ -177,6 +207,7 @@ def test_after_link_selected_no_box_stays_ticked(
     expect(confirmation.get_by_role("row")).to_have_count(2)  # the header and the one chosen
     expect(confirmation.get_by_role("row").nth(1)).to_contain_text("0.01 BTC")
     expect(confirmation.get_by_role("row").nth(1)).to_contain_text("Undefined")
+    page.get_by_label("Yes, accept an underpayment of 0.01 BTC").check()
     page.get_by_role("button", name="Confirm link").click()
     expect(page.get_by_role("status")).to_have_text("1 transaction linked to the operation.")
     assert ticked_boxes(page) == []
@@ -208,8 +239,8 @@ def test_a_payment_that_arrives_shows_without_a_reload(
     page.clock.install()
     sign_in_as(page, "operator@acme.test")
     page.goto(f"/operations/{operation.id}")
-    status = page.locator("dt:text-is('Status') + dd")
-    expect(status).to_contain_text("New")
+    status = page.locator("dt:text-is('State') + dd")
+    expect(status).to_contain_text("Awaiting a decision")
     page.get_by_role("checkbox", name=f"Select transaction {waiting}").check()
     page.get_by_label("Reason").fill("Typed before the payment")
 
@@ -217,7 +248,7 @@ def test_a_payment_that_arrives_shows_without_a_reload(
     portal.sandbox.control("POST", f"operations/{operation.id}/transactions", body)
     next_poll(page, OPERATION_POLL_SECONDS)
     expect(status).to_contain_text("Partly paid", timeout=15_000)
-    expect(page.locator("dt:text-is('Amount paid') + dd")).to_contain_text("0.005 BTC")
+    expect(page.locator("dt:text-is('Received') + dd")).to_contain_text("0.005 BTC")
     expect(page.get_by_role("row")).to_have_count(3)  # the header, the waiting one, the payment
     # What the person had chosen and typed survived the update.
     expect(page.get_by_role("checkbox", name=f"Select transaction {waiting}")).to_be_checked()
@@ -226,7 +257,7 @@ def test_a_payment_that_arrives_shows_without_a_reload(
     body = {"amount": "0.015", "tx_id": uuid.uuid4().hex, "status": "confirmed"}
     portal.sandbox.control("POST", f"operations/{operation.id}/transactions", body)
     next_poll(page, OPERATION_POLL_SECONDS)
-    expect(status).to_have_text("Confirmed", timeout=15_000)
+    expect(status).to_have_text("Paid", timeout=15_000)
     expect(page.locator("#operation-poll")).to_have_count(0)  # a final state: no more polling
     assert_accessible(page)
 
@@ -241,7 +272,7 @@ def test_the_operations_list_shows_a_payment_without_a_reload(
     row = page.get_by_role("row").filter(
         has=page.get_by_role("link", name=operation.id, exact=True)
     )
-    expect(row).to_contain_text("New")
+    expect(row).to_contain_text("Awaiting payment")
     url, history = page.url, page.evaluate("history.length")
     body = {"amount": "0.01", "tx_id": uuid.uuid4().hex, "status": "confirmed"}
     portal.sandbox.control("POST", f"operations/{operation.id}/transactions", body)
@@ -249,3 +280,42 @@ def test_the_operations_list_shows_a_payment_without_a_reload(
     expect(row).to_contain_text("Partly paid", timeout=25_000)
     assert page.url == url
     assert page.evaluate("history.length") == history  # the updates pushed nothing to it
+
+
+def test_the_operation_page_opens_with_its_money(
+    page: Page, portal: PortalServer, api: MerchantApiClient
+) -> None:
+    """10 USDT paid in ETH: the due at the operation's rate, the money so far, the expiry the
+    portal assumes; then what arrived undecided, also in the cancel warning."""
+    operation = api.create_operation("10", "USDT", f"browser-{uuid.uuid4().hex[:8]}", "ETH")
+    sign_in_as(page, "operator@acme.test")
+    page.goto(f"/operations/{operation.id}")
+    summary = page.locator("section.money-summary")
+    due = summary.locator("dt:text-is('Due') + dd")
+    expect(due).to_contain_text("ETH")
+    expect(due).to_contain_text("at the operation's rate")
+    expect(summary.locator("dt:text-is('Received') + dd")).to_have_text("0 ETH")
+    expect(summary.locator("dt:text-is('Difference') + dd")).to_contain_text("short of the due")
+    expiry = summary.locator("dt:text-is('Expires (assumed)') + dd")
+    expect(expiry).to_contain_text(re.compile(r"(59|60) minutes left"))
+    expect(expiry).to_contain_text("the API gives no expiry")
+    figure = due.inner_text().split(" ETH")[0]
+    expect(summary.get_by_text("To pay:")).to_contain_text(f"{figure} ETH")
+    assert_accessible(page)
+
+    body = {"amount": figure, "tx_id": uuid.uuid4().hex, "status": "undefined"}
+    portal.sandbox.control("POST", f"operations/{operation.id}/transactions", body)
+    page.reload()
+    expect(summary.locator("dt:text-is('State') + dd")).to_have_text("Awaiting a decision")
+    expect(summary.locator("dt:text-is('Awaiting a decision') + dd")).to_contain_text(
+        f"{figure} ETH"
+    )
+    expect(summary.get_by_text("To pay:")).to_have_count(0)
+
+    page.get_by_role("button", name="Cancel operation").click()
+    heading = page.get_by_role("heading", name=f"Cancel operation {operation.id}?")
+    expect(heading).to_be_focused()
+    expect(heading).to_be_in_viewport()
+    expect(page.locator("section.confirm .warning")).to_contain_text(
+        f"0 ETH received and {figure} ETH awaiting a decision"
+    )

@@ -1,6 +1,6 @@
 """Money that reached a `new` operation: "Partly paid" / "Overpaid" in lists, on the operation's
-page and on the dashboard; the filter for them; the cancel warning; the parts that update
-themselves while an operation can still change."""
+page and on the dashboard; the filter for them; the cancel warning, which counts money awaiting
+a decision too; the parts that update themselves while an operation can still change."""
 
 from __future__ import annotations
 
@@ -59,10 +59,10 @@ def test_a_partly_paid_operation_reads_so_everywhere(app, operator, api, sandbox
 
     listed = operator.get("/operations?per_page=100").text
     assert status_cell(listed, partly.id) == "Partly paid"
-    assert status_cell(listed, unpaid.id) == "New"
+    assert status_cell(listed, unpaid.id) == "Awaiting payment"
     page = operator.get(f"/operations/{partly.id}").text
     assert "Partly paid" in page
-    assert "0.2 BTC" in page and "0.3 BTC left" in page
+    assert "0.2 BTC" in page and "0.3 BTC short of the due (shortfall)" in page
     dashboard = operator.get("/").text
     assert status_cell(dashboard, partly.id) == "Partly paid"
     summary = re.search(r'aria-labelledby="period-title".*?</section>', dashboard, re.S).group(0)
@@ -74,19 +74,23 @@ def test_overpaid_is_told_apart(app):
     the amount due (10 USD at 0.5: 5 USDT); the sandbox confirms it at once when paid in full,
     the API may not."""
     from portal.api.records import Operation, parse_record
-    from portal.payments.pages.progress_badges import operation_badge
+    from portal.payments.pages.state_badges import state_badge
+    from portal.payments.rules.operation_money import operation_money
 
     record = {
         "id": "1", "category": "application", "amount": "10", "fee": "0.1", "rate": "0.5",
         "currency": "USD", "currency_paid": "USDT", "status": "new", "address": "0x0",
         "created_at": "2024-05-01T12:00:00.000000Z", "updated_at": "2024-05-01T12:00:00.000000Z",
     }  # fmt: skip
-    for paid, words in (("4.99", "Partly paid"), ("5", "Paid, not confirmed yet"),
+
+    def badge(**fields) -> str:
+        money = operation_money(parse_record(Operation, {**record, **fields}))
+        return str(state_badge(money.state, money.status))
+
+    for paid, words in (("4.99", "Partly paid"), ("5", "Paid, not confirmed"),
                         ("5.01", "Overpaid")):  # fmt: skip
-        shown = operation_badge(parse_record(Operation, {**record, "amount_paid": paid}))
-        assert f">{words}</span>" in shown
-    unpaid = operation_badge(parse_record(Operation, record))
-    assert ">New</span>" in unpaid
+        assert f">{words}</span>" in badge(amount_paid=paid)
+    assert ">Awaiting payment</span>" in badge()
 
 
 def test_the_filter_finds_exactly_the_new_operations_with_money(operator, api, sandbox):
@@ -118,11 +122,32 @@ def test_cancelling_a_partly_paid_operation_warns_that_money_arrived(operator, a
     asked = operator.post(f"/operations/{partly.id}/cancel", headers=HTMX).text
     warning = re.search(r'<p class="warning" role="alert">(.*?)</p>', asked, re.S).group(1)
     assert "Money has already arrived" in warning
-    assert "0.125 BTC of 0.5 BTC due" in warning
+    assert "0.125 BTC received, of 0.5 BTC due" in warning
 
     unpaid = operation(api)
     asked = operator.post(f"/operations/{unpaid.id}/cancel", headers=HTMX).text
     assert "Money has already arrived" not in asked
+
+
+def test_money_awaiting_a_decision_shows_on_the_page_and_in_the_cancel_warning(
+    operator, api, sandbox
+):
+    """The whole due arrived `undefined`: the API counts none of it, the page and the cancel
+    confirmation say it is there, waiting for a decision."""
+    undecided = operation(api)
+    pay(sandbox, undecided.id, "0.5", status="undefined")
+    assert not api.get_operation(undecided.id).amount_paid  # the API does not count it
+
+    page = operator.get(f"/operations/{undecided.id}").text
+    summary = re.search(r'<section class="card money-summary".*?</section>', page, re.S).group(0)
+    assert ">Awaiting a decision</span>" in summary
+    assert re.search(r"<dt>Awaiting a decision</dt><dd>0.5 BTC", summary)
+    assert "Not paid yet" not in page
+
+    asked = operator.post(f"/operations/{undecided.id}/cancel", headers=HTMX).text
+    warning = re.search(r'<p class="warning" role="alert">(.*?)</p>', asked, re.S).group(1)
+    assert "Money has already arrived" in warning
+    assert "0 BTC received and 0.5 BTC awaiting a decision, of 0.5 BTC due" in warning
 
 
 def poller(html: str, element_id: str) -> str | None:
@@ -146,7 +171,7 @@ def test_the_operation_page_polls_until_a_final_state(operator, api, sandbox):
 
     pay(sandbox, live.id, "0.3")
     final = operator.get(f"/operations/{live.id}", headers={**HTMX, "HX-Trigger": "operation-poll"})
-    assert "Confirmed" in final.text
+    assert ">Paid</span>" in final.text
     assert 'id="operation-poll"' not in final.text  # the last answer stops the polling
     asked = operator.post(f"/operations/{operation(api).id}/cancel", headers=HTMX).text
     assert 'id="operation-poll"' not in asked  # no polling while a confirmation waits

@@ -13,24 +13,26 @@ import pytest
 from portal.live.models import Event
 from portal.live.rules.event_words import HEADLINES, describe
 from portal.live.rules.events import EventType
-from portal.payments.pages.progress_badges import state_badge
+from portal.payments.pages.state_badges import state_badge
 from portal.payments.pages.timeline_words import sentence
-from portal.payments.rules.progress import Progress
+from portal.payments.rules.operation_money import State
 from portal.payments.rules.timeline import Entry
 
 AT = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
-# Each state (API status, and the progress of a `new` operation that money reached) in the
-# words a merchant reads, and the event that tells of it.
+# Each state of an operation (what its money amounts to) in the words a merchant reads, the
+# API's status it comes with here, and the event that tells of it.
 STATES = [
-    ("new", None, "New", EventType.OPERATION_CREATED),
-    ("new", Progress.PARTLY_PAID, "Partly paid", EventType.OPERATION_PARTLY_PAID),
-    ("new", Progress.PAID, "Paid, not confirmed yet", EventType.OPERATION_PAID),
-    ("new", Progress.OVERPAID, "Overpaid", EventType.OPERATION_OVERPAID),
-    ("confirmed", None, "Confirmed", EventType.OPERATION_CONFIRMED),
-    ("expired", None, "Expired", EventType.OPERATION_EXPIRED),
-    ("canceled", None, "Canceled", EventType.OPERATION_CANCELED),
-    ("failed", None, "Failed", EventType.OPERATION_FAILED),
-    ("processed", None, "Processed", EventType.OPERATION_STATUS_CHANGED),
+    (State.AWAITING_PAYMENT, "new", "Awaiting payment", EventType.OPERATION_CREATED),
+    (State.PARTLY_PAID, "new", "Partly paid", EventType.OPERATION_PARTLY_PAID),
+    (State.PAID_UNCONFIRMED, "new", "Paid, not confirmed", EventType.OPERATION_PAID),
+    (State.OVERPAID, "new", "Overpaid", EventType.OPERATION_OVERPAID),
+    (State.UNDERPAID, "confirmed", "Underpaid", EventType.OPERATION_UNDERPAID),
+    (State.PAID_LATE, "confirmed", "Paid late", EventType.OPERATION_PAID_LATE),
+    (State.PAID, "confirmed", "Paid", EventType.OPERATION_CONFIRMED),
+    (State.EXPIRED, "expired", "Expired", EventType.OPERATION_EXPIRED),
+    (State.CANCELED, "canceled", "Canceled", EventType.OPERATION_CANCELED),
+    (State.FAILED, "failed", "Failed", EventType.OPERATION_FAILED),
+    (None, "processed", "Processed", EventType.OPERATION_STATUS_CHANGED),
 ]
 # Events that tell of a state name it first, in the timeline and in the mail's headline.
 ANNOUNCING = {event for _, _, _, event in STATES} - {
@@ -58,12 +60,11 @@ def _mail(event_type: EventType, status: str) -> tuple[str, str]:
     return describe(event, lambda path: f"https://portal.example{path}")
 
 
-@pytest.mark.parametrize(("status", "progress", "words", "event_type"), STATES)
-def test_badge_timeline_and_mail_say_a_state_in_the_same_words(status, progress, words, event_type):
-    assert _text(str(state_badge(status, progress))) == words
+@pytest.mark.parametrize(("state", "status", "words", "event_type"), STATES)
+def test_badge_timeline_and_mail_say_a_state_in_the_same_words(state, status, words, event_type):
+    assert _text(str(state_badge(state, status))) == words
 
     subject, body = _mail(event_type, status)
-    assert f"\nStatus: {words}\n" in body
 
     line = sentence(
         Entry(
@@ -76,12 +77,28 @@ def test_badge_timeline_and_mail_say_a_state_in_the_same_words(status, progress,
         )
     )
     if event_type in ANNOUNCING:
+        assert f"\nStatus: {words}\n" in body
         assert subject.startswith(f"{words} — order A-1001")
         assert body.startswith(f"{words}\n")
         assert line.startswith(words), line
         assert HEADLINES[event_type] == words
     elif event_type == EventType.OPERATION_STATUS_CHANGED:
         assert line == f"Status changed to {words}."
+
+
+def test_the_timeline_says_what_an_underpaid_or_late_operation_received():
+    underpaid = Entry(
+        type=EventType.OPERATION_UNDERPAID.value,
+        at=AT,
+        amount=Decimal("0.2"),
+        currency="BTC",
+        due=Decimal("0.5"),
+    )
+    assert sentence(underpaid) == "Underpaid: 0.2 BTC received, 0.5 BTC due."
+    late = Entry(
+        type=EventType.OPERATION_PAID_LATE.value, at=AT, amount=Decimal("0.5"), currency="BTC"
+    )
+    assert sentence(late) == "Paid late: 0.5 BTC received after the operation ended."
 
 
 def test_a_state_without_its_amounts_is_said_in_its_words_alone():

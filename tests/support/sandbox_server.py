@@ -70,6 +70,11 @@ class SandboxServer:
         response.raise_for_status()
         return response.json()["meta"]["total"]
 
+    def requests_received(self, method: str, path_end: str) -> int:
+        """How many API requests of `method` to a path ending in `path_end` reached the sandbox."""
+        log = self.control("GET", "requests").json()["data"]
+        return sum(1 for r in log if r["method"] == method and r["path"].endswith(path_end))
+
     def count(self, table: str) -> int:
         """How many rows the sandbox's own database holds in `table` (for records no API lists)."""
         with contextlib.closing(sqlite3.connect(self.database)) as connection:
@@ -180,6 +185,7 @@ class ReusedSandbox:
 
     def _restore(self, server: SandboxServer) -> None:
         _copy_database(self._pristine, server.database)
+        server.control("DELETE", "requests")  # ids count from 1 again: so does the log
 
     @property
     def _pristine(self) -> Path:

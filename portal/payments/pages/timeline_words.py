@@ -58,7 +58,7 @@ def sentence(entry: Entry) -> str:
         case EventType.OPERATION_CREATED:
             return f"Operation created for {amount}." if amount else "Operation created."
         case EventType.OPERATION_STATUS_CHANGED:
-            return f"Status changed to {state_words(entry.status)}."
+            return f"Status changed to {state_words(None, entry.status)}."
     return f"{entry.type}."
 
 
@@ -70,8 +70,10 @@ def _payment(entry: Entry, amount: str | None, due: str | None) -> str:
     match entry.type:
         case EventType.OPERATION_PARTLY_PAID:
             return f": {amount} of {due} due" if due else f": {amount}"
-        case EventType.OPERATION_OVERPAID:
+        case EventType.OPERATION_OVERPAID | EventType.OPERATION_UNDERPAID:
             return f": {amount} received, {due} due" if due else f": {amount}"
+        case EventType.OPERATION_PAID_LATE:
+            return f": {amount} received after the operation ended"
         case EventType.OPERATION_PAID:
             return f": {amount}"
         case EventType.OPERATION_CONFIRMED:

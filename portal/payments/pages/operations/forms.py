@@ -229,9 +229,23 @@ class TransactionsActionForm(FlaskForm):
     confirm = HiddenField()
     # Only a rejection asks for it, when a chosen transaction already pays the operation.
     paid_ones_too = BooleanField("Yes, reject transactions that already count as paid")
+    # Only a link below the due asks for it; `underpayment` is the figure the person saw.
+    accept_underpayment = BooleanField("Accept the underpayment")
+    underpayment = HiddenField()
 
     def offer(self, transaction_ids: list[str]) -> None:
         self.transaction_id.choices = [SelectChoice(tid, tid) for tid in transaction_ids]
+
+    def accepted_underpayment(self) -> Decimal | None:
+        """The shortfall the person ticked to accept, as their confirmation showed it; None
+        without the tick (or with a figure that is not one)."""
+        if not self.accept_underpayment.data:
+            return None
+        try:
+            figure = Decimal(self.underpayment.data or "")
+        except InvalidOperation:
+            return None
+        return figure if figure.is_finite() else None
 
     def validate_transaction_id(self, field: SelectMultipleField) -> None:
         if not field.data:

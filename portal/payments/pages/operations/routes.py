@@ -8,6 +8,7 @@ place; without JavaScript the browser is redirected to it (Post/Redirect/Get).
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 from functools import lru_cache, partial
 from typing import Any
 
@@ -26,7 +27,6 @@ from portal.api import (
     Transaction,
 )
 from portal.identity.models import Role
-from portal.identity.rules import audit
 from portal.money.models import IntentKind
 from portal.money.rules.currencies import CURRENCY_CODES
 from portal.payments.pages.operations import bp
@@ -39,9 +39,12 @@ from portal.payments.pages.operations.forms import (
 )
 from portal.payments.pages.public_urls import checkout_url
 from portal.payments.pages.timeline_words import lines
+from portal.payments.rules import operation_actions
 from portal.payments.rules.checkout_links import created_with_link, reserve_link
+from portal.payments.rules.expiry import assumed_expiry
+from portal.payments.rules.operation_actions import UnderpaymentNotAccepted, link_preview
 from portal.payments.rules.operation_list import operation_pages, stated_operation_pages
-from portal.payments.rules.operation_money import can_change, money_of
+from portal.payments.rules.operation_money import WITHDRAWAL_CATEGORIES, can_change, money_of
 from portal.payments.rules.rates import currencies_of
 from portal.payments.rules.timeline import timeline
 from portal.reports.rules.csv_rows import (
@@ -69,6 +72,10 @@ PAGE, FRAGMENT = "operations/detail.html", "operations/_operation.html"
 # The element of the operation page that asks for the operation again while it can change.
 POLLER = "operation-poll"
 POLL_SECONDS = 5
+UNDERPAYMENT_WARNING = (
+    "Tick the box to confirm: the linked transactions pay less than is due, and the operation "
+    "would be confirmed for less."
+)
 PAID_ONES_WARNING = (
     "Tick the box to confirm: these transactions already count as paid, and the operation "
     "loses what they paid."
@@ -141,6 +148,10 @@ def _show(operation: Operation, status: int = 200, **context: object) -> Respons
         status,
         operation=operation,
         money=money_of(current_user.merchant, operation),
+        paying=operation.category not in WITHDRAWAL_CATEGORIES,
+        expiry=assumed_expiry(
+            operation, current_app.config["OPERATION_TTL_MINUTES"], datetime.now(UTC)
+        ),
         poll_seconds=POLL_SECONDS if live else None,
         poller=POLLER,
         polled=polled_by(POLLER),
@@ -229,6 +240,12 @@ def _create_once(api: MerchantApiClient, form: NewOperationForm) -> Operation:
     return send(OPERATION, form.intent.data, asked, create)
 
 
+def _chosen(operation: Operation, form: TransactionsActionForm) -> list[Transaction]:
+    """The transactions ticked in `form` (validated against those of the operation)."""
+    ids = form.transaction_id.data
+    return [transaction for transaction in operation.transactions if transaction.id in ids]
+
+
 def _transactions_action(
     operation_id: str, form_class: type[TransactionsActionForm], action: str
 ) -> Response:
@@ -239,9 +256,11 @@ def _transactions_action(
     if not form.validate_on_submit():
         return _show(operation, 422, action_form=form)
     ids = form.transaction_id.data
-    chosen = [transaction for transaction in operation.transactions if transaction.id in ids]
-    paid_ones = [transaction for transaction in chosen if _pays(transaction)]
+    chosen = _chosen(operation, form)
     asking: dict[str, Any] = {"action_form": form, "confirming": action, "chosen": chosen}
+    if action == "link":
+        asking["preview"] = link_preview(current_user.merchant, operation, ids)
+    paid_ones = [transaction for transaction in chosen if _pays(transaction)]
     if action == "reject" and paid_ones:  # its own warning, and its own box to tick
         asking["paid_ones"] = paid_ones
         if form.confirm.data and not form.paid_ones_too.data:
@@ -250,19 +269,29 @@ def _transactions_action(
     if not form.confirm.data:
         return _show(operation, **asking)
     api = current_api()
-    parameters = {"operation_id": operation_id, "transaction_ids": ids}
     try:
         if action == "link":
-            with audit.recorded("transactions.link", parameters):
-                api.link_transactions(operation_id, ids)
+            operation_actions.link(
+                api,
+                current_user.merchant,
+                current_user.id,
+                operation,
+                ids,
+                form.accepted_underpayment(),
+            )
         else:
-            with audit.recorded("transactions.reject", {**parameters, "reason": form.reason.data}):
-                api.reject_transactions(operation_id, ids, form.reason.data)
+            operation_actions.reject(
+                api, current_user.merchant_id, current_user.id, operation, ids, form.reason.data
+            )
+    except UnderpaymentNotAccepted as refused:
+        asking["preview"] = refused.preview
+        form.accept_underpayment.errors = [UNDERPAYMENT_WARNING]
+        return _show(operation, 422, **asking)
     except ApiFailure as failure:
-        refused = handle_api_error(failure, form, _check(operation_id))
+        refusal = handle_api_error(failure, form, _check(operation_id))
         form.transaction_id.data = []  # whatever happened, nothing stays ticked for the next one
         operation = api.get_operation(operation_id)
-        return _show(operation, refused.status, action_form=form, error=refused.error)
+        return _show(operation, refusal.status, action_form=form, error=refusal.error)
     count = len(ids)
     noun = "transaction" if count == 1 else "transactions"
     verb = "linked to the operation" if action == "link" else "rejected"
@@ -298,8 +327,7 @@ def cancel(operation_id: str) -> Response:
         return _show(operation, confirming="cancel")
     api = current_api()
     try:
-        with audit.recorded("operation.cancel", {"operation_id": operation_id}):
-            api.cancel_operation(operation_id)
+        operation_actions.cancel(api, current_user.merchant_id, current_user.id, operation)
     except ApiFailure as failure:
         refused = handle_api_error(failure, form, _check(operation_id))
         operation = api.get_operation(operation_id)
