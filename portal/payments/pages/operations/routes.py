@@ -25,6 +25,7 @@ from portal.api import (
     Operation,
     Transaction,
 )
+from portal.extensions import db
 from portal.identity.models import Role
 from portal.identity.rules import audit
 from portal.money.models import IntentKind
@@ -40,6 +41,7 @@ from portal.payments.pages.operations.forms import (
 from portal.payments.pages.public_urls import checkout_url
 from portal.payments.pages.timeline_words import lines
 from portal.payments.rules.checkout_links import created_with_link, reserve_link
+from portal.payments.rules.decisions import record_handled
 from portal.payments.rules.operation_money import can_change, money_of
 from portal.payments.rules.rates import currencies_of
 from portal.payments.rules.timeline import timeline
@@ -258,6 +260,11 @@ def _transactions_action(
         form.transaction_id.data = []  # whatever happened, nothing stays ticked for the next one
         operation = api.get_operation(operation_id)
         return _show(operation, refused.status, action_form=form, error=refused.error)
+    # Off the attention list at once, until the mirror syncs the change.
+    record_handled(
+        current_user.merchant_id, current_user.id, operation_id, ids, status_before=operation.status
+    )
+    db.session.commit()
     count = len(ids)
     noun = "transaction" if count == 1 else "transactions"
     verb = "linked to the operation" if action == "link" else "rejected"
