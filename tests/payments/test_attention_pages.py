@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 
@@ -23,7 +24,7 @@ from tests.support.mirror_rows import (
 from tests.support.money import post
 from tests.support.portal_app import email
 
-REASONS = ("undecided", "late", "payment", "failed")
+REASONS = ("undecided", "late", "payment", "difference", "failed")
 
 
 def section(page: str, reason: str) -> str:
@@ -81,7 +82,11 @@ def test_each_reason_appears_and_what_needs_nothing_does_not(acme):
         mirror(acme, operation_record(status="failed", age=timedelta(days=30))),
         mirror(
             acme,
-            operation_record(status="confirmed", transactions=[transaction_record(linked=True)]),
+            operation_record(
+                status="confirmed",
+                amount_paid="0.5",
+                transactions=[transaction_record("0.5", linked=True)],
+            ),
         ),
     ]
     theirs = [
@@ -98,8 +103,10 @@ def test_each_reason_appears_and_what_needs_nothing_does_not(acme):
     assert f"Open operation {undecided['id']}" in undecided_part
     payment = section(page, "payment")
     assert f"Open operation {partly['id']}" in payment and "Partly paid" in payment
-    assert f"Open operation {over['id']}" in payment and "Overpaid" in payment
-    assert "0.2 BTC" in payment and "0.75 ETH" in payment
+    assert "0.2 BTC" in payment and "-0.3 BTC" in payment
+    difference = section(page, "difference")
+    assert f"Open operation {over['id']}" in difference and "Overpaid" in difference
+    assert "0.75 ETH" in difference and "+0.25 ETH" in difference
     late_part = section(page, "late")
     assert f"Transaction {late_payment['id']}" in late_part and "0.00012345 BTC" in late_part
     assert f"Open operation {late['id']}" in late_part
@@ -172,13 +179,22 @@ def undecided_operation(connected, sandbox) -> tuple[str, str]:
     return operation.id, transaction.json()["data"]["id"]
 
 
-def form_of(page: str, action: str, transaction_id: str) -> dict:
-    """The fields of the form on `page` that posts to `action` for `transaction_id`."""
-    for form in re.findall(r'<form method="post" action="([^"]+)">(.*?)</form>', page, re.S):
-        fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]+)"', form[1]))
-        if form[0] == action and fields.get("transaction_id") == transaction_id:
-            return fields
-    raise AssertionError(f"no form to {action} for {transaction_id}")
+def form_of(page: str, action: str) -> dict:
+    """The fields of the form on `page` that posts to `action` (the transactions of one
+    operation), with every transaction that the person may tick for it ticked."""
+    for form_id, form in re.findall(
+        rf'<form method="post" action="{re.escape(action)}" id="([^"]+)"[^>]*>(.*?)</form>',
+        page,
+        re.S,
+    ):
+        fields: dict = dict(
+            re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]+)"', form)
+        )
+        fields["transaction_id"] = re.findall(
+            rf'name="transaction_id" value="([^"]+)" form="{form_id}"', page
+        )
+        return fields
+    raise AssertionError(f"no form to {action}")
 
 
 def test_link_from_the_attention_list(connected, sandbox):
@@ -189,8 +205,9 @@ def test_link_from_the_attention_list(connected, sandbox):
     operator = signed_in(connected, email("operator"))
     page = operator.get("/attention").get_data(as_text=True)
     action = f"/operations/{operation_id}/link-transactions"
-    fields = form_of(section(page, "undecided"), action, transaction_id)
-    assert set(fields) == {"csrf_token", "transaction_id"}
+    fields = form_of(section(page, "undecided"), action)
+    assert fields["transaction_id"] == [transaction_id]
+    count_before = int(nav_count(page) or 0)
 
     asked = operator.post(action, data=fields)  # as the browser sends it: the page asks first
     assert asked.status_code == 200 and "Link 1 transaction?" in asked.get_data(as_text=True)
@@ -201,8 +218,11 @@ def test_link_from_the_attention_list(connected, sandbox):
     operation = api.get_operation(operation_id)
     assert operation.status == "confirmed" and operation.transactions[0].linked
 
-    # Until the next sync the mirror still has it; once the mirror knows, it leaves the list.
-    assert f"Transaction {transaction_id}" in operator.get("/attention").get_data(as_text=True)
+    # Gone at once, before the mirror's next sync, and the menu counts one less.
+    page = operator.get("/attention").get_data(as_text=True)
+    assert f"Transaction {transaction_id}" not in page
+    assert int(nav_count(page) or 0) == count_before - 1
+    # Once the mirror knows (its next sync), the mirror's own rows keep it away.
     with connected.app_context():
         for model in (MirroredTransaction, MirroredOperation):
             db.session.query(model).filter_by(operation_id=operation_id).delete()
@@ -216,9 +236,18 @@ def test_reject_from_the_attention_list_sends_the_reason(connected, sandbox):
     owner = signed_in(connected, email("owner"))
     action = f"/operations/{operation_id}/reject-transactions"
     page = owner.get("/attention").get_data(as_text=True)
-    fields = form_of(page, action, transaction_id)
-    assert re.search(r'<label for="reason-\d+">Reason</label>', page)
-    done = owner.post(action, data={**fields, "reason": "Not our customer", "confirm": "1"})
+    fields = form_of(page, action.replace("reject", "link"))  # one form, two buttons
+    assert transaction_id in fields["transaction_id"]
+    assert re.search(r'<label for="reason-act-[\w-]+">Reason</label>', page)
+    done = owner.post(
+        action,
+        data={
+            **fields,
+            "transaction_id": [transaction_id],
+            "reason": "Not our customer",
+            "confirm": "1",
+        },
+    )
     assert done.status_code == 302
     api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
     transaction = api.get_operation(operation_id).transactions[0]
@@ -240,3 +269,159 @@ def test_accountants_see_no_buttons_and_are_refused(connected, sandbox):
     assert refused.status_code == 403
     api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
     assert api.get_operation(operation_id).transactions[0].status == "undefined"
+
+
+# --- Money that arrived wrong, and Mark as settled ---------------------------------------------
+
+
+def confirmed_with(paid: str, due: str = "20", *, age: timedelta = timedelta(minutes=5)) -> dict:
+    """A confirmed USDT operation due `due` that received `paid`."""
+    return operation_record(
+        due,
+        "USDT",
+        "confirmed",
+        amount_paid=paid,
+        transactions=[transaction_record(paid, linked=True)],
+        age=age,
+    )
+
+
+def test_overpaid_and_accepted_underpaid_operations_wait_with_their_difference(acme):
+    over = mirror(acme, confirmed_with("30"))
+    under = mirror(acme, confirmed_with("15"))
+    paid = mirror(acme, confirmed_with("20"))
+    page = signed_in(acme, email("owner")).get("/attention").get_data(as_text=True)
+    difference = section(page, "difference")
+    assert "Overpaid, underpaid or paid late (2)" in page
+    over_row = difference.split(f"Open operation {over['id']}")[1].split("</tr>")[0]
+    assert "30 USDT" in over_row and "+10 USDT" in over_row and "Overpaid" in over_row
+    under_row = difference.split(f"Open operation {under['id']}")[1].split("</tr>")[0]
+    assert "15 USDT" in under_row and "-5 USDT" in under_row and "Underpaid" in under_row
+    assert paid["id"] not in page
+
+
+def test_a_new_connection_is_not_flooded_with_its_history(acme):
+    from portal.database import utcnow
+    from portal.extensions import db
+    from portal.live.models import MirrorState
+
+    # Updated 40 and 10 days ago (`age` is twice the time since the last update).
+    old = mirror(acme, confirmed_with("30", age=timedelta(days=80)))
+    recent = mirror(acme, confirmed_with("30", age=timedelta(days=20)))
+    with acme.app_context():
+        state = db.session.query(MirrorState).one()
+        state.first_sync_at = utcnow() - timedelta(minutes=1)  # connected a minute ago
+        db.session.commit()
+    page = signed_in(acme, email("owner")).get("/attention").get_data(as_text=True)
+    assert f"Open operation {recent['id']}" in section(page, "difference")
+    assert old["id"] not in page
+
+    with acme.app_context():  # connected 60 days ago: money since then is news
+        db.session.query(MirrorState).one().first_sync_at = utcnow() - timedelta(days=60)
+        db.session.commit()
+    page = signed_in(acme, email("owner")).get("/attention").get_data(as_text=True)
+    assert f"Open operation {old['id']}" in section(page, "difference")
+
+
+def settle_url(record: dict) -> str:
+    return f"/attention/{record['id']}/settle"
+
+
+def settle_fields(page: str, record: dict) -> dict:
+    """The hidden fields of the record's settle form on `page`, as the browser sends them."""
+    form = page.split(f'action="{settle_url(record)}"')[1].split("</form>")[0]
+    return dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]+)"', form))
+
+
+def settled_audit(app) -> list:
+    from portal.extensions import db
+    from portal.identity.models import AuditEvent
+
+    with app.app_context():
+        return [
+            (event.outcome, event.parameters)
+            for event in db.session.query(AuditEvent).filter_by(action="operation.settle")
+        ]
+
+
+def test_mark_as_settled_with_a_note_until_more_money_arrives(acme):
+    from portal.extensions import db
+    from portal.payments.models import MirroredOperation
+
+    over = mirror(acme, confirmed_with("30"))
+    following = mirror(acme, confirmed_with("25"))
+    owner = signed_in(acme, email("operator"))
+    page = owner.get("/attention").get_data(as_text=True)
+    assert nav_count(owner.get("/account").get_data(as_text=True)) == "2"
+    assert f'action="{settle_url(over)}"' in page and 'name="note"' in page
+
+    note = "Refunded 10 USDT by bank transfer"
+    done = owner.post(settle_url(over), data={**settle_fields(page, over), "note": note})
+    assert done.status_code == 302 and "focus=item-o-" in done.headers["Location"]
+    page = owner.get(done.headers["Location"]).get_data(as_text=True)
+    assert f"Operation {over['id']} marked as settled." in page
+    assert over["id"] not in section(page, "difference")
+    assert re.search(rf'id="item-o-\d+" autofocus>Open operation {following["id"]}<', page)
+    assert nav_count(page) == "1"
+    [(outcome, parameters)] = settled_audit(acme)
+    assert outcome == "success"
+    assert parameters["note"] == note
+    assert (parameters["received"], parameters["difference"]) == ("30", "10")
+
+    with acme.app_context():  # more money arrived: received changed, the item is back
+        row = db.session.query(MirroredOperation).filter_by(operation_id=over["id"]).one()
+        row.amount_paid, row.difference = Decimal("35"), Decimal("15")
+        db.session.commit()
+    assert f"Open operation {over['id']}" in section(
+        owner.get("/attention").get_data(as_text=True), "difference"
+    )
+
+
+def test_settle_in_place_with_htmx(acme):
+    over = mirror(acme, confirmed_with("30"))
+    owner = signed_in(acme, email("owner"))
+    done = post(owner, settle_url(over), {"note": "Kept as a tip"}, **{"HX-Request": "true"})
+    assert done.status_code == 200
+    fragment = done.get_data(as_text=True)
+    assert fragment.lstrip().startswith("{#") is False and '<div id="queue">' in fragment
+    assert "<html" not in fragment and over["id"] not in section(fragment, "difference")
+
+
+def test_settle_without_a_note_is_refused_and_changes_nothing(acme):
+    over = mirror(acme, confirmed_with("30"))
+    owner = signed_in(acme, email("owner"))
+    refused = post(owner, settle_url(over), {"note": "   "})
+    assert refused.status_code == 422
+    page = refused.get_data(as_text=True)
+    assert "Enter a note: what was done about the difference." in page
+    assert f"Open operation {over['id']}" in section(page, "difference")
+    assert settled_audit(acme) == []
+    assert f"Open operation {over['id']}" in owner.get("/attention").get_data(as_text=True)
+
+
+def test_settle_needs_the_csrf_token(acme):
+    over = mirror(acme, confirmed_with("30"))
+    owner = signed_in(acme, email("owner"))
+    refused = owner.post(settle_url(over), data={"note": "No token"})
+    assert refused.status_code in (400, 422)
+    assert settled_audit(acme) == []
+
+
+def test_what_is_not_waiting_cannot_be_settled(acme):
+    paid = mirror(acme, confirmed_with("20"))
+    refused = post(signed_in(acme, email("owner")), settle_url(paid), {"note": "Why not"})
+    assert refused.status_code == 409
+    assert "no longer waits to be settled" in refused.get_data(as_text=True)
+    [(outcome, _)] = settled_audit(acme)
+    assert outcome == "refused"
+
+
+def test_accountants_cannot_settle(acme):
+    over = mirror(acme, confirmed_with("30"))
+    accountant = signed_in(acme, email("accountant"))
+    page = accountant.get("/attention").get_data(as_text=True)
+    assert f"Open operation {over['id']}" in section(page, "difference")
+    assert "/settle" not in page and "<textarea" not in page
+    refused = post(accountant, settle_url(over), {"note": "I may not"})
+    assert refused.status_code == 403
+    assert settled_audit(acme) == []

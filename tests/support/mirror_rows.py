@@ -79,11 +79,14 @@ def operation_record(
 
 
 def operation_columns(merchant_id: int, record: dict) -> dict:
-    """The columns of a MirroredOperation for the API's `record`."""
+    """The columns of a MirroredOperation for the API's `record`, with the state the mirror
+    reads from it (no payment tolerance)."""
     from portal.api import Operation
     from portal.api.records import parse_record
+    from portal.payments.rules.operation_money import ENDED_STATUSES, operation_money
 
     operation = parse_record(Operation, record)
+    money = operation_money(operation)
     names = ("order_id", "category", "status", "amount", "amount_paid", "currency")
     return {
         "merchant_id": merchant_id,
@@ -94,6 +97,9 @@ def operation_columns(merchant_id: int, record: dict) -> dict:
         "created_at": operation.created_at,
         "updated_at": operation.updated_at,
         "record": record,
+        "state": money.state,
+        "difference": money.difference,
+        "ended_status": operation.status if operation.status in ENDED_STATUSES else None,
     }
 
 

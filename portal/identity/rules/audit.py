@@ -64,6 +64,7 @@ ACTIONS = {
     "two_factor.requirement_off": "Two-factor no longer required",
     "operation.create": "Operation created",
     "operation.cancel": "Operation canceled",
+    "operation.settle": "Operation marked as settled",
     "transactions.link": "Transactions linked",
     "transactions.reject": "Transactions rejected",
     "withdrawal.confirm": "Withdrawal",

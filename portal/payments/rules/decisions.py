@@ -14,8 +14,10 @@ from decimal import Decimal
 import sqlalchemy as sa
 
 from portal.extensions import db
+from portal.identity.rules import audit
 from portal.live.rules.events import current_generation
 from portal.payments.models import Decision, DecisionKind, MirroredOperation
+from portal.payments.rules.attention import settleable
 from portal.payments.rules.operation_money import ENDED_STATUSES
 
 
@@ -71,3 +73,26 @@ def record_settled(
             user_id=user_id,
         )
     )
+
+
+NOT_SETTLEABLE = "This operation no longer waits to be settled: the list shows where it stands."
+
+
+def settle(merchant_id: int, user_id: int | None, operation_id: str, note: str) -> str | None:
+    """Mark the operation settled for what it received now, audited with the note and the
+    figures. The refusal (nothing settled, the attempt audited) when the operation is not on
+    the attention list to be settled; None when done."""
+    operation = settleable(merchant_id, operation_id)
+    parameters: dict[str, object] = {"operation_id": operation_id, "note": note}
+    if operation is None:
+        audit.record("operation.settle", parameters=parameters, error=NOT_SETTLEABLE)
+        return NOT_SETTLEABLE
+    received = operation.amount_paid or Decimal(0)
+    record_settled(merchant_id, user_id, operation_id, received, note)
+    parameters |= {
+        "state": operation.state,
+        "received": received,
+        "difference": operation.difference,
+    }
+    audit.record("operation.settle", parameters=parameters)  # commits the decision with it
+    return None

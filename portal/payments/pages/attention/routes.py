@@ -1,28 +1,70 @@
 """`/attention`: the items of the mirror that wait for a decision, grouped by reason.
 
-The actions are the operations pages' own forms (Link selected, Reject selected with a
-reason), posted to its URLs with one transaction ticked: its page then asks for confirmation,
-as everywhere, and sends nothing before. Accountants see no buttons (and that page refuses them).
+Link and reject are the operations pages' own actions, posted to their URLs with the
+transactions of one operation ticked: its page then asks for confirmation, as everywhere, and
+sends nothing before. Mark as settled is this page's own: it closes an over- or underpaid
+operation that no API action can close, with a note. Accountants see no buttons (and the
+actions refuse them).
 """
 
 from __future__ import annotations
 
-from flask import current_app
+import re
+
+from flask import current_app, flash, redirect, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
+from portal.identity.models import Role
 from portal.payments.pages.attention import bp
-from portal.payments.rules import attention
+from portal.payments.pages.attention.forms import SettleForm
+from portal.payments.rules import attention, decisions
 from portal.web.access import ALL_ROLES, may_open, roles
-from portal.web.rendering import page
+from portal.web.rendering import render_page, wants_fragment
+
+MOVERS = (Role.OWNER, Role.OPERATOR)
+PAGE, FRAGMENT = "attention/index.html", "attention/_queue.html"
+# What `focus` may name: an element id of the list (`item-...`), nothing else.
+ITEM_ID = re.compile(r"item-[\w-]{1,80}")
+
+
+def _queue(status: int = 200, **context: object) -> Response:
+    """The list, whole or (htmx) its queue part; `focus` names the item that takes the focus."""
+    focus = request.args.get("focus") or context.pop("focus", None)
+    context.setdefault("settling", None)  # the operation whose settle form was refused
+    return render_page(
+        PAGE,
+        FRAGMENT,
+        status,
+        groups=attention.needs_attention(current_user.merchant_id),
+        may_act=may_open("operations.link_transactions"),
+        may_settle=may_open("attention.settle"),
+        focus=focus if isinstance(focus, str) and ITEM_ID.fullmatch(focus) else None,
+        sync_seconds=current_app.config["SYNC_SECONDS"],
+        **context,
+    )
 
 
 @bp.get("/attention")
 @roles(*ALL_ROLES)
 def index() -> Response:
-    return page(
-        "attention/index.html",
-        groups=attention.needs_attention(current_user.merchant_id),
-        may_act=may_open("operations.link_transactions"),
-        sync_seconds=current_app.config["SYNC_SECONDS"],
+    return _queue()
+
+
+@bp.post("/attention/<operation_id>/settle")
+@roles(*MOVERS)
+def settle(operation_id: str) -> Response:
+    """Mark as settled; the focus then goes to the next item (Post/Redirect/Get, or in place)."""
+    form = SettleForm()
+    if not form.validate_on_submit():
+        return _queue(422, settle_form=form, settling=operation_id)
+    refusal = decisions.settle(
+        current_user.merchant_id, current_user.id, operation_id, form.note.data
     )
+    if refusal is not None:
+        return _queue(409, error=refusal)
+    message = f"Operation {operation_id} marked as settled."
+    if wants_fragment():
+        return _queue(notice=message, focus=form.next_item.data)
+    flash(message, "success")
+    return redirect(url_for(".index", focus=form.next_item.data or None))
