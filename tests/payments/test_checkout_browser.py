@@ -16,6 +16,7 @@ from playwright.sync_api import Page, expect
 from portal.payments.pages.checkout.routes import POLL_SECONDS
 from tests.support.browser import assert_accessible, next_poll, sign_in_as
 from tests.support.checkout import Checkout, new_checkout
+from tests.support.money import flags
 from tests.support.portal_server import PortalServer
 
 SHOP = "Checkout Shop"
@@ -59,7 +60,7 @@ def _expect_checkout(
 ) -> None:
     expect(page.get_by_role("heading", level=1)).to_have_text(heading)
     assert page.url.startswith(checkout.url)
-    expect(_payment(page, region).get_by_text(state, exact=True)).to_be_visible()
+    expect(_payment(page, region).locator(".badge")).to_have_text(state)
 
 
 def _create_operation(page: Page, order_number: str) -> str:
@@ -85,7 +86,7 @@ def test_pay_in_full_and_see_the_confirmation(page: Page, shop) -> None:
     landed = urlsplit(page.url)
     assert landed.path.startswith("/checkout/") and landed.query == "", "only the token"
     payment = _payment(page)
-    expect(payment.get_by_text("Confirmed", exact=True)).to_be_visible()
+    expect(payment.locator(".badge")).to_have_text("Paid")
     expect(payment).to_contain_text("ORDER-7731")
     expect(payment).to_contain_text("25.50 USD")
     expect(page.get_by_text(SHOP).first).to_be_visible()
@@ -99,11 +100,11 @@ WAITING = "Waiting for your payment"
 # is the state's while the API answers; the code's only when the API refuses (3 and 7).
 FAILURES = {
     1: ("Cancel payment", "Payment canceled", "Canceled"),
-    2: (None, WAITING, "Waiting for payment"),
+    2: (None, WAITING, "Awaiting payment"),
     3: ({"application_banned": True}, "The shop's payment setup was not found", "Not available"),
     4: ("Let it expire", "The time to pay has run out", "Expired"),
-    5: ("Pay in full", "Thank you for your payment", "Confirmed"),
-    6: ({"payment_gateways_available": False}, WAITING, "Waiting for payment"),
+    5: ("Pay in full", "Thank you for your payment", "Paid"),
+    6: ({"payment_gateways_available": False}, WAITING, "Awaiting payment"),
     7: ({"company_banned": True}, "This shop cannot take payments", "Not available"),
     8: ({"payment_gateway_fails": True}, "The payment failed", "Failed"),
 }  # fmt: skip
@@ -144,14 +145,14 @@ def test_each_failure_code(customer: Page, shop, portal: PortalServer, code: int
     if code == 6:  # the gateways are back: paying again works
         pay.click()
         customer.get_by_role("button", name="Pay in full").click()
-        _expect_checkout(customer, checkout, "Thank you for your payment", "Confirmed")
+        _expect_checkout(customer, checkout, "Thank you for your payment", "Paid")
 
 
 def test_the_state_updates_by_itself(customer: Page, shop, portal: PortalServer) -> None:
     checkout = shop()
     customer.clock.install()
     customer.goto(checkout.url)
-    _expect_checkout(customer, checkout, WAITING, "Waiting for payment")
+    _expect_checkout(customer, checkout, WAITING, "Awaiting payment")
     expect(customer.get_by_text("Thank you")).to_have_count(0)
     # The sandbox rounds the amount due up to 8 decimals (docs/sandbox.md).
     due = (checkout.operation.amount * checkout.operation.rate).quantize(
@@ -163,9 +164,7 @@ def test_the_state_updates_by_itself(customer: Page, shop, portal: PortalServer)
         {"amount": format(due, "f"), "status": "confirmed"},
     )
     next_poll(customer, POLL_SECONDS)
-    expect(_payment(customer).get_by_text("Confirmed", exact=True)).to_be_visible(
-        timeout=POLL_TIMEOUT
-    )
+    expect(_payment(customer).locator(".badge")).to_have_text("Paid", timeout=POLL_TIMEOUT)
     expect(customer.get_by_role("heading", level=1)).to_have_text("Thank you for your payment")
     expect(customer.get_by_role("link", name="Pay now")).to_have_count(0)
 
@@ -285,3 +284,22 @@ def test_the_owner_names_the_shop_and_its_url(page: Page, shop) -> None:
     expect(back).to_have_attribute("href", "https://cafe-nord.example/")
     support = page.get_by_role("link", name="Write to help@cafe-nord.example")
     expect(support).to_have_attribute("href", "mailto:help@cafe-nord.example")
+
+
+def test_with_the_api_down_the_customer_is_told_it_is_being_checked(
+    customer: Page, shop, portal: PortalServer
+) -> None:
+    """Back from the hosted page with no code (its success return) while the API is down: the
+    page says it is checking, in German, never a thanks, and shows the state once it can."""
+    checkout = shop()
+    customer.clock.install()
+    with flags(portal.sandbox, fault={"mode": "error500"}):
+        customer.goto(f"{checkout.url}?lang=de")
+        expect(customer.get_by_role("heading", level=1)).to_have_text("Wir prüfen Ihre Zahlung")
+        expect(_payment(customer, "Ihre Zahlung").get_by_text("Wird geprüft")).to_be_visible()
+        expect(customer.get_by_text("Vielen Dank")).to_have_count(0)
+        assert_accessible(customer)
+    next_poll(customer, POLL_SECONDS)
+    expect(customer.get_by_role("heading", level=1)).to_have_text(
+        "Wir warten auf Ihre Zahlung", timeout=POLL_TIMEOUT
+    )

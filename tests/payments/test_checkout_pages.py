@@ -3,18 +3,20 @@ and odd query string gets a friendly page; only the payment's own facts are show
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import ROUND_DOWN, ROUND_UP, Decimal
 
 import pytest
 
 from tests.support.checkout import Checkout, new_checkout
 from tests.support.htmx import HTMX
+from tests.support.money import flags
 from tests.support.sandbox_server import free_port
 
 POLLING = 'hx-trigger="every'
+CHECKING = "We are checking your payment"
 HEADINGS = {
-    "": "Thank you for your payment",
+    "": CHECKING,  # the success return, but nobody has seen the payment
     "status=1": "Payment canceled",
     "status=2": "Invoice not found",
     "status=3": "The shop's payment setup was not found",
@@ -81,7 +83,7 @@ def test_a_waiting_payment_is_headed_by_its_state_whatever_the_code(client, chec
     assert "Thank you for your payment" not in body
     assert "ORDER-1001" in body
     assert "25.50 USD" in body
-    assert '<span class="badge">Waiting for payment</span>' in body
+    assert '<span class="badge">Awaiting payment</span>' in body
     assert "Acme Coffee" in body
 
 
@@ -102,11 +104,13 @@ def test_each_code_has_its_own_page_while_the_api_cannot_be_asked(client, shop, 
 
 
 def _linked_after_expiry(app, shop, checkout: Checkout) -> None:
-    """The customer paid after the invoice expired, and the merchant linked it by hand."""
+    """The customer paid after the invoice expired (the mirror saw it expire), and the merchant
+    linked it by hand."""
     from portal.identity.rules.accounts import merchant_named
     from portal.settings.rules.connection import api_client_for
 
     shop.control("POST", f"operations/{checkout.operation.id}/expire")
+    _sync(app)
     tx = shop.control(
         "POST",
         f"operations/{checkout.operation.id}/transactions",
@@ -114,6 +118,16 @@ def _linked_after_expiry(app, shop, checkout: Checkout) -> None:
     ).json()["data"]
     with app.app_context():
         api_client_for(merchant_named("Acme")).link_transactions(checkout.operation.id, [tx["id"]])
+
+
+def _sync(app) -> None:
+    """One sync of Acme's mirror, against the sandbox."""
+    from portal.identity.rules.accounts import merchant_named
+    from portal.live.rules.mirror import sync_merchant
+
+    with app.app_context():
+        report = sync_merchant(merchant_named("Acme").id, force=True)
+    assert report is not None and report.error is None
 
 
 def _cancel(app, checkout: Checkout) -> None:
@@ -127,14 +141,16 @@ def _cancel(app, checkout: Checkout) -> None:
 @pytest.mark.parametrize(
     ("story", "query", "heading", "state", "not_said"),
     [
-        ("unpaid", "", WAITING, "Waiting for payment", "Your payment was sent"),
+        ("unpaid", "", WAITING, "Awaiting payment", "Thank you"),
         ("half paid", "", "Part of your payment has arrived", "Partly paid", "Thank you"),
         ("half paid, expired", "status=4", "The time to pay ran out before the full amount "
-         "arrived", "Expired", "expired before a payment arrived"),
+         "arrived", "Paid late", "expired before a payment arrived"),
         ("half paid, canceled", "status=1", "The invoice was canceled after a payment arrived",
-         "Canceled", "nothing was paid"),
+         "Paid late", "nothing was paid"),
         ("confirmed by the merchant after expiry", "status=4", "Thank you for your payment",
-         "Confirmed", "The time to pay"),
+         "Paid late", "The time to pay has run out"),
+        ("paid in full", "", "Thank you for your payment", "Paid", "Pay"),
+        ("overpaid", "", "You paid more than was due", "Overpaid", "Thank you"),
     ],
 )  # fmt: skip
 def test_the_heading_follows_the_payment(
@@ -142,6 +158,10 @@ def test_the_heading_follows_the_payment(
 ):
     if "half paid" in story:
         _pay(shop, checkout, _due(checkout, share=2))
+    if story == "paid in full":
+        _pay(shop, checkout, _due(checkout))
+    if story == "overpaid":
+        _pay(shop, checkout, str(Decimal(_due(checkout)) * 2))
     if "expired" in story:
         shop.control("POST", f"operations/{checkout.operation.id}/expire")
     if "canceled" in story:
@@ -343,9 +363,9 @@ def test_the_live_state_is_polled_until_final(client, shop, checkout):
     assert "<html" not in fragment
     assert "HX-Request" in response.headers["Vary"]
 
-    _pay(shop, checkout, _due(checkout))
+    _pay(shop, checkout, str(Decimal(_due(checkout)) - Decimal(_due(checkout, share=2))))
     fragment = _page(client, checkout, **HTMX)[1]
-    assert "Confirmed" in fragment
+    assert '<span class="badge">Paid</span>' in fragment
     assert POLLING not in fragment
     assert "/pay" not in fragment
 
@@ -501,3 +521,59 @@ def test_a_failure_inside_gets_a_customer_page(app, client, checkout, monkeypatc
     assert "Algo ha salido mal" in body
     assert "Traceback" not in body
     assert "RuntimeError" not in body
+
+
+API_DOWN = {"mode": "error500"}
+CHECKING_WORDS = {
+    "en": "We are checking your payment",
+    "de": "Wir prüfen Ihre Zahlung",
+    "es": "Estamos comprobando tu pago",
+    "ru": "Мы проверяем ваш платёж",
+}
+THANKS = {
+    "en": "Thank you for your payment",
+    "de": "Vielen Dank für Ihre Zahlung",
+    "es": "Gracias por tu pago",
+    "ru": "Спасибо за оплату",
+}
+
+
+@pytest.mark.parametrize("language", list(CHECKING_WORDS))
+def test_with_the_api_down_and_no_code_the_page_checks_instead_of_thanking(
+    client, shop, checkout, language
+):
+    """The hosted page's success return is no proof: nobody has seen the payment."""
+    with flags(shop, fault=API_DOWN):
+        status, body = _page(client, checkout, **{"Accept-Language": language})
+    assert status == 200
+    assert f'<h1 id="outcome-title">{CHECKING_WORDS[language]}</h1>' in body
+    assert THANKS[language] not in body
+    assert POLLING in body, "it asks again until the API answers"
+
+
+def test_with_the_api_down_a_half_paid_order_says_partly_paid_as_of_the_last_sync(
+    app, client, shop, checkout
+):
+    _pay(shop, checkout, _due(checkout, share=2))
+    _sync(app)
+    synced = datetime.now(UTC)
+    with flags(shop, fault=API_DOWN):
+        body = _page(client, checkout)[1]
+    assert '<h1 id="outcome-title">Part of your payment has arrived</h1>' in body
+    assert '<span class="badge">Partly paid</span>' in body
+    times = {(synced - timedelta(minutes=m)).strftime("%H:%M") for m in range(2)}
+    assert any(f"as of {time} UTC." in body for time in times), body
+    assert "We cannot reach the payment service right now" in body
+    assert "Thank you" not in body
+    assert "/pay" not in body, "the rest may have been paid meanwhile"
+
+
+def test_an_overpaid_order_says_the_shop_gives_the_surplus_back(client, shop, checkout):
+    due = Decimal(_due(checkout))
+    _pay(shop, checkout, str(due * 2))
+    body = _page(client, checkout, **{"Accept-Language": "de"})[1]
+    surplus = f"{_shown(due).replace('.', ',')} BTC"
+    assert "Sie haben mehr als fällig bezahlt" in body
+    assert f"Acme Coffee meldet sich bei Ihnen, um Ihnen die zu viel bezahlten {surplus}" in body
+    body = _page(client, checkout)[1]
+    assert f"Acme Coffee will contact you to give back the {_shown(due)} BTC paid too much." in body

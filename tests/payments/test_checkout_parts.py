@@ -12,6 +12,8 @@ from werkzeug.http import parse_accept_header
 from portal.api import Operation
 from portal.payments.pages.checkout.outcomes import (
     AFTER_MONEY,
+    CHECKING,
+    LATE_ACCEPTED,
     OUTCOMES,
     STATE_OUTCOMES,
     SUCCESS,
@@ -20,8 +22,9 @@ from portal.payments.pages.checkout.outcomes import (
     outcome_for,
     outcome_key,
 )
-from portal.payments.pages.checkout.payments import Payment, State, state_of
-from portal.payments.rules.progress import Progress, amount_due, progress
+from portal.payments.pages.checkout.payments import LABELS, Payment, Reading
+from portal.payments.rules.operation_money import State, amount_due
+from portal.payments.rules.state_words import STATE_WORDS
 from portal.web.i18n import preferred_locale
 from portal.web_urls import is_web_url
 from tests.support.forms import csrf_token, sign_in
@@ -86,23 +89,6 @@ def _operation(
 
 
 @pytest.mark.parametrize(
-    ("status", "paid", "state"),
-    [
-        ("new", None, State.WAITING),
-        ("new", "0", State.WAITING),
-        ("new", "0.5", State.RECEIVED),
-        ("confirmed", "10", State.CONFIRMED),
-        ("expired", None, State.EXPIRED),
-        ("canceled", None, State.CANCELED),
-        ("failed", None, State.FAILED),
-        ("something new", None, State.CHECKING),
-    ],
-)
-def test_state_of(status, paid, state):
-    assert state_of(_operation(status, paid)) == state
-
-
-@pytest.mark.parametrize(
     ("currency", "rate", "due"),
     [
         ("BTC", "1", "10"),
@@ -116,63 +102,67 @@ def test_the_amount_due_in_the_payment_currency(currency, rate, due):
     assert amount_due(_operation("new", currency=currency, rate=rate)) == expected
 
 
-@pytest.mark.parametrize(
-    ("status", "paid", "currency", "rate", "expected"),
-    [
-        ("new", None, "BTC", "1", None),
-        ("new", "4", "BTC", "1", Progress.PARTLY_PAID),
-        ("new", "10", "BTC", "1", Progress.PAID),
-        ("new", "11", "BTC", "1", Progress.OVERPAID),
-        ("new", "0.1", "USD", "0", Progress.PARTLY_PAID),  # money, but no rate to say how much
-        ("confirmed", "10", "BTC", "1", None),
-    ],
-)
-def test_how_far_an_operation_is_paid(status, paid, currency, rate, expected):
-    """The merchant's pages and the customer's page share one amount due (rules/progress)."""
-    assert progress(_operation(status, paid, currency=currency, rate=rate)) is expected
+LIVE = Reading.LIVE
 
 
-def test_what_is_left_never_goes_below_zero():
-    assert Payment(State.RECEIVED, due=Decimal("0.02"), paid=Decimal("0.005")).left == Decimal(
-        "0.015"
-    )
-    assert Payment(State.CONFIRMED, due=Decimal("0.02"), paid=Decimal("0.03")).left == 0
-    assert Payment(State.UNREACHABLE).left is None
+def test_the_page_says_each_state_in_the_words_of_every_page(app):
+    with app.test_request_context():
+        assert {state: str(label) for state, label in LABELS.items()} == {
+            state: words for state, words in STATE_WORDS.items() if state is not State.SENT
+        }
+
+
+def test_what_is_left_and_what_was_paid_too_much_never_go_below_zero():
+    short = Payment(LIVE, State.PARTLY_PAID, difference=Decimal("-0.015"))
+    assert (short.left, short.surplus) == (Decimal("0.015"), 0)
+    over = Payment(LIVE, State.OVERPAID, difference=Decimal("0.01"))
+    assert (over.left, over.surplus) == (0, Decimal("0.01"))
+    assert Payment(Reading.UNREACHABLE).left is None
 
 
 @pytest.mark.parametrize("code", ["", "1", "4", "5", "8", "x"])
-def test_the_state_chooses_the_heading_when_the_api_answered(code):
+def test_the_state_chooses_the_heading_when_the_page_knows_it(code):
     args = MultiDict({"status": code} if code else {})
     for state, outcome in STATE_OUTCOMES.items():
-        assert outcome_for(Payment(state, paid=Decimal(0)), args) is outcome
-    for state, outcome in AFTER_MONEY.items():
-        assert outcome_for(Payment(state, paid=Decimal("0.1")), args) is outcome
+        assert outcome_for(Payment(LIVE, state), args) is outcome
+    for status, outcome in AFTER_MONEY.items():
+        assert outcome_for(Payment(LIVE, State.PAID_LATE, status), args) is outcome
+    assert outcome_for(Payment(LIVE, State.PAID_LATE, "confirmed"), args) is LATE_ACCEPTED
+    assert outcome_for(Payment(LIVE, None, "something new"), args) is CHECKING
+    mirrored = Payment(Reading.UNREACHABLE, State.PARTLY_PAID, "new", as_of=datetime.now(UTC))
+    assert outcome_for(mirrored, args) is STATE_OUTCOMES[State.PARTLY_PAID]
 
 
-@pytest.mark.parametrize("state", [State.UNREACHABLE, State.UNAVAILABLE])
-def test_the_code_chooses_the_heading_when_the_api_cannot_be_asked(state):
+@pytest.mark.parametrize("reading", [Reading.UNREACHABLE, Reading.UNAVAILABLE])
+def test_the_code_chooses_the_heading_when_nobody_can_tell_the_state(reading):
     for key, outcome in OUTCOMES.items():
         args = MultiDict() if key == SUCCESS else MultiDict({"status": key})
-        assert outcome_for(Payment(state), args) is outcome
+        assert outcome_for(Payment(reading), args) is outcome
+    assert outcome_for(Payment(reading), MultiDict()) is CHECKING, "never thanks unseen"
 
 
 def test_a_notice_says_why_an_open_payment_came_back():
     six, eight = MultiDict({"status": "6"}), MultiDict({"status": "8"})
-    assert notice_for(Payment(State.WAITING), six) is not None
-    assert notice_for(Payment(State.RECEIVED), eight) is not None
-    assert notice_for(Payment(State.WAITING), MultiDict({"status": "4"})) is None
-    assert notice_for(Payment(State.FAILED), eight) is None, "the heading already says it"
+    assert notice_for(Payment(LIVE, State.AWAITING_PAYMENT), six) is not None
+    assert notice_for(Payment(LIVE, State.PARTLY_PAID), eight) is not None
+    assert notice_for(Payment(LIVE, State.AWAITING_PAYMENT), MultiDict({"status": "4"})) is None
+    assert notice_for(Payment(LIVE, State.FAILED), eight) is None, "the heading already says it"
 
 
-def test_only_open_payments_are_payable_and_only_unsettled_ones_are_polled():
+def test_only_open_live_payments_are_payable_and_only_unsettled_ones_are_polled():
     url = "https://pay.example/pay/1"
-    assert Payment(State.WAITING, payment_url=url).payable
-    assert Payment(State.RECEIVED, payment_url=url).payable
-    assert not Payment(State.WAITING, payment_url="javascript:alert(1)").payable
-    assert not Payment(State.CONFIRMED, payment_url=url).payable
-    assert {state for state in State if not Payment(state).final} == {
-        State.WAITING, State.RECEIVED, State.CHECKING, State.UNREACHABLE,
-    }  # fmt: skip
+    assert Payment(LIVE, State.AWAITING_PAYMENT, "new", payment_url=url).payable
+    assert Payment(LIVE, State.PARTLY_PAID, "new", payment_url=url).payable
+    assert not Payment(LIVE, State.AWAITING_PAYMENT, payment_url="javascript:alert(1)").payable
+    assert not Payment(LIVE, State.PAID, "confirmed", payment_url=url).payable
+    mirrored = Payment(Reading.UNREACHABLE, State.PARTLY_PAID, "new", as_of=datetime.now(UTC))
+    assert not mirrored.payable, "the hosted page may have taken the rest meanwhile"
+    assert not mirrored.final, "asked again until the API answers"
+    assert Payment(LIVE, State.OVERPAID, "confirmed").final
+    assert not Payment(LIVE, State.OVERPAID, "new").final
+    assert not Payment(LIVE, None, "something new").final
+    assert not Payment(Reading.UNREACHABLE).final
+    assert Payment(Reading.UNAVAILABLE).final
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from flask import current_app
 
@@ -18,7 +19,8 @@ from portal.api import ApiFailure, ApiUnavailable, Operation
 from portal.database import utcnow
 from portal.extensions import db
 from portal.identity.models import Merchant
-from portal.payments.models import CheckoutLink
+from portal.live.models import MirrorState
+from portal.payments.models import CheckoutLink, MirroredOperation
 from portal.settings.rules.connection import ApiNotConnected, api_client_for
 
 TOKEN_BYTES = 32
@@ -97,3 +99,39 @@ def created_with_link(link: CheckoutLink | None, create: Callable[[], Operation]
     if link is not None:
         attach(link, operation)
     return operation
+
+
+@dataclass(frozen=True)
+class MirroredPayment:
+    """The mirror's copy of a link's operation, and the time it held for: the start of the
+    mirror's last sync, which read every change the API had made until then."""
+
+    operation: MirroredOperation
+    as_of: datetime
+
+
+def mirrored_payment(link: CheckoutLink) -> MirroredPayment | None:
+    """What the mirror of the merchant's current connection knew of the link's operation, if it
+    synced after the customer arrived; None when it did not, or has no state for it.
+
+    The customer's arrival is the link's creation: the link is made when the order sends the
+    customer to pay, so a sync after it read the order while the customer's payment was under
+    way or done; a copy from before (another connection's operation of the same id) knows
+    nothing of this customer. The page shows the time beside the state, so the customer can
+    tell how old it is; the visit itself cannot be the mark, as the mirror reads the same API
+    and cannot have synced while the API is down.
+    """
+    if link.operation_id is None:
+        return None
+    row = db.session.scalar(
+        db.select(MirroredOperation).where(
+            MirroredOperation.merchant_id == link.merchant_id,
+            MirroredOperation.operation_id == link.operation_id,
+        )
+    )
+    state = db.session.get(MirrorState, link.merchant_id)
+    if row is None or row.state is None or state is None or state.last_sync_at is None:
+        return None
+    if state.last_sync_at <= link.created_at:
+        return None
+    return MirroredPayment(row, state.last_sync_at)

@@ -1,14 +1,16 @@
 """The checkout page's heading: from the payment's state, or from the redirect code.
 
-The state the API reports decides whenever the API answers: the code in the URL is only what the
-hosted payment page said when the customer left it, and may be stale or wrong (no code while
-nothing was paid, `status=4` on an operation the merchant later confirmed). The code decides
-only when the API cannot be asked (an unknown operation, the application or company banned, the
-API down).
+The state decides whenever the page knows it: from the API, or, while the API cannot be asked,
+from the mirror's copy synced after the customer arrived (`mirrored_payment`). The code in the
+URL is only what the hosted payment page said when the customer left it, and may be stale or
+wrong (no code while nothing was paid, `status=4` on an operation the merchant later confirmed).
+The code decides only when the state is not known (an unknown operation, the application or
+company banned, the API down, and no recent copy in the mirror), and even then no code never
+thanks for a payment nobody has seen: the page says it is checking.
 
 The code (the redirect codes of docs/sandbox.md) arrives as `status`, `code` or `status_code` in the
-query string; no code at all means the payment went through. Anything else (empty, not 1-8, two
-different codes) is "unknown".
+query string; no code at all means the hosted page saw the payment go through. Anything else
+(empty, not 1-8, two different codes) is "unknown".
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from flask_babel import lazy_gettext as _l
 from flask_babel.speaklater import LazyString
 from werkzeug.datastructures import MultiDict
 
-from portal.payments.pages.checkout.payments import PAYABLE_STATES, Payment, State
+from portal.payments.pages.checkout.payments import PAYABLE_STATES, Payment
+from portal.payments.rules.operation_money import State
 
 CODE_PARAMETERS = ("status", "code", "status_code")
 SUCCESS = "success"
@@ -32,7 +35,8 @@ class Outcome:
     """A heading, what happened and what to do next, in the customer's words.
 
     `tone` styles the message (ok, error, warning, info). The sentences may name `%(shop)s`,
-    and what was paid and what is left (`%(paid)s`, `%(left)s`: figures with their currency).
+    and figures with their currency: what was due, paid, is left and was paid beyond the due
+    (`%(due)s`, `%(paid)s`, `%(left)s`, `%(surplus)s`).
     """
 
     tone: str
@@ -41,13 +45,16 @@ class Outcome:
     next_step: LazyString
 
 
+# Said while the page cannot tell what happened: never a thanks beside "Checking".
+CHECKING = Outcome(
+    "info",
+    _l("We are checking your payment"),
+    _l("We cannot tell yet what happened to your payment."),
+    _l("The state of your payment is shown below as soon as we know it."),
+)
 OUTCOMES: dict[str, Outcome] = {
-    SUCCESS: Outcome(
-        "ok",
-        _l("Thank you for your payment"),
-        _l("Your payment was sent to %(shop)s."),
-        _l("The state of your payment is shown below; it updates by itself."),
-    ),
+    # The hosted page's success return: without the state the page cannot confirm it.
+    SUCCESS: CHECKING,
     "1": Outcome(
         "warning",
         _l("Payment canceled"),
@@ -108,28 +115,54 @@ OUTCOMES: dict[str, Outcome] = {
 }
 
 
-# The heading for each state the API reports.
-STATE_OUTCOMES: dict[State, Outcome] = {
-    State.WAITING: Outcome(
-        "info",
-        _l("Waiting for your payment"),
-        _l("No payment has arrived for this order yet."),
-        _l(
-            "If you have just paid, your payment shows here as soon as it arrives; this page "
-            "updates by itself."
-        ),
+THANKS = _l("Thank you for your payment")
+WAITING = Outcome(
+    "info",
+    _l("Waiting for your payment"),
+    _l("No payment has arrived for this order yet."),
+    _l(
+        "If you have just paid, your payment shows here as soon as it arrives; this page "
+        "updates by itself."
     ),
-    State.RECEIVED: Outcome(
+)
+# The heading for each state.
+STATE_OUTCOMES: dict[State, Outcome] = {
+    State.AWAITING_PAYMENT: WAITING,
+    State.AWAITING_DECISION: Outcome(
+        "info",
+        _l("Your payment has arrived and awaits a check"),
+        _l("A payment arrived for this order; %(shop)s has to check it before it counts."),
+        _l("You do not need to pay again; this page updates by itself."),
+    ),
+    State.PARTLY_PAID: Outcome(
         "warning",
         _l("Part of your payment has arrived"),
         _l("%(paid)s paid, %(left)s left."),
         _l("Pay the rest before the invoice expires; this page updates by itself."),
     ),
-    State.CONFIRMED: Outcome(
+    State.PAID_UNCONFIRMED: Outcome(
         "ok",
-        _l("Thank you for your payment"),
+        _l("Your payment has arrived"),
+        _l("The full amount has arrived and is being confirmed."),
+        _l("There is nothing more to pay; this page updates by itself."),
+    ),
+    State.PAID: Outcome(
+        "ok",
+        THANKS,
         _l("Your payment is confirmed. %(shop)s has received it."),
         _l("There is nothing more to do."),
+    ),
+    State.OVERPAID: Outcome(
+        "warning",
+        _l("You paid more than was due"),
+        _l("%(paid)s arrived: %(surplus)s more than the %(due)s due."),
+        _l("%(shop)s will contact you to give back the %(surplus)s paid too much."),
+    ),
+    State.UNDERPAID: Outcome(
+        "ok",
+        _l("Your payment is accepted"),
+        _l("%(shop)s accepted %(paid)s for this order, %(left)s less than was due."),
+        _l("There is nothing more to pay."),
     ),
     State.EXPIRED: Outcome(
         "warning",
@@ -139,28 +172,30 @@ STATE_OUTCOMES: dict[State, Outcome] = {
     ),
     State.CANCELED: OUTCOMES["1"],
     State.FAILED: OUTCOMES["8"],
-    State.CHECKING: Outcome(
-        "info",
-        _l("We are checking your payment"),
-        _l("The payment service is still working on it."),
-        _l("The state of your payment is shown below; it updates by itself."),
-    ),
 }
-# Ended after money arrived: the customer must know that the shop has to settle it.
-AFTER_MONEY: dict[State, Outcome] = {
-    State.EXPIRED: Outcome(
+# Money that arrived after the time to pay ran out, and the shop took it all the same.
+LATE_ACCEPTED = Outcome(
+    "ok",
+    THANKS,
+    _l("Your payment arrived after the time to pay ran out; %(shop)s has accepted it."),
+    _l("There is nothing more to do."),
+)
+# Ended after money arrived (paid late, by the API's status): the customer must know that the
+# shop has to settle it.
+AFTER_MONEY: dict[str, Outcome] = {
+    "expired": Outcome(
         "warning",
         _l("The time to pay ran out before the full amount arrived"),
         _l("%(paid)s arrived before the invoice expired."),
         _l("Contact %(shop)s with your order number about the money you sent."),
     ),
-    State.CANCELED: Outcome(
+    "canceled": Outcome(
         "warning",
         _l("The invoice was canceled after a payment arrived"),
         _l("%(paid)s arrived before the invoice was canceled."),
         _l("Contact %(shop)s with your order number about the money you sent."),
     ),
-    State.FAILED: Outcome(
+    "failed": Outcome(
         "error",
         _l("The payment failed"),
         _l("%(paid)s arrived, but the payment could not be completed."),
@@ -189,12 +224,15 @@ def outcome_key(args: MultiDict[str, str]) -> str:
 
 
 def outcome_for(payment: Payment, args: MultiDict[str, str]) -> Outcome:
-    """The state's own words when the API answered; the redirect code's when it could not."""
+    """The state's own words when the page knows the state; the redirect code's when it does
+    not (never a thanks: no code reads as "checking")."""
     if not payment.answered:
         return OUTCOMES[outcome_key(args)]
-    if payment.money_arrived and payment.state in AFTER_MONEY:
-        return AFTER_MONEY[payment.state]
-    return STATE_OUTCOMES[payment.state]
+    if payment.state is State.PAID_LATE:
+        if payment.status == "confirmed":
+            return LATE_ACCEPTED
+        return AFTER_MONEY.get(payment.status or "", CHECKING)
+    return STATE_OUTCOMES.get(payment.state, CHECKING) if payment.state else CHECKING
 
 
 def notice_for(payment: Payment, args: MultiDict[str, str]) -> LazyString | None:

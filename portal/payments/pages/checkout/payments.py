@@ -1,13 +1,16 @@
-"""The live state of a customer's payment, read from the API and cut down to what they may see.
+"""The state of a customer's payment, read from the API (or, while the API cannot be asked, from
+the mirror's last sync) and cut down to what they may see.
 
-Only the order number, the amounts and the state leave this module: never the operation id,
-address, fees, transactions or anything else of the merchant's account.
+The state is the one every page says (`operation_money`). Only the order number, the amounts and
+the state leave this module: never the operation id, address, fees, transactions or anything
+else of the merchant's account.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 
 from flask import current_app
@@ -15,92 +18,103 @@ from flask_babel import lazy_gettext as _l
 from flask_babel.speaklater import LazyString
 
 from portal.api import ApiRefusal, ApiUnavailable, Operation
+from portal.api.records import parse_record
 from portal.payments.models import CheckoutLink
-from portal.payments.rules.operation_money import amount_due
+from portal.payments.rules.checkout_links import MirroredPayment, mirrored_payment
+from portal.payments.rules.operation_money import (
+    ZERO,
+    State,
+    amount_due,
+    can_change,
+    money_of,
+)
 from portal.settings.rules.connection import ApiNotConnected, api_client_for
 from portal.web_urls import is_web_url
 
 
-class State(enum.StrEnum):
-    """What the customer is told; the API's status texts map onto these."""
+class Reading(enum.StrEnum):
+    """Where the page got the state from."""
 
-    WAITING = "waiting"  # new, nothing paid yet
-    RECEIVED = "received"  # new, partly paid
-    CONFIRMED = "confirmed"
-    EXPIRED = "expired"
-    CANCELED = "canceled"
-    FAILED = "failed"
-    CHECKING = "checking"  # a status text we do not know: look again
+    LIVE = "live"  # the API answered
     UNREACHABLE = "unreachable"  # the API did not answer: look again
     UNAVAILABLE = "unavailable"  # the API refused (not connected, banned): asking again won't help
 
 
-FINAL_STATES = frozenset(
-    {State.CONFIRMED, State.EXPIRED, State.CANCELED, State.FAILED, State.UNAVAILABLE}
-)
-PAYABLE_STATES = frozenset({State.WAITING, State.RECEIVED})
-# The states in which the API could not be asked: only then does the redirect code speak.
-UNANSWERED_STATES = frozenset({State.UNREACHABLE, State.UNAVAILABLE})
+# The customer's words for each state: the words of `state_words.STATE_WORDS`, translated.
 LABELS: dict[State, LazyString] = {
-    State.WAITING: _l("Waiting for payment"),
-    State.RECEIVED: _l("Partly paid"),
-    State.CONFIRMED: _l("Confirmed"),
+    State.PAID_LATE: _l("Paid late"),
+    State.UNDERPAID: _l("Underpaid"),
+    State.OVERPAID: _l("Overpaid"),
+    State.PAID: _l("Paid"),
+    State.PAID_UNCONFIRMED: _l("Paid, not confirmed"),
+    State.PARTLY_PAID: _l("Partly paid"),
+    State.AWAITING_DECISION: _l("Awaiting a decision"),
+    State.AWAITING_PAYMENT: _l("Awaiting payment"),
     State.EXPIRED: _l("Expired"),
     State.CANCELED: _l("Canceled"),
     State.FAILED: _l("Failed"),
-    State.CHECKING: _l("Checking"),
-    State.UNREACHABLE: _l("Checking"),
-    State.UNAVAILABLE: _l("Not available"),
-}
-# Why the page shows no live state, under the heading the redirect code chose.
-UNANSWERED_WORDS: dict[State, LazyString] = {
-    State.UNREACHABLE: _l(
+}  # `sent` is a withdrawal's, and no customer's page shows a withdrawal
+CHECKING = _l("Checking")
+NOT_AVAILABLE = _l("Not available")
+# The states in which the hosted payment page still takes (the rest of) the payment.
+PAYABLE_STATES = frozenset({State.AWAITING_PAYMENT, State.PARTLY_PAID})
+# Why the page shows no live state.
+UNANSWERED_WORDS: dict[Reading, LazyString] = {
+    Reading.UNREACHABLE: _l(
         "We cannot reach the payment service right now. This page tries again by itself."
     ),
-    State.UNAVAILABLE: _l(
+    Reading.UNAVAILABLE: _l(
         "The state of this payment cannot be shown right now. Contact %(shop)s with questions."
     ),
 }
-PAY_LABELS = {State.WAITING: _l("Pay now"), State.RECEIVED: _l("Pay the rest")}
-_BY_STATUS = {
-    "confirmed": State.CONFIRMED,
-    "expired": State.EXPIRED,
-    "canceled": State.CANCELED,
-    "failed": State.FAILED,
-}
+PAY_LABELS = {State.AWAITING_PAYMENT: _l("Pay now"), State.PARTLY_PAID: _l("Pay the rest")}
 
 
 @dataclass(frozen=True)
 class Payment:
     """What the checkout page shows; the details are None when nobody knows them.
 
-    `amount` is in the order's `currency`; `due` and `paid` are in `currency_paid`, the currency
-    the customer pays in (the same one, or a crypto currency for a fiat order).
+    `state` is None when the page cannot tell (the API cannot be asked and the mirror has
+    nothing newer than the customer's arrival, or a status this portal does not know);
+    `as_of` is set when the state is the mirror's, as of its last sync. `amount` is in the
+    order's `currency`; `due`, `paid` and `difference` (paid - due, zero within the merchant's
+    tolerance) are in `currency_paid`, the currency the customer pays in.
     """
 
-    state: State
+    reading: Reading
+    state: State | None = None
+    status: str | None = None
+    as_of: datetime | None = None
     order_number: str | None = None
     amount: Decimal | None = None
     currency: str | None = None
     currency_paid: str | None = None
     due: Decimal | None = None
     paid: Decimal | None = None
+    difference: Decimal | None = None
     payment_url: str | None = field(default=None, repr=False)  # used to redirect, never shown
 
     @property
+    def live(self) -> bool:
+        return self.reading is Reading.LIVE
+
+    @property
     def answered(self) -> bool:
-        """Whether the API told the state (else the redirect code is all the page knows)."""
-        return self.state not in UNANSWERED_STATES
+        """Whether the page knows the state (from the API, or from a recent enough mirror);
+        else the redirect code is all it knows."""
+        return self.live or self.as_of is not None
 
     @property
     def final(self) -> bool:
-        """Whether the page stops asking again."""
-        return self.state in FINAL_STATES
+        """Whether the page stops asking again: a refusal, or a state that cannot change."""
+        if self.reading is Reading.UNAVAILABLE:
+            return True
+        return self.live and self.state is not None and not can_change(self.status or "")
 
     @property
     def payable(self) -> bool:
         """Whether the hosted payment page can still take (the rest of) the payment."""
-        return self.state in PAYABLE_STATES and is_web_url(self.payment_url)
+        return self.live and self.state in PAYABLE_STATES and is_web_url(self.payment_url)
 
     @property
     def money_arrived(self) -> bool:
@@ -109,9 +123,16 @@ class Payment:
     @property
     def left(self) -> Decimal | None:
         """What is still to pay in the payment currency (never below zero)."""
-        if self.due is None or self.paid is None:
+        if self.difference is None:
             return None
-        return max(self.due - self.paid, Decimal(0))
+        return max(-self.difference, ZERO)
+
+    @property
+    def surplus(self) -> Decimal | None:
+        """What was paid beyond the due (never below zero)."""
+        if self.difference is None:
+            return None
+        return max(self.difference, ZERO)
 
     @property
     def converted(self) -> bool:
@@ -120,46 +141,74 @@ class Payment:
 
     @property
     def label(self) -> LazyString:
-        return LABELS[self.state]
+        label = LABELS.get(self.state) if self.state is not None and self.answered else None
+        if label is not None:
+            return label
+        return NOT_AVAILABLE if self.reading is Reading.UNAVAILABLE else CHECKING
 
     @property
     def unanswered_words(self) -> LazyString | None:
-        return UNANSWERED_WORDS.get(self.state)
+        return UNANSWERED_WORDS.get(self.reading)
 
     @property
     def pay_label(self) -> LazyString | None:
-        return PAY_LABELS.get(self.state)
-
-
-def state_of(operation: Operation) -> State:
-    if operation.status == "new":
-        paid = operation.amount_paid or Decimal(0)
-        return State.RECEIVED if paid > 0 else State.WAITING
-    return _BY_STATUS.get(operation.status, State.CHECKING)
+        return PAY_LABELS.get(self.state) if self.state is not None else None
 
 
 def payment_of(link: CheckoutLink) -> Payment:
-    """The payment behind a link, or a state that says why it cannot be shown now (with the
-    order number and amount the link kept, so that the customer still sees what they ordered)."""
+    """The payment behind a link, or, when the API cannot be asked, the mirror's copy of it if
+    it is recent enough (`mirrored_payment`), else the order number and amount the link kept,
+    so that the customer still sees what they ordered."""
     try:
         operation = api_client_for(link.merchant).get_operation(link.operation_id or "")
     except ApiUnavailable as error:
         current_app.logger.warning("Checkout page: payment service unavailable: %s", error)
-        return _remembered(link, State.UNREACHABLE)
+        return _remembered(link, Reading.UNREACHABLE)
     except (ApiRefusal, ApiNotConnected) as error:
         current_app.logger.warning("Checkout page of merchant %s: %r", link.merchant_id, error)
-        return _remembered(link, State.UNAVAILABLE)
+        return _remembered(link, Reading.UNAVAILABLE)
+    money = money_of(link.merchant, operation)
     return Payment(
-        state_of(operation),
+        Reading.LIVE,
+        money.state,
+        money.status,
         order_number=operation.order_id,
         amount=operation.amount,
         currency=operation.currency,
-        currency_paid=operation.currency_paid,
-        due=amount_due(operation),
-        paid=operation.amount_paid or Decimal(0),  # null right after creation: nothing yet
+        currency_paid=money.currency,
+        due=money.due,
+        paid=money.received,
+        difference=money.difference,
         payment_url=operation.payment_url,
     )
 
 
-def _remembered(link: CheckoutLink, state: State) -> Payment:
-    return Payment(state, order_number=link.order_id, amount=link.amount, currency=link.currency)
+def _remembered(link: CheckoutLink, reading: Reading) -> Payment:
+    mirrored = mirrored_payment(link)
+    if mirrored is None:
+        return Payment(
+            reading, order_number=link.order_id, amount=link.amount, currency=link.currency
+        )
+    return _from_mirror(reading, mirrored)
+
+
+def _from_mirror(reading: Reading, mirrored: MirroredPayment) -> Payment:
+    """The mirror's state and figures of the operation, as its last sync read them."""
+    row = mirrored.operation
+    try:
+        state: State | None = State(row.state or "")
+    except ValueError:  # none, or a state a newer portal wrote
+        state = None
+    return Payment(
+        reading,
+        state,
+        row.status,
+        as_of=mirrored.as_of,
+        order_number=row.order_id,
+        amount=row.amount,
+        currency=row.currency,
+        currency_paid=row.currency_paid,
+        due=amount_due(parse_record(Operation, row.record)),
+        paid=row.amount_paid or ZERO,
+        difference=row.difference,
+    )

@@ -7,6 +7,7 @@ includes; `/checkout/<token>/pay` goes back to the hosted payment page while it 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -131,12 +132,25 @@ def _remember_language(response: Response, token: str) -> None:
 
 
 def _words(payment: Payment, shop: str) -> dict[str, str]:
-    """What the sentences of the page may name: the shop, what was paid, what is left."""
+    """What the sentences of the page may name: the shop, what was due and paid, what is left
+    and what was paid too much."""
     return {
         "shop": shop,
+        "due": _money(payment.due, payment.currency_paid),
         "paid": _money(payment.paid, payment.currency_paid),
         "left": _money(payment.left, payment.currency_paid) or gettext("the rest"),
+        "surplus": _money(payment.surplus, payment.currency_paid),
     }
+
+
+def _as_of(payment: Payment) -> str | None:
+    """When the mirror's copy the page shows was read: the time in UTC, and the date unless
+    it is today's."""
+    if payment.as_of is None:
+        return None
+    moment = payment.as_of.astimezone(UTC)
+    shown = "%H:%M" if moment.date() == datetime.now(UTC).date() else "%Y-%m-%d %H:%M"
+    return moment.strftime(shown) + " UTC"
 
 
 def _money(amount: Decimal | None, currency: str | None) -> str:
@@ -160,6 +174,7 @@ def show(token: str) -> Response:
         notice=notice_for(payment, request.args),
         payment=payment,
         words=_words(payment, shop),
+        as_of=_as_of(payment),
         shop=shop,
         shop_url=return_url(link.merchant),
         support_email=support_email(link.merchant),
