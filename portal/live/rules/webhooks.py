@@ -71,10 +71,13 @@ SECRET_PREFIX = "whsec_"  # noqa: S105 (the prefix, not a secret)
 TEST_TYPE = "test"
 # The types a shop may choose: every event the mirror writes.
 TYPES = tuple(EventType)
+# What a shop acts on: a payment to ship, or money that arrived wrong (a person decides).
 DEFAULT_TYPES = (
     EventType.OPERATION_CONFIRMED,
     EventType.OPERATION_PARTLY_PAID,
     EventType.OPERATION_OVERPAID,
+    EventType.OPERATION_UNDERPAID,
+    EventType.OPERATION_PAID_LATE,
     EventType.OPERATION_EXPIRED,
     EventType.OPERATION_CANCELED,
     EventType.OPERATION_FAILED,
