@@ -2,13 +2,15 @@
 an operation's state with what was due against what was received (`portal` of the event), a
 transaction's amount, and a link to the record on the portal.
 
-An event that announces an operation's state is headed with the state's words, as the badge
-and the timeline say them (`portal.payments.rules.state_words`)."""
+An operation's mail names in its subject the operation's state at that event (`portal.state`)
+in the words of its badge (`portal.payments.rules.state_words`); its first line is the event's
+headline, the name of its box under "E-mail me about"."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
+from typing import Any
 from urllib.parse import quote
 
 import sqlalchemy as sa
@@ -58,9 +60,9 @@ def describe(event: Event, link: Callable[[str], str]) -> tuple[str, str]:
     says it) and says what arrived against what was due; amounts read as on the pages."""
     words = headline(event.type)
     if event.type.startswith("operation."):
-        state, lines, summary = _operation_lines(event)
-        record = events.split_money(event.data)[0]
+        record, figures = events.split_money(event.data)
         data = record if isinstance(record, dict) else {}
+        state, lines, summary = _operation_lines(event, data, figures)
         order = data.get("order_id")
         path = "/operations/" + quote(str(data.get("id") or event.operation_id), safe="")
     else:
@@ -98,12 +100,12 @@ def describe(event: Event, link: Callable[[str], str]) -> tuple[str, str]:
     return _one_line(subject), body + "\n"
 
 
-def _operation_lines(event: Event) -> tuple[str | None, list[tuple[str, str | None]], str | None]:
+def _operation_lines(
+    event: Event, data: dict[str, Any], figures: dict[str, Any]
+) -> tuple[str | None, list[tuple[str, str | None]], str | None]:
     """An operation's state in words, its lines (Due, Received, Difference, ...) and the
     subject's summary of them: "received 0.09 BTC of 0.36 BTC". An event written before
-    events carried the portal's figures reads the record alone."""
-    record, figures = events.split_money(event.data)
-    data = record if isinstance(record, dict) else {}
+    events carried the portal's figures (`events.split_money`) reads the record alone."""
     issued = data.get("currency") or ""
     paid_in = data.get("currency_paid") or issued
     state = (
