@@ -13,6 +13,7 @@ import requests
 import sqlalchemy as sa
 
 from portal.api import MerchantApiClient
+from tests.support.money import BTC_ADDRESS
 from tests.support.portal_app import MERCHANT, connected_portal, email
 from tests.support.shop import run_shop
 
@@ -119,8 +120,9 @@ def test_each_state_reaches_the_shop_as_portal_state_and_the_mail_in_its_words(
     made = {
         state: api.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")
         for state in State
-        if state is not State.SENT  # a withdrawal: no event of its money
+        if state is not State.SENT
     }
+    made[State.SENT] = api.withdraw(Decimal("0.5"), "BTC", BTC_ADDRESS)
     ids = {state: operation.id for state, operation in made.items()}
     arrive(sandbox, ids[State.AWAITING_DECISION], "0.5", "undefined")
     events = heard(portal)  # their creation
@@ -143,11 +145,17 @@ def test_each_state_reaches_the_shop_as_portal_state_and_the_mail_in_its_words(
     assert paid_on_page.status_code in (200, 302, 303)
     events += heard(portal)
 
+    last = {}  # the last event of each operation, with its mail's subject
+    for body, subject in events:
+        last[body["data"]["id"]] = (body, subject)
     for state, operation_id in ids.items():
-        body, subject = [(b, s) for b, s in events if b["data"]["id"] == operation_id][-1]
+        body, subject = last[operation_id]
         assert body["portal"]["state"] == state.value, (state, body)
-        assert subject.startswith(f"{STATE_WORDS[state]} — order "), (state, subject)
         assert Decimal(body["portal"]["due"]) == Decimal("0.5")
+        if state is State.SENT:  # a withdrawal: no order, nothing due
+            assert subject == "Sent — 0.5 BTC"
+        else:
+            assert subject.startswith(f"{STATE_WORDS[state]} — order "), (state, subject)
 
 
 def test_an_accepted_underpayment_is_underpaid_and_confirmed_and_a_top_up_is_news(

@@ -21,6 +21,7 @@ from portal.live.rules import events
 from portal.live.rules.events import EventType
 from portal.money.rules.currencies import money
 from portal.payments.models import MirroredOperation
+from portal.payments.rules.operation_money import WITHDRAWAL_CATEGORIES
 from portal.payments.rules.state_words import (
     TRANSACTION_EVENT_WORDS,
     event_state_words,
@@ -113,6 +114,17 @@ def _operation_lines(
         if figures["state"]
         else event_state_words(event.type) or _status_words(data.get("status"))
     )
+    if data.get("category") in WITHDRAWAL_CATEGORIES:  # money sent: nothing was due
+        amount = _money(data.get("amount"), issued)
+        return (
+            state,
+            [
+                ("Operation", data.get("id") or event.operation_id),
+                ("State", state),
+                ("Amount", amount),
+            ],
+            amount,
+        )
     due = _decimal(figures["due"])
     received = _decimal(figures["received"] or data.get("amount_paid"))
     awaiting = _decimal(figures["awaiting"])
