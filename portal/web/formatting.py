@@ -1,8 +1,9 @@
 """How values of the API read on the pages: amounts, timestamps in the user's zone.
 
-Amounts are `Decimal`s, never floats. `money` writes them for people: thousands separators,
-a fiat currency's cents, a crypto amount without its trailing zeros, never a digit rounded
-away; any other `{{ value }}` of a `Decimal` is its exact digits (exports keep exact values
+Amounts are `Decimal`s, never floats. `money` writes them for people: thousands separators, a
+fiat currency's cents, a crypto amount without its trailing zeros, never a digit rounded away (it
+lives with the currencies' facts, `portal.money.rules.currencies`, so a mail writes an amount as a
+page does); any other `{{ value }}` of a `Decimal` is its exact digits (exports keep exact values
 too, `portal.reports.rules.csv_rows`). Timestamps are shown in the signed-in user's time zone
 (`users.time_zone`, UTC by default), with the UTC value at hand for comparing with the payment
 service.
@@ -21,7 +22,7 @@ from flask_login import current_user
 from markupsafe import Markup, escape
 
 from portal.api import OPERATION_STATUSES, TRANSACTION_STATUSES
-from portal.money.rules.currencies import least_decimals
+from portal.money.rules.currencies import money
 from portal.web.error_messages import error_message
 from portal.web_urls import is_web_url
 
@@ -133,29 +134,6 @@ def _badge(status: str, known: bool, words: str) -> Markup:
     else:
         html = f'<span class="badge status-other">{escape(status)}</span>'
     return Markup(html)  # noqa: S704  (the status is escaped)
-
-
-def money(amount: Decimal | None, currency: str | None = None) -> str:
-    """An amount for a page, with its currency: `1,250.00 USD`, `0.1 BTC`, `12,000 USDT`.
-
-    Thousands separators; a fiat currency's cents at least, otherwise the decimals the amount
-    has without trailing zeros (`least_decimals`). Never rounded: an amount with more decimals
-    shows them.
-    """
-    if amount is None:
-        return "—"
-    text = _grouped(amount, least_decimals(currency))
-    return f"{text} {currency}" if currency else text
-
-
-def _grouped(amount: Decimal, least: int) -> str:
-    """The amount's digits with thousands separators; its decimals without trailing zeros,
-    but at least `least` of them."""
-    if not amount.is_finite():
-        return str(amount)
-    whole, _, decimals = format(amount, ",f").partition(".")
-    decimals = decimals.rstrip("0").ljust(least, "0")
-    return f"{whole}.{decimals}" if decimals else whole
 
 
 def category_name(category: str) -> str:

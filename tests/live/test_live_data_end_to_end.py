@@ -97,11 +97,13 @@ def test_a_payment_on_the_hosted_page_reaches_the_shop_signed_and_the_owner_by_m
     )
     assert confirmed.signed_by(secret)
     body = confirmed.json
-    assert set(body) == {"id", "type", "created_at", "data"}
+    assert set(body) == {"id", "type", "created_at", "data", "portal"}
     assert body["data"]["order_id"] == operation["order_id"]
     assert body["data"]["status"] == "confirmed"
+    assert body["portal"]["state"] == "paid"  # the whole amount: ship
     # The owner chose nothing and gets confirmed payments by default.
     assert mail["To"] == email("owner")
+    assert mail["Subject"].startswith(f"Paid — order {operation['order_id']} — received ")
     assert operation["order_id"] in text_of(mail)
     assert f"https://portal.example.com/operations/{operation['id']}" in text_of(mail)
 

@@ -10,6 +10,7 @@ import logging
 import re
 import threading
 from datetime import UTC, datetime
+from decimal import Decimal
 from urllib.parse import quote, quote_plus
 
 import pytest
@@ -35,7 +36,8 @@ def portal_config(portal_config, mail_server):
 
 
 def operation_record(status: str = "confirmed", order: str = "A-1001", paid: str = "0.5") -> dict:
-    """An operation as the API returns it (amounts as strings, times ISO 8601 Z)."""
+    """An operation as the API returns it (amounts as strings, times ISO 8601 Z), with the
+    portal's reading of its money beside it, as the mirror writes an operation's event."""
     return {
         "id": "op_8f3a2c",
         "application_id": "app_1",
@@ -55,6 +57,13 @@ def operation_record(status: str = "confirmed", order: str = "A-1001", paid: str
         "payment_url": "https://pay.example.com/op_8f3a2c",
         "redirect_url": "https://shop.example.com/back",
         "transactions": [],
+        "portal": {
+            "state": "paid" if status == "confirmed" else "partly_paid",
+            "due": "0.5",
+            "received": paid,
+            "awaiting": "0",
+            "difference": str(Decimal(paid) - Decimal("0.5")),
+        },
     }
 
 
@@ -104,12 +113,42 @@ def test_a_confirmed_payment_mails_the_owners_who_chose_it_and_nobody_else(
     [message] = mail_server.messages
     assert message["To"] == accounts.owner
     assert message["From"] == "Merchant Portal <portal@localhost>"
-    assert message["Subject"] == "Confirmed — order A-1001 — 0.5 BTC"
-    text = text_of(message)
+    assert message["Subject"] == "Paid — order A-1001 — received 0.5 BTC of 0.5 BTC"
+    text = text_of(message).replace("\r\n", "\n")
     assert "Order number: A-1001" in text
-    assert "Amount: 0.5 BTC" in text
-    assert "Status: Confirmed" in text
+    assert "State: Paid\nDue: 0.5 BTC\nReceived: 0.5 BTC\nDifference: 0 BTC\n" in text
     assert link_in(message) == f"{PUBLIC_URL}/operations/op_8f3a2c"
+
+
+def test_a_mail_says_what_arrived_against_what_was_due_as_the_pages_write_amounts(
+    app, accounts, mail_server
+):
+    """An operation confirmed by a link below its due: the owner reads the shortfall, the
+    amounts as the operation page writes them (never `100.00000000 USD`)."""
+    underpaid = operation_record(paid="25.00000000") | {
+        "amount": "100.00000000",
+        "currency": "USD",
+        "currency_paid": "USDT",
+        "portal": {
+            "state": "underpaid",
+            "due": "100.00000000",
+            "received": "25.00000000",
+            "awaiting": "1250.50000000",
+            "difference": "-75.00000000",
+        },
+    }
+    record(app, "operation.confirmed", underpaid, "op_8f3a2c:underpaid")
+    send_due(app)
+
+    [message] = mail_server.messages
+    assert message["Subject"] == "Underpaid — order A-1001 — received 25 USDT of 100 USDT"
+    text = text_of(message).replace("\r\n", "\n")
+    assert text.startswith("Operation confirmed\n")
+    assert (
+        "State: Underpaid\nAmount: 100.00 USD\nDue: 100 USDT\nReceived: 25 USDT\n"
+        "Difference: -75 USDT\nAwaiting a decision: 1,250.5 USDT\n"
+    ) in text
+    assert "00000" not in text
 
 
 def test_an_event_mails_no_address_that_holds_a_list(app, accounts, mail_server, caplog):
@@ -175,9 +214,15 @@ def test_a_user_chooses_what_mails_them_on_the_account_page(app, url, accounts, 
     page = operator.get("/account").text
     assert "E-mail me about" in page
     assert 'value="transaction.needs_review"' in page
-    assert ticked(page) == set()
+    needs_a_person = {
+        "transaction.needs_review",
+        "operation.underpaid",
+        "operation.overpaid",
+        "operation.paid_late",
+    }
+    assert ticked(page) == needs_a_person
     owner = signed_in_visitor(url, accounts.owner)
-    assert ticked(owner.get("/account").text) == {"operation.confirmed", "transaction.needs_review"}
+    assert ticked(owner.get("/account").text) == needs_a_person | {"operation.confirmed"}
     assert "chooses which events mail them" in owner.get("/settings/notifications").text
 
     saved = operator.post(

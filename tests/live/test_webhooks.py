@@ -73,6 +73,10 @@ def operation(operation_id: str, status: str = "confirmed", paid: str = "0.015")
     }
 
 
+# The portal's reading of an operation's money, which the mirror keeps beside its record.
+PAID = {"state": "paid", "due": "0.015", "received": "0.015", "awaiting": "0", "difference": "0"}
+
+
 def record(app, type_: str, operation_id: str | None = "op-1", *, notify: bool = True, **data):
     """Write an event as the mirror's sync does, and commit; its public id."""
     from portal.extensions import db
@@ -87,7 +91,7 @@ def record(app, type_: str, operation_id: str | None = "op-1", *, notify: bool =
             merchant.id,
             events.EventType(type_),
             dedup_key=key,
-            data=operation(operation_id or "none", **data),
+            data=operation(operation_id or "none", **data) | {"portal": PAID},
             occurred_at=datetime(2026, 11, 24, 6, 5, 12, tzinfo=UTC),
             operation_id=operation_id,
             notify=notify,
@@ -118,11 +122,12 @@ def test_a_delivered_event_verifies_with_the_secret_on_the_page(app, owner, shop
     assert request.headers["Content-Type"] == "application/json"
     assert "Portal" in request.headers["User-Agent"]
     body = request.json
-    assert set(body) == {"id", "type", "created_at", "data"}
+    assert set(body) == {"id", "type", "created_at", "data", "portal"}
     assert (body["id"], body["type"]) == (sent, "operation.confirmed")
     assert body["id"] != before
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", body["created_at"])
-    assert body["data"] == operation("op-1")
+    assert body["data"] == operation("op-1")  # the API's record as it was
+    assert body["portal"] == PAID
     assert deliver(app) == 0, "delivered once"
     assert shop.event_ids() == [sent]
 

@@ -55,7 +55,13 @@ def record(app, merchant: str, order_id: str, type_: str = "operation.confirmed"
             accounts.merchant_named(merchant).id,
             events.EventType(type_),
             dedup_key=key,
-            data={"id": f"op-{merchant}", "order_id": order_id, "status": "confirmed", **data},
+            data={
+                "id": f"op-{merchant}",
+                "order_id": order_id,
+                "status": "confirmed",
+                "portal": {"state": "paid"},
+                **data,
+            },
             occurred_at=datetime.now(UTC),
             operation_id=f"op-{merchant}-{time.monotonic_ns()}",
             notify=True,
@@ -157,7 +163,7 @@ def test_a_record_that_breaks_one_merchants_webhooks_or_mail_stops_no_one_else(
         sent = db.session.scalars(db.select(MailMessage.subject)).all()
     assert quick.event_ids() == [other] and silent.requests() == []
     subjects = sorted(message["Subject"] for message in mail_server.wait_for(2))
-    assert subjects[0].startswith("Confirmed") and "other-1" in subjects[0]
+    assert subjects[0].startswith("Paid — order other-1")
     assert subjects[1] == "Reset your password on the merchant portal"
     assert len(sent) == 2, "Acme's broken event made no message, and stopped none"
 

@@ -1,29 +1,39 @@
 """What an event says to a person, in a mail: a headline per type, the record's order number,
-amount with its currency and state, and a link to the record on the portal.
+an operation's state with what was due against what was received (`portal` of the event), a
+transaction's amount, and a link to the record on the portal.
 
-An event that announces an operation's state is headed with the state's words, as the badge
-and the timeline say them (`portal.payments.rules.state_words`)."""
+An operation's mail names in its subject the operation's state at that event (`portal.state`)
+in the words of its badge (`portal.payments.rules.state_words`); its first line is the event's
+headline, the name of its box under "E-mail me about"."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
+from typing import Any
 from urllib.parse import quote
 
 import sqlalchemy as sa
 
 from portal.extensions import db
 from portal.live.models import Event
+from portal.live.rules import events
 from portal.live.rules.events import EventType
+from portal.money.rules.currencies import money
 from portal.payments.models import MirroredOperation
+from portal.payments.rules.operation_money import WITHDRAWAL_CATEGORIES
 from portal.payments.rules.state_words import (
     TRANSACTION_EVENT_WORDS,
     event_state_words,
     state_words,
 )
 
-# The headlines of the events that announce no state and are not a transaction's.
+# The headlines of the events that announce no state and are not a transaction's. A confirmation
+# announces none: the payment service confirms an underpaid or overpaid operation too (the mail
+# says its state, `portal.state`).
 OTHER_HEADLINES = {
     EventType.OPERATION_CREATED: "Operation created",
+    EventType.OPERATION_CONFIRMED: "Operation confirmed",
     EventType.OPERATION_STATUS_CHANGED: "Operation status changed",
 }
 
@@ -31,7 +41,7 @@ OTHER_HEADLINES = {
 def _headline_of(type_: EventType) -> str:
     if type_ in TRANSACTION_EVENT_WORDS:
         return f"Transaction {TRANSACTION_EVENT_WORDS[type_]}"
-    return event_state_words(type_) or OTHER_HEADLINES[type_]
+    return OTHER_HEADLINES.get(type_) or event_state_words(type_) or type_.value
 
 
 # Keyed by type name (an EventType is its name, a StrEnum), in the order of EventType.
@@ -45,35 +55,34 @@ def headline(type_name: str) -> str:
 
 
 def describe(event: Event, link: Callable[[str], str]) -> tuple[str, str]:
-    """The subject and text of the mail about `event`; `link` makes a portal path absolute."""
-    data = event.data or {}
+    """The subject and text of the mail about `event`; `link` makes a portal path absolute.
+
+    An operation's mail is headed with its state at that event (`portal.state`, as its badge
+    says it) and says what arrived against what was due; amounts read as on the pages."""
     words = headline(event.type)
     if event.type.startswith("operation."):
-        order, currency = data.get("order_id"), data.get("currency") or ""
-        lines = [
-            ("Order number", order),
-            ("Operation", data.get("id") or event.operation_id),
-            ("Amount", _money(data.get("amount"), currency)),
-            ("Paid", _money(data.get("amount_paid"), data.get("currency_paid") or currency)),
-            ("Status", event_state_words(event.type) or _status_words(data.get("status"))),
-        ]
+        record, figures = events.split_money(event.data)
+        data = record if isinstance(record, dict) else {}
+        state, lines, summary = _operation_lines(event, data, figures)
+        order = data.get("order_id")
         path = "/operations/" + quote(str(data.get("id") or event.operation_id), safe="")
     else:
+        data = event.data or {}
         operation = _operation(event)
         order = operation.order_id if operation else None
         currency = (operation.currency_paid or operation.currency) if operation else ""
+        state, summary = words, _money(data.get("amount"), currency)
         lines = [
             ("Order number", order),
             ("Operation", data.get("operation_id") or event.operation_id),
             ("Transaction", data.get("id") or event.transaction_id),
-            ("Amount", _money(data.get("amount"), currency)),
+            ("Amount", summary),
             ("Hash", data.get("tx_id")),
             ("Status", data.get("status")),
         ]
         path = "/transactions/" + quote(str(data.get("id") or event.transaction_id), safe="")
-    amount = next((value for name, value in lines if name == "Amount" and value), None)
     subject = " — ".join(
-        part for part in (words, f"order {order}" if order else None, amount) if part
+        part for part in (state, f"order {order}" if order else None, summary) if part
     )
     when = event.occurred_at.strftime("%Y-%m-%d %H:%M:%S UTC")
     body = "\n".join(
@@ -90,6 +99,53 @@ def describe(event: Event, link: Callable[[str], str]) -> tuple[str, str]:
         ]
     )
     return _one_line(subject), body + "\n"
+
+
+def _operation_lines(
+    event: Event, data: dict[str, Any], figures: dict[str, Any]
+) -> tuple[str | None, list[tuple[str, str | None]], str | None]:
+    """An operation's state in words, its lines (Due, Received, Difference, ...) and the
+    subject's summary of them: "received 0.09 BTC of 0.36 BTC". An event written before
+    events carried the portal's figures (`events.split_money`) reads the record alone."""
+    issued = data.get("currency") or ""
+    paid_in = data.get("currency_paid") or issued
+    state = (
+        state_words(figures["state"])
+        if figures["state"]
+        else event_state_words(event.type) or _status_words(data.get("status"))
+    )
+    if data.get("category") in WITHDRAWAL_CATEGORIES:  # money sent: nothing was due
+        amount = _money(data.get("amount"), issued)
+        return (
+            state,
+            [
+                ("Operation", data.get("id") or event.operation_id),
+                ("State", state),
+                ("Amount", amount),
+            ],
+            amount,
+        )
+    due = _decimal(figures["due"])
+    received = _decimal(figures["received"] or data.get("amount_paid"))
+    awaiting = _decimal(figures["awaiting"])
+    difference = _decimal(figures["difference"])
+    lines = [
+        ("Order number", data.get("order_id")),
+        ("Operation", data.get("id") or event.operation_id),
+        ("State", state),
+        # The order's amount, when it was issued in another currency than it is paid in.
+        ("Amount", _money(data.get("amount"), issued) if issued != paid_in else None),
+        ("Due", _money(due, paid_in)),
+        ("Received", _money(received, paid_in)),
+        ("Difference", _signed(difference, paid_in)),
+        ("Awaiting a decision", _money(awaiting, paid_in) if awaiting else None),
+    ]
+    summary = None
+    if received is not None:
+        summary = f"received {money(received, paid_in)}"
+        if due is not None:
+            summary += f" of {money(due, paid_in)}"
+    return state, lines, summary
 
 
 def _operation(event: Event) -> MirroredOperation | None:
@@ -112,8 +168,28 @@ def _status_words(status: str | None) -> str | None:
 
 
 def _money(amount: object, currency: str) -> str | None:
-    """An amount as the API wrote it (a decimal string, exact), with its currency."""
-    return f"{amount} {currency}".strip() if amount not in (None, "") else None
+    """An amount (a decimal string of the API's, or a Decimal) with its currency, as the pages
+    write it; None when there is none."""
+    value = _decimal(amount)
+    return money(value, currency or None) if value is not None else None
+
+
+def _signed(amount: Decimal | None, currency: str) -> str | None:
+    """A difference with its sign: `+0.1 BTC` more than due, `-0.3 BTC` less."""
+    if amount is None:
+        return None
+    return ("+" if amount > 0 else "") + money(amount, currency or None)
+
+
+def _decimal(value: object) -> Decimal | None:
+    """A finite amount from a decimal string (or a Decimal); None for anything else."""
+    if value is None or isinstance(value, bool | float):
+        return None
+    try:
+        amount = Decimal(str(value))
+    except InvalidOperation:
+        return None
+    return amount if amount.is_finite() else None
 
 
 def _one_line(text: str) -> str:

@@ -10,11 +10,14 @@ from __future__ import annotations
 import enum
 import secrets
 from datetime import datetime
+from decimal import Decimal
+from typing import Any
 
 import sqlalchemy as sa
 
 from portal.extensions import db
 from portal.live.models import Event
+from portal.payments.rules.operation_money import OperationMoney
 from portal.settings.models import ApiConnection
 
 
@@ -42,6 +45,41 @@ class EventType(enum.StrEnum):
 def public_event_id() -> str:
     """The id a shop sees: random, so it tells nothing about other merchants' volume."""
     return "evt_" + secrets.token_hex(12)
+
+
+# The key beside the API's record, in an operation event's `data`, that holds the portal's reading
+# of the operation's money when the event was written (`with_money`); webhooks send it as the
+# body's top-level `portal`. The API's records have no such field.
+PORTAL = "portal"
+PORTAL_FIELDS = ("state", "due", "received", "awaiting", "difference")
+
+
+def with_money(record: dict[str, Any], money: OperationMoney | None) -> dict[str, Any]:
+    """An operation event's `data`: the API's record and, under `PORTAL`, its money as one state
+    and decimal strings (null when unknown, or when the record had no money to read)."""
+    figures: dict[str, str | None] = dict.fromkeys(PORTAL_FIELDS)
+    if money is not None:
+        figures = {
+            "state": money.state.value if money.state else None,
+            "due": _decimal_text(money.due),
+            "received": _decimal_text(money.received),
+            "awaiting": _decimal_text(money.awaiting),
+            "difference": _decimal_text(money.difference),
+        }
+    return {**record, PORTAL: figures}
+
+
+def split_money(data: object) -> tuple[object, dict[str, Any]]:
+    """An event's `data` as the API's record and the portal's figures (`with_money`); an event
+    written before operations carried them has every figure null."""
+    if isinstance(data, dict) and isinstance(data.get(PORTAL), dict):
+        record = {name: value for name, value in data.items() if name != PORTAL}
+        return record, {name: data[PORTAL].get(name) for name in PORTAL_FIELDS}
+    return data, dict.fromkeys(PORTAL_FIELDS)
+
+
+def _decimal_text(amount: Decimal | None) -> str | None:
+    return None if amount is None else format(amount, "f")
 
 
 # Dedup keys asked for in one query (a first sync's page writes several hundred events).

@@ -41,7 +41,20 @@ from portal.live.rules.outbox import enabled, portal_link, queue
 
 logger = logging.getLogger(__name__)
 
-OWNER_DEFAULTS = frozenset({EventType.OPERATION_CONFIRMED, EventType.TRANSACTION_NEEDS_REVIEW})
+# Money that arrived wrong waits for a person: whoever decides hears of it unless they choose
+# otherwise. Owners hear of confirmations too; accountants of nothing.
+NEEDS_A_PERSON = frozenset(
+    {
+        EventType.TRANSACTION_NEEDS_REVIEW,
+        EventType.OPERATION_UNDERPAID,
+        EventType.OPERATION_OVERPAID,
+        EventType.OPERATION_PAID_LATE,
+    }
+)
+ROLE_DEFAULTS = {
+    Role.OWNER: NEEDS_A_PERSON | {EventType.OPERATION_CONFIRMED},
+    Role.OPERATOR: NEEDS_A_PERSON,
+}
 GIVE_UP_AFTER = timedelta(days=1)
 MAX_RETRY = timedelta(hours=1)
 EVENTS_PER_TICK = 500
@@ -57,7 +70,7 @@ def choices_of(user: User) -> frozenset[EventType]:
     if choice is not None:
         known = {member.value: member for member in EventType}
         return frozenset(known[name] for name in choice.event_types if name in known)
-    return OWNER_DEFAULTS if user.role == Role.OWNER else frozenset()
+    return ROLE_DEFAULTS.get(user.role, frozenset())
 
 
 def choose(user: User, types: Iterable[EventType]) -> None:

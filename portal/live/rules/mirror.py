@@ -85,11 +85,13 @@ OPERATION_STATUS_EVENTS = {
     for type_, state in EVENT_STATES.items()
     if state in (State.EXPIRED, State.CANCELED, State.FAILED)
 } | {"confirmed": EventType.OPERATION_CONFIRMED}
-# ... and of a state the money reached, whatever the status (`operation_money`).
+# ... and of a state the money reached, whatever the status (`operation_money`). An operation
+# confirmed already whose money becomes right (a top-up linked after an accepted underpayment)
+# is `operation.confirmed` again, now `paid`.
 MONEY_STATE_EVENTS: dict[State | None, EventType] = {
     state: type_
     for type_, state in EVENT_STATES.items()
-    if state.value not in OPERATION_STATUS_EVENTS and state is not State.PAID
+    if state.value not in OPERATION_STATUS_EVENTS or state is State.PAID
 }
 # The mirror's columns copied from the API record of the same name.
 OPERATION_COLUMNS = (
@@ -519,6 +521,9 @@ class _Sync:
     tolerance_percent: Decimal = Decimal(0)  # the merchant's payment tolerance
     new_rows: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
     created: set[str] = field(default_factory=set)  # operations first mirrored by this sync
+    # Of the page being written: operations whose amount paid changed, the money of each.
+    repaid: set[str] = field(default_factory=set)
+    moneys: dict[str, OperationMoney] = field(default_factory=dict)
     counting: threading.Lock = field(default_factory=threading.Lock)  # paging's workers count
 
     def everything(self, client: MerchantApiClient) -> None:
@@ -612,7 +617,9 @@ class _Sync:
                 t.operation_id for t in transactions.values() if t.operation_id
             }
             changes += self._restate(touched)
-            self._record(changes)
+            self._record([self._with_money(change) for change in changes])
+            self.moneys.clear()
+            self.repaid.clear()
             self._insert_new()
         db.session.commit()
         self.operations_seen = _later(
@@ -653,19 +660,22 @@ class _Sync:
         """Write each change not yet in the events table (`events.unrecorded`), oldest first,
         so their ids are in the order they happened; with the page's other rows, in one
         statement per table."""
-        candidates = [
-            {
-                "type": change.type_.value,
-                "operation_id": change.operation_id,
-                "transaction_id": change.transaction_id,
-                "dedup_key": change.dedup_key,
-                "data": change.data,
-                "notify": self.notify,
-                "occurred_at": change.occurred_at,
-            }
-            for change in sorted(changes)
-        ]
-        rows = events.unrecorded(self.merchant_id, self.generation, candidates)
+        candidates: dict[str, dict] = {}
+        for change in sorted(changes):
+            # The same change found twice in one page (a status and the state it brings): once.
+            candidates.setdefault(
+                change.dedup_key,
+                {
+                    "type": change.type_.value,
+                    "operation_id": change.operation_id,
+                    "transaction_id": change.transaction_id,
+                    "dedup_key": change.dedup_key,
+                    "data": change.data,
+                    "notify": self.notify,
+                    "occurred_at": change.occurred_at,
+                },
+            )
+        rows = events.unrecorded(self.merchant_id, self.generation, list(candidates.values()))
         self.new_rows.setdefault(Event, []).extend(rows)  # written by `_insert_new`
         self.report.events += len(rows)
 
@@ -694,6 +704,8 @@ class _Sync:
             self.created.add(operation.id)
         else:
             old_status = row.status
+            if row.amount_paid != operation.amount_paid:
+                self.repaid.add(operation.id)
         if operation.status != old_status:
             type_ = OPERATION_STATUS_EVENTS.get(
                 operation.status, EventType.OPERATION_STATUS_CHANGED
@@ -703,12 +715,7 @@ class _Sync:
             ended = old_status in ENDED_STATUSES or (row is not None and row.ended_status)
             if not (type_ is EventType.OPERATION_CONFIRMED and ended):
                 changes.append(
-                    change(
-                        operation.updated_at,
-                        3,
-                        type_,
-                        f"{key}:status:{operation.status}:{operation.amount_paid}",
-                    )
+                    change(operation.updated_at, 3, type_, _operation_key(operation, type_))
                 )
         self._upsert(
             MirroredOperation,
@@ -722,8 +729,10 @@ class _Sync:
         return changes
 
     def _restate(self, operation_ids: Iterable[str]) -> list[_Change]:
-        """Read again what the money of these operations amounts to (`restate_row`); a state
-        the money newly reached becomes its event."""
+        """Read again what the money of these operations amounts to (`restate_row`, from each
+        record and the mirror's transactions: a transaction can change without its operation's
+        record), and keep it for their events (`_with_money`); a state the money newly reached,
+        or reached again with another amount paid, becomes its event."""
         changes = []
         rows = list(self._chunked(MirroredOperation, MirroredOperation.operation_id, operation_ids))
         operations = mirrored_operations(self.merchant_id, rows)
@@ -733,24 +742,35 @@ class _Sync:
                 continue
             known = row.state
             money = restate_row(row, operation, self.tolerance_percent)
+            self.moneys[row.operation_id] = money
             type_ = MONEY_STATE_EVENTS.get(money.state)
             # A row mirrored before states were kept (None) gets its state quietly: not news.
             first = known is not None or row.operation_id in self.created
-            if type_ is not None and money.state != known and first:
-                changes.append(self._state_change(row, money, type_))
+            news = money.state != known or row.operation_id in self.repaid
+            if type_ is not None and news and first:
+                # Reached with the last change of its money: a late payment after the expiry.
+                moment = max(
+                    [operation.updated_at, *(t.updated_at for t in operation.transactions)]
+                )
+                changes.append(
+                    _Change(
+                        moment,
+                        2,
+                        type_,
+                        _operation_key(operation, type_),
+                        row.record,
+                        row.operation_id,
+                    )
+                )
         return changes
 
-    @staticmethod
-    def _state_change(row: MirroredOperation, money: OperationMoney, type_: EventType) -> _Change:
-        """The event of a state the money reached; the received amount is in its key, so a
-        top-up after an accepted underpayment is news again."""
-        return _Change(
-            row.updated_at,
-            2,
-            type_,
-            f"operation:{row.operation_id}:{money.state}:{money.received}",
-            row.record,
-            row.operation_id,
+    def _with_money(self, change: _Change) -> _Change:
+        """An operation's event with the portal's figures beside the record (`events.with_money`),
+        read once per page by `_restate`, whether the event is of a status or of a state."""
+        if not change.type_.startswith("operation."):
+            return change
+        return replace(
+            change, data=events.with_money(change.data, self.moneys.get(change.operation_id or ""))
         )
 
     def _transaction(
@@ -811,6 +831,15 @@ class _Sync:
         )
         self.report.transactions += 1
         return changes
+
+
+def _operation_key(operation: Operation, type_: EventType) -> str:
+    """The dedup key of an operation's status or state event. The amount paid and the record's
+    `updated_at` are in it: a top-up after an accepted underpayment, or a confirmation after a
+    reject, is news again, while the same change read twice is one event."""
+    received = format(operation.amount_paid or Decimal(0), "f")
+    changed = _wire_value(operation.updated_at)
+    return f"operation:{operation.id}:{type_.value}:{operation.status}:{received}:{changed}"
 
 
 def _newest(records: Iterable[R]) -> dict[str, R]:

@@ -60,6 +60,7 @@ from portal.live.rules.events import (
     current_generation,
     of_current_connection,
     public_event_id,
+    split_money,
     stored_key,
 )
 from portal.web_urls import is_web_url
@@ -70,10 +71,13 @@ SECRET_PREFIX = "whsec_"  # noqa: S105 (the prefix, not a secret)
 TEST_TYPE = "test"
 # The types a shop may choose: every event the mirror writes.
 TYPES = tuple(EventType)
+# What a shop acts on: a payment to ship, or money that arrived wrong (a person decides).
 DEFAULT_TYPES = (
     EventType.OPERATION_CONFIRMED,
     EventType.OPERATION_PARTLY_PAID,
     EventType.OPERATION_OVERPAID,
+    EventType.OPERATION_UNDERPAID,
+    EventType.OPERATION_PAID_LATE,
     EventType.OPERATION_EXPIRED,
     EventType.OPERATION_CANCELED,
     EventType.OPERATION_FAILED,
@@ -258,13 +262,18 @@ def signature_header(keys: list[str], body: bytes, timestamp: int) -> str:
 
 
 def payload(event: Event) -> bytes:
-    """The raw body: the bytes that are signed are the bytes sent."""
+    """The raw body: the bytes that are signed are the bytes sent. An operation's event has
+    the API's record in `data` and the portal's reading of its money in `portal`
+    (`events.with_money`)."""
+    record, money = split_money(event.data)
     document = {
         "id": event.public_id,
         "type": event.type,
         "created_at": _iso(event.created_at),
-        "data": event.data,
+        "data": record,
     }
+    if event.type.startswith("operation."):
+        document["portal"] = money
     return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
 
 

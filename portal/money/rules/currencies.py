@@ -100,3 +100,26 @@ def address_shape(code: str | None) -> AddressShape | None:
     """The shape of an address in `code`; None when the portal knows none (fiat, unknown)."""
     currency = KNOWN.get(code or "")
     return currency.address if currency else None
+
+
+def money(amount: Decimal | None, currency: str | None = None) -> str:
+    """An amount for a page or a mail, with its currency: `1,250.00 USD`, `0.1 BTC`, `12,000 USDT`.
+
+    Thousands separators; a fiat currency's cents at least, otherwise the decimals the amount
+    has without trailing zeros (`least_decimals`). Never rounded: an amount with more decimals
+    shows them.
+    """
+    if amount is None:
+        return "—"
+    text = _grouped(amount, least_decimals(currency))
+    return f"{text} {currency}" if currency else text
+
+
+def _grouped(amount: Decimal, least: int) -> str:
+    """The amount's digits with thousands separators; its decimals without trailing zeros,
+    but at least `least` of them."""
+    if not amount.is_finite():
+        return str(amount)
+    whole, _, decimals = format(amount, ",f").partition(".")
+    decimals = decimals.rstrip("0").ljust(least, "0")
+    return f"{whole}.{decimals}" if decimals else whole
