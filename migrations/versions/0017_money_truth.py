@@ -7,7 +7,8 @@ what people decided on the attention list.
   (the lists' state filter and the attention list read them); `ended_status` remembers that an
   operation had ended, so that money linked afterwards reads as late. Rows mirrored before this
   migration get their state at their next change, quietly.
-- `mirror_states.first_sync_at`: the attention list shows money that arrived since.
+- `mirror_states.first_sync_at`: the attention list shows money that arrived since;
+  `decided_at`: when someone last decided on an item (the menu's count is counted again).
 - `decisions`: an item handled through the portal (hidden until the next sync) or settled by
   hand with a note.
 
@@ -41,6 +42,7 @@ def upgrade():
     )
     op.add_column("mirror_states", sa.Column("first_sync_at", sa.DateTime(timezone=True)))
     op.execute("UPDATE mirror_states SET first_sync_at = last_full_sync_at")
+    op.add_column("mirror_states", sa.Column("decided_at", sa.DateTime(timezone=True)))
     op.create_table(
         "decisions",
         sa.Column("id", sa.Integer(), primary_key=True),
@@ -75,6 +77,7 @@ def upgrade():
 
 def downgrade():
     op.drop_table("decisions")
+    op.drop_column("mirror_states", "decided_at")
     op.drop_column("mirror_states", "first_sync_at")
     op.drop_index("ix_mirrored_operations_merchant_state", table_name="mirrored_operations")
     op.drop_column("mirrored_operations", "ended_status")

@@ -173,7 +173,7 @@ def undecided_operation(connected, sandbox) -> tuple[str, str]:
     """A sandbox operation with a transaction of status undefined, copied into the mirror."""
     api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
     operation = api.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")
-    body = {"amount": "0.1", "tx_id": f"hash-{uuid.uuid4().hex}", "status": "undefined"}
+    body = {"amount": "0.5", "tx_id": f"hash-{uuid.uuid4().hex}", "status": "undefined"}  # the due
     transaction = sandbox.control("POST", f"operations/{operation.id}/transactions", body)
     mirror_from_sandbox(connected, sandbox, operation.id)
     return operation.id, transaction.json()["data"]["id"]

@@ -36,6 +36,8 @@ def test_link_from_the_list_then_find_it_by_a_part_of_its_order_number(
     page.get_by_label(f"Select transaction {transaction_id}").check()
     page.get_by_role("button", name=f"Link selected of operation {operation.id}").click()
     expect(page.get_by_role("heading", name="Link 1 transaction?")).to_be_visible()
+    # 0.1 of 0.5 BTC: linking it confirms an underpayment, which the person accepts in words.
+    page.get_by_label("Yes, accept an underpayment of 0.4 BTC").check()
     page.get_by_role("button", name="Confirm link").click()
     expect(page.get_by_role("status")).to_have_text("1 transaction linked to the operation.")
     assert api.get_transaction(transaction_id).linked is True

@@ -224,9 +224,17 @@ def test_transaction_sorts(client, api, sort):
         )
 
 
-def test_statuses_read_as_badges(client):
+def test_confirmed_operations_read_as_the_state_of_their_money(client):
     html = client.get("/operations?status=1&per_page=10").get_data(as_text=True)
-    assert '<span class="badge status-confirmed">Confirmed</span>' in html
+    badges = re.findall(r'<span class="badge ([^"]+)">([^<]+)</span>', html)
+    assert badges
+    confirmed_states = {
+        ("state-paid", "Paid"),
+        ("state-underpaid", "Underpaid"),
+        ("state-overpaid", "Overpaid"),
+        ("state-paid_late", "Paid late"),
+    }
+    assert set(badges) <= confirmed_states, badges
 
 
 def test_empty_result_says_so(client):

@@ -51,8 +51,13 @@ def sentence(entry: Entry) -> str:
         if type_ == EventType.TRANSACTION_REJECTED and entry.reason:
             told += f": “{entry.reason}”"
         return told + "."
-    state = event_state_words(entry.type)
-    if state is not None:
+    announced = event_state_words(entry.type)
+    if announced is not None:
+        # The operation's state at the event, when the mirror wrote it: a confirmation of an
+        # underpayment reads "Underpaid, confirmed", never "Paid".
+        state = state_words(entry.state) if entry.state else announced
+        if entry.type == EventType.OPERATION_CONFIRMED and state != announced:
+            state += ", confirmed"
         return f"{state}{_payment(entry, amount, due)}."
     match entry.type:
         case EventType.OPERATION_CREATED:

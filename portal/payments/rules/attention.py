@@ -230,9 +230,9 @@ def counts(merchant_id: int) -> dict[Reason, int]:
     return {reason: row._mapping[reason.value] for reason in selections}
 
 
-# merchant id -> (the mirror's last sync and the newest decision, the count then): per process,
+# merchant id -> (the mirror's last sync and the last decision, the count then): per process,
 # for the menu.
-_counted: dict[int, tuple[tuple[datetime, int | None], int]] = {}
+_counted: dict[int, tuple[tuple[datetime, datetime | None], int]] = {}
 
 
 def count(merchant: Merchant) -> int:
@@ -245,14 +245,12 @@ def count(merchant: Merchant) -> int:
     page itself always counts afresh.
     """
     synced = merchant.last_synced_at
-    if synced is None:
+    if synced is None or merchant.mirror_state is None:
         return 0
-    newest = db.session.scalar(
-        sa.select(sa.func.max(Decision.id)).where(Decision.merchant_id == merchant.id)
-    )
+    decided = merchant.mirror_state.decided_at
     counted = _counted.get(merchant.id)
-    if counted is None or counted[0] != (synced, newest):
-        counted = (synced, newest), sum(counts(merchant.id).values())
+    if counted is None or counted[0] != (synced, decided):
+        counted = (synced, decided), sum(counts(merchant.id).values())
         _counted[merchant.id] = counted
     return counted[1]
 

@@ -33,7 +33,14 @@ CHART_WIDTH, CHART_HEIGHT, CHART_TOP = 600, 160, 10
 # Up to this many days the chart has a bar per day; a longer period has one per month.
 MOST_DAILY_BARS = 92
 STATUS_ORDER = {text: code for code, text in OPERATION_STATUSES.items()}
-STATE_ORDER = list(State)
+# A `new` operation's states in the order its money comes (unpaid first).
+STATE_ORDER = [
+    State.AWAITING_PAYMENT,
+    State.AWAITING_DECISION,
+    State.PARTLY_PAID,
+    State.PAID_UNCONFIRMED,
+    State.OVERPAID,
+]
 GroupKey = tuple[str, str, State | None]
 
 
@@ -234,7 +241,7 @@ def _counts_statement(bars: int) -> sa.Select:
 def _group_order(key: GroupKey) -> tuple[int, str, str, int]:
     """By status as the API numbers them, then currency; `new` ones unpaid before paid ones."""
     status, currency, paid = key
-    rank = -1 if paid is None else STATE_ORDER.index(paid)
+    rank = -1 if paid is None else _rank(paid)
     return (STATUS_ORDER.get(status, len(STATUS_ORDER)), status, currency, rank)
 
 
@@ -256,3 +263,7 @@ def _bars(period: Period, counts: list[int], peak: int) -> list[Bar]:
             )
         )
     return bars
+
+
+def _rank(state: State) -> int:
+    return STATE_ORDER.index(state) if state in STATE_ORDER else len(STATE_ORDER)

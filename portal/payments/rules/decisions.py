@@ -13,8 +13,10 @@ from decimal import Decimal
 
 import sqlalchemy as sa
 
+from portal.database import utcnow
 from portal.extensions import db
 from portal.identity.rules import audit
+from portal.live.models import MirrorState
 from portal.live.rules.events import current_generation
 from portal.payments.models import Decision, DecisionKind, MirroredOperation
 from portal.payments.rules.attention import settleable
@@ -45,6 +47,7 @@ def record_handled(
         )
         for transaction_id in ([*transaction_ids] if transaction_ids else [None])
     )
+    _decided(merchant_id)
     if status_before in ENDED_STATUSES:
         db.session.execute(
             sa.update(MirroredOperation)
@@ -72,6 +75,17 @@ def record_settled(
             note=note,
             user_id=user_id,
         )
+    )
+    _decided(merchant_id)
+
+
+def _decided(merchant_id: int) -> None:
+    """Note on the mirror's state that the attention list changed without a sync: the menu's
+    count, read with the signed-in session, is counted again (`attention.count`)."""
+    db.session.execute(
+        sa.update(MirrorState)
+        .where(MirrorState.merchant_id == merchant_id)
+        .values(decided_at=utcnow())
     )
 
 

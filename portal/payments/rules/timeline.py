@@ -19,7 +19,7 @@ from portal.api.records import parse_record
 from portal.api.wire import MalformedAnswer
 from portal.extensions import db
 from portal.live.models import Event
-from portal.live.rules.events import of_current_connection
+from portal.live.rules.events import of_current_connection, split_money
 from portal.payments.models import MirroredOperation
 from portal.payments.rules.operation_money import amount_due
 from portal.payments.rules.state_words import EVENT_STATES
@@ -42,6 +42,7 @@ class Entry:
     status: str | None = None
     reason: str | None = None
     due: Decimal | None = None  # what the operation asked for, in `currency`
+    state: str | None = None  # the operation's state at the event (`portal.state`), if written
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,7 @@ def _entry(event: Event, paid_in: str | None) -> Entry:
             _text(data.get("currency_paid")) or paid_in,
             status=_text(data.get("status")),
             due=_due(data),
+            state=_text(split_money(data)[1]["state"]),
         )
     return Entry(
         event.type,
