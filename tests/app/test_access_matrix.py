@@ -26,6 +26,7 @@ EXCEPTIONS = {
     "operations.cancel": MOVERS,
     "operations.link_transactions": MOVERS,
     "operations.reject_transactions": MOVERS,
+    "attention.settle": MOVERS,
     "withdrawals.new": OWNER,
     "withdrawals.show": OWNER,
     "withdrawals.confirm": OWNER,

@@ -191,6 +191,16 @@ def _mailed_link(hostile, purpose: str) -> Case:
     return Case(hostile.app.test_client(), path, data, anonymous=True)
 
 
+def _settle(hostile) -> Case:
+    """An overpaid operation on Acme's attention list, marked as settled by an operator."""
+    from tests.support.mirror_rows import mirror, operation_record, transaction_record
+
+    paid = transaction_record("1.5", linked=True)
+    record = operation_record("1", status="confirmed", amount_paid="1.5", transactions=[paid])
+    mirror(hostile.app, record)
+    return _as(hostile, "operator", f"/attention/{record['id']}/settle", {"note": "Refunded"})
+
+
 # endpoint -> a valid request by a visitor allowed to make it
 VALID: dict[str, Callable[..., Case]] = {
     "auth.login": lambda w: _as(
@@ -226,6 +236,7 @@ VALID: dict[str, Callable[..., Case]] = {
         w, "operator", "/operations/new", {"amount": "1", "currency": "BTC", "order_id": "csrf"}
     ),
     "operations.link_transactions": lambda w: _transactions(w, "link"),
+    "attention.settle": _settle,
     "operations.reject_transactions": lambda w: _transactions(w, "reject"),
     "operations.cancel": lambda w: _as(
         w,
@@ -242,6 +253,9 @@ VALID: dict[str, Callable[..., Case]] = {
     # the other merchant's owner: the hostile shop name of Acme stays for the other tests
     "settings.checkout": lambda w: _as(
         w, "other", "/settings/checkout", {"display_name": f"Forged {uuid.uuid4()}", "shop_url": ""}
+    ),
+    "settings.payment_tolerance": lambda w: _as(
+        w, "other", "/settings/checkout/tolerance", {"payment_tolerance_percent": "0.5"}
     ),
     "settings.users": lambda w: _as(
         w,

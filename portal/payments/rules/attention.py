@@ -285,3 +285,17 @@ def settleable(merchant_id: int, operation_id: str) -> MirroredOperation | None:
     return db.session.scalars(
         selection.where(MirroredOperation.operation_id == operation_id)
     ).first()
+
+
+def is_mirrored(merchant_id: int, operation_id: str) -> bool:
+    """Whether the merchant's mirror holds the operation: an id of another merchant, or of
+    nothing, is not found (whatever else the request says)."""
+    return (
+        db.session.scalar(
+            sa.select(MirroredOperation.id).where(
+                MirroredOperation.merchant_id == merchant_id,
+                MirroredOperation.operation_id == operation_id,
+            )
+        )
+        is not None
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from flask import current_app, flash, redirect, request, url_for
+from flask import abort, current_app, flash, redirect, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
@@ -55,6 +55,8 @@ def index() -> Response:
 @roles(*MOVERS)
 def settle(operation_id: str) -> Response:
     """Mark as settled; the focus then goes to the next item (Post/Redirect/Get, or in place)."""
+    if not attention.is_mirrored(current_user.merchant_id, operation_id):
+        abort(404)
     form = SettleForm()
     if not form.validate_on_submit():
         return _queue(422, settle_form=form, settling=operation_id)
