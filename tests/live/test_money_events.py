@@ -5,6 +5,9 @@ server."""
 
 from __future__ import annotations
 
+import csv
+import io
+import re
 import uuid
 from decimal import Decimal
 
@@ -13,6 +16,7 @@ import requests
 import sqlalchemy as sa
 
 from portal.api import MerchantApiClient
+from tests.support.forms import signed_in
 from tests.support.money import BTC_ADDRESS
 from tests.support.portal_app import MERCHANT, connected_portal, email
 from tests.support.shop import run_shop
@@ -156,6 +160,38 @@ def test_each_state_reaches_the_shop_as_portal_state_and_the_mail_in_its_words(
             assert subject == "Sent — 0.5 BTC"
         else:
             assert subject.startswith(f"{STATE_WORDS[state]} — order "), (state, subject)
+    assert_pages_say_each_state(portal, ids)
+
+
+def assert_pages_say_each_state(app, ids: dict) -> None:
+    """The list's badge, the operation page's badge, its timeline's last state line and the
+    export's cell say each state in the words the shop's mail and `portal.state` said."""
+    from portal.payments.rules.operation_money import State
+    from portal.payments.rules.state_words import STATE_WORDS
+
+    owner = signed_in(app, email("owner"))
+    listed = owner.get("/operations?per_page=100").get_data(as_text=True)
+    exported = list(csv.DictReader(io.StringIO(owner.get("/operations/export.csv").text)))
+    cells = {row["id"]: row["state"] for row in exported}
+    announced = {State.AWAITING_PAYMENT, State.AWAITING_DECISION, State.SENT}  # no state event
+    for state, operation_id in ids.items():
+        words = STATE_WORDS[state]
+        row = re.search(
+            rf'<tr>\s*<td><a href="/operations/{operation_id}">.*?</tr>', listed, re.S
+        ).group(0)
+        assert badges(row) == [words], (state, row)
+        page = owner.get(f"/operations/{operation_id}").get_data(as_text=True)
+        assert words in badges(page), (state, badges(page))
+        if state not in announced:
+            timeline = re.findall(
+                r'<li class="timeline-operation-[^"]*">.*?</time>: ([^<]*)</li>', page
+            )
+            assert any(line.startswith(words) for line in timeline), (state, timeline)
+        assert cells[operation_id] == words, (state, cells[operation_id])
+
+
+def badges(html: str) -> list[str]:
+    return re.findall(r'<span class="badge state-[a-z_]+">([^<]+)</span>', html)
 
 
 def test_an_accepted_underpayment_is_underpaid_and_confirmed_and_a_top_up_is_news(
