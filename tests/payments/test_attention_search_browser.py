@@ -52,6 +52,7 @@ def test_link_from_the_list_then_find_it_by_a_part_of_its_order_number(
     expect(page.get_by_role("heading", name="Needs attention", level=1)).to_be_visible()
     expect(page.locator(".link-money")).to_contain_text("Received after linking0.1 BTC")
     expect(page.locator(".link-money")).to_contain_text("0.4 BTC short of the due")
+    assert_accessible(page)
     # 0.1 of 0.5 BTC: linking it confirms an underpayment, which the person accepts in words.
     page.get_by_role("button", name="Confirm link").click()
     expect(page.get_by_text("Tick the box to confirm")).to_be_visible()
