@@ -169,11 +169,12 @@ def connected(module_servers, sandbox):
     return module_servers.portal(sandbox)
 
 
-def undecided_operation(connected, sandbox) -> tuple[str, str]:
-    """A sandbox operation with a transaction of status undefined, copied into the mirror."""
+def undecided_operation(connected, sandbox, paid: str = "0.5") -> tuple[str, str]:
+    """A sandbox operation due 0.5 BTC with a transaction of `paid` of status undefined, copied
+    into the mirror."""
     api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
     operation = api.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")
-    body = {"amount": "0.5", "tx_id": f"hash-{uuid.uuid4().hex}", "status": "undefined"}  # the due
+    body = {"amount": paid, "tx_id": f"hash-{uuid.uuid4().hex}", "status": "undefined"}
     transaction = sandbox.control("POST", f"operations/{operation.id}/transactions", body)
     mirror_from_sandbox(connected, sandbox, operation.id)
     return operation.id, transaction.json()["data"]["id"]
@@ -197,6 +198,20 @@ def form_of(page: str, action: str) -> dict:
     raise AssertionError(f"no form to {action}")
 
 
+def confirmation_of(page: str) -> tuple[str, dict]:
+    """The confirmation on `page` and the fields its form sends."""
+    found = re.search(r'<section class="card confirm".*?</section>', page, re.S)
+    assert found, "no confirmation on the page"
+    shown = found.group(0)
+    fields: dict = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]+)"', shown))
+    fields["transaction_id"] = re.findall(r'name="transaction_id" value="([^"]+)"', shown)
+    return shown, fields
+
+
+def on_the_list(page: str) -> bool:
+    return "<h1>Needs attention</h1>" in page
+
+
 def test_link_from_the_attention_list(connected, sandbox):
     from portal.extensions import db
     from portal.payments.models import MirroredOperation, MirroredTransaction
@@ -206,20 +221,26 @@ def test_link_from_the_attention_list(connected, sandbox):
     page = operator.get("/attention").get_data(as_text=True)
     action = f"/operations/{operation_id}/link-transactions"
     fields = form_of(section(page, "undecided"), action)
-    assert fields["transaction_id"] == [transaction_id]
+    assert fields["transaction_id"] == [transaction_id] and fields["from"] == "attention"
     count_before = int(nav_count(page) or 0)
 
     asked = operator.post(action, data=fields)  # as the browser sends it: the page asks first
-    assert asked.status_code == 200 and "Link 1 transaction?" in asked.get_data(as_text=True)
+    page = asked.get_data(as_text=True)
+    assert asked.status_code == 200 and on_the_list(page)  # asked on the list itself
+    shown, confirm = confirmation_of(page)
+    assert "Link 1 transaction?" in shown and "autofocus" in shown
+    assert confirm["from"] == "attention"
     api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
     assert not api.get_operation(operation_id).transactions[0].linked
-    done = operator.post(action, data={**fields, "confirm": "1"})
+    done = operator.post(action, data=confirm)
     assert done.status_code == 302
+    assert done.headers["Location"].partition("?")[0] == "/attention"
     operation = api.get_operation(operation_id)
     assert operation.status == "confirmed" and operation.transactions[0].linked
 
     # Gone at once, before the mirror's next sync, and the menu counts one less.
-    page = operator.get("/attention").get_data(as_text=True)
+    page = operator.get(done.headers["Location"]).get_data(as_text=True)
+    assert "1 transaction linked to the operation." in page
     assert f"Transaction {transaction_id}" not in page
     assert int(nav_count(page) or 0) == count_before - 1
     # Once the mirror knows (its next sync), the mirror's own rows keep it away.
@@ -231,6 +252,76 @@ def test_link_from_the_attention_list(connected, sandbox):
     assert f"Transaction {transaction_id}" not in operator.get("/attention").get_data(as_text=True)
 
 
+def test_link_below_the_due_from_the_list_takes_the_tick_and_lands_on_the_next_item(
+    connected, sandbox
+):
+    operation_id, transaction_id = undecided_operation(connected, sandbox, paid="0.1")
+    undecided_operation(connected, sandbox)  # a next item
+    operator = signed_in(connected, email("operator"))
+    page = operator.get("/attention").get_data(as_text=True)
+    action = f"/operations/{operation_id}/link-transactions"
+    fields = form_of(section(page, "undecided"), action)
+    count_before = int(nav_count(page) or 0)
+
+    shown, confirm = confirmation_of(operator.post(action, data=fields).get_data(as_text=True))
+    assert re.search(r"<dt>Due</dt><dd>0.5 BTC</dd>", shown)
+    assert re.search(r"<dt>Received after linking</dt><dd>0.1 BTC", shown)
+    assert "0.4 BTC short of the due (shortfall)" in shown
+    assert "Yes, accept an underpayment of 0.4 BTC" in shown
+    next_item = confirm["next_item"]
+    assert re.fullmatch(r"item-t-\d+", next_item)
+
+    refused = operator.post(action, data=confirm)  # without the tick: refused, on the list
+    page = refused.get_data(as_text=True)
+    assert refused.status_code == 422 and on_the_list(page)
+    assert "Tick the box to confirm" in confirmation_of(page)[0]
+    assert sandbox.requests_received("PUT", f"/operations/{operation_id}/link-transactions") == 0
+    api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
+    assert api.get_transaction(transaction_id).linked is False
+
+    done = operator.post(action, data={**confirm, "accept_underpayment": "y"})
+    assert done.status_code == 302
+    assert done.headers["Location"] == f"/attention?focus={next_item}"
+    page = operator.get(done.headers["Location"]).get_data(as_text=True)
+    assert "1 transaction linked to the operation." in page
+    assert f"Transaction {transaction_id}" not in page
+    assert re.search(rf'id="{next_item}" autofocus>Transaction \w+<', page)
+    assert int(nav_count(page) or 0) == count_before - 1
+    assert api.get_operation(operation_id).status == "confirmed"
+
+
+def test_link_from_the_list_in_place_with_htmx(connected, sandbox):
+    operation_id, transaction_id = undecided_operation(connected, sandbox)
+    undecided_operation(connected, sandbox)  # a next item
+    operator = signed_in(connected, email("operator"))
+    page = operator.get("/attention").get_data(as_text=True)
+    action = f"/operations/{operation_id}/link-transactions"
+    fields = form_of(section(page, "undecided"), action)
+    asked = operator.post(action, data=fields, headers={"HX-Request": "true"})
+    fragment = asked.get_data(as_text=True)
+    assert asked.status_code == 200 and fragment.lstrip().startswith('<div id="queue">')
+    shown, confirm = confirmation_of(fragment)
+    assert 'hx-target="#queue"' in shown
+
+    done = operator.post(action, data=confirm, headers={"HX-Request": "true"})
+    fragment = done.get_data(as_text=True)
+    assert done.status_code == 200 and fragment.lstrip().startswith('<div id="queue">')
+    assert "1 transaction linked to the operation." in fragment
+    assert f"Transaction {transaction_id}" not in fragment
+    assert f'id="{confirm["next_item"]}" autofocus' in fragment
+
+
+def test_an_unknown_from_lands_on_the_operation_page(connected, sandbox):
+    """`from` names a page the portal knows; anything else is the operation page (no address
+    taken from the request)."""
+    operation_id, transaction_id = undecided_operation(connected, sandbox)
+    owner = signed_in(connected, email("owner"))
+    data = {"transaction_id": [transaction_id], "confirm": "1", "from": "https://evil.test/"}
+    done = post(owner, f"/operations/{operation_id}/link-transactions", data)
+    assert done.status_code == 302
+    assert done.headers["Location"] == f"/operations/{operation_id}"
+
+
 def test_reject_from_the_attention_list_sends_the_reason(connected, sandbox):
     operation_id, transaction_id = undecided_operation(connected, sandbox)
     owner = signed_in(connected, email("owner"))
@@ -239,16 +330,23 @@ def test_reject_from_the_attention_list_sends_the_reason(connected, sandbox):
     fields = form_of(page, action.replace("reject", "link"))  # one form, two buttons
     assert transaction_id in fields["transaction_id"]
     assert re.search(r'<label for="reason-act-[\w-]+">Reason</label>', page)
-    done = owner.post(
-        action,
-        data={
-            **fields,
-            "transaction_id": [transaction_id],
-            "reason": "Not our customer",
-            "confirm": "1",
-        },
+
+    without = owner.post(action, data={**fields, "transaction_id": [transaction_id]})
+    page = without.get_data(as_text=True)
+    assert without.status_code == 422 and on_the_list(page)
+    assert "Enter the reason for the rejection." in page
+
+    asked = owner.post(
+        action, data={**fields, "transaction_id": [transaction_id], "reason": "Not our customer"}
     )
+    page = asked.get_data(as_text=True)
+    assert on_the_list(page)
+    shown, confirm = confirmation_of(page)
+    assert "Reject 1 transaction?" in shown and "Not our customer" in shown
+    done = owner.post(action, data=confirm)
     assert done.status_code == 302
+    assert done.headers["Location"].partition("?")[0] == "/attention"
+    assert "1 transaction rejected." in owner.get(done.headers["Location"]).get_data(as_text=True)
     api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
     transaction = api.get_operation(operation_id).transactions[0]
     assert (transaction.status, transaction.reject_reason) == ("rejected", "Not our customer")

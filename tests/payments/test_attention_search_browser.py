@@ -1,5 +1,5 @@
 """A person works the needs-attention list and searches, in Chromium: the count in the menu,
-Link from the list with the operation page's confirmation, and the header's search box."""
+Link from the list with its confirmation on the list itself, and the header's search box."""
 
 from __future__ import annotations
 
@@ -14,38 +14,63 @@ from tests.support.mirror_rows import mirror_from_sandbox
 from tests.support.portal_server import PortalServer
 
 
+def undecided(
+    portal: PortalServer, api: MerchantApiClient, order: str, paid: str
+) -> tuple[str, str]:
+    """An operation due 0.5 BTC with a transaction of `paid` nobody decided, in the mirror."""
+    operation = api.create_operation("0.5", "BTC", order)
+    body = {"amount": paid, "tx_id": f"hash-{uuid.uuid4().hex}", "status": "undefined"}
+    path = f"operations/{operation.id}/transactions"
+    transaction = portal.sandbox.control("POST", path, body)
+    mirror_from_sandbox(portal.app, portal.sandbox, operation.id)
+    return operation.id, transaction.json()["data"]["id"]
+
+
 def test_link_from_the_list_then_find_it_by_a_part_of_its_order_number(
     page: Page, portal: PortalServer
 ) -> None:
     sandbox = portal.sandbox
     api = MerchantApiClient(sandbox.base_url, token=sandbox.token)
+    _, waiting = undecided(portal, api, f"order-{uuid.uuid4().hex[:8]}", "0.5")
     order = f"Spring-Sale-{uuid.uuid4().hex[:6]}"
-    operation = api.create_operation("0.5", "BTC", order)
-    body = {"amount": "0.1", "tx_id": f"hash-{uuid.uuid4().hex}", "status": "undefined"}
-    transaction = sandbox.control("POST", f"operations/{operation.id}/transactions", body)
-    transaction_id = transaction.json()["data"]["id"]
-    mirror_from_sandbox(portal.app, sandbox, operation.id)
+    operation, transaction_id = undecided(portal, api, order, "0.1")  # the newest: listed first
 
     sign_in_as(page, "operator@acme.test")
     menu = page.get_by_role("navigation", name="Main")
     menu.get_by_role("link", name="Needs attention").click()
     expect(menu.get_by_role("link", name="Needs attention")).to_have_text(re.compile(r" \d+$"))
-    expect(page.get_by_role("heading", name="Transactions nobody decided (1)")).to_be_visible()
+    expect(page.get_by_role("heading", name="Transactions nobody decided (2)")).to_be_visible()
     assert_accessible(page)
     before = int(menu.get_by_role("link", name="Needs attention").inner_text().split()[-1])
     page.get_by_label(f"Select transaction {transaction_id}").check()
-    page.get_by_role("button", name=f"Link selected of operation {operation.id}").click()
-    expect(page.get_by_role("heading", name="Link 1 transaction?")).to_be_visible()
+    page.get_by_role("button", name=f"Link selected of operation {operation}").click()
+
+    # The confirmation opens on the list itself, with its money, and takes the focus.
+    confirm = page.get_by_role("heading", name="Link 1 transaction?")
+    expect(confirm).to_be_focused()
+    expect(page).to_have_url(f"{portal.url}/attention")
+    expect(page.get_by_role("heading", name="Needs attention", level=1)).to_be_visible()
+    expect(page.locator(".link-money")).to_contain_text("Received after linking0.1 BTC")
+    expect(page.locator(".link-money")).to_contain_text("0.4 BTC short of the due")
+    assert_accessible(page)
     # 0.1 of 0.5 BTC: linking it confirms an underpayment, which the person accepts in words.
+    page.get_by_role("button", name="Confirm link").click()
+    expect(page.get_by_text("Tick the box to confirm")).to_be_visible()
+    assert sandbox.requests_received("PUT", f"/operations/{operation}/link-transactions") == 0
     page.get_by_label("Yes, accept an underpayment of 0.4 BTC").check()
     page.get_by_role("button", name="Confirm link").click()
+
+    # Back on the list: the notice, the item gone, the focus on the next item.
     expect(page.get_by_role("status")).to_have_text("1 transaction linked to the operation.")
+    expect(page).to_have_url(f"{portal.url}/attention")
+    expect(page.get_by_text(f"Transaction {transaction_id}", exact=True)).to_have_count(0)
+    expect(page.get_by_role("link", name=f"Transaction {waiting}", exact=True)).to_be_focused()
     assert api.get_transaction(transaction_id).linked is True
 
     # Before the mirror's next sync, a full reload of the list no longer shows it.
-    page.goto(f"{portal.url}/attention")
-    expect(page.get_by_role("heading", name="Needs attention", level=1)).to_be_visible()
-    expect(page.get_by_text(f"Transaction {transaction_id}")).to_have_count(0)
+    page.reload()
+    expect(page.get_by_role("heading", name="Transactions nobody decided (1)")).to_be_visible()
+    expect(page.get_by_text(f"Transaction {transaction_id}", exact=True)).to_have_count(0)
     expected = f"Needs attention {before - 1}" if before > 1 else "Needs attention"
     expect(menu.get_by_role("link", name="Needs attention")).to_have_text(expected)
 
@@ -53,5 +78,5 @@ def test_link_from_the_list_then_find_it_by_a_part_of_its_order_number(
     page.get_by_label("Search").press("Enter")
     expect(page.get_by_role("heading", name="Search", exact=True)).to_be_visible()
     assert_accessible(page)
-    page.get_by_role("link", name=operation.id, exact=True).click()
-    expect(page.get_by_role("heading", level=1)).to_contain_text(operation.id)
+    page.get_by_role("link", name=operation, exact=True).click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text(operation)

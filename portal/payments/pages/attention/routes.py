@@ -1,10 +1,11 @@
 """`/attention`: the items of the mirror that wait for a decision, grouped by reason.
 
 Link and reject are the operations pages' own actions, posted to their URLs with the
-transactions of one operation ticked: its page then asks for confirmation, as everywhere, and
-sends nothing before. Mark as settled is this page's own: it closes an over- or underpaid
-operation that no API action can close, with a note. Accountants see no buttons (and the
-actions refuse them).
+transactions of one operation ticked and `from=attention`: they ask for confirmation, and
+answer, on this list (`confirming`, `acted`), so the person stays on it. Mark as settled is
+this page's own: it closes an over- or underpaid operation that no API action can close, with
+a note. Accountants see no buttons (and the actions refuse them). After any action the handled
+item is gone and the focus goes to the next one (`next_item`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from flask import abort, current_app, flash, redirect, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
+from portal.api import Operation
 from portal.identity.models import Role
 from portal.payments.pages.attention import bp
 from portal.payments.pages.attention.forms import SettleForm
@@ -65,8 +67,30 @@ def settle(operation_id: str) -> Response:
     )
     if refusal is not None:
         return _queue(409, error=refusal)
-    message = f"Operation {operation_id} marked as settled."
+    return _left(f"Operation {operation_id} marked as settled.", form.next_item.data)
+
+
+def confirming(operation: Operation, status: int = 200, **context: object) -> Response:
+    """The list with a link or rejection of `operation`'s transactions waiting for confirmation
+    at its top (or the refusal of one), for the operations' actions posted from here."""
+    return _queue(status, operation=operation, next_item=_next_item(), **context)
+
+
+def acted(_operation_id: str, message: str) -> Response:
+    """After a link or rejection posted from here: back on the list, on its next item."""
+    return _left(message, _next_item())
+
+
+def _left(message: str, next_item: str | None) -> Response:
+    """The list once an item has left it: the notice, and the focus on `next_item`, in place
+    (htmx) or by a redirect (Post/Redirect/Get)."""
     if wants_fragment():
-        return _queue(notice=message, focus=form.next_item.data)
+        return _queue(notice=message, focus=next_item)
     flash(message, "success")
-    return redirect(url_for(".index", focus=form.next_item.data or None))
+    return redirect(url_for("attention.index", focus=next_item or None))
+
+
+def _next_item() -> str | None:
+    """The item the form names to take the focus next, if it is one of the list's ids."""
+    named = request.form.get("next_item", "")
+    return named if ITEM_ID.fullmatch(named) else None

@@ -2,12 +2,14 @@
 
 The actions ask for confirmation first: the first POST only shows what would be sent; the POST
 from the confirmation (with `confirm`) sends it. With htmx the operation is shown again in
-place; without JavaScript the browser is redirected to it (Post/Redirect/Get).
+place; without JavaScript the browser is redirected to it (Post/Redirect/Get). Link and reject
+posted from the attention list (`from=attention`) ask and answer on that list instead.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import lru_cache, partial
 from typing import Any
@@ -29,6 +31,7 @@ from portal.api import (
 from portal.identity.models import Role
 from portal.money.models import IntentKind
 from portal.money.rules.currencies import CURRENCY_CODES
+from portal.payments.pages.attention import routes as attention_list
 from portal.payments.pages.operations import bp
 from portal.payments.pages.operations.forms import (
     CancelForm,
@@ -184,6 +187,21 @@ def _done(operation_id: str, message: str) -> Response:
     return redirect(url_for(".detail", operation_id=operation_id))
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where a link or rejection asks for confirmation (`show`: operation, status, context) and
+    where the person lands once it is sent (`done`: operation id, notice)."""
+
+    show: Callable[..., Response]
+    done: Callable[[str, str], Response]
+
+
+OPERATION_PAGE = Place(_show, _done)
+# The pages that post these actions from elsewhere, by a fixed name (the form's `from`), never
+# by a URL taken from the request: nothing can send the person to an address of its choosing.
+PLACES = {"attention": Place(attention_list.confirming, attention_list.acted)}
+
+
 @bp.route("/<operation_id>")
 @roles(*ALL_ROLES)
 def detail(operation_id: str) -> Response:
@@ -249,12 +267,14 @@ def _chosen(operation: Operation, form: TransactionsActionForm) -> list[Transact
 def _transactions_action(
     operation_id: str, form_class: type[TransactionsActionForm], action: str
 ) -> Response:
-    """Link or reject: check the selection, ask for confirmation, then send."""
+    """Link or reject: check the selection, ask for confirmation, then send; all of it on the
+    page the form came from."""
+    place = PLACES.get(request.form.get("from", ""), OPERATION_PAGE)
     operation = _operation_or_404(operation_id)
     form = form_class()
     form.offer([transaction.id for transaction in operation.transactions])
     if not form.validate_on_submit():
-        return _show(operation, 422, action_form=form)
+        return place.show(operation, 422, action_form=form)
     ids = form.transaction_id.data
     chosen = _chosen(operation, form)
     asking: dict[str, Any] = {"action_form": form, "confirming": action, "chosen": chosen}
@@ -265,9 +285,9 @@ def _transactions_action(
         asking["paid_ones"] = paid_ones
         if form.confirm.data and not form.paid_ones_too.data:
             form.paid_ones_too.errors = [PAID_ONES_WARNING]
-            return _show(operation, 422, **asking)
+            return place.show(operation, 422, **asking)
     if not form.confirm.data:
-        return _show(operation, **asking)
+        return place.show(operation, **asking)
     api = current_api()
     try:
         if action == "link":
@@ -286,16 +306,16 @@ def _transactions_action(
     except UnderpaymentNotAccepted as refused:
         asking["preview"] = refused.preview
         form.accept_underpayment.errors = [UNDERPAYMENT_WARNING]
-        return _show(operation, 422, **asking)
+        return place.show(operation, 422, **asking)
     except ApiFailure as failure:
         refusal = handle_api_error(failure, form, _check(operation_id))
         form.transaction_id.data = []  # whatever happened, nothing stays ticked for the next one
         operation = api.get_operation(operation_id)
-        return _show(operation, refusal.status, action_form=form, error=refusal.error)
+        return place.show(operation, refusal.status, action_form=form, error=refusal.error)
     count = len(ids)
     noun = "transaction" if count == 1 else "transactions"
     verb = "linked to the operation" if action == "link" else "rejected"
-    return _done(operation_id, f"{count} {noun} {verb}.")
+    return place.done(operation_id, f"{count} {noun} {verb}.")
 
 
 def _pays(transaction: Transaction) -> bool:
