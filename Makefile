@@ -14,7 +14,7 @@ apt_install = { if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
 # The checkout page's languages: the .po files are the source, the .mo files are built here.
 CATALOGS := $(wildcard portal/translations/*/LC_MESSAGES/messages.po)
 
-.PHONY: install run test test-fast lint chromium libreoffice messages npm
+.PHONY: install run test test-fast test-thorough lint chromium libreoffice messages npm
 
 install: $(STAMP) $(VENDOR)/htmx.min.js $(CATALOGS:.po=.mo)
 
@@ -74,6 +74,11 @@ test: install chromium libreoffice
 # check to run while working (docs/testing.md). `make test` runs them all.
 test-fast: install libreoffice
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n auto --dist worksteal -m "not browser and not slow" $(PYTEST_ARGS)
+
+# Every test, the generating ones (Schemathesis, Hypothesis) with more requests and inputs
+# (PORTAL_TEST_THOROUGH, docs/testing.md): after changing the API document, the sandbox or a form.
+test-thorough: install chromium libreoffice
+	env -u PYTHONDONTWRITEBYTECODE PORTAL_TEST_THOROUGH=1 $(BIN)/pytest -n auto --dist worksteal $(PYTEST_ARGS)
 
 # The same four commands run before each commit (.pre-commit-config.yaml) and in CI (.ci/run).
 # lint-imports checks the layers of docs/architecture.md (its contracts are in pyproject.toml).

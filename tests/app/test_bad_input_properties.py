@@ -24,10 +24,12 @@ from tests.support.databases import postgres_schema
 from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
 from tests.support.portal_app import connected_portal, email
+from tests.support.required import THOROUGH
 from tests.support.walks import HtmlField
 
+# 10 examples per page and form in `make test`, 50 with PORTAL_TEST_THOROUGH=1 (docs/testing.md).
 PROPERTY_SETTINGS = settings(
-    max_examples=25,
+    max_examples=50 if THOROUGH else 10,
     deadline=None,
     derandomize=True,
     database=None,

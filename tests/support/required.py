@@ -23,3 +23,9 @@ def skip_unless(available: bool, name: str, missing: str) -> None:
     if required(name):
         pytest.fail(f"{missing}, and {REQUIRE} requires {name}", pytrace=False)
     pytest.skip(f"{missing}: skipped")
+
+
+# PORTAL_TEST_THOROUGH=1 (`make test-thorough`): the generating tests (Schemathesis, Hypothesis)
+# try more requests and inputs than `make test` does, for a change to the API document, the
+# sandbox or the forms.
+THOROUGH = os.environ.get("PORTAL_TEST_THOROUGH") == "1"
