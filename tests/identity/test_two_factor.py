@@ -547,6 +547,13 @@ def _api_connection(app):
         return merchant_named("Acme").api_connection
 
 
+def _tolerance(app):
+    from portal.identity.rules.accounts import merchant_named
+
+    with app.app_context():
+        return merchant_named("Acme").payment_tolerance_percent
+
+
 def _shop_url(app) -> str | None:
     from portal.identity.rules.accounts import merchant_named
 
@@ -556,7 +563,11 @@ def _shop_url(app) -> str | None:
 
 @pytest.mark.parametrize(
     ("path", "purpose"),
-    [("/settings/api", "api_settings"), ("/settings/checkout", "checkout_settings")],
+    [
+        ("/settings/api", "api_settings"),
+        ("/settings/checkout", "checkout_settings"),
+        ("/settings/checkout/tolerance", "payment_tolerance"),
+    ],
 )
 def test_an_owner_with_two_factor_confirms_settings_changes_with_a_fresh_code(
     app, accounts, clock, request, path, purpose
@@ -567,13 +578,17 @@ def test_an_owner_with_two_factor_confirms_settings_changes_with_a_fresh_code(
         sandbox = request.getfixturevalue("sandbox")
         data = {"base_url": sandbox.base_url, "environment": "sandbox", "token": sandbox.token}
         done = lambda: _api_connection(app) is not None  # noqa: E731
-    else:
+    elif path == "/settings/checkout":
         data = {"display_name": "Acme", "shop_url": "https://shop.example"}
         done = lambda: _shop_url(app) == "https://shop.example"  # noqa: E731
+    else:  # a tolerance makes an underpayment read as paid
+        data = {"payment_tolerance_percent": "5"}
+        done = lambda: _tolerance(app) == 5  # noqa: E731
     secret = enable_for(app, accounts.owner)
     owner = app.test_client()
     assert sign_in_with_code(owner, accounts.owner, clock.code(secret)).status_code == 302
-    assert "Your authenticator code" in owner.get(path).get_data(as_text=True)
+    page = owner.get("/settings/checkout" if "tolerance" in path else path)
+    assert "Your authenticator code" in page.get_data(as_text=True)
     for code, message in _refused_codes(clock, secret):
         sent = data if code is None else {**data, "code": code}
         response = _post(owner, path, sent)

@@ -9,7 +9,7 @@ headline, the name of its box under "E-mail me about"."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 from urllib.parse import quote
 
@@ -27,6 +27,7 @@ from portal.payments.rules.state_words import (
     event_state_words,
     state_words,
 )
+from portal.payments.rules.timeline import record_amount
 
 # The headlines of the events that announce no state and are not a transaction's. A confirmation
 # announces none: the payment service confirms an underpaid or overpaid operation too (the mail
@@ -125,10 +126,10 @@ def _operation_lines(
             ],
             amount,
         )
-    due = _decimal(figures["due"])
-    received = _decimal(figures["received"] or data.get("amount_paid"))
-    awaiting = _decimal(figures["awaiting"])
-    difference = _decimal(figures["difference"])
+    due = record_amount(figures["due"])
+    received = record_amount(figures["received"] or data.get("amount_paid"))
+    awaiting = record_amount(figures["awaiting"])
+    difference = record_amount(figures["difference"])
     lines = [
         ("Order number", data.get("order_id")),
         ("Operation", data.get("id") or event.operation_id),
@@ -170,7 +171,7 @@ def _status_words(status: str | None) -> str | None:
 def _money(amount: object, currency: str) -> str | None:
     """An amount (a decimal string of the API's, or a Decimal) with its currency, as the pages
     write it; None when there is none."""
-    value = _decimal(amount)
+    value = record_amount(amount)
     return money(value, currency or None) if value is not None else None
 
 
@@ -179,17 +180,6 @@ def _signed(amount: Decimal | None, currency: str) -> str | None:
     if amount is None:
         return None
     return ("+" if amount > 0 else "") + money(amount, currency or None)
-
-
-def _decimal(value: object) -> Decimal | None:
-    """A finite amount from a decimal string (or a Decimal); None for anything else."""
-    if value is None or isinstance(value, bool | float):
-        return None
-    try:
-        amount = Decimal(str(value))
-    except InvalidOperation:
-        return None
-    return amount if amount.is_finite() else None
 
 
 def _one_line(text: str) -> str:

@@ -90,7 +90,7 @@ def _entry(event: Event, paid_in: str | None) -> Entry:
         return Entry(
             event.type,
             event.occurred_at,
-            _decimal(data.get("amount")),
+            record_amount(data.get("amount")),
             paid_in,
             transaction_id=_text(data.get("id")) or event.transaction_id,
             status=_text(data.get("status")),
@@ -100,7 +100,7 @@ def _entry(event: Event, paid_in: str | None) -> Entry:
         return Entry(
             event.type,
             event.occurred_at,
-            _decimal(data.get("amount_paid")),
+            record_amount(data.get("amount_paid")),
             _text(data.get("currency_paid")) or paid_in,
             status=_text(data.get("status")),
             due=_due(data),
@@ -109,7 +109,7 @@ def _entry(event: Event, paid_in: str | None) -> Entry:
     return Entry(
         event.type,
         event.occurred_at,
-        _decimal(data.get("amount")),
+        record_amount(data.get("amount")),
         _text(data.get("currency")),
         status=_text(data.get("status")),
     )
@@ -123,8 +123,9 @@ def _due(data: dict) -> Decimal | None:
         return None
 
 
-def _decimal(value: object) -> Decimal | None:
-    """An amount of the record (a string in the API's JSON), or None if absent or not a number."""
+def record_amount(value: object) -> Decimal | None:
+    """An amount of a stored record (a string in the API's JSON), or None if absent or not a
+    finite number: events keep records as they came, so a field may hold anything."""
     if value is None or isinstance(value, bool | float):
         return None
     try:

@@ -139,6 +139,8 @@ class ToleranceForm(FlaskForm):
     """The payment tolerance: a difference of at most this share of the due counts as none."""
 
     payment_tolerance_percent = PercentField("Payment tolerance (%)")
+    # Beside the checkout settings' own code field on one page: another element id.
+    code = CodeField(STEP_UP_LABEL, id="tolerance-code")
     save_tolerance = SubmitField("Save tolerance")
 
 

@@ -143,10 +143,14 @@ def checkout() -> Response:
 @roles(Role.OWNER)
 def payment_tolerance() -> Response:
     """The merchant's payment tolerance; the mirror's operations are read again with it, and the
-    page says how many changed state."""
+    page says how many changed state.
+
+    A tolerance makes an underpayment read as paid: an owner with two-factor on confirms it with
+    a code, so a stolen session cannot quietly ship goods for less."""
     form = ToleranceForm()
-    if not form.validate_on_submit():
-        return _checkout_page(422, tolerance_form=form)
+    status = form_refused(form, _owner(), purpose="payment_tolerance")
+    if status:
+        return _checkout_page(status, tolerance_form=form)
     percent = form.payment_tolerance_percent.data
     assert percent is not None  # the form checked it
     changed = set_tolerance(current_user.merchant, percent)
