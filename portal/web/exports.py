@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import sqlalchemy as sa
-from flask import request, stream_with_context
+from flask import current_app, request, stream_with_context
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
@@ -54,12 +54,30 @@ def csv_download(
         if refusal.code != ErrorCode.VALIDATION_ERRORS:
             raise
         return render_list(listing)  # the list page says what the API refused
-    # In the request's context: a list may read the portal's database page by page too (the
-    # operations by state, from the mirror).
-    response = _download(stream_with_context(text), _file_name(title, export.zone, query.filters))
+    response = _download(
+        _chunks_in_app_context(text), _file_name(title, export.zone, query.filters)
+    )
     if rows_of is None:  # one row per record: the total is the number of rows to come
         response.headers["X-Export-Total"] = str(first.total)
     return response
+
+
+def _chunks_in_app_context(chunks: Iterator[str]) -> Iterator[str]:
+    """Each chunk made inside the application's context, entered and left around that chunk
+    alone: a list may read the portal's database page by page while the download streams (the
+    operations by state, from the mirror), and a download never read to its end leaves no
+    context pushed behind it."""
+    app = current_app._get_current_object()  # type: ignore[attr-defined]  # the view's app
+
+    def each() -> Iterator[str]:
+        while True:
+            with app.app_context():
+                chunk = next(chunks, None)
+            if chunk is None:
+                return
+            yield chunk
+
+    return each()
 
 
 def local_csv_download(query: sa.Select, title: str, columns: tuple[Column, ...]) -> Response:

@@ -80,18 +80,21 @@ def operation_pages(
     state = filters.pop("state", None)
     if not state:
         return api.fetch_page(OPERATION_LIST, **filters)
-    return partial(mirror_page, merchant, State(state), **filters)
+    return partial(mirror_page, merchant.id, State(state), **filters)
 
 
 def stated_operation_pages(
     api: MerchantApiClient, merchant: Merchant, **filters: Any
 ) -> PageReader[StatedOperation]:
-    """`operation_pages`, each operation with its state (one query to the mirror a page)."""
+    """`operation_pages`, each operation with its state (one query to the mirror a page). A
+    page may be read while a download streams, in a session of its own: the merchant is read
+    again there by its id."""
     read = operation_pages(api, merchant, **filters)
+    merchant_id = merchant.id
 
     def stated() -> Page[StatedOperation]:
         page = read()
-        moneys = moneys_of(merchant, page.items)
+        moneys = moneys_of(db.session.get_one(Merchant, merchant_id), page.items)
         items = tuple(
             StatedOperation(
                 **vars(operation),
@@ -107,7 +110,7 @@ def stated_operation_pages(
 
 
 def mirror_page(
-    merchant: Merchant,
+    merchant_id: int,
     state: State,
     *,
     page: int = 1,
@@ -120,7 +123,7 @@ def mirror_page(
     of `MIRROR_FILTERS`), sorted as the API sorts (newest first unless asked otherwise, ties
     by the order the mirror first saw them)."""
     query = sa.select(MirroredOperation).where(
-        MirroredOperation.merchant_id == merchant.id,
+        MirroredOperation.merchant_id == merchant_id,
         MirroredOperation.state == state.value,
         *_conditions(**filters),
     )
@@ -134,7 +137,7 @@ def mirror_page(
     )
     offset = (page - 1) * per_page
     rows = list(db.session.scalars(query.order_by(*order).offset(offset).limit(per_page)))
-    operations = mirrored_operations(merchant.id, rows)
+    operations = mirrored_operations(merchant_id, rows)
     items = tuple(operations[row.operation_id] for row in rows if row.operation_id in operations)
     return MirrorPage(
         items,
@@ -144,7 +147,7 @@ def mirror_page(
         per_page,
         offset + 1 if items else None,
         offset + len(items) if items else None,
-        as_of=merchant.last_synced_at,
+        as_of=db.session.get_one(Merchant, merchant_id).last_synced_at,
     )
 
 
