@@ -62,13 +62,6 @@ def sync(app) -> None:
         assert report is not None and report.error is None, report
 
 
-def arrive(sandbox, operation_id: str, amount: str, status: str = "confirmed") -> str:
-    """A blockchain transaction reaches the operation's address; its id."""
-    body = {"amount": amount, "tx_id": uuid.uuid4().hex, "status": status}
-    answer = sandbox.control("POST", f"operations/{operation_id}/transactions", body)
-    return answer.json()["data"]["id"]
-
-
 def heard(app) -> list[tuple[dict, str | None]]:
     """Every operation event the shop received (its body) with the subject mailed about it,
     after a sync, the deliveries and the mail of the tick."""
@@ -128,16 +121,16 @@ def test_each_state_reaches_the_shop_as_portal_state_and_the_mail_in_its_words(
     }
     made[State.SENT] = api.withdraw(Decimal("0.5"), "BTC", BTC_ADDRESS)
     ids = {state: operation.id for state, operation in made.items()}
-    arrive(sandbox, ids[State.AWAITING_DECISION], "0.5", "undefined")
+    sandbox.receive(ids[State.AWAITING_DECISION], "0.5", "undefined")
     events = heard(portal)  # their creation
-    arrive(sandbox, ids[State.PAID], "0.5")
-    arrive(sandbox, ids[State.OVERPAID], "0.7")
-    arrive(sandbox, ids[State.PARTLY_PAID], "0.2")
-    arrive(sandbox, ids[State.PAID_UNCONFIRMED], "0.498")  # within the 1 % tolerance
-    api.link_transactions(ids[State.UNDERPAID], [arrive(sandbox, ids[State.UNDERPAID], "0.2")])
+    sandbox.receive(ids[State.PAID], "0.5")
+    sandbox.receive(ids[State.OVERPAID], "0.7")
+    sandbox.receive(ids[State.PARTLY_PAID], "0.2")
+    sandbox.receive(ids[State.PAID_UNCONFIRMED], "0.498")  # within the 1 % tolerance
+    api.link_transactions(ids[State.UNDERPAID], [sandbox.receive(ids[State.UNDERPAID], "0.2")])
     for ending in (State.EXPIRED, State.PAID_LATE):
         sandbox.control("POST", f"operations/{ids[ending]}/expire")
-    arrive(sandbox, ids[State.PAID_LATE], "0.5", "undefined")
+    sandbox.receive(ids[State.PAID_LATE], "0.5", "undefined")
     api.cancel_operation(ids[State.CANCELED])
     sandbox.control("POST", "flags", {"payment_gateway_fails": True})
     paid_on_page = requests.post(
@@ -199,7 +192,7 @@ def test_an_accepted_underpayment_is_underpaid_and_confirmed_and_a_top_up_is_new
 ):
     operation = api.create_operation("0.5", "BTC", "order-under")
     heard(portal)
-    api.link_transactions(operation.id, [arrive(sandbox, operation.id, "0.2", "undefined")])
+    api.link_transactions(operation.id, [sandbox.receive(operation.id, "0.2", "undefined")])
     money = {
         "due": Decimal("0.5"),
         "received": Decimal("0.2"),
@@ -214,12 +207,12 @@ def test_an_accepted_underpayment_is_underpaid_and_confirmed_and_a_top_up_is_new
     subject = linked[0][2]
     assert subject == "Underpaid — order order-under — received 0.2 BTC of 0.5 BTC"
 
-    top_up = arrive(sandbox, operation.id, "0.1", "undefined")
+    top_up = sandbox.receive(operation.id, "0.1", "undefined")
     api.link_transactions(operation.id, [top_up])
     assert [
         (type_, money["received"], money["state"]) for type_, money, _ in of(portal, operation.id)
     ] == [("operation.underpaid", Decimal("0.3"), "underpaid")]
-    api.link_transactions(operation.id, [arrive(sandbox, operation.id, "0.2", "undefined")])
+    api.link_transactions(operation.id, [sandbox.receive(operation.id, "0.2", "undefined")])
     assert [(type_, money["state"]) for type_, money, _ in of(portal, operation.id)] == [
         ("operation.confirmed", "paid")
     ]
@@ -227,7 +220,7 @@ def test_an_accepted_underpayment_is_underpaid_and_confirmed_and_a_top_up_is_new
 
 def test_a_confirmation_after_a_reject_is_news_again(portal, api, sandbox):
     operation = api.create_operation("0.5", "BTC", "order-again")
-    payment = arrive(sandbox, operation.id, "0.5", "undefined")
+    payment = sandbox.receive(operation.id, "0.5", "undefined")
     heard(portal)
     api.link_transactions(operation.id, [payment])
     assert [type_ for type_, _, _ in of(portal, operation.id)] == ["operation.confirmed"]
@@ -242,7 +235,7 @@ def test_a_confirmation_after_a_reject_is_news_again(portal, api, sandbox):
 def test_an_overpaid_operation_reaches_the_shop_as_overpaid(portal, api, sandbox):
     operation = api.create_operation("20", "USDT", "order-over", payment_currency="USDT")
     heard(portal)
-    arrive(sandbox, operation.id, "30")
+    sandbox.receive(operation.id, "30")
     assert [(type_, money["difference"]) for type_, money, _ in of(portal, operation.id)] == [
         ("operation.overpaid", Decimal(10)),
         ("operation.confirmed", Decimal(10)),
@@ -253,7 +246,7 @@ def test_a_late_link_is_paid_late_and_never_confirmed(portal, api, sandbox):
     operation = api.create_operation("0.5", "BTC", "order-late")
     heard(portal)
     sandbox.control("POST", f"operations/{operation.id}/expire")
-    late = arrive(sandbox, operation.id, "0.5", "undefined")
+    late = sandbox.receive(operation.id, "0.5", "undefined")
     assert [type_ for type_, _, _ in of(portal, operation.id)] == [
         "operation.expired",
         "operation.paid_late",

@@ -37,12 +37,6 @@ def operator(app):
     return signed_in(app, email("operator"))
 
 
-def pay(sandbox, operation_id: str, amount: str, status: str = "undefined") -> str:
-    body = {"amount": amount, "tx_id": uuid.uuid4().hex, "status": status}
-    response = sandbox.control("POST", f"operations/{operation_id}/transactions", body)
-    return response.json()["data"]["id"]
-
-
 def new_operation(api, amount: str = "0.5"):
     return api.create_operation(amount, "BTC", f"order-{uuid.uuid4().hex[:8]}")
 
@@ -70,8 +64,11 @@ def audit_events(app, action: str):
 def test_the_link_confirmation_shows_the_money_after_the_link(operator, api, sandbox):
     """0.1 BTC confirmed, two 0.1 BTC undecided: linking one of them counts that one alone."""
     operation = new_operation(api)
-    counted = pay(sandbox, operation.id, "0.1", status="confirmed")
-    chosen, _other = pay(sandbox, operation.id, "0.1"), pay(sandbox, operation.id, "0.1")
+    counted = sandbox.receive(operation.id, "0.1")
+    chosen, _other = (
+        sandbox.receive(operation.id, "0.1", "undefined"),
+        sandbox.receive(operation.id, "0.1", "undefined"),
+    )
     asked = operator.post(
         f"/operations/{operation.id}/link-transactions",
         data={"transaction_id": [chosen]},
@@ -90,7 +87,7 @@ def test_the_link_confirmation_shows_the_money_after_the_link(operator, api, san
 
 def test_below_the_due_the_shortfall_must_be_accepted_for_its_figure(app, operator, api, sandbox):
     operation = new_operation(api)
-    chosen = pay(sandbox, operation.id, "0.1")
+    chosen = sandbox.receive(operation.id, "0.1", "undefined")
     url = f"/operations/{operation.id}/link-transactions"
     confirm = {"transaction_id": [chosen], "confirm": "1"}
 
@@ -125,7 +122,7 @@ def test_below_the_due_the_shortfall_must_be_accepted_for_its_figure(app, operat
 
 def test_up_to_the_due_no_acceptance_is_asked(operator, api, sandbox):
     operation = new_operation(api)
-    ids = [pay(sandbox, operation.id, amount) for amount in ("0.3", "0.3")]
+    ids = [sandbox.receive(operation.id, amount, "undefined") for amount in ("0.3", "0.3")]
     url = f"/operations/{operation.id}/link-transactions"
     asked = operator.post(url, data={"transaction_id": ids}, headers=HTMX)
     shown = confirmation(asked.text)
@@ -141,7 +138,7 @@ def test_a_shortfall_within_the_tolerance_needs_no_acceptance(app, operator, api
     from portal.identity.models import Merchant
 
     operation = new_operation(api)
-    chosen = pay(sandbox, operation.id, "0.49")
+    chosen = sandbox.receive(operation.id, "0.49", "undefined")
     with app.app_context():
         merchant = db.session.get(Merchant, merchant_id(app))
         merchant.payment_tolerance_percent = Decimal(2)  # 0.01 BTC of 0.5
@@ -168,8 +165,8 @@ def test_each_decision_is_remembered_as_handled_with_the_status_it_met(app, oper
     from portal.payments.models import Decision
 
     linked, rejected, canceled = new_operation(api, "0.1"), new_operation(api), new_operation(api)
-    to_link = pay(sandbox, linked.id, "0.1")
-    to_reject = pay(sandbox, rejected.id, "0.1")
+    to_link = sandbox.receive(linked.id, "0.1", "undefined")
+    to_reject = sandbox.receive(rejected.id, "0.1", "undefined")
     operator.post(
         f"/operations/{linked.id}/link-transactions",
         data={"transaction_id": [to_link], "confirm": "1"},
@@ -200,7 +197,7 @@ def test_money_linked_to_an_ended_operation_is_late(app, operator, api, sandbox)
     operation = new_operation(api, "0.1")
     mirror_operations(app, [operation])  # the mirror saw it new, never expired
     sandbox.control("POST", f"operations/{operation.id}/expire")
-    late = pay(sandbox, operation.id, "0.1")
+    late = sandbox.receive(operation.id, "0.1", "undefined")
     url = f"/operations/{operation.id}/link-transactions"
     asked = operator.post(url, data={"transaction_id": [late]}, headers=HTMX)
     assert fact(confirmation(asked.text), "State after linking") == "Paid late"

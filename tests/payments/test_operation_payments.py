@@ -36,11 +36,6 @@ def operator(app):
     return signed_in(app, email("operator"))
 
 
-def pay(sandbox, operation_id: str, amount: str, status: str = "confirmed") -> None:
-    body = {"amount": amount, "tx_id": uuid.uuid4().hex, "status": status}
-    sandbox.control("POST", f"operations/{operation_id}/transactions", body)
-
-
 def operation(api, amount: str = "0.5"):
     return api.create_operation(amount, "BTC", f"order-{uuid.uuid4().hex[:8]}")
 
@@ -53,7 +48,7 @@ def status_cell(html: str, operation_id: str) -> str:
 
 def test_a_partly_paid_operation_reads_so_everywhere(app, operator, api, sandbox):
     partly, unpaid = operation(api), operation(api)
-    pay(sandbox, partly.id, "0.2")
+    sandbox.receive(partly.id, "0.2")
     assert api.get_operation(partly.id).status == "new"  # the API's word for it
     mirror_operations(app, [api.get_operation(partly.id), unpaid])  # as the sync would
 
@@ -96,9 +91,9 @@ def test_overpaid_is_told_apart(app):
 def test_the_filter_finds_exactly_the_new_operations_with_money(operator, api, sandbox):
     paid_ones = [operation(api) for _ in range(3)]
     for each in paid_ones:
-        pay(sandbox, each.id, "0.1")
+        sandbox.receive(each.id, "0.1")
     operation(api)  # new, nothing paid
-    pay(sandbox, operation(api, "0.1").id, "0.1")  # paid in full: confirmed
+    sandbox.receive(operation(api, "0.1").id, "0.1")  # paid in full: confirmed
     expected = [
         o.id for o in api.iter_operations(status=[0]) if o.amount_paid and o.amount_paid > 0
     ]
@@ -118,7 +113,7 @@ def test_the_filter_finds_exactly_the_new_operations_with_money(operator, api, s
 
 def test_cancelling_a_partly_paid_operation_warns_that_money_arrived(operator, api, sandbox):
     partly = operation(api)
-    pay(sandbox, partly.id, "0.125")
+    sandbox.receive(partly.id, "0.125")
     asked = operator.post(f"/operations/{partly.id}/cancel", headers=HTMX).text
     warning = re.search(r'<p class="warning" role="alert">(.*?)</p>', asked, re.S).group(1)
     assert "Money has already arrived" in warning
@@ -135,7 +130,7 @@ def test_money_awaiting_a_decision_shows_on_the_page_and_in_the_cancel_warning(
     """The whole due arrived `undefined`: the API counts none of it, the page and the cancel
     confirmation say it is there, waiting for a decision."""
     undecided = operation(api)
-    pay(sandbox, undecided.id, "0.5", status="undefined")
+    sandbox.receive(undecided.id, "0.5", "undefined")
     assert not api.get_operation(undecided.id).amount_paid  # the API does not count it
 
     page = operator.get(f"/operations/{undecided.id}").text
@@ -161,7 +156,7 @@ def test_the_operation_page_polls_until_a_final_state(operator, api, sandbox):
     live = operation(api)
     page = operator.get(f"/operations/{live.id}").text
     assert poller(page, "operation-poll") == "every 5s"
-    pay(sandbox, live.id, "0.2")
+    sandbox.receive(live.id, "0.2")
     polled = operator.get(
         f"/operations/{live.id}", headers={**HTMX, "HX-Trigger": "operation-poll"}
     )
@@ -169,7 +164,7 @@ def test_the_operation_page_polls_until_a_final_state(operator, api, sandbox):
     assert poller(polled.text, "operation-poll") == "every 5s"
     assert 'hx-preserve="true"' in polled.text  # the boxes a person ticked stay ticked
 
-    pay(sandbox, live.id, "0.3")
+    sandbox.receive(live.id, "0.3")
     final = operator.get(f"/operations/{live.id}", headers={**HTMX, "HX-Trigger": "operation-poll"})
     assert ">Paid</span>" in final.text
     assert 'id="operation-poll"' not in final.text  # the last answer stops the polling

@@ -45,17 +45,10 @@ def operation(api, amount: str = "0.5"):
     return api.create_operation(amount, "BTC", f"order-{uuid.uuid4().hex[:8]}")
 
 
-def pay(sandbox, operation_id: str, amount: str, status: str = "confirmed") -> str:
-    tx_id = uuid.uuid4().hex
-    body = {"amount": amount, "tx_id": tx_id, "status": status}
-    sandbox.control("POST", f"operations/{operation_id}/transactions", body)
-    return tx_id
-
-
 def underpaid(api, sandbox, paid: str):
     """An operation of 1 BTC confirmed by a link of `paid` BTC."""
     made = operation(api, "1")
-    pay(sandbox, made.id, paid, "undefined")
+    sandbox.receive(made.id, paid, "undefined")
     (transaction,) = api.get_operation(made.id).transactions
     api.link_transactions(made.id, [transaction.id])
     return made
@@ -100,8 +93,8 @@ def tolerance(app) -> Decimal:
 
 def test_a_state_lists_the_operations_of_that_state_as_of_the_last_sync(app, owner, api, sandbox):
     paid, partly, unpaid = operation(api), operation(api), operation(api)
-    pay(sandbox, paid.id, "0.5")
-    pay(sandbox, partly.id, "0.2")
+    sandbox.receive(paid.id, "0.5")
+    sandbox.receive(partly.id, "0.2")
     sync(app)
     mine = f"order_id={paid.order_id},{partly.order_id},{unpaid.order_id}"
 
@@ -114,7 +107,7 @@ def test_a_state_lists_the_operations_of_that_state_as_of_the_last_sync(app, own
     assert listed(owner, f"state=awaiting_payment&{mine}&status=1")[:2] == (0, [])
     assert listed(owner, f"state=paid&{mine}&currency=ETH")[:2] == (0, [])
     # Money that arrives after the sync is not in the list until the next one.
-    pay(sandbox, unpaid.id, "0.1")
+    sandbox.receive(unpaid.id, "0.1")
     assert listed(owner, f"state=partly_paid&{mine}")[:2] == (1, [partly.id])
     sync(app)
     total, ids, _ = listed(owner, f"state=partly_paid&{mine}&sort=created&sort_type=asc")

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,13 @@ class SandboxServer:
         )
         response.raise_for_status()
         return response
+
+    def receive(self, operation_id: str, amount: str, status: str = "confirmed") -> str:
+        """A blockchain transaction of `amount` reaches the operation's address (a new hash);
+        the transaction's id."""
+        body = {"amount": amount, "tx_id": uuid.uuid4().hex, "status": status}
+        answer = self.control("POST", f"operations/{operation_id}/transactions", body)
+        return answer.json()["data"]["id"]
 
     def operations_to(self, address: str) -> int:
         """How many operations (withdrawals) the sandbox holds for `address`, read from its API."""
