@@ -454,3 +454,16 @@ def test_the_excel_variant_opens_with_real_dates_and_order_numbers_kept_as_text(
     confirmed = sent[header.index("confirmed_at (UTC)")]
     assert confirmed.get(f"{{{office}}}date-value") == "2026-11-22T02:08:22"
     assert formulas_in(withdrawals) == []  # the hostile address stays text
+
+
+@pytest.mark.parametrize("query", ["", "?state=awaiting_payment"])
+def test_a_download_left_unread_leaves_no_request_behind(app, accountant, query):
+    """A browser that drops a download midway closes it while the server handles another
+    request: ending the stream must not end that other request's context."""
+    import flask
+
+    response = accountant.get(f"/operations/export.csv{query}")  # streamed, not read
+    assert response.status_code == 200
+    with app.test_request_context("/another-request"):
+        response.close()
+        assert flask.request.path == "/another-request"
