@@ -8,8 +8,12 @@ import importlib.util
 import pkgutil
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import GenericFunction
 
 
 def utcnow() -> datetime:
@@ -63,3 +67,18 @@ def import_every_model() -> None:
     for subsystem in pkgutil.iter_modules(portal.__path__, "portal."):
         if subsystem.ispkg and importlib.util.find_spec(f"{subsystem.name}.models"):
             importlib.import_module(f"{subsystem.name}.models")
+
+
+class decimal_sum(GenericFunction[str]):
+    """The exact sum of a column of decimal text, as text ("0" over no rows): PostgreSQL adds
+    them as NUMERIC; SQLite, which has no exact decimal type, with Python's `Decimal`
+    (`portal.extensions.DecimalSum`, given to every SQLite connection). Never a float."""
+
+    type = sa.String()
+    inherit_cache = True
+
+
+@compiles(decimal_sum, "postgresql")
+def _numeric_sum(element: decimal_sum, compiler: SQLCompiler, **kw: Any) -> str:
+    column = compiler.process(element.clauses, **kw)
+    return f"COALESCE(CAST(sum(CAST({column} AS NUMERIC)) AS TEXT), '0')"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
@@ -44,10 +45,26 @@ def rows_changed(statement: sa.Executable) -> int:
     return result.rowcount
 
 
+class DecimalSum:
+    """`portal.database.decimal_sum` as an SQLite aggregate: exact, with Python's `Decimal`."""
+
+    def __init__(self) -> None:
+        self.total = Decimal(0)
+
+    def step(self, value: str | None) -> None:
+        if value is not None:
+            self.total += Decimal(value)
+
+    def finalize(self) -> str:
+        return format(self.total, "f")
+
+
 @sa.event.listens_for(sa.Engine, "connect")
-def _sqlite_foreign_keys(dbapi_connection: object, _record: object) -> None:
-    """SQLite enforces foreign keys (and so ON DELETE CASCADE) only when asked, per connection."""
+def _sqlite_connection(dbapi_connection: object, _record: object) -> None:
+    """SQLite enforces foreign keys (and so ON DELETE CASCADE) only when asked, per connection;
+    its exact sum of decimal text (`portal.database.decimal_sum`) is given per connection too."""
     if isinstance(dbapi_connection, sqlite3.Connection):
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
+        dbapi_connection.create_aggregate("decimal_sum", 1, DecimalSum)  # type: ignore[arg-type]

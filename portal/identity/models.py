@@ -48,6 +48,11 @@ class Merchant(Model):
     payment_tolerance_percent: Mapped[Decimal] = mapped_column(
         DecimalText, default=Decimal(0), server_default="0"
     )
+    # The currency every value of the dashboard, exports and the ledger is given in
+    # (`portal.money.rules.reporting`).
+    reporting_currency: Mapped[str] = mapped_column(
+        sa.String(16), default="USD", server_default="USD"
+    )
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     users: Mapped[list[User]] = relationship(

@@ -1,5 +1,5 @@
-"""Money the portal moves: idempotency records of withdrawals and other forms, exchanges and cross
-exchanges it made."""
+"""Money the portal moves and counts: idempotency records of withdrawals and other forms,
+exchanges and cross exchanges it made, the rates it recorded and the ledger of movements."""
 
 from __future__ import annotations
 
@@ -101,6 +101,8 @@ class CrossExchangeReference(Model):
     id: Mapped[int] = mapped_column(primary_key=True)
     merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
     cross_exchange_id: Mapped[str] = mapped_column(sa.String(64))
+    # The operation that waits for the sold currency: its money is the exchange's, not a sale.
+    operation_id: Mapped[str | None] = mapped_column(sa.String(64))
     user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
     sell_currency: Mapped[str] = mapped_column(sa.String(16))
     buy_currency: Mapped[str] = mapped_column(sa.String(16))
@@ -132,6 +134,77 @@ class ExchangeRecord(Model):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     user: Mapped[User | None] = relationship()
+
+
+class RateRecord(Model):
+    """`/v1/rates` as the mirror read it: a row each time a rate changed, and the span over which
+    the same rates were read again, so that a value knows how fresh its rate was
+    (`portal.money.rules.rate_history`)."""
+
+    __tablename__ = "rate_records"
+    __table_args__ = (
+        sa.Index(
+            "ix_rate_records_merchant_recorded",
+            "merchant_id",
+            "connection_generation",
+            "recorded_at",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    connection_generation: Mapped[int]
+    recorded_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    last_seen_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    rates: Mapped[dict] = mapped_column(sa.JSON)  # "BASE:QUOTE" -> the price as decimal text
+
+
+class LedgerEntry(Model):
+    """One movement of one wallet, booked once under its `key` (`portal.money.rules.ledger`).
+
+    `amount` is signed (money in is positive) in the wallet's `currency`. `occurred_at` is when
+    the portal first saw the movement (the API's own time beside it, `api_at`); `value` is the
+    amount in the merchant's reporting currency at the rate of that moment, kept as it was
+    booked: a later rate changes nothing, a change of reporting currency values it again.
+    """
+
+    __tablename__ = "ledger_entries"
+    __table_args__ = (
+        sa.UniqueConstraint("merchant_id", "connection_generation", "key"),
+        sa.Index(
+            "ix_ledger_entries_merchant_kind_occurred",
+            "merchant_id",
+            "connection_generation",
+            "kind",
+            "occurred_at",
+        ),
+        sa.Index(
+            "ix_ledger_entries_merchant_operation",
+            "merchant_id",
+            "connection_generation",
+            "operation_id",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    connection_generation: Mapped[int]
+    key: Mapped[str] = mapped_column(sa.String(200))
+    kind: Mapped[str] = mapped_column(sa.String(32))
+    currency: Mapped[str] = mapped_column(sa.String(16))
+    amount: Mapped[Decimal] = mapped_column(DecimalText)
+    operation_id: Mapped[str | None] = mapped_column(sa.String(64))
+    occurred_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    api_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    # The operation's own currency and rate: money of an operation priced in the reporting
+    # currency is worth what it paid at that rate, whatever the market did.
+    priced_in: Mapped[str | None] = mapped_column(sa.String(16))
+    operation_rate: Mapped[Decimal | None] = mapped_column(DecimalText)
+    value: Mapped[Decimal | None] = mapped_column(DecimalText)  # None: no rate
+    value_currency: Mapped[str | None] = mapped_column(sa.String(16))
+    rate: Mapped[Decimal | None] = mapped_column(DecimalText)
+    rate_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
 
 # The models this module's relationships name, imported once its own are defined (they import

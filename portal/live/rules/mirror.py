@@ -50,6 +50,7 @@ from portal.identity.models import Merchant
 from portal.live.models import Event, MirrorState
 from portal.live.rules import events
 from portal.live.rules.events import EventType
+from portal.money.rules import ledger, rate_history
 from portal.payments.models import MirroredOperation, MirroredTransaction
 from portal.payments.rules.mirror_money import (
     TRANSACTION_COLUMNS,
@@ -258,9 +259,11 @@ def sync_merchant(merchant_id: int, *, force: bool = False) -> SyncReport | None
         generation,
         notify=kind is not SyncKind.FIRST,
         tolerance_percent=merchant.payment_tolerance_percent,
+        reporting_currency=merchant.reporting_currency,
     )
     try:
         client = api_client_for(merchant)
+        _record_rates(client, merchant_id, generation, started_at)
         if kind is SyncKind.INCREMENTAL:
             sync.incremental(client, state.operations_watermark, state.transactions_watermark)
         else:
@@ -288,6 +291,21 @@ def sync_merchant(merchant_id: int, *, force: bool = False) -> SyncReport | None
     _finish(merchant_id, owner, _outcome(state, sync, report, started_at))
     _log(report)
     return report
+
+
+def _record_rates(
+    client: MerchantApiClient, merchant_id: int, generation: int, now: datetime
+) -> None:
+    """Record the rates first, so that the money this sync books finds the rates of its moment.
+    Rates the API does not give now leave the money it brings without a rate (or at the last
+    rates recorded, while fresh); the operations are mirrored all the same."""
+    try:
+        rates = client.get_rates()
+    except ApiFailure as failure:
+        log.warning("merchant %s: rates not recorded: %s", merchant_id, _error_text(failure))
+        return
+    rate_history.record(merchant_id, generation, rates, now)
+    db.session.commit()
 
 
 def _kind_of(state: MirrorState, now: datetime) -> SyncKind:
@@ -519,6 +537,7 @@ class _Sync:
     operations_seen: datetime | None = None  # the newest `updated_at` read of each list
     transactions_seen: datetime | None = None
     tolerance_percent: Decimal = Decimal(0)  # the merchant's payment tolerance
+    reporting_currency: str = "USD"  # what the ledger values movements in
     new_rows: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
     created: set[str] = field(default_factory=set)  # operations first mirrored by this sync
     # Of the page being written: operations whose amount paid changed, the money of each.
@@ -736,6 +755,7 @@ class _Sync:
         changes = []
         rows = list(self._chunked(MirroredOperation, MirroredOperation.operation_id, operation_ids))
         operations = mirrored_operations(self.merchant_id, rows)
+        moneys = []
         for row in rows:
             operation = operations.get(row.operation_id)
             if operation is None:  # kept as the API wrote it; no money to read
@@ -743,6 +763,7 @@ class _Sync:
             known = row.state
             money = restate_row(row, operation, self.tolerance_percent)
             self.moneys[row.operation_id] = money
+            moneys.append((operation, money))
             type_ = MONEY_STATE_EVENTS.get(money.state)
             # A row mirrored before states were kept (None) gets its state quietly: not news.
             first = known is not None or row.operation_id in self.created
@@ -762,6 +783,11 @@ class _Sync:
                         row.operation_id,
                     )
                 )
+        # The history a first sync reads is booked at the API's times; news at the moment seen.
+        seen_at = utcnow() if self.notify else None
+        ledger.book_operations(
+            self.merchant_id, self.generation, self.reporting_currency, moneys, seen_at
+        )
         return changes
 
     def _with_money(self, change: _Change) -> _Change:

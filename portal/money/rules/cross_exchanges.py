@@ -16,6 +16,7 @@ def remember(merchant: Merchant, user: User, cross_exchange: CrossExchange) -> N
         CrossExchangeReference(
             merchant_id=merchant.id,
             cross_exchange_id=cross_exchange.id,
+            operation_id=cross_exchange.operation_id,
             user_id=user.id,
             sell_currency=cross_exchange.sell_currency,
             buy_currency=cross_exchange.buy_currency,

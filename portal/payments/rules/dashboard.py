@@ -11,20 +11,16 @@ from __future__ import annotations
 
 import enum
 import functools
-import sqlite3
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from decimal import Decimal
-from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.functions import GenericFunction
 
 from portal.api import OPERATION_STATUSES, Operation
 from portal.api.records import parse_record
+from portal.database import decimal_sum
 from portal.extensions import db
 from portal.payments.models import MirroredOperation
 from portal.payments.rules.operation_money import State, operation_money
@@ -136,46 +132,12 @@ class Summary:
     peak: int
 
 
-class decimal_sum(GenericFunction[str]):
-    """The exact sum of a column of decimal text, as text."""
-
-    type = sa.String()
-    inherit_cache = True
-
-
-@compiles(decimal_sum, "postgresql")
-def _numeric_sum(element: decimal_sum, compiler: SQLCompiler, **kw: Any) -> str:
-    return f"CAST(sum(CAST({compiler.process(element.clauses, **kw)} AS NUMERIC)) AS TEXT)"
-
-
-class _DecimalSum:
-    """`decimal_sum` on SQLite, which has no exact decimal type of its own."""
-
-    def __init__(self) -> None:
-        self.total = Decimal(0)
-
-    def step(self, value: str | None) -> None:
-        if value is not None:
-            self.total += Decimal(value)
-
-    def finalize(self) -> str:
-        return format(self.total, "f")
-
-
-def _exact_sums_ready() -> None:
-    """Give this SQLite connection its `decimal_sum` (PostgreSQL compiles it to NUMERIC)."""
-    raw = db.session.connection().connection.driver_connection
-    if isinstance(raw, sqlite3.Connection):
-        raw.create_aggregate("decimal_sum", 1, _DecimalSum)  # type: ignore[arg-type]
-
-
 def summarise(merchant_id: int, period: Period) -> Summary:
     """Counts and exact sums by status and currency, and operations per day, over `period`.
 
     `new` operations that money reached are few (they expire within the hour): those are read
     one by one and told apart by how far they are paid; all others are counted by the database.
     """
-    _exact_sums_ready()
     op = MirroredOperation
     start, end = period.start(period.since), period.start(period.until + timedelta(days=1))
     within = sa.and_(op.merchant_id == merchant_id, op.created_at >= start, op.created_at < end)

@@ -1,0 +1,93 @@
+"""Revenue in one currency: the merchant's reporting currency, the rates the mirror recorded, the
+ledger's first movements, and the operation of each cross exchange made through the portal.
+
+- `merchants.reporting_currency`: the currency every value is given in (USD by default).
+- `rate_records`: `/v1/rates` as the mirror read it, a row each time a rate changed, with the
+  span over which the same rates were read again (`recorded_at` to `last_seen_at`).
+- `ledger_entries`: each movement of a wallet, booked once under its `key`, with its value in
+  the reporting currency at the rate of its time (kept: a later rate changes nothing).
+- `cross_exchange_references.operation_id`: the operation that waits for the sold currency; its
+  money is the exchange's, not a sale.
+
+Revision ID: 0018
+Revises: 0017
+Create Date: 2026-11-26
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+
+revision = "0018"
+down_revision = "0017"
+branch_labels = None
+depends_on = None
+
+
+def _merchant() -> sa.Column:
+    return sa.Column(
+        "merchant_id",
+        sa.Integer(),
+        sa.ForeignKey("merchants.id", ondelete="CASCADE"),
+        nullable=False,
+    )
+
+
+def upgrade():
+    op.add_column(
+        "merchants",
+        sa.Column("reporting_currency", sa.String(16), nullable=False, server_default="USD"),
+    )
+    op.add_column("cross_exchange_references", sa.Column("operation_id", sa.String(64)))
+    op.create_table(
+        "rate_records",
+        sa.Column("id", sa.Integer(), primary_key=True),
+        _merchant(),
+        sa.Column("connection_generation", sa.Integer(), nullable=False),
+        sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("last_seen_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("rates", sa.JSON(), nullable=False),
+    )
+    op.create_index(
+        "ix_rate_records_merchant_recorded",
+        "rate_records",
+        ["merchant_id", "connection_generation", "recorded_at"],
+    )
+    op.create_table(
+        "ledger_entries",
+        sa.Column("id", sa.Integer(), primary_key=True),
+        _merchant(),
+        sa.Column("connection_generation", sa.Integer(), nullable=False),
+        sa.Column("key", sa.String(200), nullable=False),
+        sa.Column("kind", sa.String(32), nullable=False),
+        sa.Column("currency", sa.String(16), nullable=False),
+        sa.Column("amount", sa.String(64), nullable=False),
+        sa.Column("operation_id", sa.String(64)),
+        sa.Column("occurred_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("api_at", sa.DateTime(timezone=True)),
+        sa.Column("priced_in", sa.String(16)),
+        sa.Column("operation_rate", sa.String(64)),
+        sa.Column("value", sa.String(64)),
+        sa.Column("value_currency", sa.String(16)),
+        sa.Column("rate", sa.String(64)),
+        sa.Column("rate_at", sa.DateTime(timezone=True)),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.UniqueConstraint("merchant_id", "connection_generation", "key"),
+    )
+    op.create_index(
+        "ix_ledger_entries_merchant_kind_occurred",
+        "ledger_entries",
+        ["merchant_id", "connection_generation", "kind", "occurred_at"],
+    )
+    op.create_index(
+        "ix_ledger_entries_merchant_operation",
+        "ledger_entries",
+        ["merchant_id", "connection_generation", "operation_id"],
+    )
+
+
+def downgrade():
+    op.drop_table("ledger_entries")
+    op.drop_table("rate_records")
+    op.drop_column("cross_exchange_references", "operation_id")
+    op.drop_column("merchants", "reporting_currency")
