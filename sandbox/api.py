@@ -12,7 +12,7 @@ from flask import Blueprint, Response, current_app, request
 
 from . import db, payments, records, treasury
 from .auth import bearer_token, same_secret
-from .currencies import exchange_pairs, exchange_rate, market_pairs, market_rate
+from .currencies import exchange_pairs, exchange_rate, market_pairs, market_prices, market_rate
 from .errors import (
     CROSS_EXCHANGE_NOT_FOUND,
     OPERATION_NOT_FOUND,
@@ -182,7 +182,8 @@ def show_transaction(transaction_id: str):
 
 @bp.get("/rates")
 def rates():
-    return _rates_response({f"{b}:{q}": market_rate(b, q) for b, q in market_pairs()})
+    prices = market_prices()
+    return _rates_response({f"{b}:{q}": market_rate(b, q, prices) for b, q in market_pairs()})
 
 
 @bp.post("/withdraw")
@@ -262,7 +263,8 @@ def create_exchange():
 
 @bp.get("/exchange/rates")
 def exchange_rates():
-    return _rates_response({f"{s}:{b}": exchange_rate(s, b) for s, b in exchange_pairs()})
+    prices = market_prices()
+    return _rates_response({f"{s}:{b}": exchange_rate(s, b, prices) for s, b in exchange_pairs()})
 
 
 @bp.post("/cross-exchanges")

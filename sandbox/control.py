@@ -10,7 +10,7 @@ from flask import Blueprint, current_app, request
 
 from . import db, payments, records
 from .auth import bearer_token, same_secret
-from .currencies import CURRENCIES, new_address
+from .currencies import CRYPTO, CURRENCIES, market_prices, new_address
 from .errors import (
     CROSS_EXCHANGE_NOT_FOUND,
     OPERATION_NOT_FOUND,
@@ -228,3 +228,57 @@ def set_wallet():
                 (currency, new_address(currency), units),
             )
     return {"data": _wallets()}
+
+
+def _market() -> dict:
+    prices = market_prices()
+    return {
+        "frozen": bool(db.frozen_prices()),
+        "prices": {code: format_units(to_units(price)) for code, price in prices.items()},
+    }
+
+
+@bp.get("/rates")
+def show_market():
+    return {"data": _market()}
+
+
+def _named_prices(check: BodyCheck) -> dict[str, Decimal]:
+    """The USD prices of `{"prices": {currency: "decimal"}}`; USD itself has none to set."""
+    prices = check.body.get("prices")
+    if not isinstance(prices, dict) or not prices:
+        check.fail("prices", "The prices must be an object of USD prices by currency.")
+        return {}
+    named: dict[str, Decimal] = {}
+    for code, price in prices.items():
+        field = f"prices.{code}"
+        if code not in CRYPTO:
+            check.fail(field, f"{code} has no price to set: give one of {', '.join(CRYPTO)}.")
+            continue
+        try:
+            named[code] = parse_amount(price)
+        except ValueError as error:
+            check.fail(field, f"The {field} {error}.")
+    return named
+
+
+@bp.post("/rates")
+def freeze_market():
+    """Hold the market still at the given USD prices, every other currency at its price now."""
+    check = BodyCheck(json_body())
+    named = _named_prices(check)
+    check.done()
+    with db.write() as connection:
+        frozen = {**market_prices(connection), **named}
+        connection.executemany(
+            "INSERT OR REPLACE INTO frozen_prices (currency, usd_price) VALUES (?, ?)",
+            [(code, to_units(price)) for code, price in frozen.items()],
+        )
+    return {"data": _market()}
+
+
+@bp.delete("/rates")
+def thaw_market():
+    with db.write() as connection:
+        connection.execute("DELETE FROM frozen_prices")
+    return {"data": _market()}

@@ -5,9 +5,13 @@ from __future__ import annotations
 import math
 import re
 import secrets
+import sqlite3
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+
+from . import db
 
 
 @dataclass(frozen=True)
@@ -91,24 +95,34 @@ def _drift_factor(code: str, now: float) -> Decimal:
     return 1 + DRIFT * Decimal(str(round(math.sin(minute / 7 + phase), 6)))
 
 
-def market_price(code: str) -> Decimal:
-    currency = CURRENCIES[code]
-    if code in ("USD", "USDT"):
-        return currency.usd_price
-    return currency.usd_price * _drift_factor(code, time.time())
+def drifting_prices(now: float) -> dict[str, Decimal]:
+    """The USD price of every currency at `now` on the drifting market (USD and USDT stay put)."""
+    return {
+        code: currency.usd_price
+        if code in ("USD", "USDT")
+        else currency.usd_price * _drift_factor(code, now)
+        for code, currency in CURRENCIES.items()
+    }
 
 
-def market_rate(base: str, quote: str) -> Decimal:
-    """Price of one unit of `base` in `quote`, to 8 decimal places."""
+def market_prices(connection: sqlite3.Connection | None = None) -> dict[str, Decimal]:
+    """The USD price of every currency now: the prices a tester froze, else the drifting market."""
+    return db.frozen_prices(connection) or drifting_prices(time.time())
+
+
+def market_rate(base: str, quote: str, prices: Mapping[str, Decimal] | None = None) -> Decimal:
+    """Price of one unit of `base` in `quote`, to 8 decimal places, from `prices` (one reading
+    of the market, so that many rates agree) or the market now."""
     if base == quote:
         return Decimal(1)
-    rate = market_price(base) / market_price(quote)
-    return rate.quantize(Decimal("1e-8"))
+    if prices is None:
+        prices = market_prices()
+    return (prices[base] / prices[quote]).quantize(Decimal("1e-8"))
 
 
-def exchange_rate(sell: str, buy: str) -> Decimal:
+def exchange_rate(sell: str, buy: str, prices: Mapping[str, Decimal] | None = None) -> Decimal:
     """What one unit of `sell` buys in an exchange: the market rate less the spread."""
-    return (market_rate(sell, buy) * (1 - EXCHANGE_SPREAD)).quantize(Decimal("1e-8"))
+    return (market_rate(sell, buy, prices) * (1 - EXCHANGE_SPREAD)).quantize(Decimal("1e-8"))
 
 
 def market_pairs() -> list[tuple[str, str]]:

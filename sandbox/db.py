@@ -13,9 +13,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from flask import current_app, g
+
+from .money import from_units
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS operations (
@@ -97,6 +100,10 @@ CREATE TABLE IF NOT EXISTS cross_exchanges (
 CREATE TABLE IF NOT EXISTS flags (
     name TEXT PRIMARY KEY,
     value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS frozen_prices (
+    currency TEXT PRIMARY KEY,
+    usd_price INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS table_versions (
     name TEXT PRIMARY KEY,
@@ -326,6 +333,13 @@ def nullable_columns(connection: sqlite3.Connection, table: str) -> frozenset[st
 def flags() -> dict[str, object]:
     rows = get().execute("SELECT name, value FROM flags").fetchall()
     return {**DEFAULT_FLAGS, **{row["name"]: json.loads(row["value"]) for row in rows}}
+
+
+def frozen_prices(connection: sqlite3.Connection | None = None) -> dict[str, Decimal]:
+    """The USD price of every currency while a tester holds the market still (in 10^-8 units
+    on disk), none while it drifts. Read from the database so that every server process agrees."""
+    rows = (connection or get()).execute("SELECT currency, usd_price FROM frozen_prices")
+    return {row["currency"]: from_units(row["usd_price"]) for row in rows}
 
 
 def flag(name: str) -> Any:  # a JSON value: its type is the flag's own

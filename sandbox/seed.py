@@ -11,7 +11,7 @@ import sqlite3
 from datetime import timedelta
 from decimal import ROUND_CEILING, Decimal
 
-from .currencies import CRYPTO, market_rate, new_address
+from .currencies import CRYPTO, market_prices, market_rate, new_address
 from .db import create_indexes, timestamp, unversioned_changes, utcnow
 from .money import to_units
 from .records import (
@@ -52,6 +52,7 @@ class Seeder:
         self.connection = connection
         self.rng = random.Random(random_seed)
         self.now = utcnow()
+        self.prices = market_prices(connection)
         self.ttl = timedelta(minutes=ttl_minutes)
         self.operations: list[tuple] = []
         self.transactions: list[tuple] = []
@@ -113,7 +114,7 @@ class Seeder:
         currency = rng.choices(("BTC", "ETH", "USDT", "USD"), weights=(30, 25, 30, 15))[0]
         paid_in = currency if currency in CRYPTO and rng.random() < 0.8 else rng.choice(CRYPTO)
         amount = self._amount(currency)
-        rate = market_rate(currency, paid_in)
+        rate = market_rate(currency, paid_in, self.prices)
         status = self._status(self.now - created)
         due = to_units(amount * rate, ROUND_CEILING)
         paid = self._transactions(operation_id, status, due, created)

@@ -67,6 +67,14 @@ class SandboxServer:
         answer = self.control("POST", f"operations/{operation_id}/transactions", body)
         return answer.json()["data"]["id"]
 
+    def set_prices(self, **prices: str) -> None:
+        """Freeze the market: these USD prices (`BTC="60000"`), every other currency's price now."""
+        self.control("POST", "rates", {"prices": prices})
+
+    def thaw_prices(self) -> None:
+        """Let market prices drift again."""
+        self.control("DELETE", "rates")
+
     def operations_to(self, address: str) -> int:
         """How many operations (withdrawals) the sandbox holds for `address`, read from its API."""
         response = requests.get(
