@@ -8,6 +8,8 @@ ledger's first movements, and the operation of each cross exchange made through 
   the reporting currency at the rate of its time (kept: a later rate changes nothing).
 - `cross_exchange_references.operation_id`: the operation that waits for the sold currency; its
   money is the exchange's, not a sale.
+- `withdrawal_limits`: the daily limit an owner set for withdrawals from a wallet (the API tells
+  none of its own).
 
 Revision ID: 0018
 Revises: 0017
@@ -84,9 +86,19 @@ def upgrade():
         "ledger_entries",
         ["merchant_id", "connection_generation", "operation_id"],
     )
+    op.create_table(
+        "withdrawal_limits",
+        sa.Column("id", sa.Integer(), primary_key=True),
+        _merchant(),
+        sa.Column("currency", sa.String(16), nullable=False),
+        sa.Column("daily_limit", sa.String(64), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.UniqueConstraint("merchant_id", "currency"),
+    )
 
 
 def downgrade():
+    op.drop_table("withdrawal_limits")
     op.drop_table("ledger_entries")
     op.drop_table("rate_records")
     op.drop_column("cross_exchange_references", "operation_id")

@@ -207,6 +207,20 @@ class LedgerEntry(Model):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
 
+class WithdrawalLimit(Model):
+    """The most an owner lets leave one wallet per day (UTC, as the API's own daily limit
+    counts), in the wallet's currency: the API tells neither its limit nor what is left."""
+
+    __tablename__ = "withdrawal_limits"
+    __table_args__ = (sa.UniqueConstraint("merchant_id", "currency"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    currency: Mapped[str] = mapped_column(sa.String(16))
+    daily_limit: Mapped[Decimal] = mapped_column(DecimalText)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
+
+
 # The models this module's relationships name, imported once its own are defined (they import
 # this module in turn): SQLAlchemy resolves the names when the first query configures the mappers.
 from portal.identity.models import User  # noqa: E402
