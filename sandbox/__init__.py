@@ -65,8 +65,8 @@ def _prepare_database(path: str, seed: int, random_seed: int, ttl_minutes: int) 
     db.initialise(path)
     connection = db.connect(path)
     try:
+        treasury.open_wallets(connection)  # before the seeded history, which moves them
         seed_database(connection, seed, random_seed, ttl_minutes)
-        treasury.open_wallets(connection)
     finally:
         connection.close()
 

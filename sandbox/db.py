@@ -97,6 +97,13 @@ CREATE TABLE IF NOT EXISTS cross_exchanges (
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL
 );
+-- The fee each payment operation has had taken from its wallet, once, at its first
+-- confirmation (a table of its own, so that a database file made before it opens unchanged).
+CREATE TABLE IF NOT EXISTS charged_fees (
+    operation_id INTEGER PRIMARY KEY REFERENCES operations(id),
+    amount INTEGER NOT NULL,
+    charged_at TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS flags (
     name TEXT PRIMARY KEY,
     value TEXT NOT NULL

@@ -8,7 +8,7 @@ from decimal import ROUND_CEILING, Decimal
 
 from flask import current_app
 
-from . import db
+from . import db, wallets
 from .currencies import CURRENCIES, market_rate, new_address
 from .errors import TRANSACTION_NOT_FOUND, ApiError
 from .money import from_units, to_units
@@ -95,8 +95,14 @@ def _paid_units(connection: sqlite3.Connection, operation_id: int) -> int:
     return linked[1] if linked[0] else confirmed_units(connection, operation_id)
 
 
+def _operation(connection: sqlite3.Connection, operation_id: int) -> sqlite3.Row:
+    return connection.execute("SELECT * FROM operations WHERE id = ?", (operation_id,)).fetchone()
+
+
 def _refresh_amount_paid(connection: sqlite3.Connection, operation_id: int, now: str) -> int:
+    """Count the operation's payments again; its wallet moves by the change."""
     total = _paid_units(connection, operation_id)
+    wallets.follow_amount_paid(connection, _operation(connection, operation_id), total)
     connection.execute(
         "UPDATE operations SET amount_paid = ?, updated_at = ? WHERE id = ?",
         (total, now, operation_id),
@@ -105,8 +111,11 @@ def _refresh_amount_paid(connection: sqlite3.Connection, operation_id: int, now:
 
 
 def _set_status(connection: sqlite3.Connection, operation_id: int, status: int, now: str) -> None:
-    """The operation's new status; a cross exchange follows its operation between awaiting
-    payment (`processed`) and paid (`successful`)."""
+    """The operation's new status; its fee leaves the wallet at the first confirmation. A
+    cross exchange follows its operation between awaiting payment (`processed`) and paid
+    (`successful`)."""
+    if status == CONFIRMED:
+        wallets.charge_fee_once(connection, _operation(connection, operation_id), now)
     connection.execute(
         "UPDATE operations SET status = ?, updated_at = ? WHERE id = ?", (status, now, operation_id)
     )
@@ -125,9 +134,7 @@ def receive_transaction(
     """A blockchain transaction arrives at the operation's address (sandbox control only)."""
     now = db.now_text()
     with db.write() as connection:
-        operation = connection.execute(
-            "SELECT * FROM operations WHERE id = ?", (operation_id,)
-        ).fetchone()
+        operation = _operation(connection, operation_id)
         cursor = connection.execute(
             """INSERT INTO transactions (operation_id, tx_id, amount, status, linked,
                    created_at, updated_at) VALUES (?, ?, ?, ?, 0, ?, ?)""",
@@ -255,7 +262,4 @@ def expire_due() -> None:
                 "UPDATE vouchers SET status = ?, updated_at = ? WHERE id = ?",
                 (VOUCHER_EXPIRED, now, voucher["id"]),
             )
-            connection.execute(
-                "UPDATE wallets SET balance = balance + ? WHERE currency = ?",
-                (voucher["amount"], voucher["currency"]),
-            )
+            wallets.move(connection, voucher["currency"], voucher["amount"])

@@ -1,5 +1,8 @@
 """Realistic demo data: 90 days of operations with transactions, withdrawals and vouchers.
 
+The history moves the wallets as the same records made through the API would: the wallets'
+opening balances are theirs before the first seeded record (docs/sandbox.md, "Wallets").
+
 Deterministic for a given random seed (the records are the same; their timestamps are relative to
 the moment of seeding).
 """
@@ -8,6 +11,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from collections import Counter
 from datetime import timedelta
 from decimal import ROUND_CEILING, Decimal
 
@@ -30,6 +34,7 @@ from .records import (
     VOUCHER_EXPIRED,
     VOUCHER_SUCCESSFUL,
 )
+from .wallets import fee_paid_units
 
 SPAN = timedelta(days=90)
 # (low, high, decimal places) of a typical invoice in each currency.
@@ -56,6 +61,8 @@ class Seeder:
         self.ttl = timedelta(minutes=ttl_minutes)
         self.operations: list[tuple] = []
         self.transactions: list[tuple] = []
+        self.charged_fees: list[tuple] = []
+        self.movements: Counter[str] = Counter()
 
     def _amount(self, currency: str) -> Decimal:
         low, high, places = TYPICAL_AMOUNTS[currency]
@@ -123,7 +130,15 @@ class Seeder:
         redirect_url = (
             f"https://shop.example/orders/{order_id}/return" if rng.random() < 0.6 else None
         )
-        updated = created + timedelta(minutes=rng.randint(0, 55))
+        updated = timestamp(
+            max(created, min(created + timedelta(minutes=rng.randint(0, 55)), self.now))
+        )
+        fee = to_units(amount / 100)
+        self.movements[paid_in] += paid or 0
+        if status == CONFIRMED:
+            charged = fee_paid_units(fee, to_units(rate), currency, paid_in)
+            self.charged_fees.append((operation_id, charged, updated))
+            self.movements[paid_in] -= charged
         self.operations.append(
             (
                 operation_id,
@@ -132,7 +147,7 @@ class Seeder:
                 category,
                 order_id,
                 to_units(amount),
-                to_units(amount / 100),
+                fee,
                 paid,
                 to_units(rate),
                 currency,
@@ -142,7 +157,7 @@ class Seeder:
                 int(category == "application"),
                 redirect_url,
                 timestamp(created),
-                timestamp(max(created, min(updated, self.now))),
+                updated,
                 timestamp(created + self.ttl),
             )
         )
@@ -151,6 +166,8 @@ class Seeder:
         currency = self.rng.choice(CRYPTO)
         amount = self._amount(currency)
         internal = self.rng.random() < 0.25
+        fee = 0 if internal else to_units(amount / 1000)
+        self.movements[currency] -= to_units(amount) + fee
         self.operations.append(
             (
                 operation_id,
@@ -159,7 +176,7 @@ class Seeder:
                 "internal_transfer" if internal else "transfer",
                 None,
                 to_units(amount),
-                0 if internal else to_units(amount / 1000),
+                fee,
                 to_units(amount),
                 to_units(Decimal(1)),
                 currency,
@@ -190,9 +207,12 @@ class Seeder:
             if status == VOUCHER_SUCCESSFUL and kind == "issued":
                 created = self.now - timedelta(days=self.rng.uniform(0, 25))
             code = "-".join(f"{self.rng.getrandbits(20):05X}"[:4] for _ in range(4))
+            amount = to_units(self._amount(currency))
+            if status == VOUCHER_SUCCESSFUL and kind == "issued":
+                self.movements[currency] -= amount  # the others were given back or paid off
             rows.append(
                 (
-                    to_units(self._amount(currency)),
+                    amount,
                     currency,
                     code,
                     status,
@@ -229,6 +249,14 @@ class Seeder:
             """INSERT OR IGNORE INTO vouchers (amount, currency, code, status, type, created_at,
                    updated_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
             self.vouchers(max(count // 10, 1)),
+        )
+        self.connection.executemany(
+            "INSERT INTO charged_fees (operation_id, amount, charged_at) VALUES (?, ?, ?)",
+            self.charged_fees,
+        )
+        self.connection.executemany(
+            "UPDATE wallets SET balance = balance + ? WHERE currency = ?",
+            [(units, currency) for currency, units in self.movements.items()],
         )
         self.connection.execute("COMMIT")
 

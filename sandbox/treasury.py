@@ -1,5 +1,5 @@
-"""The merchant's wallets and what moves money between them: withdrawals, vouchers, exchanges,
-cross exchanges. Every rule runs inside one write transaction, so balances never go negative."""
+"""What moves money between the merchant's wallets: withdrawals, vouchers, exchanges, cross
+exchanges. Every rule runs inside one write transaction, so none takes more than the balance."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from .records import (
     VOUCHER_CANCELLED,
     VOUCHER_SUCCESSFUL,
 )
+from .wallets import move
 
 EXCHANGE_FEE_RATE = Decimal("0.002")
 VOUCHER_DAYS = 30
@@ -40,12 +41,6 @@ def open_wallets(connection: sqlite3.Connection) -> None:
 
 def _wallet(connection: sqlite3.Connection, currency: str) -> sqlite3.Row | None:
     return connection.execute("SELECT * FROM wallets WHERE currency = ?", (currency,)).fetchone()
-
-
-def _move(connection: sqlite3.Connection, currency: str, units: int) -> None:
-    connection.execute(
-        "UPDATE wallets SET balance = balance + ? WHERE currency = ?", (units, currency)
-    )
 
 
 def _start_of_day() -> str:
@@ -104,7 +99,7 @@ def withdraw(amount: Decimal, wallet_currency: str, address: str) -> int:
                 now,
             ),
         )
-        _move(connection, wallet_currency, -to_units(amount + fee))
+        move(connection, wallet_currency, -to_units(amount + fee))
         return db.inserted_id(cursor)
 
 
@@ -132,7 +127,7 @@ def create_voucher(amount: Decimal, currency: str) -> int:
                 db.later_text(days=VOUCHER_DAYS),
             ),
         )
-        _move(connection, currency, -to_units(amount))
+        move(connection, currency, -to_units(amount))
         return db.inserted_id(cursor)
 
 
@@ -156,7 +151,7 @@ def cancel_voucher(voucher_id: int) -> None:
             "UPDATE vouchers SET status = ?, updated_at = ? WHERE id = ?",
             (VOUCHER_CANCELLED, now, voucher_id),
         )
-        _move(connection, voucher["currency"], voucher["amount"])
+        move(connection, voucher["currency"], voucher["amount"])
 
 
 def pay_off_voucher(code: str) -> int:
@@ -169,8 +164,7 @@ def pay_off_voucher(code: str) -> int:
             "UPDATE vouchers SET type = 'paid off', updated_at = ? WHERE id = ?",
             (now, voucher["id"]),
         )
-        if _wallet(connection, voucher["currency"]) is not None:
-            _move(connection, voucher["currency"], voucher["amount"])
+        move(connection, voucher["currency"], voucher["amount"])
         return voucher["id"]
 
 
@@ -239,8 +233,8 @@ def create_exchange(
                 now,
             ),
         )
-        _move(connection, sell, -to_units(sell_amount))
-        _move(connection, buy, to_units(buy_amount))
+        move(connection, sell, -to_units(sell_amount))
+        move(connection, buy, to_units(buy_amount))
         return db.inserted_id(cursor)
 
 
