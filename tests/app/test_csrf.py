@@ -257,6 +257,10 @@ VALID: dict[str, Callable[..., Case]] = {
     "settings.payment_tolerance": lambda w: _as(
         w, "other", "/settings/checkout/tolerance", {"payment_tolerance_percent": "0.5"}
     ),
+    # USD, the reporting currency Acme starts with: the change is its audit event
+    "settings.reporting_currency": lambda w: _as(
+        w, "owner", "/settings/reporting-currency", {"reporting_currency": "USD"}
+    ),
     "settings.users": lambda w: _as(
         w,
         "owner",

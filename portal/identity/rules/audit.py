@@ -83,6 +83,7 @@ ACTIONS = {
     "mirror.resync": "Full resync requested",
     "mail.choices": "E-mail choices changed",
     "payment_tolerance.change": "Payment tolerance changed",
+    "reporting_currency.change": "Reporting currency changed",
 }
 OUTCOMES = {
     "success": "Success",

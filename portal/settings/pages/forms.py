@@ -18,6 +18,7 @@ from wtforms import (
 from wtforms.validators import DataRequired, Length, Optional, ValidationError
 
 from portal.identity.models import Role
+from portal.money.rules.currencies import WITHDRAWAL_WALLETS
 from portal.payments.rules.mirror_money import MAX_TOLERANCE
 from portal.payments.rules.shops import is_support_email
 from portal.settings.models import Environment
@@ -142,6 +143,26 @@ class ToleranceForm(FlaskForm):
     # Beside the checkout settings' own code field on one page: another element id.
     code = CodeField(STEP_UP_LABEL, id="tolerance-code")
     save_tolerance = SubmitField("Save tolerance")
+
+
+class ReportingCurrencyForm(FlaskForm):
+    """The reporting currency, among those the payment service quotes against every wallet
+    currency now (`offer`)."""
+
+    reporting_currency = SelectField("Reporting currency", choices=[], validate_choice=False)
+    # Beside the other forms' code fields on one page: another element id.
+    code = CodeField(STEP_UP_LABEL, id="reporting-code")
+    save_reporting_currency = SubmitField("Save reporting currency")
+
+    def offer(self, currencies: list[str]) -> None:
+        self.reporting_currency.choices = [SelectChoice(code, code) for code in currencies]
+
+    def validate_reporting_currency(self, field: SelectField) -> None:
+        if field.data not in {choice.value for choice in field.choices}:
+            raise ValidationError(
+                f"The payment service does not quote {field.data or 'that'} against every wallet "
+                f"currency ({', '.join(WITHDRAWAL_WALLETS)}): choose one of the list."
+            )
 
 
 class RequireTwoFactorForm(FlaskForm):

@@ -14,9 +14,11 @@ from flask import abort, current_app, flash, redirect, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
+from portal.api import Rates
 from portal.identity.models import Role, User
 from portal.identity.rules import accounts, audit, one_time_links, two_factor
 from portal.live.rules import outbox
+from portal.money.rules.reporting import Revalued, change_reporting_currency, choosable
 from portal.payments.rules.mirror_money import set_tolerance
 from portal.payments.rules.shops import save_settings
 from portal.settings.models import Environment
@@ -29,6 +31,7 @@ from portal.settings.pages.forms import (
     InviteForm,
     NewUserForm,
     RemoveUserForm,
+    ReportingCurrencyForm,
     RequireTwoFactorForm,
     ToleranceForm,
 )
@@ -41,6 +44,8 @@ from portal.settings.rules.connection import (
     masked_tokens,
 )
 from portal.web.access import roles
+from portal.web.api_errors import unless_unavailable
+from portal.web.merchant import current_api
 from portal.web.rendering import page
 from portal.web.step_up import form_refused, step_up_refused
 from portal.web.users import refusal_sentence
@@ -162,11 +167,65 @@ def payment_tolerance() -> Response:
     return redirect(url_for("settings.checkout"))
 
 
+@bp.post("/reporting-currency")
+@roles(Role.OWNER)
+def reporting_currency() -> Response:
+    """The currency the ledger's values are given in, among those the payment service quotes
+    against every wallet currency now; the ledger is valued again, and the page says how many
+    movements found no rate.
+
+    Beside the payment tolerance: both decide how the portal counts the money customers pay."""
+    rates = _rates_now()
+    form = _reporting_form(rates)
+    if rates is None:  # nothing to choose from: the page says why, and nothing changes
+        not_connected = current_user.merchant.api_connection is None
+        return _checkout_page(409 if not_connected else 502, reporting_form=form)
+    status = form_refused(form, _owner(), purpose="reporting_currency")
+    if status:
+        return _checkout_page(status, reporting_form=form)
+    revalued = change_reporting_currency(
+        current_user.merchant, form.reporting_currency.data, _owner(), rates
+    )
+    flash(_revalued_sentence(revalued), "success")
+    return redirect(url_for("settings.checkout"))
+
+
+def _rates_now() -> Rates | None:
+    """The payment service's rates now; None when the merchant is not connected or the service
+    does not answer."""
+    if current_user.merchant.api_connection is None:
+        return None
+    return unless_unavailable(current_api().get_rates)
+
+
+def _reporting_form(rates: Rates | None, **blank: object) -> ReportingCurrencyForm:
+    form = ReportingCurrencyForm(
+        reporting_currency=current_user.merchant.reporting_currency, **blank
+    )
+    form.offer(choosable(rates) if rates is not None else [])
+    return form
+
+
+def _revalued_sentence(revalued: Revalued) -> str:
+    movements = "movement" if revalued.valued == 1 else "movements"
+    sentence = (
+        f"Figures are now in {revalued.currency}: {revalued.valued:,} {movements} valued again "
+        "at the rates recorded at their time"
+    )
+    if revalued.without_rate:
+        have = "has" if revalued.without_rate == 1 else "have"
+        sentence += f"; {revalued.without_rate:,} {have} no rate"
+    return sentence + "."
+
+
 def _checkout_page(status: int, **forms: object) -> Response:
-    """The checkout settings page with its two forms (a blank one unless given)."""
+    """The checkout settings page with its three forms (a blank one unless given); the
+    reporting currency's choices are read from the payment service."""
     merchant = current_user.merchant
     forms.setdefault("form", CheckoutSettingsForm(obj=merchant))
     forms.setdefault("tolerance_form", ToleranceForm(obj=merchant))
+    if "reporting_form" not in forms:
+        forms["reporting_form"] = _reporting_form(_rates_now(), formdata=None)
     return page("settings/checkout.html", status, merchant=merchant, **forms)
 
 
