@@ -11,8 +11,8 @@ VOID = {"br", "img", "input", "meta", "link", "hr", "source", "wbr", "area", "co
 
 @dataclass
 class Found:
-    """The visible text of one element (hidden helper text for screen readers left out), and
-    the links inside it."""
+    """The visible text of one element, its parts apart by a space (hidden helper text for
+    screen readers left out), and the links inside it."""
 
     text: str = ""
     links: list[str] = field(default_factory=list)
@@ -33,6 +33,7 @@ class _ById(HTMLParser):
             self.found, self.depth = Found(), 1
             return
         if self.depth and tag not in VOID:
+            self.parts.append(" ")  # cells and items read apart
             self.depth += 1
             if not self.hidden_at and "visually-hidden" in (attributes.get("class") or ""):
                 self.hidden_at = self.depth
@@ -41,6 +42,7 @@ class _ById(HTMLParser):
 
     def handle_endtag(self, tag: str) -> None:
         if self.depth and tag not in VOID:
+            self.parts.append(" ")
             if self.hidden_at == self.depth:
                 self.hidden_at = 0
             self.depth -= 1
