@@ -1,9 +1,9 @@
-"""The dashboard's figures from the mirror: counts and exact sums per status and currency over
-the period a person picks, in their time zone; only their own merchant's operations."""
+"""The dashboard's operations from the mirror: sales counted by state when they were created, the
+operations that are no sales apart with exact sums, over the period a person picks, in their
+time zone; only their own merchant's operations. (Money: test_dashboard_money.py.)"""
 
 from __future__ import annotations
 
-import html
 import re
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -13,8 +13,9 @@ import pytest
 from portal.api import Operation
 from portal.payments.rules.dashboard import Preset, preset_days
 from tests.support import factories
+from tests.support.dashboard import figure
 from tests.support.forms import signed_in
-from tests.support.mirror import mirror_operations
+from tests.support.mirror import merchant_id, mirror_operations
 from tests.support.portal_app import connected_portal, email
 from tests.support.statements import statements_of
 
@@ -28,9 +29,10 @@ def made(
     amount: str,
     at: datetime,
     paid: str | None = None,
+    category: str = "application",
 ) -> Operation:
     return Operation(
-        id=f"op-{number}", category="application", amount=Decimal(amount), fee=Decimal(0),
+        id=f"op-{number}", category=category, amount=Decimal(amount), fee=Decimal(0),
         rate=Decimal(1), currency=currency, currency_paid=currency, status=status,
         address="addr", created_at=at, updated_at=at,
         amount_paid=None if paid is None else Decimal(paid),
@@ -53,50 +55,74 @@ def any_app(request, tmp_path, sandbox):
         yield application
 
 
-def figures(page: str) -> list[tuple[str, str, str, str]]:
-    """The summary table's rows: status, currency, operations, amount (as the page reads)."""
-    section = re.search(r'aria-labelledby="period-title".*?</section>', page, re.S).group(0)
-    rows = re.findall(r"<tr>\s*(<td>.*?)</tr>", section, re.S)
-    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S) for row in rows]
-    return [tuple(html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in row) for row in cells]
+def rows(page: str, table_id: str) -> list[tuple[str, ...]]:
+    """The body rows of the table with this id, as the page reads."""
+    table = re.search(rf'<table id="{table_id}">.*?</table>', page, re.S).group(0)
+    body = re.search(r"<tbody>(.*?)</tbody>", table, re.S).group(1)
+    return [
+        tuple(
+            re.sub(r"<[^>]+>", "", cell).strip()
+            for cell in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)
+        )
+        for r in re.findall(r"<tr>(.*?)</tr>", body, re.S)
+    ]
 
 
-def total(page: str) -> str:
-    return re.search(r"<strong>(\d+ operations?)</strong>", page).group(1)
+def created(page: str) -> str:
+    return figure(page, "figure-created")
 
 
-def test_figures_are_what_the_mirror_holds(any_app):
+def test_sales_are_counted_by_state_and_the_rest_apart(any_app):
+    from portal.extensions import db
+    from portal.money.models import CrossExchangeReference
+
     app = any_app
     march = datetime(2024, 3, 5, 12, tzinfo=UTC)
     mirror_operations(
         app,
         [
-            made(1, "confirmed", "BTC", "0.1", march),
-            made(2, "confirmed", "BTC", "0.2", march),  # 0.3 exactly, never 0.30000000000000004
-            made(3, "confirmed", "BTC", "0.12345678", march),
-            made(4, "new", "USDT", "5", march),
-            made(5, "new", "BTC", "1", march, paid="0.4"),
-            made(6, "new", "BTC", "1", march, paid="1.5"),
+            made(1, "confirmed", "BTC", "0.1", march, paid="0.1"),
+            made(2, "confirmed", "BTC", "0.2", march, paid="0.2"),
+            made(3, "confirmed", "BTC", "1", march, paid="0.4"),  # underpaid, accepted
+            made(4, "new", "BTC", "1", march, paid="1.5"),  # overpaid
+            made(5, "new", "BTC", "1", march, paid="0.4"),  # partly paid: not paid yet
+            made(6, "expired", "USDT", "5", march, paid="5"),  # paid late
             made(7, "expired", "USDT", "1000000.01", march),
-            made(8, "confirmed", "BTC", "9", datetime(2024, 4, 1, 12, tzinfo=UTC)),  # after
+            made(8, "confirmed", "BTC", "0.1", march, category="transfer"),
+            made(9, "confirmed", "BTC", "0.2", march, category="internal_transfer"),
+            made(10, "new", "ETH", "2.5", march),  # waits for a cross exchange's sold ETH
+            made(11, "confirmed", "BTC", "9", datetime(2024, 4, 1, 12, tzinfo=UTC), paid="9"),
         ],
         synced_at=datetime(2024, 4, 2, 12, 4, 31, tzinfo=UTC),
     )
-    mirror_operations(  # another merchant's, in the same period, with the same ids' kind
-        app, [made(9, "confirmed", "BTC", "500", march)], merchant="Other"
+    mirror_operations(  # another merchant's, in the same period
+        app, [made(12, "confirmed", "BTC", "500", march, paid="500")], merchant="Other"
     )
+    with app.app_context():
+        for number, operation_id in enumerate(("op-10", None)):  # None: made before ids were kept
+            db.session.add(
+                CrossExchangeReference(
+                    merchant_id=merchant_id(app), cross_exchange_id=f"x-{number}",
+                    operation_id=operation_id, sell_currency="ETH", buy_currency="BTC",
+                    sell_amount=Decimal("2.5"), buy_amount=Decimal("0.1"),
+                )
+            )  # fmt: skip
+        db.session.commit()
     page = signed_in(app, email("accountant")).get(MARCH).text
-    assert figures(page) == [
-        ("Partly paid", "BTC", "1", "1 BTC"),
-        ("Overpaid", "BTC", "1", "1 BTC"),
-        ("New", "USDT", "1", "5 USDT"),
-        ("Confirmed", "BTC", "3", "0.42345678 BTC"),
-        ("Expired", "USDT", "1", "1,000,000.01 USDT"),
+    assert created(page) == "7"
+    assert (
+        figure(page, "figure-paid") == "4 · 57.1 % of those created (paid, overpaid or underpaid)"
+    )
+    for state, count in (("underpaid", "1"), ("overpaid", "1"), ("paid_late", "1")):
+        assert figure(page, f"figure-{state}") == count, state
+    assert figure(page, "figure-awaiting_decision") == "0"
+    assert rows(page, "not-sales") == [
+        ("Cross exchanges", "ETH", "1", "2.5 ETH"),
+        ("Withdrawals", "BTC", "2", "0.3 BTC"),  # 0.3 exactly, never 0.30000000000000004
     ]
-    assert total(page) == "7 operations"
     assert "Figures as of" in page and "2024-04-02 12:04:31 UTC" in page
     assert "2024-03-01 to 2024-03-31" in page
-    assert "500" not in "".join(cell for row in figures(page) for cell in row)
+    assert "Operations counted when they were created" in page
 
 
 def test_a_day_is_the_users_day(any_app):
@@ -116,13 +142,13 @@ def test_a_day_is_the_users_day(any_app):
         db.session.commit()
     in_berlin, in_utc = signed_in(app, berlin), signed_in(app, email("accountant"))
     for client, day, seen in (
-        (in_berlin, "2024-03-11", "1 operation"),
-        (in_berlin, "2024-03-10", "0 operations"),
-        (in_utc, "2024-03-10", "1 operation"),
-        (in_utc, "2024-03-11", "0 operations"),
+        (in_berlin, "2024-03-11", "1"),
+        (in_berlin, "2024-03-10", "0"),
+        (in_utc, "2024-03-10", "1"),
+        (in_utc, "2024-03-11", "0"),
     ):
         page = client.get(f"/?from={day}&to={day}").text
-        assert total(page) == seen, (client is in_berlin, day)
+        assert created(page) == seen, (client is in_berlin, day)
     assert "calendar days in Europe/Berlin" in in_berlin.get("/?from=2024-03-11&to=2024-03-11").text
 
 
@@ -158,8 +184,10 @@ def test_a_preset_link_shows_its_period(app):
     page = client.get("/").text
     assert 'href="/?period=last-month"' in page
     shown = client.get("/?period=today").text
-    assert '<h2 id="period-title">Today</h2>' in shown and total(shown) == "1 operation"
-    assert total(client.get("/?period=last-month").text) == "0 operations"
+    assert '<h2 id="period-title">Today</h2>' in shown and created(shown) == "1"
+    assert created(client.get("/?period=last-month").text) == "0"
+    assert '<details id="period-dates">' in shown  # presets first, the dates folded
+    assert '<details id="period-dates" open>' in client.get(MARCH).text  # unfolded when typed
 
 
 def test_before_the_first_sync_the_page_says_so_and_keeps_the_latest_operations(app, sandbox):
@@ -176,15 +204,15 @@ def test_a_long_period_has_a_bar_per_month(app):
     assert bars[0] == ("2024-01-15", "0") and ("2024-03-01", "1") in bars and len(bars) == 12
 
 
-def test_the_figures_cost_two_queries_beside_the_session(app):
+def test_the_figures_cost_five_queries_beside_the_session(app):
     """When the mirror last synced comes with the signed-in session's one query; the figures
-    are then one grouped query and one count per bar (and, only for `new` operations that money
-    reached, the query that reads them)."""
+    are then one query for the money of the period and the one before, one per currency, one
+    for the sales by state, one for what is no sale, and one count per bar: never a row read."""
     march = datetime(2024, 3, 5, 12, tzinfo=UTC)
-    mirror_operations(app, [made(1, "confirmed", "BTC", "0.1", march)])
+    mirror_operations(app, [made(1, "confirmed", "BTC", "0.1", march, paid="0.1")])
     owner = signed_in(app, email("owner"))
-    assert total(owner.get(MARCH).text) == "1 operation"  # the sign-in's message shown once
+    assert created(owner.get(MARCH).text) == "1"  # the sign-in's message shown once
     statements = statements_of(app, owner, MARCH)
-    assert len(statements) == 3, statements
+    assert len(statements) == 6, statements
     assert "mirror_states" in statements[0] and "user_sessions" in statements[0]
     assert not any("mirror_states" in statement for statement in statements[1:])

@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from portal.api import MerchantApiClient
+from tests.support.dashboard import figure
 from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
 from tests.support.mirror import mirror_operations
@@ -60,8 +61,9 @@ def test_a_partly_paid_operation_reads_so_everywhere(app, operator, api, sandbox
     assert "0.2 BTC" in page and "0.3 BTC short of the due (shortfall)" in page
     dashboard = operator.get("/").text
     assert status_cell(dashboard, partly.id) == "Partly paid"
-    summary = re.search(r'aria-labelledby="period-title".*?</section>', dashboard, re.S).group(0)
-    assert "Partly paid" in summary and "New" in summary
+    # Created in the period, and not paid yet: a part is no confirmed sale.
+    assert figure(dashboard, "figure-created") == "2"
+    assert figure(dashboard, "figure-paid").startswith("0 · 0.0 %")
 
 
 def test_overpaid_is_told_apart(app):

@@ -37,6 +37,7 @@ def mirror_operations(
     """Store `operations` as the mirror's copy of `merchant`'s, and a finished sync."""
     from portal.extensions import db
     from portal.payments.models import MirroredOperation
+    from portal.payments.rules.operation_money import operation_money
 
     owner = merchant_id(app, merchant)
     with app.app_context():
@@ -56,6 +57,7 @@ def mirror_operations(
                     created_at=operation.created_at,
                     updated_at=operation.updated_at,
                     record=wire_record(operation),
+                    state=operation_money(operation).state,
                 )
             )
         synced(owner, synced_at or datetime.now(UTC))

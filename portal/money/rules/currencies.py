@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 # The most decimals an amount of the API has, in any currency: amounts are sent with at most
 # these, and an amount due in a crypto currency is rounded to them.
@@ -102,15 +102,19 @@ def address_shape(code: str | None) -> AddressShape | None:
     return currency.address if currency else None
 
 
-def money(amount: Decimal | None, currency: str | None = None) -> str:
+def money(amount: Decimal | None, currency: str | None = None, *, rounded: bool = False) -> str:
     """An amount for a page or a mail, with its currency: `1,250.00 USD`, `0.1 BTC`, `12,000 USDT`.
 
     Thousands separators; a fiat currency's cents at least, otherwise the decimals the amount
-    has without trailing zeros (`least_decimals`). Never rounded: an amount with more decimals
-    shows them.
+    has without trailing zeros (`least_decimals`). Never rounded, unless `rounded`: a value
+    worked out at a rate (in a reporting currency) has more decimals than anyone paid, and is
+    shown to the currency's own (cents for a fiat currency), half up.
     """
     if amount is None:
         return "—"
+    known = KNOWN.get(currency or "")
+    if rounded and known is not None and amount.is_finite():
+        amount = amount.quantize(Decimal(1).scaleb(-known.decimals), ROUND_HALF_UP)
     text = _grouped(amount, least_decimals(currency))
     return f"{text} {currency}" if currency else text
 

@@ -1,43 +1,44 @@
-"""The dashboard's figures for any period, from the mirror of the operations (SQL aggregates).
+"""The dashboard's figures for any period (SQL aggregates): money by when it arrived, from the
+ledger, and operations by when they were created, from the mirror.
 
 A period is a span of calendar days in the user's time zone; its bounds become UTC instants
 once, and every figure is counted between them in the database, so the page costs the same at
-100,000 mirrored operations as at 100. Sums are exact: amounts are stored as decimal text, and
-the database adds them as decimals (PostgreSQL's NUMERIC; on SQLite an aggregate of Python's
+100,000 movements as at 100. Sums are exact: amounts are stored as decimal text, and the
+database adds them as decimals (PostgreSQL's NUMERIC; on SQLite an aggregate of Python's
 `Decimal`), never as floats.
+
+Sales are the operations customers pay: withdrawals (`WITHDRAWAL_CATEGORIES`) and the
+operations that wait for a cross exchange's sold currency move the merchant's own money, so
+they are counted apart. The ledger books neither (`portal.money.rules.ledger`).
 """
 
 from __future__ import annotations
 
 import enum
 import functools
-from collections import Counter, defaultdict
-from dataclasses import dataclass
+from collections import defaultdict
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 import sqlalchemy as sa
 
-from portal.api import OPERATION_STATUSES, Operation
-from portal.api.records import parse_record
 from portal.database import decimal_sum
 from portal.extensions import db
+from portal.money.models import CrossExchangeReference, LedgerEntry
+from portal.money.rules.ledger import Kind
 from portal.payments.models import MirroredOperation
-from portal.payments.rules.operation_money import State, operation_money
+from portal.payments.rules.operation_money import WITHDRAWAL_CATEGORIES, State
 
 CHART_WIDTH, CHART_HEIGHT, CHART_TOP = 600, 160, 10
 # Up to this many days the chart has a bar per day; a longer period has one per month.
 MOST_DAILY_BARS = 92
-STATUS_ORDER = {text: code for code, text in OPERATION_STATUSES.items()}
-# A `new` operation's states in the order its money comes (unpaid first).
-STATE_ORDER = [
-    State.AWAITING_PAYMENT,
-    State.AWAITING_DECISION,
-    State.PARTLY_PAID,
-    State.PAID_UNCONFIRMED,
-    State.OVERPAID,
-]
-GroupKey = tuple[str, str, State | None]
+# Confirmed sales: the customer paid, exactly or not, and the payment service confirmed it.
+PAID_STATES = (State.PAID, State.OVERPAID, State.UNDERPAID)
+# The states a person looks into, each counted and linked to its list.
+FOLLOWED_STATES = (State.UNDERPAID, State.OVERPAID, State.PAID_LATE, State.AWAITING_DECISION)
+ZERO = Decimal(0)
+SHARE_PLACES = Decimal("0.1")
 
 
 class Preset(enum.StrEnum):
@@ -95,20 +96,93 @@ class Period:
         return buckets
 
     @property
+    def days(self) -> int:
+        return (self.until - self.since).days + 1
+
+    @property
     def monthly(self) -> bool:
-        return (self.until - self.since).days + 1 > MOST_DAILY_BARS
+        return self.days > MOST_DAILY_BARS
+
+    @property
+    def previous(self) -> Period:
+        """The same number of days just before."""
+        return Period(
+            self.since - timedelta(days=self.days), self.since - timedelta(days=1), self.zone
+        )
+
+    @property
+    def instants(self) -> tuple[datetime, datetime]:
+        """The UTC instants of its first moment and of the moment after its last."""
+        return self.start(self.since), self.start(self.until + timedelta(days=1))
 
 
 @dataclass(frozen=True)
-class Group:
-    """Operations of one status in one currency; `new` ones that received money apart, by how
-    far they are paid."""
+class Money:
+    """Money that arrived in a period, in the reporting currency: payments received (gross),
+    the fees they cost (a positive amount) and how many payments had no rate to value them."""
 
-    status: str
+    received: Decimal = ZERO
+    fees: Decimal = ZERO
+    without_rate: int = 0
+
+    @property
+    def net(self) -> Decimal:
+        return self.received - self.fees
+
+
+@dataclass(frozen=True)
+class Wallet:
+    """Money that arrived in a period in one wallet's currency, in its own units."""
+
+    currency: str
+    received: Decimal = ZERO
+    fees: Decimal = ZERO
+
+    @property
+    def net(self) -> Decimal:
+        return self.received - self.fees
+
+
+@dataclass(frozen=True)
+class Sales:
+    """The sales created in a period, by state (None: a status the portal does not know)."""
+
+    by_state: dict[str | None, int] = field(default_factory=dict)
+
+    @property
+    def created(self) -> int:
+        return sum(self.by_state.values())
+
+    @property
+    def paid(self) -> int:
+        return sum(self.by_state.get(state, 0) for state in PAID_STATES)
+
+    @property
+    def share_paid(self) -> Decimal | None:
+        """The percentage of the created ones that were paid, to one decimal (None: none made)."""
+        if not self.created:
+            return None
+        return (Decimal(100) * self.paid / self.created).quantize(SHARE_PLACES, ROUND_HALF_UP)
+
+    def count(self, state: State) -> int:
+        return self.by_state.get(state.value, 0)
+
+
+class Apart(enum.StrEnum):
+    """Operations that are no sales."""
+
+    WITHDRAWAL = "withdrawal"
+    CROSS_EXCHANGE = "cross_exchange"
+
+
+@dataclass(frozen=True)
+class Movement:
+    """The operations of one kind that are no sales, in one currency, created in the period."""
+
+    kind: Apart
     currency: str
     count: int
     amount: Decimal
-    state: State | None = None
 
 
 @dataclass(frozen=True)
@@ -126,48 +200,145 @@ class Bar:
 @dataclass(frozen=True)
 class Summary:
     period: Period
-    total: int
-    groups: list[Group]
+    reporting: str
+    money: Money
+    previous: Money
+    wallets: list[Wallet]
+    sales: Sales
+    apart: list[Movement]
     bars: list[Bar]
     peak: int
 
 
-def summarise(merchant_id: int, period: Period) -> Summary:
-    """Counts and exact sums by status and currency, and operations per day, over `period`.
-
-    `new` operations that money reached are few (they expire within the hour): those are read
-    one by one and told apart by how far they are paid; all others are counted by the database.
-    """
-    op = MirroredOperation
-    start, end = period.start(period.since), period.start(period.until + timedelta(days=1))
-    within = sa.and_(op.merchant_id == merchant_id, op.created_at >= start, op.created_at < end)
-    money_on_new = sa.and_(op.status == "new", op.amount_paid.is_not(None))
-    paid_new = sa.case((money_on_new, 1), else_=0)
-    counts: Counter[GroupKey] = Counter()
-    sums: defaultdict[GroupKey, Decimal] = defaultdict(Decimal)
-    grouped = sa.select(op.status, op.currency, paid_new, sa.func.count(), decimal_sum(op.amount))
-    paid_new_seen = False
-    for status, currency, paid, count, amount in db.session.execute(
-        grouped.where(within).group_by(op.status, op.currency, paid_new)
-    ):
-        if paid:  # told apart below, one by one
-            paid_new_seen = True
-            continue
-        counts[status, currency, None] += count
-        sums[status, currency, None] += Decimal(amount)
-    if paid_new_seen:  # a second pass only when there is something to tell apart
-        for record in db.session.scalars(sa.select(op.record).where(within, money_on_new)):
-            operation = parse_record(Operation, record)
-            key = (operation.status, operation.currency, operation_money(operation).state)
-            counts[key] += 1
-            sums[key] += operation.amount
-    groups = [
-        Group(key[0], key[1], counts[key], sums[key], key[2])
-        for key in sorted(counts, key=_group_order)
-    ]
+def summarise(merchant_id: int, generation: int, reporting: str, period: Period) -> Summary:
+    """The money that arrived in `period` and in the period before (in the `reporting`
+    currency and per wallet), the sales created in it by state, the operations that are no
+    sales, and operations created per day: five queries."""
+    money, previous = _money(merchant_id, generation, reporting, period)
     per_bucket = _counts_per_bucket(merchant_id, period)
     peak = max(per_bucket, default=0)
-    return Summary(period, sum(counts.values()), groups, _bars(period, per_bucket, peak), peak)
+    return Summary(
+        period,
+        reporting,
+        money,
+        previous,
+        _wallets(merchant_id, generation, period),
+        _sales(merchant_id, period),
+        _apart(merchant_id, period),
+        _bars(period, per_bucket, peak),
+        peak,
+    )
+
+
+def _money(
+    merchant_id: int, generation: int, reporting: str, period: Period
+) -> tuple[Money, Money]:
+    """Payments and fees that arrived in `period` and in the one before, in one query: the sum
+    of their values in `reporting`, and how many have none (no rate, or valued in a currency
+    the merchant no longer reports in, until `revalue` has run)."""
+    entry = LedgerEntry
+    begins, ends = period.instants
+    current = sa.case((entry.occurred_at >= begins, 1), else_=0)
+    valued = sa.and_(entry.value.is_not(None), entry.value_currency == reporting)
+    rows = db.session.execute(
+        sa.select(
+            entry.kind,
+            current,
+            decimal_sum(sa.case((valued, entry.value))),
+            sa.func.count(sa.case((valued, None), else_=entry.id)),
+        )
+        .where(
+            *_ledger_of(merchant_id, generation),
+            entry.occurred_at >= period.previous.instants[0],
+            entry.occurred_at < ends,
+        )
+        .group_by(entry.kind, current)
+    )
+    received, fees, without_rate = [ZERO, ZERO], [ZERO, ZERO], [0, 0]  # before, in the period
+    for kind, span, value, without in rows:
+        if kind == Kind.PAYMENT:
+            received[span], without_rate[span] = Decimal(value), without
+        elif kind == Kind.FEE:
+            fees[span] = -Decimal(value)
+    before, now = (Money(received[n], fees[n], without_rate[n]) for n in (0, 1))
+    return now, before
+
+
+def _wallets(merchant_id: int, generation: int, period: Period) -> list[Wallet]:
+    """Payments and fees that arrived in `period`, per wallet, in its own units."""
+    entry = LedgerEntry
+    begins, ends = period.instants
+    rows = db.session.execute(
+        sa.select(entry.currency, entry.kind, decimal_sum(entry.amount))
+        .where(
+            *_ledger_of(merchant_id, generation),
+            entry.occurred_at >= begins,
+            entry.occurred_at < ends,
+        )
+        .group_by(entry.currency, entry.kind)
+        .order_by(entry.currency)
+    )
+    sums: defaultdict[str, dict[str, Decimal]] = defaultdict(dict)
+    for currency, kind, amount in rows:
+        sums[currency]["received" if kind == Kind.PAYMENT else "fees"] = abs(Decimal(amount))
+    return [Wallet(currency, **amounts) for currency, amounts in sums.items()]
+
+
+def _sales(merchant_id: int, period: Period) -> Sales:
+    """The sales created in `period`, counted by state."""
+    op = MirroredOperation
+    rows = db.session.execute(
+        sa.select(op.state, sa.func.count())
+        .where(
+            *_created_in(merchant_id, period),
+            op.category.not_in(WITHDRAWAL_CATEGORIES),
+            op.operation_id.not_in(_cross_exchange_operations(merchant_id)),
+        )
+        .group_by(op.state)
+    )
+    return Sales({state: count for state, count in rows})
+
+
+def _apart(merchant_id: int, period: Period) -> list[Movement]:
+    """Withdrawals and cross exchanges' operations created in `period`, per currency."""
+    op = MirroredOperation
+    withdrawal = op.category.in_(WITHDRAWAL_CATEGORIES)
+    kind = sa.case((withdrawal, Apart.WITHDRAWAL.value), else_=Apart.CROSS_EXCHANGE.value)
+    rows = db.session.execute(
+        sa.select(kind, op.currency, sa.func.count(), decimal_sum(op.amount))
+        .where(
+            *_created_in(merchant_id, period),
+            sa.or_(withdrawal, op.operation_id.in_(_cross_exchange_operations(merchant_id))),
+        )
+        .group_by(kind, op.currency)
+        .order_by(kind, op.currency)
+    )
+    return [
+        Movement(Apart(kind), currency, count, Decimal(amount))
+        for kind, currency, count, amount in rows
+    ]
+
+
+def _ledger_of(merchant_id: int, generation: int) -> tuple[sa.ColumnElement[bool], ...]:
+    return (
+        LedgerEntry.merchant_id == merchant_id,
+        LedgerEntry.connection_generation == generation,
+    )
+
+
+def _created_in(merchant_id: int, period: Period) -> tuple[sa.ColumnElement[bool], ...]:
+    begins, ends = period.instants
+    op = MirroredOperation
+    return (op.merchant_id == merchant_id, op.created_at >= begins, op.created_at < ends)
+
+
+def _cross_exchange_operations(merchant_id: int) -> sa.Select:
+    """The ids of the operations that wait for a cross exchange's sold currency (never NULL:
+    `NOT IN` a list with a NULL holds for nothing)."""
+    reference = CrossExchangeReference
+    return sa.select(reference.operation_id).where(
+        reference.merchant_id == merchant_id, reference.operation_id.is_not(None)
+    )
 
 
 def _counts_per_bucket(merchant_id: int, period: Period) -> list[int]:
@@ -200,13 +371,6 @@ def _counts_statement(bars: int) -> sa.Select:
     )
 
 
-def _group_order(key: GroupKey) -> tuple[int, str, str, int]:
-    """By status as the API numbers them, then currency; `new` ones unpaid before paid ones."""
-    status, currency, paid = key
-    rank = -1 if paid is None else _rank(paid)
-    return (STATUS_ORDER.get(status, len(STATUS_ORDER)), status, currency, rank)
-
-
 def _bars(period: Period, counts: list[int], peak: int) -> list[Bar]:
     buckets = period.buckets()
     slot = CHART_WIDTH / len(buckets)
@@ -225,7 +389,3 @@ def _bars(period: Period, counts: list[int], peak: int) -> list[Bar]:
             )
         )
     return bars
-
-
-def _rank(state: State) -> int:
-    return STATE_ORDER.index(state) if state in STATE_ORDER else len(STATE_ORDER)

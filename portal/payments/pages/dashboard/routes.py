@@ -14,8 +14,16 @@ from portal.identity.models import Merchant
 from portal.identity.rules import attempts
 from portal.payments.pages.dashboard import bp
 from portal.payments.pages.dashboard.forms import PERIOD_WORDS, PeriodForm
-from portal.payments.rules.dashboard import CHART_HEIGHT, CHART_WIDTH, Period, summarise
+from portal.payments.rules.dashboard import (
+    CHART_HEIGHT,
+    CHART_WIDTH,
+    FOLLOWED_STATES,
+    Apart,
+    Period,
+    summarise,
+)
 from portal.payments.rules.rates import rate_rows
+from portal.payments.rules.state_words import STATE_WORDS
 from portal.settings.rules.connection import in_background, masked_tokens
 from portal.web.access import ALL_ROLES, public, roles
 from portal.web.api_errors import unless_unavailable
@@ -24,6 +32,7 @@ from portal.web.merchant import current_api
 from portal.web.rendering import polled_by, render_page
 
 LATEST = 5
+APART_WORDS = {Apart.WITHDRAWAL: "Withdrawals", Apart.CROSS_EXCHANGE: "Cross exchanges"}
 PAGE, LATEST_FRAGMENT = "dashboard/index.html", "dashboard/_latest.html"
 # The element that asks for the latest operations again while one of them can still change;
 # only that part is read again.
@@ -50,10 +59,14 @@ def index() -> Response:
 
 
 def _figures(merchant: Merchant, form: PeriodForm) -> dict[str, object]:
-    """The period's summary from the mirror, once the mirror has synced at least once."""
+    """The period's summary from the ledger and the mirror, once the mirror has synced at
+    least once."""
     zone = user_zone()
     since, until, preset, refused = form.days(datetime.now(zone).date())
     synced = merchant.last_synced_at
+    connection = merchant.api_connection
+    assert connection is not None  # the figures are asked for a connected merchant only
+    period = Period(since, until, zone)
     return {
         "form": form,
         "presets": PERIOD_WORDS,
@@ -62,7 +75,13 @@ def _figures(merchant: Merchant, form: PeriodForm) -> dict[str, object]:
         "period_error": refused,
         "synced_at": synced,
         "sync_seconds": current_app.config["SYNC_SECONDS"],
-        "summary": summarise(merchant.id, Period(since, until, zone)) if synced else None,
+        "summary": (
+            summarise(merchant.id, connection.generation, merchant.reporting_currency, period)
+            if synced
+            else None
+        ),
+        "followed": [(state, STATE_WORDS[state]) for state in FOLLOWED_STATES],
+        "apart_words": APART_WORDS,
         "zone_name": user_zone_name(),
         "chart": {"width": CHART_WIDTH, "height": CHART_HEIGHT},
     }
