@@ -145,10 +145,10 @@ def dashboard_statements(server: PortalServer) -> list[tuple[str, tuple]]:
 
 def sql_replay(database: Path, statements: list[tuple[str, tuple]]) -> Timer:
     """The captured statements run on the database file by sqlite3 alone."""
-    from portal.payments.rules.dashboard import _DecimalSum
+    from portal.extensions import DecimalSum
 
     connection = sqlite3.connect(database, check_same_thread=False)
-    connection.create_aggregate("decimal_sum", 1, _DecimalSum)  # type: ignore[arg-type]
+    connection.create_aggregate("decimal_sum", 1, DecimalSum)  # type: ignore[arg-type]
 
     def run() -> float:
         started = time.perf_counter()
