@@ -75,7 +75,8 @@ def test_the_first_sync_copies_every_record_exactly_and_tells_nobody_of_the_past
     portal = seeded_portal
     report = sync(portal)
     assert report.error is None and report.kind == "first"
-    assert report.requests == 2  # the two pages of 100, each counted once by paging's workers
+    # The two pages of 100 operations, each counted once by paging's workers, and the vouchers.
+    assert report.requests == 3
 
     operations = api_records(seeded, "operations")
     transactions = api_records(seeded, "transactions")
@@ -119,7 +120,7 @@ def test_a_payment_is_written_once_as_the_events_a_shop_needs(portal, sandbox):
     pay(sandbox, operation.id, "0.2", "undefined")  # nobody decided on this one yet
     pay(sandbox, operation.id, "0.3", "confirmed")
     report = sync(portal)
-    assert report.requests == 2  # one page of each list reaches back to the watermark
+    assert report.requests == 3  # one page of each list (and of vouchers) reaches back far enough
     written = events_of(portal, operation_id=operation.id)[1:]
     assert [event.type for event in written] == [
         "transaction.received",

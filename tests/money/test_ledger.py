@@ -90,11 +90,10 @@ def test_money_of_an_operation_priced_in_the_reporting_currency_is_worth_it_at_i
     assert fee[3] == -fee_paid and fee[4] == (-fee_paid / operation.rate).quantize(EIGHT)
 
 
-def test_withdrawals_cross_exchanges_and_undecided_money_are_no_payment(portal, api, sandbox):
+def test_cross_exchanges_and_undecided_money_move_no_wallet(portal, api, sandbox):
     from portal.identity.rules import accounts
     from portal.money.rules import cross_exchanges
 
-    api.withdraw(Decimal("0.1"), "BTC", BTC_ADDRESS)
     operation = api.create_operation("0.5", "BTC", "order-part")
     sandbox.receive(operation.id, "0.1", status="undefined")
     exchange = api.create_cross_exchange("BTC", "ETH", BTC_ADDRESS, ETH_ADDRESS, sell_amount="0.1")
@@ -104,6 +103,170 @@ def test_withdrawals_cross_exchanges_and_undecided_money_are_no_payment(portal, 
     sandbox.receive(exchange.operation_id, "0.1")
     sync(portal)
     assert entries(portal) == [], "the money of a cross exchange goes past the wallets"
+
+
+def test_a_withdrawal_takes_its_amount_and_network_fee_an_internal_transfer_no_fee(
+    portal, api, sandbox
+):
+    sent = api.withdraw(Decimal("0.1"), "BTC", BTC_ADDRESS)
+    inside = api.create_operation("1", "ETH", "order-to-self")
+    internal = api.withdraw(Decimal("0.5"), "ETH", inside.address)
+    assert (sent.category, internal.category) == ("transfer", "internal_transfer")
+    sync(portal)
+    sandbox.set_prices(BTC="10000", ETH="10")  # after they were seen: nothing booked changes
+    sync(portal)
+    sync(portal, full=True)
+
+    network_fee = Decimal("0.0001")  # the sandbox's BTC network fee
+    assert sorted(entries(portal)) == sorted(
+        [
+            ("withdrawal", sent.id, "BTC", Decimal("-0.1"), Decimal("-6000"), Decimal("60000")),
+            ("network_fee", sent.id, "BTC", -network_fee, -network_fee * 60000, Decimal("60000")),
+            ("withdrawal", internal.id, "ETH", Decimal("-0.5"), Decimal("-1500"), Decimal("3000")),
+        ]
+    )
+
+
+def voucher_entries(app) -> list[tuple[str, str, Decimal, Decimal | None, Decimal | None]]:
+    """(kind, currency, amount, value, rate) of the booked movements of vouchers, oldest first."""
+    return [
+        (kind, currency, amount, value, rate)
+        for kind, _, currency, amount, value, rate in entries(app)
+        if kind.startswith("voucher")
+    ]
+
+
+def test_a_voucher_takes_its_amount_when_issued_and_gives_it_back_when_cancelled_or_expired(
+    portal, api, sandbox
+):
+    cancelled = api.create_voucher(Decimal("0.01"), "BTC")
+    expiring = api.create_voucher(Decimal("2"), "ETH")
+    sync(portal)
+    sandbox.set_prices(BTC="50000", ETH="2000")
+    sync(portal)  # the new prices are recorded before the vouchers come back
+    api.cancel_voucher(cancelled.id)
+    sandbox.control("POST", f"vouchers/{expiring.id}/expire")
+    sync(portal)
+    sync(portal)
+    sync(portal, full=True)
+
+    assert sorted(voucher_entries(portal)) == sorted(
+        [
+            ("voucher", "BTC", Decimal("-0.01"), Decimal("-600"), Decimal("60000")),
+            ("voucher", "ETH", Decimal("-2"), Decimal("-6000"), Decimal("3000")),
+            ("voucher_returned", "BTC", Decimal("0.01"), Decimal("500"), Decimal("50000")),
+            ("voucher_returned", "ETH", Decimal("2"), Decimal("4000"), Decimal("2000")),
+        ]
+    )
+    assert balances(portal) == {"BTC": 0, "ETH": 0}, "given back what was taken"
+
+
+def test_a_voucher_paid_off_through_the_portal_gives_its_amount(portal, api, sandbox):
+    from tests.support.forms import signed_in
+    from tests.support.money import post
+    from tests.support.portal_app import email
+
+    voucher = api.create_voucher(Decimal("0.02"), "BTC")
+    sync(portal)
+    sandbox.set_prices(BTC="50000")
+    sync(portal)
+    owner = signed_in(portal, email("owner"))
+    assert post(owner, "/vouchers/payoff", {"code": voucher.code}).status_code == 302
+    sync(portal)
+    sync(portal, full=True)
+
+    assert voucher_entries(portal) == [
+        ("voucher", "BTC", Decimal("-0.02"), Decimal("-1200"), Decimal("60000")),
+        ("voucher_payoff", "BTC", Decimal("0.02"), Decimal("1000"), Decimal("50000")),
+    ]
+
+
+def test_a_voucher_paid_off_by_a_direct_call_to_the_api_gives_nothing_here(portal, api):
+    voucher = api.create_voucher(Decimal("0.02"), "BTC")
+    api.pay_off_voucher(voucher.code)
+    assert api.get_voucher(voucher.id).type == "paid off"
+    sync(portal)
+    sync(portal, full=True)
+    assert voucher_entries(portal) == [
+        ("voucher", "BTC", Decimal("-0.02"), Decimal("-1200"), Decimal("60000")),
+    ]
+
+
+def test_a_refused_voucher_list_stops_neither_the_operations_nor_a_later_sync(portal, api, sandbox):
+    from portal import crypto
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+
+    def company_token(token: str | None) -> None:
+        with portal.app_context():
+            connection = accounts.merchant_named(MERCHANT).api_connection
+            connection.company_token_encrypted = token and crypto.encrypt(token)
+            db.session.commit()
+
+    voucher = api.create_voucher(Decimal("0.02"), "BTC")
+    operation = api.create_operation("0.5", "BTC", "order-while-refused")
+    sandbox.receive(operation.id, "0.5")
+    company_token("revoked-company-token")  # the voucher list answers 401
+    sync(portal)
+    assert [kind for kind, *_ in entries(portal)] == ["payment", "fee"]
+    company_token(None)
+    sync(portal)
+    assert voucher_entries(portal) == [
+        ("voucher", "BTC", -voucher.amount, -voucher.amount * 60000, Decimal("60000")),
+    ]
+
+
+def test_an_exchange_through_the_portal_takes_what_it_sold_and_gives_what_it_bought(
+    portal, api, sandbox
+):
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.money.rules import exchanges
+
+    with portal.app_context():
+        merchant = accounts.merchant_named(MERCHANT)
+        made = exchanges.make(api, merchant, merchant.users[0], "BTC", "ETH", Decimal("0.1"), None)
+        db.session.commit()
+    sync(portal, full=True)
+
+    assert made.buy_amount is not None and made.buy_amount > 0
+    assert entries(portal) == [
+        ("exchange_sold", None, "BTC", Decimal("-0.1"), Decimal("-6000"), Decimal("60000")),
+        ("exchange_bought", None, "ETH", made.buy_amount, made.buy_amount * 3000, Decimal(3000)),
+    ]
+
+
+def test_balances_add_up_every_movement_as_of_a_moment(portal, api, sandbox):
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.money.rules import exchanges
+
+    operation = api.create_operation("0.5", "BTC", "order-balance")
+    sandbox.receive(operation.id, "0.5")
+    api.withdraw(Decimal("0.1"), "BTC", BTC_ADDRESS)
+    api.create_voucher(Decimal("0.01"), "BTC")
+    sync(portal)
+    before_exchange = datetime.now(UTC)
+    with portal.app_context():
+        merchant = accounts.merchant_named(MERCHANT)
+        made = exchanges.make(api, merchant, merchant.users[0], "BTC", "ETH", Decimal("0.1"), None)
+        db.session.commit()
+    sync(portal)
+    sync(portal, full=True)
+
+    fee, network_fee = Decimal("0.005"), Decimal("0.0001")
+    synced = Decimal("0.5") - fee - Decimal("0.1") - network_fee - Decimal("0.01")
+    assert balances(portal, before_exchange) == {"BTC": synced}
+    assert balances(portal) == {"BTC": synced - Decimal("0.1"), "ETH": made.buy_amount}
+
+
+def balances(app, at: datetime | None = None) -> dict[str, Decimal]:
+    from portal.identity.rules import accounts
+    from portal.money.rules import ledger
+
+    with app.app_context():
+        merchant = accounts.merchant_named(MERCHANT)
+        return ledger.balances(merchant.id, merchant.api_connection.generation, at)
 
 
 def test_history_read_at_the_first_sync_is_dated_as_the_api_dates_it_and_has_no_rate(

@@ -42,7 +42,17 @@ import sqlalchemy as sa
 from flask import current_app
 from sqlalchemy.exc import IntegrityError
 
-from portal.api import OPERATION_LIST, ApiFailure, MerchantApiClient, Operation, Page, Transaction
+from portal.api import (
+    OPERATION_LIST,
+    VOUCHER_LIST,
+    ApiFailure,
+    ListEndpoint,
+    MerchantApiClient,
+    Operation,
+    Page,
+    Transaction,
+    Voucher,
+)
 from portal.api.paging import read_pages
 from portal.database import utcnow
 from portal.extensions import db
@@ -63,7 +73,7 @@ from portal.settings.models import ApiConnection
 from portal.settings.rules.connection import api_client_for
 
 log = logging.getLogger(__name__)
-R = TypeVar("R", Operation, Transaction)
+R = TypeVar("R", Operation, Transaction, Voucher)
 A = TypeVar("A")
 
 PER_PAGE = 100
@@ -268,6 +278,7 @@ def sync_merchant(merchant_id: int, *, force: bool = False) -> SyncReport | None
             sync.incremental(client, state.operations_watermark, state.transactions_watermark)
         else:
             sync.everything(client)
+        _book_vouchers(sync, client, everything=kind is not SyncKind.INCREMENTAL)
     except ApiFailure as failure:
         db.session.rollback()
         report.error = _error_text(failure)
@@ -306,6 +317,17 @@ def _record_rates(
         return
     rate_history.record(merchant_id, generation, rates, now)
     db.session.commit()
+
+
+def _book_vouchers(sync: _Sync, client: MerchantApiClient, *, everything: bool) -> None:
+    """Book the vouchers' movements after the operations: when the API does not answer the
+    voucher list, the operations are mirrored all the same, and the next sync reads the
+    vouchers from where the ledger stopped."""
+    try:
+        sync.vouchers(client, everything=everything)
+    except ApiFailure as failure:
+        db.session.rollback()
+        log.warning("merchant %s: vouchers not read: %s", sync.merchant_id, _error_text(failure))
 
 
 def _kind_of(state: MirrorState, now: datetime) -> SyncKind:
@@ -548,21 +570,55 @@ class _Sync:
     def everything(self, client: MerchantApiClient) -> None:
         """Read every operation (its transactions come embedded), page after page, each page
         written and committed on its own so a long first sync keeps its progress."""
+        for page in self._every_page(client, OPERATION_LIST):
+            self._write(page.items, ())
+
+    def vouchers(self, client: MerchantApiClient, *, everything: bool) -> None:
+        """Book what the vouchers moved (`ledger.book_vouchers`), from the voucher list newest
+        change first. A full sync reads the whole list, a request per PER_PAGE vouchers, each
+        page booked and committed on its own. An incremental sync reads back to the newest
+        voucher movement booked (less the overlap): one request while the vouchers changed
+        since then fit on a page (a voucher paid off elsewhere books nothing, so it is read
+        again until a later movement is booked)."""
+        if everything:
+            for page in self._every_page(client, VOUCHER_LIST):
+                self._book_vouchers(page.items)
+            return
+        since = ledger.vouchers_booked_until(self.merchant_id, self.generation)
+        self._book_vouchers(self._changed(self._counted(client.list_vouchers), "updated", since))
+
+    def _every_page(
+        self, client: MerchantApiClient, endpoint: ListEndpoint[R]
+    ) -> Iterator[Page[R]]:
+        """Every page of the list, newest change first; Stopped after the page in use when the
+        worker is shutting down."""
         pages = read_pages(
             self._counted(
                 partial(
-                    client.fetch_page,
-                    OPERATION_LIST,
-                    sort="updated",
-                    sort_type="desc",
-                    per_page=PER_PAGE,
+                    client.fetch_page, endpoint, sort="updated", sort_type="desc", per_page=PER_PAGE
                 )
             )
         )
         for page in pages:
-            self._write(page.items, ())
+            yield page
             if _stopping.is_set():
                 raise Stopped
+
+    def _book_vouchers(self, vouchers: Iterable[Voucher]) -> None:
+        _renew(self.merchant_id, self.owner)
+        ledger.book_vouchers(
+            self.merchant_id,
+            self.generation,
+            self.reporting_currency,
+            _newest(vouchers).values(),
+            self._seen_at(),
+        )
+        db.session.commit()
+
+    def _seen_at(self) -> datetime | None:
+        """The time of what this sync sees: now, or None for the history a first sync reads,
+        booked at the API's times."""
+        return utcnow() if self.notify else None
 
     def incremental(
         self,
@@ -783,10 +839,8 @@ class _Sync:
                         row.operation_id,
                     )
                 )
-        # The history a first sync reads is booked at the API's times; news at the moment seen.
-        seen_at = utcnow() if self.notify else None
         ledger.book_operations(
-            self.merchant_id, self.generation, self.reporting_currency, moneys, seen_at
+            self.merchant_id, self.generation, self.reporting_currency, moneys, self._seen_at()
         )
         return changes
 

@@ -15,6 +15,7 @@ from portal.database import utcnow
 from portal.extensions import db
 from portal.identity.models import Merchant, User
 from portal.money.models import ExchangeRecord
+from portal.money.rules import ledger
 
 
 def make(
@@ -26,25 +27,27 @@ def make(
     sell_amount: Decimal | None,
     buy_amount: Decimal | None,
 ) -> Exchange:
-    """Make the exchange and keep the answer, added to the caller's transaction: sending under
-    its idempotency key (`idempotency.settling`) commits it with the key's outcome."""
+    """Make the exchange, keep the answer and book what it moved in the ledger, added to the
+    caller's transaction: sending under its idempotency key (`idempotency.settling`) commits
+    them with the key's outcome."""
     made = api.create_exchange(sell_currency, buy_currency, sell_amount, buy_amount)
-    db.session.add(
-        ExchangeRecord(
-            merchant_id=merchant.id,
-            exchange_id=made.id,
-            user_id=user.id,
-            # The documentation shows none of the answer's fields: what was asked fills the gaps.
-            sell_currency=made.sell_currency or sell_currency,
-            buy_currency=made.buy_currency or buy_currency,
-            sell_amount=made.sell_amount if made.sell_amount is not None else sell_amount,
-            buy_amount=made.buy_amount if made.buy_amount is not None else buy_amount,
-            rate=made.rate,
-            fee=made.fee,
-            status=made.status,
-            created_at=made.created_at or utcnow(),
-        )
+    answered_at = utcnow()
+    record = ExchangeRecord(
+        merchant_id=merchant.id,
+        exchange_id=made.id,
+        user_id=user.id,
+        # The documentation shows none of the answer's fields: what was asked fills the gaps.
+        sell_currency=made.sell_currency or sell_currency,
+        buy_currency=made.buy_currency or buy_currency,
+        sell_amount=made.sell_amount if made.sell_amount is not None else sell_amount,
+        buy_amount=made.buy_amount if made.buy_amount is not None else buy_amount,
+        rate=made.rate,
+        fee=made.fee,
+        status=made.status,
+        created_at=made.created_at or answered_at,
     )
+    db.session.add(record)
+    ledger.book_exchange(merchant, record, answered_at)
     return made
 
 

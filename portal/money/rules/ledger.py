@@ -2,10 +2,13 @@
 merchant's reporting currency (the money model's wallet movements).
 
 A payment operation's wallet (its payment currency) moves by every change of the money the API
-counts for it (`amount_paid`), and its fee leaves once, when it is first confirmed. Withdrawal
-operations and the operations of cross exchanges are no sales: their money is booked elsewhere,
-or goes past the wallets. Each movement has a key: booking what is already booked adds nothing,
-so a full resync, or a sync begun again after a worker died, books nothing twice.
+counts for it (`amount_paid`), and its fee leaves once, when it is first confirmed. A withdrawal
+takes its amount and its network fee. A voucher takes its amount when issued and gives it back
+when cancelled or expired; one paid off through the portal gives its amount. An exchange made
+through the portal takes what it sold and gives what it bought. The operations of cross
+exchanges move nothing: their money goes past the wallets. Each movement has a key: booking
+what is already booked adds nothing, so a full resync, or a sync begun again after a worker
+died, books nothing twice.
 
 A movement's time is when the portal first saw it; the history that the mirror's first sync
 reads happened before the portal watched, so it is dated as the API dates it. Its value is
@@ -17,17 +20,20 @@ from __future__ import annotations
 
 import enum
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
+from functools import partial
+from typing import Any
 
 import sqlalchemy as sa
 
-from portal.api import Operation
+from portal.api import Operation, Voucher
 from portal.database import decimal_sum
 from portal.extensions import db
-from portal.money.models import CrossExchangeReference, LedgerEntry
+from portal.identity.models import Merchant
+from portal.money.models import CrossExchangeReference, ExchangeRecord, LedgerEntry
 from portal.money.rules.rate_history import RateBook
 from portal.payments.rules.operation_money import WITHDRAWAL_CATEGORIES, OperationMoney
 
@@ -42,6 +48,18 @@ class Kind(enum.StrEnum):
 
     PAYMENT = "payment"  # money the API counts for an operation, by each change of it
     FEE = "fee"  # the operation's fee, once, at its first confirmation
+    WITHDRAWAL = "withdrawal"  # the amount a withdrawal sent
+    NETWORK_FEE = "network_fee"  # the network fee a withdrawal paid besides its amount
+    VOUCHER = "voucher"  # a voucher's amount, taken when it is issued
+    VOUCHER_RETURNED = "voucher_returned"  # given back when the voucher is cancelled or expires
+    VOUCHER_PAYOFF = "voucher_payoff"  # given by a voucher paid off through the portal
+    EXCHANGE_SOLD = "exchange_sold"  # what an exchange through the portal sold (its fee inside)
+    EXCHANGE_BOUGHT = "exchange_bought"  # what it bought
+
+
+# A voucher in these statuses gave its amount back to the wallet.
+RETURNED_VOUCHER_STATUSES = frozenset({"cancelled", "expired"})
+VOUCHER_KINDS = (Kind.VOUCHER, Kind.VOUCHER_RETURNED, Kind.VOUCHER_PAYOFF)
 
 
 @dataclass(frozen=True)
@@ -91,9 +109,10 @@ def book_operations(
     seen_at: datetime | None,
 ) -> int:
     """Book what changed in the money of these operations since the ledger last saw them: a
-    payment movement by the change of the money counted, the fee at the first confirmation.
-    `seen_at` is now; None books history, each movement at the API's time of it. How many
-    movements were booked (added to the session; the caller commits)."""
+    payment movement by the change of the money counted, the fee at the first confirmation, a
+    withdrawal and its network fee when first seen. `seen_at` is now; None books history, each
+    movement at the API's time of it. How many movements were booked (added to the session; the
+    caller commits)."""
     sales = [
         (operation, money)
         for operation, money in moneys
@@ -101,32 +120,140 @@ def book_operations(
     ]
     exchanges = _cross_exchange_operations(merchant_id, [o.id for o, _ in sales])
     sales = [(o, m) for o, m in sales if o.id not in exchanges]
-    booked, counts, fees = _booked(merchant_id, generation, [o.id for o, _ in sales])
+    booked, counts = _booked_payments(merchant_id, generation, [o.id for o, _ in sales])
+    entry = partial(_entry, merchant_id, generation)
     entries = []
     for operation, money in sales:
         api_at = max([operation.updated_at, *(t.updated_at for t in operation.transactions)])
         at = seen_at or api_at
-        common = {
-            "merchant_id": merchant_id,
-            "connection_generation": generation,
+        of_operation = {
             "currency": money.currency,
-            "operation_id": operation.id,
             "occurred_at": at,
             "api_at": api_at,
+            "operation_id": operation.id,
             "priced_in": operation.currency,
             "operation_rate": operation.rate,
         }
         change = money.received - booked[operation.id]
         if change:
             number = counts[operation.id] + 1
-            key = f"payment:{operation.id}:{number}"
-            entries.append(LedgerEntry(key=key, kind=Kind.PAYMENT, amount=change, **common))
-        if money.fee and operation.id not in fees:
-            key = f"fee:{operation.id}"
-            entries.append(LedgerEntry(key=key, kind=Kind.FEE, amount=-money.fee, **common))
-    _value(entries, reporting, RateBook(merchant_id, generation, (e.occurred_at for e in entries)))
-    db.session.add_all(entries)
-    return len(entries)
+            subject = f"{operation.id}:{number}"
+            entries.append(entry(Kind.PAYMENT, subject, amount=change, **of_operation))
+        if money.fee:
+            entries.append(entry(Kind.FEE, operation.id, amount=-money.fee, **of_operation))
+    for operation, _ in moneys:
+        if operation.category in WITHDRAWAL_CATEGORIES:
+            entries += _withdrawal(entry, operation, seen_at)
+    return _book(merchant_id, generation, reporting, entries)
+
+
+def book_vouchers(
+    merchant_id: int,
+    generation: int,
+    reporting: str,
+    vouchers: Iterable[Voucher],
+    seen_at: datetime | None,
+) -> int:
+    """Book what these vouchers (read from the voucher list) moved and is not booked yet: the
+    amount taken when issued, given back when cancelled or expired. A voucher paid off is no
+    movement of its own here: a payoff through the portal is booked when it is made
+    (`book_payoff`), and one made elsewhere moved nothing the portal can see. `seen_at` is now;
+    None books history at the API's times. How many were booked (the caller commits)."""
+    entry = partial(_entry, merchant_id, generation)
+    entries = []
+    for voucher in vouchers:
+        common = {"currency": voucher.currency, "subject": voucher.id}
+        entries.append(
+            entry(
+                Kind.VOUCHER,
+                amount=-voucher.amount,
+                occurred_at=seen_at or voucher.created_at,
+                api_at=voucher.created_at,
+                **common,
+            )
+        )
+        if voucher.status in RETURNED_VOUCHER_STATUSES:
+            entries.append(
+                entry(
+                    Kind.VOUCHER_RETURNED,
+                    amount=voucher.amount,
+                    occurred_at=seen_at or voucher.updated_at,
+                    api_at=voucher.updated_at,
+                    **common,
+                )
+            )
+    return _book(merchant_id, generation, reporting, entries)
+
+
+def vouchers_booked_until(merchant_id: int, generation: int) -> datetime | None:
+    """The API's time of the newest voucher movement booked (None: none yet): the voucher list
+    changed after it may hold movements still to book."""
+    return db.session.scalar(
+        sa.select(sa.func.max(LedgerEntry.api_at)).where(
+            LedgerEntry.merchant_id == merchant_id,
+            LedgerEntry.connection_generation == generation,
+            LedgerEntry.kind.in_(VOUCHER_KINDS),
+        )
+    )
+
+
+def book_payoff(merchant: Merchant, voucher: Voucher, at: datetime) -> None:
+    """Book the amount a voucher paid off through the portal gave to its currency's wallet, at
+    `at`; added to the caller's transaction, with what else it records of the payoff."""
+    generation = _generation(merchant)
+    payoff = _entry(
+        merchant.id,
+        generation,
+        Kind.VOUCHER_PAYOFF,
+        voucher.id,
+        currency=voucher.currency,
+        amount=voucher.amount,
+        occurred_at=at,
+        api_at=voucher.updated_at,
+    )
+    _book(merchant.id, generation, merchant.reporting_currency, [payoff])
+
+
+def book_exchange(merchant: Merchant, exchange: ExchangeRecord, at: datetime) -> None:
+    """Book an exchange made through the portal, at `at` (when the API answered): the sold
+    amount leaves its wallet, the bought one enters its own; a side the API did not tell is not
+    booked. Added to the caller's transaction, with the ExchangeRecord."""
+    generation = _generation(merchant)
+    entry = partial(
+        _entry,
+        merchant.id,
+        generation,
+        subject=exchange.exchange_id,
+        occurred_at=at,
+        api_at=exchange.created_at,
+    )
+    sold = exchange.sell_amount
+    sides = (
+        (Kind.EXCHANGE_SOLD, exchange.sell_currency, None if sold is None else -sold),
+        (Kind.EXCHANGE_BOUGHT, exchange.buy_currency, exchange.buy_amount),
+    )
+    entries = [
+        entry(kind, currency=currency, amount=amount)
+        for kind, currency, amount in sides
+        if amount is not None
+    ]
+    _book(merchant.id, generation, merchant.reporting_currency, entries)
+
+
+def balances(merchant_id: int, generation: int, at: datetime | None = None) -> dict[str, Decimal]:
+    """What the booked movements of the connection add up to in each wallet's currency, as of
+    `at` (all of them when None); one query, summed by the database."""
+    query = (
+        sa.select(LedgerEntry.currency, decimal_sum(LedgerEntry.amount))
+        .where(
+            LedgerEntry.merchant_id == merchant_id,
+            LedgerEntry.connection_generation == generation,
+        )
+        .group_by(LedgerEntry.currency)
+    )
+    if at is not None:
+        query = query.where(LedgerEntry.occurred_at <= at)
+    return {currency: Decimal(total) for currency, total in db.session.execute(query)}
 
 
 def revalue(merchant_id: int, generation: int, reporting: str) -> tuple[int, int]:
@@ -175,37 +302,94 @@ def _value(entries: Iterable[LedgerEntry], reporting: str, rates: RateBook) -> N
         entry.value_currency = reporting
 
 
-def _booked(
+def _generation(merchant: Merchant) -> int:
+    """The generation of the connection a movement made through the portal went through."""
+    assert merchant.api_connection is not None  # the API was called through it
+    return merchant.api_connection.generation
+
+
+def _withdrawal(
+    entry: Callable[..., LedgerEntry], operation: Operation, seen_at: datetime | None
+) -> list[LedgerEntry]:
+    """A withdrawal's amount out of its wallet, and its network fee if it paid one (an internal
+    transfer does not)."""
+    common = {
+        "subject": operation.id,
+        "currency": operation.currency,
+        "occurred_at": seen_at or operation.created_at,
+        "api_at": operation.created_at,
+        "operation_id": operation.id,
+    }
+    entries = [entry(Kind.WITHDRAWAL, amount=-operation.amount, **common)]
+    if operation.fee:
+        entries.append(entry(Kind.NETWORK_FEE, amount=-operation.fee, **common))
+    return entries
+
+
+def _entry(
+    merchant_id: int, generation: int, kind: Kind, subject: str, **columns: Any
+) -> LedgerEntry:
+    """A movement of `kind` under its key: the kind and what it moved for (an operation, a
+    voucher, an exchange; a payment adds its number)."""
+    return LedgerEntry(
+        merchant_id=merchant_id,
+        connection_generation=generation,
+        key=f"{kind.value}:{subject}",
+        kind=kind,
+        **columns,
+    )
+
+
+def _book(merchant_id: int, generation: int, reporting: str, entries: list[LedgerEntry]) -> int:
+    """Add the entries whose key is not booked yet, valued at their own time; how many."""
+    entries = _unbooked(merchant_id, generation, entries)
+    _value(entries, reporting, RateBook(merchant_id, generation, (e.occurred_at for e in entries)))
+    db.session.add_all(entries)
+    return len(entries)
+
+
+def _unbooked(merchant_id: int, generation: int, entries: list[LedgerEntry]) -> list[LedgerEntry]:
+    """The entries whose key is neither booked nor earlier in the list; a query per chunk."""
+    by_key = {entry.key: entry for entry in reversed(entries)}
+    keys = list(by_key)
+    for start in range(0, len(keys), LOOKUP_CHUNK):
+        for key in db.session.scalars(
+            sa.select(LedgerEntry.key).where(
+                LedgerEntry.merchant_id == merchant_id,
+                LedgerEntry.connection_generation == generation,
+                LedgerEntry.key.in_(keys[start : start + LOOKUP_CHUNK]),
+            )
+        ):
+            del by_key[key]
+    return [entry for entry in entries if by_key.get(entry.key) is entry]
+
+
+def _booked_payments(
     merchant_id: int, generation: int, operation_ids: list[str]
-) -> tuple[defaultdict[str, Decimal], defaultdict[str, int], set[str]]:
-    """Of these operations: the payments booked (their sum and how many), and those whose fee
-    is booked; a query per chunk of ids."""
+) -> tuple[defaultdict[str, Decimal], defaultdict[str, int]]:
+    """Of these operations: the payments booked, their sum and how many; a query per chunk."""
     sums: defaultdict[str, Decimal] = defaultdict(Decimal)
     counts: defaultdict[str, int] = defaultdict(int)
-    fees: set[str] = set()
     for start in range(0, len(operation_ids), LOOKUP_CHUNK):
         chunk = operation_ids[start : start + LOOKUP_CHUNK]
         rows = db.session.execute(
             sa.select(
                 LedgerEntry.operation_id,
-                LedgerEntry.kind,
                 sa.func.count(),
                 decimal_sum(LedgerEntry.amount),
             )
             .where(
                 LedgerEntry.merchant_id == merchant_id,
                 LedgerEntry.connection_generation == generation,
+                LedgerEntry.kind == Kind.PAYMENT,
                 LedgerEntry.operation_id.in_(chunk),
             )
-            .group_by(LedgerEntry.operation_id, LedgerEntry.kind)
+            .group_by(LedgerEntry.operation_id)
         )
-        for operation_id, kind, count, total in rows:
+        for operation_id, count, total in rows:
             assert operation_id is not None  # asked for by id
-            if kind == Kind.PAYMENT:
-                sums[operation_id], counts[operation_id] = Decimal(total), count
-            elif kind == Kind.FEE:
-                fees.add(operation_id)
-    return sums, counts, fees
+            sums[operation_id], counts[operation_id] = Decimal(total), count
+    return sums, counts
 
 
 def _cross_exchange_operations(merchant_id: int, operation_ids: list[str]) -> set[str]:

@@ -22,6 +22,7 @@ from portal.money.pages.vouchers.forms import (
     RevealCodeForm,
     VoucherFilters,
 )
+from portal.money.rules import vouchers
 from portal.reports.rules.csv_rows import VOUCHER_COLUMNS
 from portal.web.access import ALL_ROLES, roles
 from portal.web.api_errors import Check, handle_api_error, record_or_404
@@ -150,8 +151,9 @@ def payoff() -> Response:
     if not form.validate_on_submit():
         return page("vouchers/payoff.html", 422 if form.is_submitted() else 200, form=form)
     try:
+        # The audit event's commit is the one of the payoff's movement in the ledger.
         with audit.recorded("voucher.pay_off", {"code": form.code.data}) as details:
-            voucher = current_api().pay_off_voucher(form.code.data)
+            voucher = vouchers.pay_off(current_api(), current_user.merchant, form.code.data)
             details["voucher_id"] = voucher.id
     except ApiFailure as failure:
         check = Check("the voucher list", url_for("vouchers.index"))
