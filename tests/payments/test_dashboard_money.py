@@ -104,7 +104,15 @@ def test_money_is_worth_the_prices_of_its_arrival_and_sales_stand_apart(app, api
     assert element(again, "not-sales").text.endswith("Withdrawals BTC 1 0.001 BTC")
     wallets = element(again, "received-per-currency").text
     btc_received = Decimal("0.01") + Decimal("0.015") + due_in_btc
-    assert f"BTC {btc_received.normalize():f} BTC" in wallets  # wallet units, not prices asked
+    usd_fee_in_btc = (priced_in_usd.fee * priced_in_usd.rate).quantize(
+        Decimal("1e-8"), "ROUND_FLOOR"
+    )
+    btc_fees = first.fee + under.fee + usd_fee_in_btc  # the withdrawal's money is no fee
+    row = [
+        f"{amount.normalize():f} BTC"
+        for amount in (btc_received, btc_fees, btc_received - btc_fees)
+    ]
+    assert f"BTC {' '.join(row)}" in wallets  # wallet units, not prices asked
 
     # The count of underpaid operations leads to them, in the period's days.
     link = element(again, "figure-underpaid").links[0]

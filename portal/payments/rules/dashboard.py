@@ -248,7 +248,7 @@ def _money(
             sa.func.count(sa.case((valued, None), else_=entry.id)),
         )
         .where(
-            *_ledger_of(merchant_id, generation),
+            *_sales_money_of(merchant_id, generation),
             entry.occurred_at >= period.previous.instants[0],
             entry.occurred_at < ends,
         )
@@ -271,7 +271,7 @@ def _wallets(merchant_id: int, generation: int, period: Period) -> list[Wallet]:
     rows = db.session.execute(
         sa.select(entry.currency, entry.kind, decimal_sum(entry.amount))
         .where(
-            *_ledger_of(merchant_id, generation),
+            *_sales_money_of(merchant_id, generation),
             entry.occurred_at >= begins,
             entry.occurred_at < ends,
         )
@@ -319,10 +319,13 @@ def _apart(merchant_id: int, period: Period) -> list[Movement]:
     ]
 
 
-def _ledger_of(merchant_id: int, generation: int) -> tuple[sa.ColumnElement[bool], ...]:
+def _sales_money_of(merchant_id: int, generation: int) -> tuple[sa.ColumnElement[bool], ...]:
+    """The ledger's payments and fees of the merchant's connection: the money of sales, not
+    withdrawals, vouchers or exchanges."""
     return (
         LedgerEntry.merchant_id == merchant_id,
         LedgerEntry.connection_generation == generation,
+        LedgerEntry.kind.in_((Kind.PAYMENT, Kind.FEE)),
     )
 
 
