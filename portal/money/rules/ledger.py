@@ -42,6 +42,8 @@ class Kind(enum.StrEnum):
 
     PAYMENT = "payment"  # money the API counts for an operation, by each change of it
     FEE = "fee"  # the operation's fee, once, at its first confirmation
+    OPENING = "opening"  # the balance an owner entered, as of a moment (`balances`)
+    ADJUSTMENT = "adjustment"  # a later entry's difference from the balance derived then
 
 
 @dataclass(frozen=True)
