@@ -213,3 +213,25 @@ def test_a_balance_as_of_a_moment_before_the_last_one_is_refused(portal, owner):
 def test_an_unknown_currency_has_no_balance(owner):
     assert owner.get("/balances/XYZ").status_code == 404
     assert post(owner, "/balances/XYZ/opening", {"amount": "1"}).status_code == 404
+
+
+def test_the_demo_opens_each_wallet_at_the_sandboxs_balance(tmp_path, sandbox, api):
+    """`make run`: after the first sync, the balances are the sandbox's wallets, history and
+    all, and a payment afterwards moves both alike."""
+    from portal.demo import open_balances
+    from portal.identity.rules import accounts
+    from portal.settings.models import Environment
+    from portal.settings.rules.connection import Credentials
+
+    sandbox.set_prices(BTC="60000", ETH="3000")
+    operation = api.create_operation("0.5", "BTC", "order-history")
+    sandbox.receive(operation.id, "0.5")
+    with connected_portal(tmp_path, sandbox, SYNC_SECONDS=0) as app:
+        with app.app_context():
+            owner = accounts.find_user(email("owner"))
+            credentials = Credentials(sandbox.base_url, Environment.SANDBOX, sandbox.token)
+            open_balances(owner.merchant, owner, credentials)
+        pay(api, sandbox, app, "0.2")
+        page = text(signed_in(app, email("accountant")).get("/balances"))
+        for currency in ("BTC", "ETH", "USDT"):
+            assert f"{wallet(sandbox, currency).normalize():,f} {currency}" in page

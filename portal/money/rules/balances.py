@@ -26,7 +26,7 @@ from portal.identity.models import Merchant, User
 from portal.identity.rules import audit
 from portal.money.models import LedgerEntry
 from portal.money.rules import rate_history
-from portal.money.rules.currencies import WITHDRAWAL_WALLETS
+from portal.money.rules.currencies import WITHDRAWAL_WALLETS, least_decimals
 from portal.money.rules.ledger import VALUE_PLACES, Kind, valuation
 from portal.money.rules.rate_history import RateBook
 
@@ -105,7 +105,7 @@ def balances(merchant: Merchant, at: datetime | None = None) -> list[Balance]:
                 amount=amount,
                 since=row.opened_at if row else None,
                 first_movement_at=row.first_at if row and row.opened_at is None else None,
-                value=_exact(amount * price) if price is not None else None,
+                value=_in(reporting, amount * price) if price is not None else None,
                 value_currency=reporting,
                 rate_at=rates.last_seen_at if rates and price is not None else None,
             )
@@ -246,5 +246,8 @@ def _price(rates: rate_history.RateRecord | None, currency: str, reporting: str)
     return rate_history.price_of(rates.rates, currency, reporting) if rates else None
 
 
-def _exact(amount: Decimal) -> Decimal:
-    return amount.quantize(VALUE_PLACES, ROUND_HALF_EVEN)
+def _in(currency: str, amount: Decimal) -> Decimal:
+    """An amount to the decimals `currency` is written with: a fiat one's cents, else the
+    ledger's values' places."""
+    places = least_decimals(currency)
+    return amount.quantize(Decimal(1).scaleb(-places) if places else VALUE_PLACES, ROUND_HALF_EVEN)
