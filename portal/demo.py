@@ -11,17 +11,22 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 
 import click
 import flask_migrate
+import requests
 from flask import current_app
 from flask.cli import with_appcontext
 from werkzeug.serving import run_simple
 
+from portal.database import utcnow
 from portal.extensions import db
-from portal.identity.models import Role
+from portal.identity.models import Merchant, Role, User
 from portal.identity.rules import accounts
+from portal.live.rules import mirror
+from portal.money.rules.balances import enter_balance
 from portal.settings.models import Environment
 from portal.settings.pages.connection_messages import rejection_sentence
 from portal.settings.rules.connection import ConnectionRejected, Credentials, connect
@@ -131,6 +136,24 @@ def demo_logins() -> list[tuple[Role, str, str]]:
     return logins
 
 
+def open_balances(merchant: Merchant, owner: User, credentials: Credentials) -> None:
+    """The first sync, then each wallet's balance as the sandbox holds it entered by `owner`
+    as its opening balance as of now: the portal's balances start equal to the sandbox's
+    wallets, and the history the sync booked is inside them."""
+    report = mirror.sync_merchant(merchant.id, force=True)
+    if report is None or report.error:
+        raise click.ClickException(f"The first sync failed: {report and report.error}")
+    answer = requests.get(
+        f"{credentials.base_url}/_control/wallets",
+        headers={"Authorization": f"Bearer {credentials.token}"},
+        timeout=10,
+    )
+    answer.raise_for_status()
+    as_of = utcnow()
+    for wallet in answer.json()["data"]:
+        enter_balance(merchant, owner, wallet["currency"], Decimal(wallet["balance"]), as_of)
+
+
 def _stop_on_sigterm() -> None:
     """Turn SIGTERM into SystemExit, so the sandbox is stopped on the way out."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -153,6 +176,9 @@ def demo(host: str, port: int, sandbox_port: int) -> None:
             connect(accounts.merchant_named(MERCHANT, create=True), credentials)
         except ConnectionRejected as rejection:
             raise click.ClickException(rejection_sentence(rejection)) from rejection
+        owner = accounts.find_user(next(email for role, email, _ in logins if role is Role.OWNER))
+        assert owner is not None  # made by demo_logins
+        open_balances(owner.merchant, owner, credentials)
         with running_worker(Path(app.instance_path)):
             click.echo(f"\nMerchant portal: http://{host}:{port}")
             click.echo(f"Sandbox API:     {credentials.base_url} (merchant {MERCHANT!r})")

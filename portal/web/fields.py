@@ -22,14 +22,14 @@ _AMOUNT = re.compile(r"\d+(\.\d+)?|\.\d+")
 _ANY_ADDRESS = re.compile(r"[^\s]{8,255}")
 
 
-def parse_amount(text: str) -> Decimal:
-    """A positive plain decimal with at most the API's 8 decimals; ValueError says what is
-    wrong."""
+def parse_amount(text: str, *, zero: bool = False) -> Decimal:
+    """A positive plain decimal (or, with `zero`, nothing as well) with at most the API's 8
+    decimals; ValueError says what is wrong."""
     text = text.strip()
     if not _AMOUNT.fullmatch(text):
-        raise ValueError("Enter a positive amount in digits, such as 0.25.")
+        raise ValueError(f"Enter {'an' if zero else 'a positive'} amount in digits, such as 0.25.")
     amount = Decimal(text)
-    if amount <= 0:
+    if amount <= 0 and not (zero and amount == 0):
         raise ValueError("Enter an amount greater than zero.")
     exponent = amount.as_tuple().exponent
     assert isinstance(exponent, int)  # the pattern admits finite numbers only
@@ -39,10 +39,15 @@ def parse_amount(text: str) -> Decimal:
 
 
 class AmountField(StringField):
-    """An amount as a `Decimal` (never a float); empty is None, for optional amounts."""
+    """An amount as a `Decimal` (never a float); empty is None, for optional amounts. With
+    `zero`, nothing is an amount too (a balance)."""
 
     data: Decimal | None
     raw_data: list[str]
+
+    def __init__(self, label: str, *, zero: bool = False, **kwargs: object) -> None:
+        super().__init__(label, **kwargs)
+        self.zero = zero
 
     def process_formdata(self, valuelist: list[str]) -> None:
         self.data = None
@@ -51,7 +56,7 @@ class AmountField(StringField):
             self.raw_data = []  # only spaces is no input: InputRequired refuses it, Optional skips
         else:
             try:
-                self.data = parse_amount(self.raw_text)
+                self.data = parse_amount(self.raw_text, zero=self.zero)
             except (ValueError, InvalidOperation) as problem:
                 raise ValueError(str(problem)) from None
 

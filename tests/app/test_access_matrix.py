@@ -38,6 +38,7 @@ EXCEPTIONS = {
     "exchanges.create": MOVERS,
     "cross_exchanges.new": MOVERS,
     "cross_exchanges.cancel": MOVERS,
+    "balances.opening": OWNER,
 }
 
 
@@ -139,6 +140,8 @@ def _url(app, rule) -> str:
     ):
         if name in rule.arguments:
             values[name] = "1"
+    if "currency" in rule.arguments:
+        values["currency"] = "BTC"
     if "token" in rule.arguments:
         values["token"] = "an-unknown-checkout-token"
     if "key" in rule.arguments:

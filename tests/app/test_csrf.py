@@ -318,6 +318,7 @@ VALID: dict[str, Callable[..., Case]] = {
     ),
     "cross_exchanges.new": lambda w: _form(w, "operator", "/cross-exchanges/new", CROSS_EXCHANGE),
     "cross_exchanges.cancel": _cancel_cross_exchange,
+    "balances.opening": lambda w: _as(w, "owner", "/balances/BTC/opening", {"amount": "1"}),
 }
 
 

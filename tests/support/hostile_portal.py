@@ -143,6 +143,7 @@ def _hostile_portal_records(hostile: HostilePortal) -> None:
             user_id=accounts.find_user(email("accountant")).id,
             cross_exchange_id=cross.location.rsplit("/", 1)[1],
             filename="portal.css",
+            currency="BTC",
         )
 
 

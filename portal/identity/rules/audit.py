@@ -84,6 +84,7 @@ ACTIONS = {
     "mail.choices": "E-mail choices changed",
     "payment_tolerance.change": "Payment tolerance changed",
     "reporting_currency.change": "Reporting currency changed",
+    "balance.enter": "Balance entered",
 }
 OUTCOMES = {
     "success": "Success",

@@ -55,6 +55,8 @@ class Kind(enum.StrEnum):
     VOUCHER_PAYOFF = "voucher_payoff"  # given by a voucher paid off through the portal
     EXCHANGE_SOLD = "exchange_sold"  # what an exchange through the portal sold (its fee inside)
     EXCHANGE_BOUGHT = "exchange_bought"  # what it bought
+    OPENING = "opening"  # the balance an owner entered, as of a moment (`balances`)
+    ADJUSTMENT = "adjustment"  # a later entry's difference from the balance derived then
 
 
 # A voucher in these statuses gave its amount back to the wallet.

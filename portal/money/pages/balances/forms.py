@@ -1,0 +1,54 @@
+"""The form of an entered balance."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from flask_wtf import FlaskForm
+from wtforms import StringField, SubmitField
+from wtforms.validators import InputRequired
+
+from portal.web.fields import AmountField, CodeField
+
+# `2024-05-01 14:00`, seconds optional, a `T` for the space and a trailing `Z` or `UTC` allowed.
+_MOMENT = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2})?)\s*(?:Z|UTC)?", re.I)
+MOMENT_SHAPE = "Enter a date and time in UTC, such as 2024-05-01 14:00, or leave it empty for now."
+
+
+class UtcMomentField(StringField):
+    """A moment typed in UTC; empty is None (now, when the form is sent)."""
+
+    data: datetime | None
+
+    def process_formdata(self, valuelist: list[str]) -> None:
+        text = valuelist[0].strip() if valuelist else ""
+        self.data = None
+        if not text:
+            return
+        match = _MOMENT.fullmatch(text)
+        try:
+            if match is None:
+                raise ValueError(MOMENT_SHAPE)
+            time = match.group(2) if match.group(2).count(":") == 2 else f"{match.group(2)}:00"
+            self.data = datetime.fromisoformat(f"{match.group(1)}T{time}").replace(tzinfo=UTC)
+        except ValueError:
+            raise ValueError(MOMENT_SHAPE) from None
+
+    def _value(self) -> str:
+        if self.raw_data:
+            return self.raw_data[0]
+        return self.data.strftime("%Y-%m-%d %H:%M:%S") if self.data else ""
+
+
+class BalanceForm(FlaskForm):
+    """A currency's balance as of a moment: its opening, or a later balance whose difference
+    from the derived one is booked as an adjustment. `code` is asked (and checked by the view)
+    only of users with two-factor sign-in on."""
+
+    amount = AmountField(
+        "Balance", zero=True, validators=[InputRequired("Enter the wallet's balance.")]
+    )
+    as_of = UtcMomentField("As of (UTC)")
+    code = CodeField("Your authenticator code")
+    submit = SubmitField("Enter balance")

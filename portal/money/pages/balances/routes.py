@@ -1,0 +1,121 @@
+"""Balance pages: every currency's balance, one currency's movements, and an owner's entered
+balance (its opening, then adjustments)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from flask import abort, flash, redirect, url_for
+from flask_login import current_user
+from werkzeug.wrappers import Response
+
+from portal.database import utcnow
+from portal.identity.models import Role
+from portal.money.pages.balances import bp
+from portal.money.pages.balances.forms import BalanceForm
+from portal.money.rules import balances
+from portal.money.rules.balances import Balance, BalanceRefused, Booked, Refusal
+from portal.money.rules.ledger import Kind
+from portal.web.access import roles
+from portal.web.formatting import money
+from portal.web.lists import local_page
+from portal.web.rendering import page
+from portal.web.step_up import form_refused
+
+KIND_WORDS = {
+    Kind.PAYMENT: "Payment",
+    Kind.FEE: "Fee",
+    Kind.OPENING: "Opening balance",
+    Kind.ADJUSTMENT: "Adjustment",
+}
+
+
+def kind_words(kind: str) -> str:
+    """A movement's kind in plain words (a kind the page has no words for, as it is named)."""
+    return KIND_WORDS.get(kind, kind.replace("_", " ").capitalize())  # type: ignore[call-overload]
+
+
+@bp.route("")
+@roles(Role.OWNER, Role.ACCOUNTANT)
+def index() -> Response:
+    """Each currency's balance as the portal derives it, its value, and since when."""
+    merchant = current_user.merchant
+    return page("balances/index.html", balances=balances.balances(merchant), merchant=merchant)
+
+
+@bp.route("/<currency>")
+@roles(Role.OWNER, Role.ACCOUNTANT)
+def movements(currency: str) -> Response:
+    """One currency's balance and the movements it is derived from, newest first; the form
+    that enters its balance, for owners."""
+    return _movements_page(_balance(currency), BalanceForm())
+
+
+@bp.post("/<currency>/opening")
+@roles(Role.OWNER)
+def opening(currency: str) -> Response:
+    """Book the balance an owner entered: the opening, or the adjustment from the derived one.
+    It sets the figures every balance is derived from, so an owner with two-factor on confirms
+    it with a fresh code."""
+    balance = _balance(currency)
+    form = BalanceForm()
+    owner = current_user._get_current_object()
+    status = form_refused(form, owner, purpose="balance")
+    if status:
+        return _movements_page(balance, form, status)
+    try:
+        booked = balances.enter_balance(
+            owner.merchant, owner, currency, form.amount.entered, form.as_of.data or utcnow()
+        )
+    except BalanceRefused as refusal:
+        form.as_of.errors = [*form.as_of.errors, _refusal_sentence(refusal, currency)]
+        return _movements_page(
+            balance, form, 409 if refusal.reason is Refusal.NOT_CONNECTED else 422
+        )
+    flash(_booked_sentence(booked), "success")
+    return redirect(url_for("balances.movements", currency=currency))
+
+
+def _balance(currency: str) -> Balance:
+    balance = balances.balance_of(current_user.merchant, currency)
+    if balance is None:
+        abort(404)
+    return balance
+
+
+def _movements_page(balance: Balance, form: BalanceForm, status: int = 200) -> Response:
+    entries = local_page(balances.movements(current_user.merchant, balance.currency))
+    return page(
+        "balances/movements.html",
+        status,
+        balance=balance,
+        page=entries,
+        form=form,
+        kind_words=kind_words,
+    )
+
+
+def _booked_sentence(booked: Booked) -> str:
+    moment = _utc(booked.as_of)
+    if booked.kind is Kind.OPENING:
+        return f"Opening balance of {money(booked.amount, booked.currency)} as of {moment} booked."
+    return (
+        f"Adjustment of {money(booked.amount, booked.currency)} booked as of {moment}: the portal "
+        f"had derived {money(booked.derived, booked.currency)}."
+    )
+
+
+def _utc(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _refusal_sentence(refusal: BalanceRefused, currency: str) -> str:
+    if refusal.reason is Refusal.FUTURE:
+        return "That moment has not come yet: enter a balance as of now or earlier."
+    if refusal.reason is Refusal.NOT_AFTER_LAST:
+        assert refusal.last is not None  # the rule names it
+        return (
+            f"A balance of {currency} was entered as of {_utc(refusal.last)}: enter one as of "
+            "a later moment, so that it does not contradict that one."
+        )
+    return "Connect the payment service first: balances are derived from what the portal sees."

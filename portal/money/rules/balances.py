@@ -1,0 +1,253 @@
+"""Balances: what each wallet holds, derived from the ledger, since the API tells no balance.
+
+An owner enters a currency's balance as of a moment: the first entry is its opening (a movement
+of kind `opening`, whose amount is the balance entered); each later one books the difference
+from the balance derived at its moment as an `adjustment`, so that what the portal cannot see
+(an exchange made elsewhere) is reconciled in the open. A currency's balance at a moment is its
+opening plus every movement after the opening's moment up to that one. Movements dated at or
+before the opening are inside it: the first sync books the history at the API's times, before
+the owner could enter anything. A currency without an opening is derived from zero since its
+first movement. Every sum is the database's (`decimal_sum`), and everything belongs to the
+merchant's current connection.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import ROUND_HALF_EVEN, Decimal
+
+import sqlalchemy as sa
+
+from portal.database import decimal_sum, utcnow
+from portal.extensions import db
+from portal.identity.models import Merchant, User
+from portal.identity.rules import audit
+from portal.money.models import LedgerEntry
+from portal.money.rules import rate_history
+from portal.money.rules.currencies import WITHDRAWAL_WALLETS, least_decimals
+from portal.money.rules.ledger import VALUE_PLACES, Kind, valuation
+from portal.money.rules.rate_history import RateBook
+
+ZERO = Decimal(0)
+ENTERED = (Kind.OPENING, Kind.ADJUSTMENT)
+
+
+@dataclass(frozen=True)
+class Balance:
+    """One currency's derived balance, and its value at the latest recorded rates."""
+
+    currency: str
+    amount: Decimal
+    since: datetime | None  # the opening's moment; None: derived from zero
+    first_movement_at: datetime | None  # without an opening: since when it is derived
+    value: Decimal | None  # in the reporting currency; None: no rate recorded for it
+    value_currency: str
+    rate_at: datetime | None  # when the portal last read that rate
+
+    @property
+    def negative(self) -> bool:
+        """More left the wallet than the portal saw enter it: an opening or an adjustment is
+        missing, or something moved where the portal cannot see."""
+        return self.amount < 0
+
+
+class Refusal(enum.StrEnum):
+    """Why an entered balance was not booked."""
+
+    NOT_CONNECTED = "not_connected"  # no connection, so no ledger to book it in
+    FUTURE = "future"  # a balance as of a moment that has not come yet
+    NOT_AFTER_LAST = "not_after_last"  # at or before the currency's last entered balance
+
+
+class BalanceRefused(Exception):
+    """An entered balance the ledger cannot take; `last` is the moment of the currency's last
+    entered balance (for `NOT_AFTER_LAST`)."""
+
+    def __init__(self, reason: Refusal, last: datetime | None = None) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+        self.last = last
+
+
+@dataclass(frozen=True)
+class Booked:
+    """What an entered balance booked: its opening, or the adjustment from the balance the
+    portal had derived at that moment (`derived`, None for an opening)."""
+
+    kind: Kind
+    currency: str
+    entered: Decimal
+    amount: Decimal
+    derived: Decimal | None
+    as_of: datetime
+
+
+def balances(merchant: Merchant, at: datetime | None = None) -> list[Balance]:
+    """Each wallet currency's balance at `at` (now when None; a moment at or after its last
+    entered balance), then those of any other currency the ledger has moved, by code."""
+    connection = merchant.api_connection
+    if connection is None:
+        return []
+    sums = {row.currency: row for row in _sums(merchant.id, connection.generation, at)}
+    currencies = [*WITHDRAWAL_WALLETS, *sorted(sums.keys() - set(WITHDRAWAL_WALLETS))]
+    rates = rate_history.latest(merchant.id, connection.generation)
+    reporting = merchant.reporting_currency
+    found = []
+    for currency in currencies:
+        row = sums.get(currency)
+        amount = Decimal(row.total) if row else ZERO
+        price = _price(rates, currency, reporting)
+        found.append(
+            Balance(
+                currency=currency,
+                amount=amount,
+                since=row.opened_at if row else None,
+                first_movement_at=row.first_at if row and row.opened_at is None else None,
+                value=_in(reporting, amount * price) if price is not None else None,
+                value_currency=reporting,
+                rate_at=rates.last_seen_at if rates and price is not None else None,
+            )
+        )
+    return found
+
+
+def balance_of(merchant: Merchant, currency: str) -> Balance | None:
+    """One currency's balance now; None when the page has no balance of it to show."""
+    return next((b for b in balances(merchant) if b.currency == currency), None)
+
+
+def enter_balance(
+    merchant: Merchant, user: User, currency: str, amount: Decimal, as_of: datetime
+) -> Booked:
+    """Book the balance `user` entered for `currency` as of `as_of`: the opening when it has
+    none, else the adjustment from the balance derived then. Refused (BalanceRefused, nothing
+    booked) for a moment in the future, or at or before the currency's last entered balance,
+    which a later one would contradict. Audited either way."""
+    parameters = {"currency": currency, "amount": amount, "as_of": as_of.isoformat()}
+    try:
+        booked = _book(merchant, currency, amount, as_of)
+    except BalanceRefused as refusal:
+        audit.record("balance.enter", parameters=parameters, error=refusal.reason.value, user=user)
+        raise
+    parameters |= {"kind": booked.kind.value, "booked": booked.amount}
+    audit.record("balance.enter", parameters=parameters, user=user)  # commits the movement too
+    return booked
+
+
+def movements(merchant: Merchant, currency: str) -> sa.Select[LedgerEntry]:
+    """The movements of `currency`, newest first (a page pages it)."""
+    connection = merchant.api_connection
+    generation = connection.generation if connection else -1  # no connection: none
+    return (
+        sa.select(LedgerEntry)
+        .where(*_of(merchant.id, generation, currency))
+        .order_by(LedgerEntry.occurred_at.desc(), LedgerEntry.id.desc())
+    )
+
+
+def _book(merchant: Merchant, currency: str, amount: Decimal, as_of: datetime) -> Booked:
+    connection = merchant.api_connection
+    if connection is None:
+        raise BalanceRefused(Refusal.NOT_CONNECTED)
+    if as_of > utcnow():
+        raise BalanceRefused(Refusal.FUTURE)
+    generation = connection.generation
+    last = db.session.scalar(
+        sa.select(sa.func.max(LedgerEntry.occurred_at)).where(
+            *_of(merchant.id, generation, currency), LedgerEntry.kind.in_(ENTERED)
+        )
+    )
+    if last is not None and as_of <= last:
+        raise BalanceRefused(Refusal.NOT_AFTER_LAST, last)
+    if last is None:
+        booked = Booked(Kind.OPENING, currency, amount, amount, None, as_of)
+        key = f"opening:{currency}"
+    else:
+        derived = next((row.total for row in _sums(merchant.id, generation, as_of, currency)), ZERO)
+        derived = Decimal(derived)
+        booked = Booked(Kind.ADJUSTMENT, currency, amount, amount - derived, derived, as_of)
+        key = f"adjustment:{currency}:{as_of.isoformat()}"
+    reporting = merchant.reporting_currency
+    worth = valuation(
+        booked.amount, currency, reporting, as_of, RateBook(merchant.id, generation, [as_of])
+    )
+    db.session.add(
+        LedgerEntry(
+            merchant_id=merchant.id,
+            connection_generation=generation,
+            key=key,
+            kind=booked.kind,
+            currency=currency,
+            amount=booked.amount,
+            occurred_at=as_of,
+            value=worth.value,
+            value_currency=reporting,
+            rate=worth.rate,
+            rate_at=worth.rate_at,
+        )
+    )
+    return booked
+
+
+def _sums(
+    merchant_id: int, generation: int, at: datetime | None, currency: str | None = None
+) -> sa.Result:
+    """Per currency: its balance (`total`, decimal text), its opening's moment (`opened_at`)
+    and its first movement (`first_at`), in one query."""
+    opening = (
+        sa.select(LedgerEntry.currency, LedgerEntry.occurred_at.label("at"))
+        .where(
+            LedgerEntry.merchant_id == merchant_id,
+            LedgerEntry.connection_generation == generation,
+            LedgerEntry.kind == Kind.OPENING,
+        )
+        .subquery()
+    )
+    query = (
+        sa.select(
+            LedgerEntry.currency,
+            decimal_sum(LedgerEntry.amount).label("total"),
+            sa.func.max(opening.c.at).label("opened_at"),
+            sa.func.min(LedgerEntry.occurred_at).label("first_at"),
+        )
+        .outerjoin(opening, opening.c.currency == LedgerEntry.currency)
+        .where(
+            LedgerEntry.merchant_id == merchant_id,
+            LedgerEntry.connection_generation == generation,
+            # the opening itself, and what moved after it: what moved before is inside it
+            sa.or_(
+                opening.c.at.is_(None),
+                LedgerEntry.kind == Kind.OPENING,
+                LedgerEntry.occurred_at > opening.c.at,
+            ),
+        )
+        .group_by(LedgerEntry.currency)
+    )
+    if at is not None:
+        query = query.where(LedgerEntry.occurred_at <= at)
+    if currency is not None:
+        query = query.where(LedgerEntry.currency == currency)
+    return db.session.execute(query)
+
+
+def _of(merchant_id: int, generation: int, currency: str) -> tuple[sa.ColumnElement[bool], ...]:
+    return (
+        LedgerEntry.merchant_id == merchant_id,
+        LedgerEntry.connection_generation == generation,
+        LedgerEntry.currency == currency,
+    )
+
+
+def _price(rates: rate_history.RateRecord | None, currency: str, reporting: str) -> Decimal | None:
+    if currency == reporting:
+        return Decimal(1)
+    return rate_history.price_of(rates.rates, currency, reporting) if rates else None
+
+
+def _in(currency: str, amount: Decimal) -> Decimal:
+    """An amount to the decimals `currency` is written with: a fiat one's cents, else the
+    ledger's values' places."""
+    places = least_decimals(currency)
+    return amount.quantize(Decimal(1).scaleb(-places) if places else VALUE_PLACES, ROUND_HALF_EVEN)
