@@ -342,3 +342,10 @@ def test_a_new_reporting_currency_values_every_movement_again_at_its_own_time(po
         ("payment", Decimal("10"), Decimal("20")),  # 60000 / 3000 when it arrived
         ("fee", Decimal("-0.1"), Decimal("20")),
     ]
+
+
+def test_every_kind_of_movement_has_words_for_people():
+    from portal.money.rules.ledger import KIND_WORDS, Kind
+
+    assert set(KIND_WORDS) == set(Kind)
+    assert len(set(KIND_WORDS.values())) == len(Kind)

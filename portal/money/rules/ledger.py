@@ -59,6 +59,21 @@ class Kind(enum.StrEnum):
     ADJUSTMENT = "adjustment"  # a later entry's difference from the balance derived then
 
 
+# Each kind in a person's words: movement lists, exports and statements say them alike.
+KIND_WORDS = {
+    Kind.PAYMENT: "Payment",
+    Kind.FEE: "Fee",
+    Kind.WITHDRAWAL: "Withdrawal",
+    Kind.NETWORK_FEE: "Network fee",
+    Kind.VOUCHER: "Voucher issued",
+    Kind.VOUCHER_RETURNED: "Voucher returned",
+    Kind.VOUCHER_PAYOFF: "Voucher paid off",
+    Kind.EXCHANGE_SOLD: "Exchange, sold",
+    Kind.EXCHANGE_BOUGHT: "Exchange, bought",
+    Kind.OPENING: "Opening balance",
+    Kind.ADJUSTMENT: "Adjustment",
+}
+
 # A voucher in these statuses gave its amount back to the wallet.
 RETURNED_VOUCHER_STATUSES = frozenset({"cancelled", "expired"})
 VOUCHER_KINDS = (Kind.VOUCHER, Kind.VOUCHER_RETURNED, Kind.VOUCHER_PAYOFF)

@@ -15,19 +15,12 @@ from portal.money.pages.balances import bp
 from portal.money.pages.balances.forms import BalanceForm
 from portal.money.rules import balances
 from portal.money.rules.balances import Balance, BalanceRefused, Booked, Refusal
-from portal.money.rules.ledger import Kind
+from portal.money.rules.ledger import KIND_WORDS, Kind
 from portal.web.access import roles
 from portal.web.formatting import money
 from portal.web.lists import local_page
 from portal.web.rendering import page
 from portal.web.step_up import form_refused
-
-KIND_WORDS = {
-    Kind.PAYMENT: "Payment",
-    Kind.FEE: "Fee",
-    Kind.OPENING: "Opening balance",
-    Kind.ADJUSTMENT: "Adjustment",
-}
 
 
 def kind_words(kind: str) -> str:
