@@ -11,7 +11,14 @@ import pytest
 
 from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
-from tests.support.money import connect, intent_key, post, text
+from tests.support.money import (
+    connect,
+    exchange_confirm_form,
+    intent_key,
+    post,
+    review_exchange,
+    text,
+)
 
 DEAL = {"sell_currency": "BTC", "buy_currency": "ETH", "sell_amount": "0.01", "buy_amount": ""}
 
@@ -22,22 +29,9 @@ def owner(app, accounts, sandbox):
     return signed_in(app, accounts.owner)
 
 
-def _review(client, deal: dict[str, str]):
-    """The review page of the deal, opened from the exchange form as the browser does."""
-    key = intent_key(client, "/exchange")
-    return client.get("/exchange/review?" + urlencode({**deal, "intent": key}))
-
-
-def _confirm_form(review) -> dict[str, str]:
-    """The hidden fields of **Confirm exchange** on the review page (CSRF token included)."""
-    page = review.get_data(as_text=True)
-    form = re.search(r'<form method="post" action="/exchange">(.*?)</form>', page, re.S).group(1)
-    return dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', form))
-
-
 def test_the_review_shows_the_quote_and_sends_nothing(owner, sandbox):
     before = sandbox.count("exchanges")
-    review = _review(owner, DEAL)
+    review = review_exchange(owner, DEAL)
     assert review.status_code == 200
     page = text(review)
     assert "Review the exchange" in page
@@ -50,15 +44,15 @@ def test_the_review_shows_the_quote_and_sends_nothing(owner, sandbox):
 
 
 def test_a_buy_amount_is_reviewed_with_the_sell_amount_it_would_take(owner):
-    page = text(_review(owner, {**DEAL, "sell_amount": "", "buy_amount": "0.3"}))
+    page = text(review_exchange(owner, {**DEAL, "sell_amount": "", "buy_amount": "0.3"}))
     assert re.search(r"Sell about [\d.]+ BTC, plus the fee", page)
     assert "Buy 0.3 ETH" in page
 
 
 def test_confirm_exchange_sends_once_however_often_it_is_pressed(owner, sandbox):
     before = sandbox.count("exchanges")
-    review = _review(owner, DEAL)
-    confirm = _confirm_form(review)
+    review = review_exchange(owner, DEAL)
+    confirm = exchange_confirm_form(review)
     assert confirm["intent"] and confirm["sell_amount"] == "0.01"
     first = owner.post("/exchange", data=confirm)
     assert (first.status_code, first.location) == (302, "/exchange")
@@ -71,8 +65,8 @@ def test_confirm_exchange_sends_once_however_often_it_is_pressed(owner, sandbox)
     assert sandbox.count("exchanges") == before + 1
 
 
-def test_bad_input_goes_back_to_the_form_from_the_review(owner, sandbox):
-    review = _review(owner, {**DEAL, "buy_amount": "1"})
+def test_bad_input_goes_back_to_the_form_from_thereview_exchange(owner, sandbox):
+    review = review_exchange(owner, {**DEAL, "buy_amount": "1"})
     assert review.status_code == 422
     assert "Enter only one of the two amounts" in text(review)
     assert "Confirm exchange" not in text(review)
@@ -103,7 +97,7 @@ def test_the_quote_hint_says_what_is_missing(owner, query, hint):
 
 def test_exchanges_made_are_listed_for_every_role(app, accounts, owner, sandbox):
     assert "No exchange has been made through the portal yet." in text(owner.get("/exchange/made"))
-    confirm = _confirm_form(_review(owner, DEAL))
+    confirm = exchange_confirm_form(review_exchange(owner, DEAL))
     assert owner.post("/exchange", data=confirm).status_code == 302
 
     for role in ("owner", "operator", "accountant"):

@@ -8,6 +8,7 @@ import re
 import threading
 import uuid
 from collections.abc import Iterator
+from urllib.parse import urlencode
 
 from tests.support.forms import csrf_token
 from tests.support.sandbox_server import SandboxServer
@@ -93,6 +94,19 @@ def review_withdrawal(client, amount: str = "0.01") -> tuple[str, str]:
     )
     assert review.status_code == 302, review.status_code
     return address, review.location
+
+
+def review_exchange(client, deal: dict[str, str]):
+    """The review page of the deal, opened from the exchange form as the browser does."""
+    key = intent_key(client, "/exchange")
+    return client.get("/exchange/review?" + urlencode({**deal, "intent": key}))
+
+
+def exchange_confirm_form(review) -> dict[str, str]:
+    """The hidden fields of **Confirm exchange** on the review page (CSRF token included)."""
+    page = review.get_data(as_text=True)
+    form = re.search(r'<form method="post" action="/exchange">(.*?)</form>', page, re.S).group(1)
+    return dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', form))
 
 
 def text(response) -> str:
