@@ -80,6 +80,11 @@ def test_after_a_days_movements_every_balance_is_the_sandboxs_wallet(portal, api
         assert shown(balance, currency) in listed, currency
         assert shown(balance, currency) in text(owner.get(f"/balances/{currency}")), currency
 
+    dashboard = text(owner.get("/"))
+    assert all(shown(b, c) in dashboard for c, b in truth.items()), "the dashboard's balances"
+    operator_dashboard = text(signed_in(portal, email("operator")).get("/"))
+    assert "Derived by the portal" not in operator_dashboard, "operators see no balances"
+
     booked = movements(portal)
     sync(portal, full=True)  # everything read again: nothing booked twice
     assert movements(portal) == booked

@@ -12,6 +12,7 @@ from werkzeug.wrappers import Response
 from portal.api import MerchantApiClient
 from portal.identity.models import Merchant
 from portal.identity.rules import attempts
+from portal.money.rules.balances import balances
 from portal.payments.pages.dashboard import bp
 from portal.payments.pages.dashboard.forms import PERIOD_WORDS, PeriodForm
 from portal.payments.rules.dashboard import (
@@ -25,7 +26,7 @@ from portal.payments.rules.dashboard import (
 from portal.payments.rules.rates import rate_rows
 from portal.payments.rules.state_words import STATE_WORDS
 from portal.settings.rules.connection import in_background, masked_tokens
-from portal.web.access import ALL_ROLES, public, roles
+from portal.web.access import ALL_ROLES, may_open, public, roles
 from portal.web.api_errors import unless_unavailable
 from portal.web.formatting import user_zone, user_zone_name
 from portal.web.merchant import current_api
@@ -75,6 +76,8 @@ def _figures(merchant: Merchant, form: PeriodForm) -> dict[str, object]:
         "period_error": refused,
         "synced_at": synced,
         "sync_seconds": current_app.config["SYNC_SECONDS"],
+        # The balances, for those who may open their page (owners and accountants).
+        "balances": balances(merchant) if may_open("balances.index") else None,
         "summary": (
             summarise(merchant.id, connection.generation, merchant.reporting_currency, period)
             if synced
