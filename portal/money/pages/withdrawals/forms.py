@@ -46,7 +46,7 @@ class WithdrawalLimitForm(FlaskForm):
     """The most that may leave a wallet per UTC day, set by an owner; empty clears it. An owner
     with two-factor on confirms it with a fresh code: a stolen session must not lift it."""
 
-    wallet = WalletField("Wallet")
+    wallet = WalletField("Currency")
     daily_limit = AmountField("Daily limit", validators=[Optional()])
     code = CodeField()
     save_limit = SubmitField("Save limit")
