@@ -30,6 +30,7 @@ EXCEPTIONS = {
     "withdrawals.new": OWNER,
     "withdrawals.show": OWNER,
     "withdrawals.confirm": OWNER,
+    "withdrawals.limits": OWNER,
     "vouchers.code": OWNER,  # a voucher's code is bearer money
     "vouchers.new": OWNER,
     "vouchers.cancel": MOVERS,

@@ -300,6 +300,9 @@ VALID: dict[str, Callable[..., Case]] = {
         w, "owner", "/withdrawals/new", {"amount": "0.001", "wallet": "BTC", "address": BTC_ADDRESS}
     ),
     "withdrawals.confirm": _confirm_withdrawal,
+    "withdrawals.limits": lambda w: _as(
+        w, "owner", "/withdrawals/limits", {"limit-wallet": "BTC", "limit-daily_limit": "5"}
+    ),
     "vouchers.new": lambda w: _form(
         w, "owner", "/vouchers/new", {"amount": "0.01", "currency": "BTC"}
     ),

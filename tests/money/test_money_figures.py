@@ -62,7 +62,7 @@ def test_a_refusal_over_the_limit_shows_the_figures_the_portal_knows(owner, sand
     assert "today's withdrawal limit would be exceeded" in page
     assert "Amount asked 60 ETH, plus the network fee" in page
     assert "Wallet ETH" in page
-    assert "Sent from the ETH wallet through the portal today (UTC) 150 ETH" in page
+    assert "Withdrawn today (UTC) 150 ETH; no limit set" in page
 
 
 # --- Vouchers -------------------------------------------------------------------------------

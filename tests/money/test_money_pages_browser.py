@@ -25,7 +25,7 @@ def test_withdrawal_review_and_confirm(page: Page, portal: PortalServer) -> None
     page.get_by_role("link", name="New withdrawal").click()
     assert_accessible(page)
     page.get_by_label("Amount").fill("0.25")
-    page.get_by_label("Wallet").select_option("ETH")
+    page.get_by_label("Wallet", exact=True).select_option("ETH")
     page.get_by_label("Address").fill("not an address")
     page.get_by_role("button", name="Review").click()
     expect(page.get_by_text("Enter an Ethereum address")).to_be_visible()

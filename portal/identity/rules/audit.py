@@ -68,6 +68,7 @@ ACTIONS = {
     "transactions.link": "Transactions linked",
     "transactions.reject": "Transactions rejected",
     "withdrawal.confirm": "Withdrawal",
+    "withdrawal_limit.change": "Daily withdrawal limit changed",
     "voucher.create": "Voucher created",
     "voucher.cancel": "Voucher canceled",
     "voucher.pay_off": "Voucher paid off",

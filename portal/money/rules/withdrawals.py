@@ -13,7 +13,6 @@ from decimal import Decimal
 import sqlalchemy as sa
 
 from portal.api import MerchantApiClient
-from portal.database import utcnow
 from portal.extensions import db
 from portal.identity.models import Merchant, User
 from portal.identity.rules import audit
@@ -55,21 +54,6 @@ def confirmed(merchant: Merchant) -> sa.Select:
         )
         .order_by(WithdrawalIntent.updated_at.desc(), WithdrawalIntent.id.desc())
     )
-
-
-def sent_today(merchant: Merchant, wallet: str) -> Decimal:
-    """What the portal sent from the wallet since midnight UTC (the day a daily limit counts):
-    one of the few figures the portal knows when the API refuses a withdrawal as over a limit."""
-    midnight = utcnow().replace(hour=0, minute=0, second=0, microsecond=0)
-    amounts = db.session.scalars(
-        sa.select(WithdrawalIntent.amount).where(
-            WithdrawalIntent.merchant_id == merchant.id,
-            WithdrawalIntent.wallet == wallet,
-            WithdrawalIntent.state == IntentState.SENT,
-            WithdrawalIntent.updated_at >= midnight,
-        )
-    )
-    return sum(amounts, Decimal(0))
 
 
 def claim(intent: WithdrawalIntent, user: User) -> bool:

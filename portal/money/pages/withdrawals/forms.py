@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask_wtf import FlaskForm
 from wtforms import SelectChoice, SubmitField
-from wtforms.validators import InputRequired, ValidationError
+from wtforms.validators import InputRequired, Optional, ValidationError
 
 from portal.money.rules.currencies import WITHDRAWAL_WALLETS
 from portal.web.fields import AddressField, AmountField, CodeField, CurrencyField
@@ -40,3 +40,13 @@ class ConfirmWithdrawalForm(FlaskForm):
 
     code = CodeField()
     submit = SubmitField("Confirm withdrawal")
+
+
+class WithdrawalLimitForm(FlaskForm):
+    """The most that may leave a wallet per UTC day, set by an owner; empty clears it. An owner
+    with two-factor on confirms it with a fresh code: a stolen session must not lift it."""
+
+    wallet = WalletField("Currency")
+    daily_limit = AmountField("Daily limit", validators=[Optional()])
+    code = CodeField()
+    save_limit = SubmitField("Save limit")

@@ -10,8 +10,13 @@ from portal.api import ApiFailure
 from portal.identity.models import Role
 from portal.money.models import IntentState, WithdrawalIntent
 from portal.money.pages.withdrawals import bp
-from portal.money.pages.withdrawals.forms import ConfirmWithdrawalForm, WithdrawalForm
-from portal.money.rules import withdrawals
+from portal.money.pages.withdrawals.forms import (
+    ConfirmWithdrawalForm,
+    WithdrawalForm,
+    WithdrawalLimitForm,
+)
+from portal.money.rules import withdrawal_figures, withdrawals
+from portal.money.rules.currencies import WITHDRAWAL_WALLETS, money
 from portal.reports.rules.csv_rows import WITHDRAWAL_COLUMNS
 from portal.web.access import roles
 from portal.web.api_errors import Check, handle_api_error
@@ -19,7 +24,7 @@ from portal.web.exports import local_csv_download
 from portal.web.lists import local_page
 from portal.web.merchant import current_api
 from portal.web.rendering import page
-from portal.web.step_up import step_up_refused
+from portal.web.step_up import form_refused, step_up_refused
 
 
 @bp.route("")
@@ -35,11 +40,17 @@ def index() -> Response:
 @bp.route("/new", methods=["GET", "POST"])
 @roles(Role.OWNER)
 def new() -> Response:
-    """The form; a valid one becomes a pending intent, reviewed on its own page."""
+    """The form; a valid one within the owners' daily limit becomes a pending intent, reviewed
+    on its own page. A Max button (`max`: its wallet) only fills the amount in."""
     posted = request.method == "POST"
+    if posted and "max" in request.form:
+        return _form_page(200, _filled_to_most(request.form["max"]))
     form = WithdrawalForm(formdata=request.form if posted else request.args)
     if not (posted and form.validate()):
-        return page("withdrawals/new.html", 422 if posted else 200, form=form)
+        return _form_page(422 if posted else 200, form)
+    wallet = withdrawal_figures.figures(current_user.merchant, form.wallet.data)
+    if wallet.over_limit(form.amount.entered):
+        return _form_page(422, form, over_limit=wallet)
     key = withdrawals.create(
         current_user.merchant,
         current_user,
@@ -48,6 +59,46 @@ def new() -> Response:
         form.address.data,
     )
     return redirect(url_for("withdrawals.show", key=key))
+
+
+def _filled_to_most(wallet: str) -> WithdrawalForm:
+    """The form as posted, with the wallet of the Max button chosen and its amount the most the
+    wallet can pay out with the estimated fee on top."""
+    if wallet not in WITHDRAWAL_WALLETS:
+        abort(400)
+    most = withdrawal_figures.figures(current_user.merchant, wallet).most
+    amount = None if most is None else most.normalize()  # 0.3948, not 0.39480000
+    return WithdrawalForm(
+        formdata=None, amount=amount, wallet=wallet, address=request.form.get("address", "")
+    )
+
+
+def _form_page(status: int, form: WithdrawalForm, **shown: object) -> Response:
+    """The new withdrawal page: its form, every wallet's figures and the daily limit form."""
+    merchant = current_user.merchant
+    shown.setdefault("limit_form", WithdrawalLimitForm(prefix="limit", formdata=None))
+    wallets = {
+        currency: withdrawal_figures.figures(merchant, currency) for currency in WITHDRAWAL_WALLETS
+    }
+    return page("withdrawals/new.html", status, form=form, wallets=wallets, **shown)
+
+
+@bp.post("/limits")
+@roles(Role.OWNER)
+def limits() -> Response:
+    """Set or clear a wallet's daily limit; an owner with two-factor on confirms with a fresh
+    code, so a stolen session cannot lift the limit and then withdraw."""
+    form = WithdrawalLimitForm(prefix="limit")
+    status = form_refused(form, current_user._get_current_object(), purpose="withdrawal_limit")
+    if status:
+        return _form_page(status, WithdrawalForm(formdata=None), limit_form=form)
+    wallet, limit = form.wallet.data, form.daily_limit.data
+    withdrawal_figures.set_daily_limit(current_user.merchant, wallet, limit)
+    if limit is None:
+        flash(f"The {wallet} wallet has no daily limit now.", "success")
+    else:
+        flash(f"The {wallet} wallet's daily limit is now {money(limit, wallet)}.", "success")
+    return redirect(url_for("withdrawals.new", wallet=wallet))
 
 
 def _intent(key: str) -> WithdrawalIntent:
@@ -84,6 +135,9 @@ def confirm(key: str) -> Response:
     if intent.state != IntentState.PENDING:
         return _already_confirmed(key)
     user = current_user._get_current_object()
+    wallet = withdrawal_figures.figures(user.merchant, intent.wallet)
+    if status is None and wallet.over_limit(intent.amount):  # before the code: none is used up
+        return page("withdrawals/show.html", 422, intent=intent, form=form, over_limit=wallet)
     if status is None:
         status = step_up_refused(form.code, user, purpose="withdrawal")
     if status:
@@ -108,14 +162,7 @@ def confirm(key: str) -> Response:
                 form=form,
                 error=refused.error,
             )
-        return page(
-            "withdrawals/new.html",
-            refused.status,
-            form=retry,
-            error=refused.error,
-            refused=intent,
-            sent_today=withdrawals.sent_today(user.merchant, intent.wallet),
-        )
+        return _form_page(refused.status, retry, error=refused.error, refused=intent)
     flash("The withdrawal was sent.", "success")
     return redirect(url_for("withdrawals.show", key=key))
 

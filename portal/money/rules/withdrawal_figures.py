@@ -1,0 +1,173 @@
+"""The figures a person needs where money leaves a wallet, none of which the API tells: what the
+wallet holds, the network fee a withdrawal will pay, and what left today against the daily limit
+the merchant's owners set themselves.
+
+What a wallet holds is what the portal saw move (`available`, the ledger's balance); the fee is
+an estimate, the last one a withdrawal of the currency paid; the day is the UTC day, as the API's
+own daily limit counts it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+import sqlalchemy as sa
+
+from portal.database import decimal_sum, utcnow
+from portal.extensions import db
+from portal.identity.models import Merchant
+from portal.identity.rules import audit
+from portal.money.models import IntentState, LedgerEntry, WithdrawalIntent, WithdrawalLimit
+from portal.money.rules import ledger
+from portal.payments.models import MirroredOperation
+
+ZERO = Decimal(0)
+# The category of a withdrawal to an outside address: the only one that pays a network fee.
+TRANSFER = "transfer"
+
+
+@dataclass(frozen=True)
+class WalletFigures:
+    """One wallet's figures; `available` and `synced_at` are None before the merchant connects,
+    `estimated_fee` before any withdrawal with a fee was seen, `daily_limit` when none is set."""
+
+    currency: str
+    available: Decimal | None
+    synced_at: datetime | None
+    estimated_fee: Decimal | None
+    withdrawn_today: Decimal
+    daily_limit: Decimal | None
+
+    @property
+    def left_today(self) -> Decimal | None:
+        """What the owner's limit still lets leave today (None: no limit)."""
+        if self.daily_limit is None:
+            return None
+        return max(self.daily_limit - self.withdrawn_today, ZERO)
+
+    @property
+    def most(self) -> Decimal | None:
+        """The largest amount the wallet can pay out with the estimated fee on top (no less than
+        zero); None before the merchant connects."""
+        if self.available is None:
+            return None
+        return max(self.available - (self.estimated_fee or ZERO), ZERO)
+
+    def over_limit(self, amount: Decimal) -> bool:
+        """Whether `amount` is more than the owner's limit leaves for today."""
+        left = self.left_today
+        return left is not None and amount > left
+
+
+def available(merchant: Merchant, currency: str) -> Decimal | None:
+    """What the wallet of `currency` holds as far as the portal saw it move (the API tells no
+    balance); None without a connection. Every figure of a wallet's balance goes through here."""
+    connection = merchant.api_connection
+    if connection is None:
+        return None
+    return ledger.balances(merchant.id, connection.generation).get(currency, ZERO)
+
+
+def figures(merchant: Merchant, currency: str) -> WalletFigures:
+    """Everything the withdrawal form says of the wallet of `currency`."""
+    return WalletFigures(
+        currency=currency,
+        available=available(merchant, currency),
+        synced_at=merchant.last_synced_at if merchant.api_connection else None,
+        estimated_fee=_last_network_fee(merchant, currency),
+        withdrawn_today=withdrawn_today(merchant, currency),
+        daily_limit=daily_limit(merchant, currency),
+    )
+
+
+def withdrawn_today(merchant: Merchant, currency: str) -> Decimal:
+    """What left the wallet as withdrawals since 00:00 UTC: the ledger's withdrawals (made
+    anywhere, as the mirror saw them), and those the portal sent that no sync has booked yet
+    (so a second withdrawal right after a first one still counts it). Network fees are not in
+    it. Summed by the database."""
+    midnight = utcnow().replace(hour=0, minute=0, second=0, microsecond=0)
+    booked = sa.select(LedgerEntry.operation_id).where(
+        LedgerEntry.merchant_id == merchant.id,
+        LedgerEntry.kind == ledger.Kind.WITHDRAWAL,
+        LedgerEntry.operation_id.is_not(None),
+    )
+    seen = db.session.scalar(
+        sa.select(decimal_sum(LedgerEntry.amount)).where(
+            LedgerEntry.merchant_id == merchant.id,
+            LedgerEntry.connection_generation == _generation(merchant),
+            LedgerEntry.kind == ledger.Kind.WITHDRAWAL,
+            LedgerEntry.currency == currency,
+            LedgerEntry.occurred_at >= midnight,
+        )
+    )
+    not_booked = db.session.scalar(
+        sa.select(decimal_sum(WithdrawalIntent.amount)).where(
+            WithdrawalIntent.merchant_id == merchant.id,
+            WithdrawalIntent.wallet == currency,
+            WithdrawalIntent.state == IntentState.SENT,
+            WithdrawalIntent.updated_at >= midnight,
+            WithdrawalIntent.operation_id.not_in(booked),
+        )
+    )
+    return -Decimal(seen or 0) + Decimal(not_booked or 0)
+
+
+def daily_limit(merchant: Merchant, currency: str) -> Decimal | None:
+    """The most the owners let leave the wallet per UTC day; None when they set none."""
+    return db.session.scalar(
+        sa.select(WithdrawalLimit.daily_limit).where(
+            WithdrawalLimit.merchant_id == merchant.id, WithdrawalLimit.currency == currency
+        )
+    )
+
+
+def set_daily_limit(merchant: Merchant, currency: str, limit: Decimal | None) -> None:
+    """Set the wallet's daily limit, or clear it with None; committed with its audit event."""
+    found = db.session.scalar(
+        sa.select(WithdrawalLimit).where(
+            WithdrawalLimit.merchant_id == merchant.id, WithdrawalLimit.currency == currency
+        )
+    )
+    if limit is None:
+        if found is not None:
+            db.session.delete(found)
+    elif found is None:
+        db.session.add(
+            WithdrawalLimit(merchant_id=merchant.id, currency=currency, daily_limit=limit)
+        )
+    else:
+        found.daily_limit = limit
+    shown = "none" if limit is None else format(limit, "f")
+    audit.record("withdrawal_limit.change", parameters={"wallet": currency, "daily_limit": shown})
+
+
+def _last_network_fee(merchant: Merchant, currency: str) -> Decimal | None:
+    """The network fee of the last withdrawal of `currency` to an outside address the ledger
+    booked: the API quotes none before a withdrawal is sent."""
+    fee = db.session.scalar(
+        sa.select(LedgerEntry.amount)
+        .join(
+            MirroredOperation,
+            sa.and_(
+                MirroredOperation.merchant_id == LedgerEntry.merchant_id,
+                MirroredOperation.operation_id == LedgerEntry.operation_id,
+            ),
+        )
+        .where(
+            LedgerEntry.merchant_id == merchant.id,
+            LedgerEntry.connection_generation == _generation(merchant),
+            LedgerEntry.kind == ledger.Kind.NETWORK_FEE,
+            LedgerEntry.currency == currency,
+            MirroredOperation.category == TRANSFER,
+        )
+        .order_by(LedgerEntry.occurred_at.desc(), LedgerEntry.id.desc())
+        .limit(1)
+    )
+    return None if fee is None else -fee
+
+
+def _generation(merchant: Merchant) -> int | None:
+    """The current connection's generation (None: not connected, and no row matches)."""
+    return merchant.api_connection.generation if merchant.api_connection else None
