@@ -257,22 +257,6 @@ def book_exchange(merchant: Merchant, exchange: ExchangeRecord, at: datetime) ->
     _book(merchant.id, generation, merchant.reporting_currency, entries)
 
 
-def balances(merchant_id: int, generation: int, at: datetime | None = None) -> dict[str, Decimal]:
-    """What the booked movements of the connection add up to in each wallet's currency, as of
-    `at` (all of them when None); one query, summed by the database."""
-    query = (
-        sa.select(LedgerEntry.currency, decimal_sum(LedgerEntry.amount))
-        .where(
-            LedgerEntry.merchant_id == merchant_id,
-            LedgerEntry.connection_generation == generation,
-        )
-        .group_by(LedgerEntry.currency)
-    )
-    if at is not None:
-        query = query.where(LedgerEntry.occurred_at <= at)
-    return {currency: Decimal(total) for currency, total in db.session.execute(query)}
-
-
 def revalue(merchant_id: int, generation: int, reporting: str) -> tuple[int, int]:
     """Value every movement of the connection again in `reporting` (the merchant chose another
     reporting currency), each at the rate recorded at its own time; how many were valued, and

@@ -2,9 +2,10 @@
 wallet holds, the network fee a withdrawal will pay, and what left today against the daily limit
 the merchant's owners set themselves.
 
-What a wallet holds is what the portal saw move (`available`, the ledger's balance); the fee is
-an estimate, the last one a withdrawal of the currency paid; the day is the UTC day, as the API's
-own daily limit counts it.
+What a wallet holds is its balance as the portal derives it (`available`: the opening balance
+and what the portal saw move since, `portal.money.rules.balances`); the fee is an estimate, the
+last one a withdrawal of the currency paid; the day is the UTC day, as the API's own daily
+limit counts it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from portal.identity.models import Merchant
 from portal.identity.rules import audit
 from portal.money.models import IntentState, LedgerEntry, WithdrawalIntent, WithdrawalLimit
 from portal.money.rules import ledger
+from portal.money.rules.balances import balance_of
 from portal.payments.models import MirroredOperation
 
 ZERO = Decimal(0)
@@ -64,10 +66,10 @@ class WalletFigures:
 def available(merchant: Merchant, currency: str) -> Decimal | None:
     """What the wallet of `currency` holds as far as the portal saw it move (the API tells no
     balance); None without a connection. Every figure of a wallet's balance goes through here."""
-    connection = merchant.api_connection
-    if connection is None:
+    if merchant.api_connection is None:
         return None
-    return ledger.balances(merchant.id, connection.generation).get(currency, ZERO)
+    found = balance_of(merchant, currency)
+    return found.amount if found is not None else ZERO
 
 
 def figures(merchant: Merchant, currency: str) -> WalletFigures:
