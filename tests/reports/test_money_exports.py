@@ -7,6 +7,7 @@ import csv
 import io
 import re
 import uuid
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from urllib.parse import parse_qs, urlsplit
 
@@ -144,3 +145,26 @@ def test_a_spreadsheet_reads_the_money_columns_as_numbers(app, accountant, api, 
         assert cells[name].get(f"{{{office}}}value-type") == "float", name
         assert Decimal(cells[name].get(f"{{{office}}}value")) == value
     assert text_of(cells["fee_currency"]) == "BTC"
+
+
+def test_the_rates_of_far_apart_payments_are_read_without_the_rates_between(app, accounts):
+    """A page of an export sorted by amount holds payments of any time: the rates recorded
+    between them (a row each sync while the market moves) are never read."""
+    from portal.extensions import db
+    from portal.identity.rules.accounts import merchant_named
+    from portal.money.rules.rate_history import Rate, RateBook, record
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    with app.app_context():
+        merchant_id = merchant_named(MERCHANT).id
+        for hour in range(48):
+            rates = {("BTC", "USD"): BTC_PRICE + hour}
+            record(merchant_id, 1, rates, start + timedelta(hours=hour))
+        db.session.commit()
+        early, late = start + timedelta(minutes=5), start + timedelta(hours=47, minutes=10)
+        before_any = start - timedelta(minutes=1)
+        book = RateBook.in_force_at(merchant_id, 1, [late, early, before_any, early])
+        assert len(book.records) == 2
+        assert book.rate("BTC", "USD", early) == Rate(BTC_PRICE, start)
+        assert book.rate("BTC", "USD", late) == Rate(BTC_PRICE + 47, start + timedelta(hours=47))
+        assert book.rate("BTC", "USD", before_any) is None

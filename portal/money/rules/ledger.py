@@ -224,12 +224,12 @@ def received_values(
     merchant_id: int, generation: int, reporting: str, received: Mapping[str, Decimal]
 ) -> dict[str, Decimal | None]:
     """What the money received for each of these operations (`received`, by id) is worth in
-    `reporting`: the sum of its payments' booked values, a query per chunk of ids. None when the
-    ledger holds no payment of it, has not booked all of `received` yet (a sync behind the
-    API), or one of its payments has no value in `reporting` (no rate at its time)."""
+    `reporting`: the sum of its payments' booked values, a query per chunk of ids. None when
+    nothing was received, the ledger has not booked all of it yet (a sync behind the API), or
+    one of its payments has no value in `reporting` (no rate at its time)."""
     values: dict[str, Decimal | None] = dict.fromkeys(received)
     valued = sa.and_(LedgerEntry.value.is_not(None), LedgerEntry.value_currency == reporting)
-    operation_ids = list(received)
+    operation_ids = [operation_id for operation_id, amount in received.items() if amount]
     for start in range(0, len(operation_ids), LOOKUP_CHUNK):
         rows = db.session.execute(
             sa.select(

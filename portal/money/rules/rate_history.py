@@ -23,6 +23,8 @@ from portal.money.models import RateRecord
 
 # A rate read longer ago than this before a movement is not its rate.
 FRESH_FOR = timedelta(minutes=15)
+# Moments looked up by one query of `RateBook.in_force_at` (SQLite joins at most 500 selects).
+MOMENTS_PER_QUERY = 400
 ONE = Decimal(1)
 
 
@@ -82,6 +84,35 @@ class RateBook:
                 )
             )
         self.starts = [record.recorded_at for record in self.records]
+
+    @classmethod
+    def in_force_at(
+        cls, merchant_id: int, generation: int, moments: Iterable[datetime]
+    ) -> RateBook:
+        """A book of the records in force at `moments` alone, the latest at or before each:
+        for moments that may lie far apart (an export sorted by amount), whose span may hold
+        more records than memory should. A query per `MOMENTS_PER_QUERY` distinct moments."""
+        book = cls(merchant_id, generation, ())
+        distinct = sorted(set(moments))
+        found: dict[int, RateRecord] = {}
+        for first in range(0, len(distinct), MOMENTS_PER_QUERY):
+            in_force = sa.union(
+                *(
+                    sa.select(sa.func.max(RateRecord.recorded_at)).where(
+                        RateRecord.merchant_id == merchant_id,
+                        RateRecord.connection_generation == generation,
+                        RateRecord.recorded_at <= moment,
+                    )
+                    for moment in distinct[first : first + MOMENTS_PER_QUERY]
+                )
+            )
+            records = db.session.scalars(
+                _of(merchant_id, generation).where(RateRecord.recorded_at.in_(in_force))
+            )
+            found.update((record.id, record) for record in records)
+        book.records = sorted(found.values(), key=lambda record: record.recorded_at)
+        book.starts = [record.recorded_at for record in book.records]
+        return book
 
     def rate(self, base: str, quote: str, at: datetime) -> Rate | None:
         """The price of one `base` in `quote` at `at`; None when no fresh rate was recorded

@@ -4,8 +4,9 @@ at in the merchant's reporting currency (the per-transaction export).
 A payment is valued as the ledger values money (`portal.money.rules.ledger.valuation`): paid to
 an operation priced in the reporting currency, at one over the operation's own rate, fixed when
 the operation was created; otherwise at the market rate the portal recorded at or before the
-transaction's time as the API gives it (`created_at`), no older than `FRESH_FOR`. The recorded
-rates are read once for all the transactions of a chunk of operations.
+transaction's time as the API gives it (`created_at`), no older than `FRESH_FOR`. The rates in
+force at the times of all the transactions of a chunk of operations are read at once, and those
+alone: a chunk sorted by amount spans the whole history.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def rated_transactions(
 
     def rated(operations: Sequence[Operation]) -> list[RatedTransaction]:
         paid = [(o, tx) for o in operations for tx in operation_transactions(o)]
-        rates = RateBook(merchant_id, generation, (tx.transaction.created_at for _, tx in paid))
+        moments = (tx.transaction.created_at for _, tx in paid)
+        rates = RateBook.in_force_at(merchant_id, generation, moments)
         return [
             RatedTransaction(
                 tx.transaction,
