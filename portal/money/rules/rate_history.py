@@ -23,8 +23,8 @@ from portal.money.models import RateRecord
 
 # A rate read longer ago than this before a movement is not its rate.
 FRESH_FOR = timedelta(minutes=15)
-# Moments looked up by one query of `RateBook.in_force_at` (SQLite joins at most 500 selects).
-MOMENTS_PER_QUERY = 400
+# Moments looked up by one query of `RateBook.in_force_at`: a page of an export's payments.
+MOMENTS_PER_QUERY = 100
 ONE = Decimal(1)
 
 
@@ -96,18 +96,11 @@ class RateBook:
         distinct = sorted(set(moments))
         found: dict[int, RateRecord] = {}
         for first in range(0, len(distinct), MOMENTS_PER_QUERY):
-            in_force = sa.union(
-                *(
-                    sa.select(sa.func.max(RateRecord.recorded_at)).where(
-                        RateRecord.merchant_id == merchant_id,
-                        RateRecord.connection_generation == generation,
-                        RateRecord.recorded_at <= moment,
-                    )
-                    for moment in distinct[first : first + MOMENTS_PER_QUERY]
-                )
-            )
+            batch = distinct[first : first + MOMENTS_PER_QUERY]
+            # The query's moments are all given: the batch's last one fills the places left.
+            given = {f"moment_{n}": batch[min(n, len(batch) - 1)] for n in range(MOMENTS_PER_QUERY)}
             records = db.session.scalars(
-                _of(merchant_id, generation).where(RateRecord.recorded_at.in_(in_force))
+                _IN_FORCE, {"merchant_id": merchant_id, "generation": generation, **given}
             )
             found.update((record.id, record) for record in records)
         book.records = sorted(found.values(), key=lambda record: record.recorded_at)
@@ -127,6 +120,30 @@ class RateBook:
             return None
         price = price_of(record.rates, base, quote)
         return Rate(price, min(at, record.last_seen_at)) if price is not None else None
+
+
+def _of_connection() -> sa.ColumnElement[bool]:
+    return sa.and_(
+        RateRecord.merchant_id == sa.bindparam("merchant_id"),
+        RateRecord.connection_generation == sa.bindparam("generation"),
+    )
+
+
+# The records in force at `MOMENTS_PER_QUERY` moments, one statement built once: it is compiled
+# once, where statements of as many moments as each page has would be built and compiled anew.
+_IN_FORCE = sa.select(RateRecord).where(
+    _of_connection(),
+    RateRecord.recorded_at.in_(
+        sa.union(
+            *(
+                sa.select(sa.func.max(RateRecord.recorded_at)).where(
+                    _of_connection(), RateRecord.recorded_at <= sa.bindparam(f"moment_{n}")
+                )
+                for n in range(MOMENTS_PER_QUERY)
+            )
+        )
+    ),
+)
 
 
 def price_of(rates: dict[str, str], base: str, quote: str) -> Decimal | None:
