@@ -33,10 +33,10 @@ def csv_download(
     listing: ApiList,
     title: str,
     columns: tuple[Column, ...],
-    rows_of: Callable[[Any], Iterable[object]] | None = None,
+    rows_of: Callable[[list[Any]], Iterable[object]] | None = None,
 ) -> Response:
     """The CSV of every record of `listing` that the query string's filters select, streamed;
-    `rows_of` gives the rows of one record when a record is not one row."""
+    `rows_of` gives the rows of a page's records when a record is not one row."""
     query = read_filters(listing.filters, request.args)
     if query.filters is None:
         return render_list(listing)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from portal.api.records import Transaction
 from portal.payments.rules.operation_list import StatedOperation
+from portal.payments.rules.paid_transactions import operation_transactions
 from portal.reports.rules.csv_rows import (
     OPERATION_COLUMNS,
     TRANSACTION_COLUMNS,
@@ -21,7 +22,6 @@ from portal.reports.rules.csv_rows import (
     _neutralise_pieces,
     header,
     neutralise,
-    operation_transactions,
     row_writer,
     spreadsheet_text,
     utc_text,

@@ -10,12 +10,8 @@ import pytest
 import requests
 
 from portal.api import OPERATION_LIST, MerchantApiClient
-from portal.reports.rules.csv_rows import (
-    OPERATION_COLUMNS,
-    TRANSACTION_COLUMNS,
-    UTC_ZONE,
-    operation_transactions,
-)
+from portal.payments.rules.paid_transactions import operation_transactions
+from portal.reports.rules.csv_rows import OPERATION_COLUMNS, TRANSACTION_COLUMNS, UTC_ZONE
 from portal.reports.rules.csv_stream import INCOMPLETE_MARK, Export, start
 from tests.support.sandbox_server import run_sandbox
 
@@ -76,9 +72,13 @@ def test_decimals_are_written_exactly_as_the_api_gave_them(seeded_sandbox):
         assert cells["created_at (UTC)"] == record["created_at"]
 
 
+def transactions_of(operations) -> list:
+    return [tx for operation in operations for tx in operation_transactions(operation)]
+
+
 def test_transactions_of_operations_one_row_each_with_the_operation_id(seeded_sandbox):
     client = client_for(seeded_sandbox)
-    export = Export(operations(client), {}, TRANSACTION_COLUMNS, UTC_ZONE, operation_transactions)
+    export = Export(operations(client), {}, TRANSACTION_COLUMNS, UTC_ZONE, transactions_of)
     rows = export_rows(export)
     expected = client.list_transactions(per_page=1).total
     assert len(rows) - 1 == expected

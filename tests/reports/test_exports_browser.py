@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.reports.test_exports_pages import api_records
 from tests.support.browser import assert_accessible, sign_in_as
 from tests.support.portal_server import PortalServer
 
@@ -40,6 +41,29 @@ def test_export_of_the_filtered_list_with_progress(accountant_page, tmp_path):
         rows = list(csv.reader(file))
     assert len(rows) == 301
     assert_accessible(page)
+
+
+def test_the_transactions_of_the_filtered_operations_with_their_order_numbers(
+    accountant_page, seeded_portal, tmp_path
+):
+    confirmed = {
+        operation["id"]: operation["order_id"]
+        for operation in api_records(seeded_portal.sandbox, "operations")
+        if operation["status"] == "confirmed"
+    }
+    page = accountant_page
+    page.goto("/operations?status=1")
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Export transactions (CSV), times in UTC").click()
+    expect(page.get_by_role("status").filter(has_text="Done")).to_be_visible()
+    saved = tmp_path / download.value.suggested_filename
+    download.value.save_as(saved)
+    assert saved.name == "acme_transactions-of-operations_all-dates_UTC.csv"
+    with saved.open(newline="", encoding="utf-8") as file:
+        rows = list(csv.DictReader(file))
+    assert {row["operation_id"] for row in rows} == confirmed.keys()  # each has a payment
+    for row in rows:
+        assert row["order_id"] == (confirmed[row["operation_id"]] or "")
 
 
 def test_a_slow_export_can_be_cancelled(accountant_page, seeded_portal):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
@@ -79,14 +79,23 @@ RETURNED_VOUCHER_STATUSES = frozenset({"cancelled", "expired"})
 VOUCHER_KINDS = (Kind.VOUCHER, Kind.VOUCHER_RETURNED, Kind.VOUCHER_PAYOFF)
 
 
+class RateSource(enum.StrEnum):
+    """Where the rate of a movement came from."""
+
+    SAME_CURRENCY = "same currency"  # the money is in the reporting currency already
+    OPERATION = "operation"  # one over the rate of an operation priced in the reporting currency
+    MARKET = "market"  # the rates the portal recorded from `/v1/rates`
+
+
 @dataclass(frozen=True)
 class Valuation:
-    """A movement's value in the reporting currency, and the rate it was taken at (None: no
-    rate was recorded fresh enough at its time)."""
+    """A movement's value in the reporting currency, and the rate it was taken at and where
+    from (None: no rate was recorded fresh enough at its time)."""
 
     value: Decimal | None
     rate: Decimal | None
     rate_at: datetime | None
+    source: RateSource | None = None
 
 
 NO_RATE = Valuation(None, None, None)
@@ -107,15 +116,18 @@ def valuation(
     reporting currency is worth what it paid at the operation's own rate (amount ÷ rate); any
     other at the market rate recorded at or before `at`."""
     if currency == reporting:
-        return Valuation(amount, Decimal(1), at)
+        return Valuation(amount, Decimal(1), at, RateSource.SAME_CURRENCY)
     if priced_in == reporting and operation_rate is not None and operation_rate > 0:
         return Valuation(
-            _exact(amount / operation_rate), _exact(1 / operation_rate), operation_at or at
+            _exact(amount / operation_rate),
+            _exact(1 / operation_rate),
+            operation_at or at,
+            RateSource.OPERATION,
         )
     rate = rates.rate(currency, reporting, at)
     if rate is None:
         return NO_RATE
-    return Valuation(_exact(amount * rate.price), rate.price, rate.at)
+    return Valuation(_exact(amount * rate.price), rate.price, rate.at, RateSource.MARKET)
 
 
 def book_operations(
@@ -391,6 +403,40 @@ def _booked_payments(
             assert operation_id is not None  # asked for by id
             sums[operation_id], counts[operation_id] = Decimal(total), count
     return sums, counts
+
+
+def received_values(
+    merchant_id: int, generation: int, reporting: str, received: Mapping[str, Decimal]
+) -> dict[str, Decimal | None]:
+    """What the money received for each of these operations (`received`, by id) is worth in
+    `reporting`: the sum of its payments' booked values, a query per chunk of ids. None when
+    nothing was received, the ledger has not booked all of it yet (a sync behind the API), or
+    one of its payments has no value in `reporting` (no rate at its time)."""
+    values: dict[str, Decimal | None] = dict.fromkeys(received)
+    valued = sa.and_(LedgerEntry.value.is_not(None), LedgerEntry.value_currency == reporting)
+    operation_ids = [operation_id for operation_id, amount in received.items() if amount]
+    for start in range(0, len(operation_ids), LOOKUP_CHUNK):
+        rows = db.session.execute(
+            sa.select(
+                LedgerEntry.operation_id,
+                sa.func.count(),
+                sa.func.count(sa.case((valued, 1))),
+                decimal_sum(LedgerEntry.amount),
+                decimal_sum(LedgerEntry.value),
+            )
+            .where(
+                LedgerEntry.merchant_id == merchant_id,
+                LedgerEntry.connection_generation == generation,
+                LedgerEntry.kind == Kind.PAYMENT,
+                LedgerEntry.operation_id.in_(operation_ids[start : start + LOOKUP_CHUNK]),
+            )
+            .group_by(LedgerEntry.operation_id)
+        )
+        for operation_id, count, valued_count, amount, value in rows:
+            assert operation_id is not None  # asked for by id
+            if valued_count == count and Decimal(amount) == received[operation_id]:
+                values[operation_id] = Decimal(value)
+    return values
 
 
 def _cross_exchange_operations(merchant_id: int, operation_ids: list[str]) -> set[str]:

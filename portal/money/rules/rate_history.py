@@ -23,6 +23,8 @@ from portal.money.models import RateRecord
 
 # A rate read longer ago than this before a movement is not its rate.
 FRESH_FOR = timedelta(minutes=15)
+# Moments looked up by one query of `RateBook.in_force_at`: a page of an export's payments.
+MOMENTS_PER_QUERY = 100
 ONE = Decimal(1)
 
 
@@ -83,6 +85,28 @@ class RateBook:
             )
         self.starts = [record.recorded_at for record in self.records]
 
+    @classmethod
+    def in_force_at(
+        cls, merchant_id: int, generation: int, moments: Iterable[datetime]
+    ) -> RateBook:
+        """A book of the records in force at `moments` alone, the latest at or before each:
+        for moments that may lie far apart (an export sorted by amount), whose span may hold
+        more records than memory should. A query per `MOMENTS_PER_QUERY` distinct moments."""
+        book = cls(merchant_id, generation, ())
+        distinct = sorted(set(moments))
+        found: dict[int, RateRecord] = {}
+        for first in range(0, len(distinct), MOMENTS_PER_QUERY):
+            batch = distinct[first : first + MOMENTS_PER_QUERY]
+            # The query's moments are all given: the batch's last one fills the places left.
+            given = {f"moment_{n}": batch[min(n, len(batch) - 1)] for n in range(MOMENTS_PER_QUERY)}
+            records = db.session.scalars(
+                _IN_FORCE, {"merchant_id": merchant_id, "generation": generation, **given}
+            )
+            found.update((record.id, record) for record in records)
+        book.records = sorted(found.values(), key=lambda record: record.recorded_at)
+        book.starts = [record.recorded_at for record in book.records]
+        return book
+
     def rate(self, base: str, quote: str, at: datetime) -> Rate | None:
         """The price of one `base` in `quote` at `at`; None when no fresh rate was recorded
         (none at or before `at`, the last one older than `FRESH_FOR`, or no such pair)."""
@@ -96,6 +120,30 @@ class RateBook:
             return None
         price = price_of(record.rates, base, quote)
         return Rate(price, min(at, record.last_seen_at)) if price is not None else None
+
+
+def _of_connection() -> sa.ColumnElement[bool]:
+    return sa.and_(
+        RateRecord.merchant_id == sa.bindparam("merchant_id"),
+        RateRecord.connection_generation == sa.bindparam("generation"),
+    )
+
+
+# The records in force at `MOMENTS_PER_QUERY` moments, one statement built once: it is compiled
+# once, where statements of as many moments as each page has would be built and compiled anew.
+_IN_FORCE = sa.select(RateRecord).where(
+    _of_connection(),
+    RateRecord.recorded_at.in_(
+        sa.union(
+            *(
+                sa.select(sa.func.max(RateRecord.recorded_at)).where(
+                    _of_connection(), RateRecord.recorded_at <= sa.bindparam(f"moment_{n}")
+                )
+                for n in range(MOMENTS_PER_QUERY)
+            )
+        )
+    ),
+)
 
 
 def price_of(rates: dict[str, str], base: str, quote: str) -> Decimal | None:

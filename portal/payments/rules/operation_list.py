@@ -1,5 +1,5 @@
-"""The operations list: the API's, or by state the mirror's, and each operation with its state
-for the exports.
+"""The operations list: the API's, or by state the mirror's, and each operation with its money,
+its state and the value of what it received in the reporting currency for the exports.
 
 The API cannot filter operations by their state (what the money amounts to is this portal's
 reading, `operation_money`). The mirror keeps each operation's state as of its last sync
@@ -11,8 +11,10 @@ when that sync was (`MirrorPage.as_of`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
 from functools import partial
 from typing import Any
 
@@ -22,9 +24,11 @@ from portal.api import OPERATION_LIST, OPERATION_STATUSES, MerchantApiClient, Op
 from portal.api.paging import PageReader
 from portal.extensions import db
 from portal.identity.models import Merchant
+from portal.live.rules.events import current_generation
+from portal.money.rules.ledger import received_values
 from portal.payments.models import MirroredOperation
 from portal.payments.rules.mirror_money import mirrored_operations
-from portal.payments.rules.operation_money import State, moneys_of
+from portal.payments.rules.operation_money import OperationMoney, State, moneys_of
 from portal.payments.rules.state_words import state_words
 
 # The list's sorts the mirror's columns answer; amounts are kept as exact text, which a
@@ -67,9 +71,13 @@ class MirrorPage(Page[Operation]):
 
 @dataclass(frozen=True)
 class StatedOperation(Operation):
-    """An operation with its state in words, as the list's badge says it (for the exports)."""
+    """An operation for the exports: its money (`operation_money`), its state in words as the
+    list's badge says it, and what the money it received is worth in the reporting currency
+    (`portal.money.rules.ledger.received_values`; None when not known)."""
 
+    money: OperationMoney | None = None
     state: str = ""
+    value: Decimal | None = None
 
 
 def operation_pages(
@@ -84,29 +92,48 @@ def operation_pages(
 
 
 def stated_operation_pages(
-    api: MerchantApiClient, merchant: Merchant, **filters: Any
-) -> PageReader[StatedOperation]:
-    """`operation_pages`, each operation with its state (one query to the mirror a page). A
-    page may be read while a download streams, in a session of its own: the merchant is read
-    again there by its id."""
-    read = operation_pages(api, merchant, **filters)
-    merchant_id = merchant.id
+    api: MerchantApiClient, merchant: Merchant
+) -> Callable[..., PageReader[StatedOperation]]:
+    """How the exports ask for a page of `operation_pages`: each operation with its money, its
+    state and the value of what it received in the merchant's reporting currency of now (one
+    query to the mirror and one to the ledger a page).
 
-    def stated() -> Page[StatedOperation]:
-        page = read()
-        moneys = moneys_of(db.session.get_one(Merchant, merchant_id), page.items)
-        items = tuple(
-            StatedOperation(
-                **vars(operation),
-                state=state_words(moneys[operation.id].state, operation.status),
+    The merchant's reporting currency and connection are read here, in the request; pages are
+    asked for on worker threads, and read while the download streams, in a session of their
+    own, where the merchant is read again by its id."""
+    merchant_id, reporting = merchant.id, merchant.reporting_currency
+    generation = current_generation(merchant_id)
+
+    def fetch(**filters: Any) -> PageReader[StatedOperation]:
+        read = operation_pages(api, merchant, **filters)
+
+        def stated() -> Page[StatedOperation]:
+            page = read()
+            moneys = moneys_of(db.session.get_one(Merchant, merchant_id), page.items)
+            received = {operation.id: moneys[operation.id].received for operation in page.items}
+            values = received_values(merchant_id, generation, reporting, received)
+            items = tuple(
+                StatedOperation(
+                    **vars(operation),
+                    money=moneys[operation.id],
+                    state=state_words(moneys[operation.id].state, operation.status),
+                    value=values[operation.id],
+                )
+                for operation in page.items
             )
-            for operation in page.items
-        )
-        return Page(
-            items, page.total, page.current_page, page.last_page, page.per_page, page.from_, page.to
-        )
+            return Page(
+                items,
+                page.total,
+                page.current_page,
+                page.last_page,
+                page.per_page,
+                page.from_,
+                page.to,
+            )
 
-    return stated
+        return stated
+
+    return fetch
 
 
 def mirror_page(

@@ -7,7 +7,7 @@ one more request, by their ids, so a list or an export asks once per page, never
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -59,3 +59,11 @@ def _paid(
         transactions.from_,
         transactions.to,
     )
+
+
+def operation_transactions(operation: Operation) -> list[PaidTransaction]:
+    """The operation's embedded transactions, each carrying the operation's id and currency."""
+    return [
+        PaidTransaction(replace(tx, operation_id=operation.id), operation.currency_paid)
+        for tx in operation.transactions
+    ]

@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from decimal import Decimal
 from functools import partial
 from operator import attrgetter
 from typing import Any
 
-from portal.api.records import Operation
-from portal.payments.rules.paid_transactions import PaidTransaction
+from portal.payments.rules.operation_list import StatedOperation
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\n")
 # Where a formula can start: at the start of the cell or of a piece after a list separator,
@@ -189,6 +188,32 @@ OPERATION_COLUMNS = (
 )
 
 
+def _money_field(name: str) -> Column:
+    return Column(name, "decimal", lambda operation: getattr(operation.money, name))
+
+
+def _fee_currency(operation: StatedOperation) -> str | None:
+    assert operation.money is not None  # every exported operation has its money
+    return operation.money.currency if operation.money.fee is not None else None
+
+
+def operation_columns(reporting: str) -> tuple[Column, ...]:
+    """The operations export's columns: the API's fields and the state, then the operation's
+    money in its payment currency (`portal.payments.rules.operation_money`), then what it
+    received is worth in the `reporting` currency, which the header names (`value_usd`)."""
+    return (
+        *OPERATION_COLUMNS,
+        _money_field("due"),
+        _money_field("received"),
+        _money_field("awaiting"),
+        _money_field("difference"),
+        Column("fee_charged", "decimal", lambda operation: operation.money.fee),
+        Column("fee_currency", "text", _fee_currency),
+        _money_field("net"),
+        Column(f"value_{reporting.lower()}", "decimal", attrgetter("value")),
+    )
+
+
 def _paid_field(name: str, kind: str = "text") -> Column:
     return Column(name, kind, lambda paid: getattr(paid.transaction, name))
 
@@ -206,6 +231,20 @@ TRANSACTION_COLUMNS = (
     _paid_field("updated_at", "timestamp"),
 )
 """Columns of `PaidTransaction`s: the transactions list, or an operation's transactions."""
+
+
+def rated_transaction_columns(reporting: str) -> tuple[Column, ...]:
+    """The per-transaction export of operations: each transaction's columns, its operation's
+    order number, and the rate of one unit of its currency in the `reporting` currency (which
+    the header names, `rate_usd`), when that rate was read, and where it came from."""
+    return (
+        *TRANSACTION_COLUMNS,
+        _field("order_id"),
+        Column(f"rate_{reporting.lower()}", "decimal", lambda rated: rated.rating.rate),
+        Column("rate_at", "timestamp", lambda rated: rated.rating.rate_at),
+        Column("rate_source", "text", lambda rated: rated.rating.source),
+    )
+
 
 VOUCHER_COLUMNS = (
     _field("id"),
@@ -260,11 +299,3 @@ def row_writer(
     whole export."""
     cells = [(column.read, cell_writer(column.kind, zone, excel)) for column in columns]
     return lambda record: [write(read(record)) for read, write in cells]
-
-
-def operation_transactions(operation: Operation) -> list[PaidTransaction]:
-    """The operation's embedded transactions, each carrying the operation's id and currency."""
-    return [
-        PaidTransaction(replace(tx, operation_id=operation.id), operation.currency_paid)
-        for tx in operation.transactions
-    ]

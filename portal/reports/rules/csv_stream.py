@@ -38,7 +38,9 @@ class Export:
     filters: dict
     columns: tuple[Column, ...]
     zone: TimeZone
-    rows_of: Callable[[Any], Iterable[object]] | None = None  # default: the record itself
+    # The rows of a page's records, for records that are not one row each (all at once: the
+    # rows may need a query, one a page then); by default each record is its row.
+    rows_of: Callable[[list[Any]], Iterable[object]] | None = None
     excel: bool = False  # the Excel variant: a byte-order mark, spreadsheet dates and text
 
     def fetch(self, page: int) -> PageReader[Any]:
@@ -99,10 +101,7 @@ def _csv_text(export: Export, first: Page) -> Iterator[str]:
                 if record.id not in seen:
                     seen.add(record.id)
                     records.append(record)
-            if export.rows_of is None:
-                rows: list = records
-            else:
-                rows = [item for record in records for item in export.rows_of(record)]
+            rows = records if export.rows_of is None else list(export.rows_of(records))
             lines.add(rows)
             written += len(rows)
             yield lines.flush()

@@ -50,11 +50,8 @@ from portal.payments.rules.operation_list import operation_pages, stated_operati
 from portal.payments.rules.operation_money import WITHDRAWAL_CATEGORIES, can_change, money_of
 from portal.payments.rules.rates import currencies_of
 from portal.payments.rules.timeline import timeline
-from portal.reports.rules.csv_rows import (
-    OPERATION_COLUMNS,
-    TRANSACTION_COLUMNS,
-    operation_transactions,
-)
+from portal.payments.rules.transaction_rates import rated_transactions
+from portal.reports.rules.csv_rows import operation_columns, rated_transaction_columns
 from portal.web.access import ALL_ROLES, roles
 from portal.web.api_errors import (
     NOTHING_SENT,
@@ -91,7 +88,7 @@ OPERATIONS = ApiList(
 )
 # The operations export: each operation with its state, as the list's badge says it.
 STATED_OPERATIONS = replace(
-    OPERATIONS, fetch=lambda api: partial(stated_operation_pages, api, current_user.merchant)
+    OPERATIONS, fetch=lambda api: stated_operation_pages(api, current_user.merchant)
 )
 OPERATION = IdempotentForm(
     IntentKind.OPERATION,
@@ -112,12 +109,19 @@ def index() -> Response:
 @bp.get("/export.csv")
 @roles(*ALL_ROLES)
 def export_csv() -> Response:
-    """Operations, or with `detail=transactions` one row per transaction of those operations."""
+    """Operations with their money, or with `detail=transactions` one row per transaction of
+    those operations with its rate; values and rates in the merchant's reporting currency."""
+    merchant = current_user.merchant
     if request.args.get("detail") == "transactions":
         return csv_download(
-            OPERATIONS, "transactions-of-operations", TRANSACTION_COLUMNS, operation_transactions
+            OPERATIONS,
+            "transactions-of-operations",
+            rated_transaction_columns(merchant.reporting_currency),
+            rated_transactions(merchant),
         )
-    return csv_download(STATED_OPERATIONS, "operations", OPERATION_COLUMNS)
+    return csv_download(
+        STATED_OPERATIONS, "operations", operation_columns(merchant.reporting_currency)
+    )
 
 
 def _operation_or_404(operation_id: str) -> Operation:
