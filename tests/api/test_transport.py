@@ -324,7 +324,9 @@ def test_a_refused_connection_is_retried_for_get_only(refused_url, call, retried
 
 
 def test_unresolvable_host_is_unavailable_and_not_sent():
-    client = MerchantApiClient("http://merchant-api.invalid", token=TOKEN, timeout=(1.0, 1.0))
+    # A failed lookup answers at once; a deadline well beyond it keeps a loaded machine's slow
+    # lookups from reading as a timeout.
+    client = MerchantApiClient("http://merchant-api.invalid", token=TOKEN, timeout=(10.0, 10.0))
     with pytest.raises(ApiUnavailable) as caught:
         client.ping()
     assert (caught.value.timeout, caught.value.request_sent) == (False, False)
