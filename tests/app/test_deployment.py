@@ -66,6 +66,7 @@ def _answers(url: str) -> bool:
     return requests.get(f"{url}/healthz", timeout=10).status_code == 200
 
 
+@pytest.mark.long  # started first: it would otherwise keep one worker busy at the end
 def test_gunicorn_restarts_a_stuck_worker_and_lets_requests_finish_on_a_restart(tmp_path, sandbox):
     """The project's settings, as gunicorn resolves them: a worker that stops answering for 30 s
     is restarted, requests under way get 25 s on a restart. Then the same file served with both

@@ -103,6 +103,7 @@ def _connect_to(app, url: str) -> None:
         db.session.commit()
 
 
+@pytest.mark.long  # started first: it would otherwise keep one worker busy at the end
 def test_a_list_page_on_gunicorn_answers_504_while_the_api_drips(tmp_path, sandbox):
     env = {"PORTAL_API_TIMEOUT_CONNECT": str(CONNECT), "PORTAL_API_TIMEOUT_READ": str(READ)}
     with (
