@@ -807,7 +807,8 @@ class _Sync:
         """Read again what the money of these operations amounts to (`restate_row`, from each
         record and the mirror's transactions: a transaction can change without its operation's
         record), and keep it for their events (`_with_money`); a state the money newly reached,
-        or reached again with another amount paid, becomes its event."""
+        or reached again with another amount paid, becomes its event. What changed in their
+        money is booked in the ledger (`portal.money.rules.ledger.book_operations`)."""
         changes = []
         rows = list(self._chunked(MirroredOperation, MirroredOperation.operation_id, operation_ids))
         operations = mirrored_operations(self.merchant_id, rows)
