@@ -12,6 +12,10 @@ Only the worker holding a merchant's lease (one conditional UPDATE of its Mirror
 and every write checks the lease is still its own. The mirror only reads from the API: it never
 moves money.
 
+Each sync first records the rates (`portal.money.rules.rate_history`), then books in the ledger
+what changed in the money of the operations it read and in the voucher list
+(`portal.money.rules.ledger`), in the same transaction as the page that shows it.
+
 The mirror belongs to the merchant's API connection: connecting to another account (a new base
 URL, environment or token, `portal.settings.rules.connection.connect`) deletes the mirror and its
 state,
