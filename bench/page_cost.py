@@ -122,8 +122,8 @@ def dashboard_statements(server: PortalServer) -> list[tuple[str, tuple]]:
     """The SQL the dashboard runs for its figures (30 days), with their parameters."""
     from portal.extensions import db
     from portal.identity.models import User
-    from portal.payments.pages.dashboard.forms import PeriodForm
-    from portal.payments.pages.dashboard.routes import _figures
+    from portal.payments.pages.dashboard.routes import DEFAULT_PRESET, PRESETS, _figures
+    from portal.web.periods import PeriodForm
 
     statements: list[tuple[str, tuple]] = []
 
@@ -137,7 +137,7 @@ def dashboard_statements(server: PortalServer) -> list[tuple[str, tuple]]:
         assert merchant.mirror_state is not None  # loaded with the session, as the page has it
         sa.event.listen(db.engine, "before_cursor_execute", record)
         try:
-            _figures(merchant, PeriodForm(MultiDict()))
+            _figures(merchant, PeriodForm(MultiDict(), PRESETS, DEFAULT_PRESET))
         finally:
             sa.event.remove(db.engine, "before_cursor_execute", record)
     return statements

@@ -44,12 +44,17 @@ def shown(amount: Decimal, currency: str) -> str:
     return f"{amount.normalize():,f} {currency}"
 
 
-def test_after_a_days_movements_every_balance_is_the_sandboxs_wallet(portal, api, sandbox):
-    owner = signed_in(portal, email("owner"))
-    for currency in WALLETS:  # the morning: the owner enters what the wallets hold
+def enter_openings(owner, sandbox) -> None:
+    """The morning: the owner enters what the wallets hold."""
+    for currency in WALLETS:
         opening = {"amount": str(wallet(sandbox, currency))}
         assert post(owner, f"/balances/{currency}/opening", opening).status_code == 302
 
+
+def a_days_movements(portal, api, sandbox, owner) -> None:
+    """Payments in full, in part and over, a link, a reject, a withdrawal, a voucher issued and
+    cancelled (direct calls to the API), a voucher paid off and an exchange (through the
+    portal), each booked by a sync."""
     full = api.create_operation("0.5", "BTC", "order-full")
     sandbox.receive(full.id, "0.5")
     part = api.create_operation("0.4", "BTC", "order-part")
@@ -73,6 +78,12 @@ def test_after_a_days_movements_every_balance_is_the_sandboxs_wallet(portal, api
     deal = {"sell_currency": "BTC", "buy_currency": "ETH", "sell_amount": "0.1", "buy_amount": ""}
     assert owner.post("/exchange", data=exchange_confirm_form(review_exchange(owner, deal)))
     sync(portal)
+
+
+def test_after_a_days_movements_every_balance_is_the_sandboxs_wallet(portal, api, sandbox):
+    owner = signed_in(portal, email("owner"))
+    enter_openings(owner, sandbox)
+    a_days_movements(portal, api, sandbox, owner)
 
     truth = {currency: wallet(sandbox, currency) for currency in WALLETS}
     listed = text(owner.get("/balances"))

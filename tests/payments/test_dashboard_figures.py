@@ -11,7 +11,7 @@ from decimal import Decimal
 import pytest
 
 from portal.api import Operation
-from portal.payments.rules.dashboard import Preset, preset_days
+from portal.periods import Preset, preset_days
 from tests.support import factories
 from tests.support.dashboard import figure
 from tests.support.forms import signed_in

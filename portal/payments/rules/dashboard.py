@@ -1,11 +1,11 @@
 """The dashboard's figures for any period (SQL aggregates): money by when it arrived, from the
 ledger, and operations by when they were created, from the mirror.
 
-A period is a span of calendar days in the user's time zone; its bounds become UTC instants
-once, and every figure is counted between them in the database, so the page costs the same at
-100,000 movements as at 100. Sums are exact: amounts are stored as decimal text, and the
-database adds them as decimals (PostgreSQL's NUMERIC; on SQLite an aggregate of Python's
-`Decimal`), never as floats.
+A period is a span of calendar days in the user's time zone (`portal.periods`); its bounds
+become UTC instants once, and every figure is counted between them in the database, so the
+page costs the same at 100,000 movements as at 100. Sums are exact: amounts are stored as
+decimal text, and the database adds them as decimals (PostgreSQL's NUMERIC; on SQLite an
+aggregate of Python's `Decimal`), never as floats.
 
 Sales are the operations customers pay: withdrawals (`WITHDRAWAL_CATEGORIES`) and the
 operations that wait for a cross exchange's sold currency move the merchant's own money, so
@@ -18,11 +18,12 @@ import enum
 import functools
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 import sqlalchemy as sa
 
+from portal import periods
 from portal.database import decimal_sum
 from portal.extensions import db
 from portal.money.models import CrossExchangeReference, LedgerEntry
@@ -41,52 +42,16 @@ ZERO = Decimal(0)
 SHARE_PLACES = Decimal("0.1")
 
 
-class Preset(enum.StrEnum):
-    """The periods one click away; each is relative to the day it is asked for."""
-
-    TODAY = "today"
-    SEVEN_DAYS = "7-days"
-    THIRTY_DAYS = "30-days"
-    THIS_MONTH = "this-month"
-    LAST_MONTH = "last-month"
-
-
-DEFAULT_PRESET = Preset.THIRTY_DAYS
-
-
-def preset_days(preset: Preset, today: date) -> tuple[date, date]:
-    """The first and last day (both included) of `preset`, as seen on `today`."""
-    if preset is Preset.TODAY:
-        return today, today
-    if preset is Preset.SEVEN_DAYS:
-        return today - timedelta(days=6), today
-    if preset is Preset.THIRTY_DAYS:
-        return today - timedelta(days=29), today
-    if preset is Preset.THIS_MONTH:
-        return today.replace(day=1), today
-    last_day = today.replace(day=1) - timedelta(days=1)
-    return last_day.replace(day=1), last_day
-
-
 @dataclass(frozen=True)
-class Period:
-    """Calendar days `since` to `until`, both included, in `zone`."""
-
-    since: date
-    until: date
-    zone: tzinfo
-
-    def start(self, day: date) -> datetime:
-        """The UTC instant at which `day` begins in the period's zone."""
-        return datetime.combine(day, time(), tzinfo=self.zone).astimezone(UTC)
+class Period(periods.Period):
+    """A period as the chart draws it: a bar per day, or per month for a long one."""
 
     def buckets(self) -> list[tuple[date, date]]:
         """The chart's bars: first day and the day after, by day or, for long periods, by month."""
-        days = (self.until - self.since).days + 1
-        if days <= MOST_DAILY_BARS:
+        if not self.monthly:
             return [
                 (self.since + timedelta(days=n), self.since + timedelta(days=n + 1))
-                for n in range(days)
+                for n in range(self.days)
             ]
         buckets, first = [], self.since
         while first <= self.until:
@@ -96,24 +61,8 @@ class Period:
         return buckets
 
     @property
-    def days(self) -> int:
-        return (self.until - self.since).days + 1
-
-    @property
     def monthly(self) -> bool:
         return self.days > MOST_DAILY_BARS
-
-    @property
-    def previous(self) -> Period:
-        """The same number of days just before."""
-        return Period(
-            self.since - timedelta(days=self.days), self.since - timedelta(days=1), self.zone
-        )
-
-    @property
-    def instants(self) -> tuple[datetime, datetime]:
-        """The UTC instants of its first moment and of the moment after its last."""
-        return self.start(self.since), self.start(self.until + timedelta(days=1))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ from portal.identity.models import Merchant
 from portal.identity.rules import attempts
 from portal.money.rules.balances import balances
 from portal.payments.pages.dashboard import bp
-from portal.payments.pages.dashboard.forms import PERIOD_WORDS, PeriodForm
 from portal.payments.rules.dashboard import (
     CHART_HEIGHT,
     CHART_WIDTH,
@@ -25,11 +24,13 @@ from portal.payments.rules.dashboard import (
 )
 from portal.payments.rules.rates import rate_rows
 from portal.payments.rules.state_words import STATE_WORDS
+from portal.periods import Preset
 from portal.settings.rules.connection import in_background, masked_tokens
 from portal.web.access import ALL_ROLES, may_open, public, roles
 from portal.web.api_errors import unless_unavailable
 from portal.web.formatting import user_zone, user_zone_name
 from portal.web.merchant import current_api
+from portal.web.periods import PeriodForm
 from portal.web.rendering import polled_by, render_page
 
 LATEST = 5
@@ -38,6 +39,14 @@ PAGE, LATEST_FRAGMENT = "dashboard/index.html", "dashboard/_latest.html"
 # The element that asks for the latest operations again while one of them can still change;
 # only that part is read again.
 LATEST_POLLER = "latest-operations"
+PRESETS = (
+    Preset.TODAY,
+    Preset.SEVEN_DAYS,
+    Preset.THIRTY_DAYS,
+    Preset.THIS_MONTH,
+    Preset.LAST_MONTH,
+)
+DEFAULT_PRESET = Preset.THIRTY_DAYS
 
 
 @bp.route("/")
@@ -52,7 +61,9 @@ def index() -> Response:
         return render_page(PAGE, LATEST_FRAGMENT, 200, latest=latest_only, poller=LATEST_POLLER)
     if connection is not None:
         context["token_mask"] = masked_tokens(connection)[0]
-        context |= _figures(current_user.merchant, PeriodForm(request.args))
+        context |= _figures(
+            current_user.merchant, PeriodForm(request.args, PRESETS, DEFAULT_PRESET)
+        )
         # While the payment service does not answer, the page says so instead of its parts.
         live = unless_unavailable(partial(_from_the_api, current_api()))
         context |= live if live is not None else {"api_down": True}
@@ -70,9 +81,8 @@ def _figures(merchant: Merchant, form: PeriodForm) -> dict[str, object]:
     period = Period(since, until, zone)
     return {
         "form": form,
-        "presets": PERIOD_WORDS,
         "preset": preset,
-        "period_title": PERIOD_WORDS[preset] if preset else f"{since} to {until}",
+        "period_title": form.title(since, until, preset),
         "period_error": refused,
         "synced_at": synced,
         "sync_seconds": current_app.config["SYNC_SECONDS"],
