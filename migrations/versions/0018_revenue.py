@@ -10,6 +10,9 @@ ledger's first movements, and the operation of each cross exchange made through 
   money is the exchange's, not a sale.
 - `withdrawal_limits`: the daily limit an owner set for withdrawals from a wallet (the API tells
   none of its own).
+- `statement_choices`, `statement_mails`: how often a user gets the statement by mail, and each
+  period's mail queued (once per user and period); `mail_messages.stop_url`: the link a mail's
+  `List-Unsubscribe` header names.
 
 Revision ID: 0018
 Revises: 0017
@@ -95,9 +98,50 @@ def upgrade():
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.UniqueConstraint("merchant_id", "currency"),
     )
+    op.add_column("mail_messages", sa.Column("stop_url", sa.String(500)))
+    op.create_table(
+        "statement_choices",
+        _user(primary_key=True),
+        sa.Column(
+            "frequency",
+            sa.Enum(
+                "none",
+                "weekly",
+                "monthly",
+                name="statementfrequency",
+                native_enum=False,
+                length=20,
+                create_constraint=True,
+            ),
+            nullable=False,
+        ),
+        sa.Column("chosen_at", sa.DateTime(timezone=True), nullable=False),
+    )
+    op.create_table(
+        "statement_mails",
+        sa.Column("id", sa.Integer(), primary_key=True),
+        _user(),
+        sa.Column("period_start", sa.Date(), nullable=False),
+        sa.Column("period_end", sa.Date(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.UniqueConstraint("user_id", "period_start", "period_end"),
+    )
+
+
+def _user(*, primary_key: bool = False) -> sa.Column:
+    return sa.Column(
+        "user_id",
+        sa.Integer(),
+        sa.ForeignKey("users.id", ondelete="CASCADE"),
+        primary_key=primary_key,
+        nullable=False,
+    )
 
 
 def downgrade():
+    op.drop_table("statement_mails")
+    op.drop_table("statement_choices")
+    op.drop_column("mail_messages", "stop_url")
     op.drop_table("withdrawal_limits")
     op.drop_table("ledger_entries")
     op.drop_table("rate_records")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from datetime import datetime
+from datetime import date, datetime
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -241,3 +241,41 @@ class MailMessage(Model):
     last_error: Mapped[str | None] = mapped_column(sa.Text)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
     sent_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    # The link that stops this kind of mail without signing in, sent as `List-Unsubscribe`
+    # (RFC 8058); dropped with the body.
+    stop_url: Mapped[str | None] = mapped_column(sa.String(500))
+
+
+class StatementFrequency(enum.StrEnum):
+    NONE = "none"
+    WEEKLY = "weekly"  # Monday to Sunday in the user's zone
+    MONTHLY = "monthly"  # a calendar month in the user's zone
+
+
+class StatementChoice(Model):
+    """How often a user who reads money gets the statement by mail; no row means never.
+    Only periods that end after `chosen_at` are sent: choosing mid-month brings no mail of a
+    month that ended weeks ago."""
+
+    __tablename__ = "statement_choices"
+
+    user_id: Mapped[int] = mapped_column(
+        sa.ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
+    frequency: Mapped[StatementFrequency] = mapped_column(enum_column(StatementFrequency))
+    chosen_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+
+class StatementMail(Model):
+    """A statement mail queued for a user and period (days in the user's zone, both included).
+    Unique per user and period, and written in the transaction that queues the message: a
+    restarted worker, or a second one, finds it and queues no second."""
+
+    __tablename__ = "statement_mails"
+    __table_args__ = (sa.UniqueConstraint("user_id", "period_start", "period_end"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(sa.ForeignKey("users.id", ondelete="CASCADE"))
+    period_start: Mapped[date] = mapped_column(sa.Date)
+    period_end: Mapped[date] = mapped_column(sa.Date)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)

@@ -40,6 +40,7 @@ EXCEPTIONS = {
     "cross_exchanges.new": MOVERS,
     "cross_exchanges.cancel": MOVERS,
     "balances.opening": OWNER,
+    "account.statement_mail_choice": frozenset({"owner", "accountant"}),
 }
 
 

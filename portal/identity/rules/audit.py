@@ -83,6 +83,8 @@ ACTIONS = {
     "webhooks.reveal_secret": "Webhook secret revealed",
     "mirror.resync": "Full resync requested",
     "mail.choices": "E-mail choices changed",
+    "statement_mail.choice": "Statement e-mail choice changed",
+    "statement_mail.stop": "Statement e-mails stopped from the mail's link",
     "payment_tolerance.change": "Payment tolerance changed",
     "reporting_currency.change": "Reporting currency changed",
     "balance.enter": "Balance entered",

@@ -94,12 +94,12 @@ def send_due() -> None:
     if not enabled():
         return
     for merchant_id in db.session.scalars(sa.select(Merchant.id)).all():
-        _isolated(_queue_events, merchant_id, doing="queueing the mail of merchant")
-    _isolated(one_time_links.answer_reset_requests, doing="answering reset requests")
+        isolated(_queue_events, merchant_id, doing="queueing the mail of merchant")
+    isolated(one_time_links.answer_reset_requests, doing="answering reset requests")
     _send_queued()
 
 
-def _isolated(step: Callable[..., None], *args: int, doing: str) -> None:
+def isolated(step: Callable[..., None], *args: int, doing: str) -> None:
     """Run one step of the tick; an exception is logged by its class (no message: it may quote
     an address or a link) and rolled back, and the tick goes on."""
     try:
@@ -208,9 +208,10 @@ def _claim_next() -> MailMessage | None:
 
 
 def _finish(message: MailMessage, state: MailState) -> None:
-    """Sent or given up: the body goes (it may hold a one-time link)."""
+    """Sent or given up: the body and the stop link go (they may hold a one-time link)."""
     message.state = state
     message.body = None
+    message.stop_url = None
     message.lease_until = None
     if state == MailState.SENT:
         message.sent_at = utcnow()
@@ -239,6 +240,10 @@ def _email(message: MailMessage) -> EmailMessage:
     email["Date"] = formatdate(usegmt=True)
     email["Message-ID"] = make_msgid(idstring=secrets.token_hex(4), domain=_domain(sender))
     email["Auto-Submitted"] = "auto-generated"
+    if message.stop_url:
+        # RFC 8058: a mail program's own "unsubscribe" POSTs this to the link, no page shown.
+        email["List-Unsubscribe"] = f"<{message.stop_url}>"
+        email["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
     email.set_content(message.body or "")
     return email
 

@@ -27,17 +27,31 @@ def portal_link(path: str) -> str:
 
 
 def queue(
-    to: str, subject: str, body: str, *, user_id: int | None = None, event_id: int | None = None
+    to: str,
+    subject: str,
+    body: str,
+    *,
+    user_id: int | None = None,
+    event_id: int | None = None,
+    stop_url: str | None = None,
 ) -> bool:
     """Add a message to the outbox, whether it was; the caller commits (with what the message
     is about). A message goes to one address: `to` holding a list, or anything else than one
     address (stored before addresses were checked so), is logged and not queued, since its
-    link would reach every mailbox of the list. The log names the user, never the address."""
+    link would reach every mailbox of the list. The log names the user, never the address.
+    `stop_url`: the link that stops such mail in one click (the `List-Unsubscribe` header)."""
     if not looks_like_email(to):
         whose = "a stored address" if user_id is None else f"the address of user {user_id}"
         current_app.logger.warning("Mail to %s not queued: not one email address.", whose)
         return False
     db.session.add(
-        MailMessage(to_address=to, subject=subject, body=body, user_id=user_id, event_id=event_id)
+        MailMessage(
+            to_address=to,
+            subject=subject,
+            body=body,
+            user_id=user_id,
+            event_id=event_id,
+            stop_url=stop_url,
+        )
     )
     return True

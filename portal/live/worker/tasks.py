@@ -21,6 +21,7 @@ from huey import crontab
 
 from portal.live.rules import mail, mirror, webhooks
 from portal.live.worker.queue import DELIVERIES, MAIL, SYNCS, huey, in_app_context
+from portal.reports.rules import statement_mail
 
 
 def plan_rest_of_minute() -> None:
@@ -70,5 +71,7 @@ def deliver_webhooks() -> None:
 @MAIL
 @in_app_context
 def send_mail() -> None:
-    """Queue the mail of new events and send what is due."""
+    """Queue the mail of new events and the statements whose period ended, and send what is
+    due."""
+    statement_mail.queue_due()
     mail.send_due()

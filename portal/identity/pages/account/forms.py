@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask_wtf import FlaskForm
 from wtforms import (
     PasswordField,
+    RadioField,
     SelectChoice,
     SelectField,
     SelectMultipleField,
@@ -13,6 +14,7 @@ from wtforms import (
 from wtforms.validators import DataRequired, EqualTo, Length
 from wtforms.widgets import CheckboxInput, ListWidget
 
+from portal.live.models import StatementFrequency
 from portal.live.rules.event_words import HEADLINES
 from portal.web.fields import PASSWORD_LENGTH, CodeField
 from portal.web.formatting import time_zone_names
@@ -87,3 +89,18 @@ class MailChoicesForm(FlaskForm):
         option_widget=CheckboxInput(),
     )
     submit = SubmitField("Save e-mail choices")
+
+
+class StatementMailForm(FlaskForm):
+    """How often the statement comes by mail: offered to the users who read money."""
+
+    frequency = RadioField(
+        "E-mail me the statement",
+        choices=[
+            SelectChoice(StatementFrequency.NONE.value, "Never"),
+            SelectChoice(StatementFrequency.WEEKLY.value, "Every week (Monday to Sunday)"),
+            SelectChoice(StatementFrequency.MONTHLY.value, "Every month"),
+        ],
+        default=StatementFrequency.NONE.value,
+    )
+    submit = SubmitField("Save statement choice")

@@ -8,6 +8,7 @@ from flask import flash, redirect, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
+from portal.identity.models import Role
 from portal.identity.pages.account import bp
 from portal.identity.pages.account.enrolment import forget_setup, setup_secret
 from portal.identity.pages.account.forms import (
@@ -16,11 +17,14 @@ from portal.identity.pages.account.forms import (
     EnableTwoFactorForm,
     MailChoicesForm,
     RecoveryCodesForm,
+    StatementMailForm,
     TimeZoneForm,
 )
 from portal.identity.rules import accounts, audit
 from portal.identity.rules import two_factor as second_factor
+from portal.live.models import StatementFrequency
 from portal.live.rules import mail, outbox
+from portal.reports.rules import statement_mail
 from portal.web.access import (
     ALL_ROLES,
     open_before_enrolment,
@@ -100,15 +104,36 @@ def mail_choices() -> Response:
     return redirect(url_for("account.index"))
 
 
+@bp.route("/account/statement-mail", methods=["POST"])
+@roles(Role.OWNER, Role.ACCOUNTANT)
+def statement_mail_choice() -> Response:
+    """Save how often the statement comes by mail; audited like the other mail choices."""
+    form = StatementMailForm(prefix="statement")
+    if not outbox.enabled() or not form.validate_on_submit():
+        error = " ".join(form.frequency.errors) or "E-mail is off."
+        audit.record("statement_mail.choice", error=error)
+        return _account_page(422, statement_form=form)
+    statement_mail.choose(current_user, StatementFrequency(form.frequency.data))
+    audit.record("statement_mail.choice", parameters={"frequency": form.frequency.data})
+    flash("Your statement choice is saved.", "success")
+    return redirect(url_for("account.index"))
+
+
 def _account_page(
     status: int,
     *,
     time_zone_form: TimeZoneForm | None = None,
     password_form: ChangePasswordForm | None = None,
     mail_form: MailChoicesForm | None = None,
+    statement_form: StatementMailForm | None = None,
 ) -> Response:
-    """The account page, with the form that was sent and its errors."""
+    """The account page, with the form that was sent and its errors; the statement's choice
+    for the users who read money only."""
     chosen = [type_.value for type_ in mail.choices_of(current_user)]
+    reads_money = current_user.role in statement_mail.READERS
+    if reads_money and statement_form is None:
+        frequency = statement_mail.choice_of(current_user).value
+        statement_form = StatementMailForm(prefix="statement", formdata=None, frequency=frequency)
     return render_page(
         "account/index.html",
         "account/index.html",
@@ -116,6 +141,7 @@ def _account_page(
         form=time_zone_form or TimeZoneForm(time_zone=current_user.time_zone),
         password_form=password_form or ChangePasswordForm(prefix="password"),
         mail_form=mail_form or MailChoicesForm(prefix="mail", formdata=None, event_types=chosen),
+        statement_form=statement_form,
         mail_on=outbox.enabled(),
     )
 
