@@ -12,7 +12,8 @@ ledger's first movements, and the operation of each cross exchange made through 
   none of its own).
 - `statement_choices`, `statement_mails`: how often a user gets the statement by mail, and each
   period's mail queued (once per user and period); `mail_messages.stop_url`: the link a mail's
-  `List-Unsubscribe` header names.
+  `List-Unsubscribe` header names; `mail_messages.attachment` and `attachment_name`: a file the
+  mail carries (the statement's spreadsheet), dropped once sent.
 
 Revision ID: 0018
 Revises: 0017
@@ -99,6 +100,8 @@ def upgrade():
         sa.UniqueConstraint("merchant_id", "currency"),
     )
     op.add_column("mail_messages", sa.Column("stop_url", sa.String(500)))
+    op.add_column("mail_messages", sa.Column("attachment_name", sa.String(255)))
+    op.add_column("mail_messages", sa.Column("attachment", sa.LargeBinary()))
     op.create_table(
         "statement_choices",
         _user(primary_key=True),
@@ -141,6 +144,8 @@ def _user(*, primary_key: bool = False) -> sa.Column:
 def downgrade():
     op.drop_table("statement_mails")
     op.drop_table("statement_choices")
+    op.drop_column("mail_messages", "attachment")
+    op.drop_column("mail_messages", "attachment_name")
     op.drop_column("mail_messages", "stop_url")
     op.drop_table("withdrawal_limits")
     op.drop_table("ledger_entries")

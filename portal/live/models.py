@@ -244,6 +244,9 @@ class MailMessage(Model):
     # The link that stops this kind of mail without signing in, sent as `List-Unsubscribe`
     # (RFC 8058); dropped with the body.
     stop_url: Mapped[str | None] = mapped_column(sa.String(500))
+    # A file the mail carries (the statement's spreadsheet): dropped with the body once sent.
+    attachment_name: Mapped[str | None] = mapped_column(sa.String(255))
+    attachment: Mapped[bytes | None] = mapped_column(sa.LargeBinary, deferred=True)
 
 
 class StatementFrequency(enum.StrEnum):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import mimetypes
 import secrets
 import smtplib
 import socket
@@ -208,10 +209,12 @@ def _claim_next() -> MailMessage | None:
 
 
 def _finish(message: MailMessage, state: MailState) -> None:
-    """Sent or given up: the body and the stop link go (they may hold a one-time link)."""
+    """Sent or given up: the body, the stop link (they may hold a one-time link) and the
+    attachment go."""
     message.state = state
     message.body = None
     message.stop_url = None
+    message.attachment = message.attachment_name = None
     message.lease_until = None
     if state == MailState.SENT:
         message.sent_at = utcnow()
@@ -245,7 +248,16 @@ def _email(message: MailMessage) -> EmailMessage:
         email["List-Unsubscribe"] = f"<{message.stop_url}>"
         email["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
     email.set_content(message.body or "")
+    if message.attachment is not None and message.attachment_name:
+        maintype, _, subtype = _content_type(message.attachment_name).partition("/")
+        email.add_attachment(
+            message.attachment, maintype=maintype, subtype=subtype, filename=message.attachment_name
+        )
     return email
+
+
+def _content_type(file_name: str) -> str:
+    return mimetypes.guess_type(file_name)[0] or "application/octet-stream"
 
 
 def _domain(sender: str) -> str:

@@ -34,12 +34,14 @@ def queue(
     user_id: int | None = None,
     event_id: int | None = None,
     stop_url: str | None = None,
+    attachment: tuple[str, bytes] | None = None,
 ) -> bool:
     """Add a message to the outbox, whether it was; the caller commits (with what the message
     is about). A message goes to one address: `to` holding a list, or anything else than one
     address (stored before addresses were checked so), is logged and not queued, since its
     link would reach every mailbox of the list. The log names the user, never the address.
-    `stop_url`: the link that stops such mail in one click (the `List-Unsubscribe` header)."""
+    `stop_url`: the link that stops such mail in one click (the `List-Unsubscribe` header);
+    `attachment`: a file's name and bytes, carried by the mail."""
     if not looks_like_email(to):
         whose = "a stored address" if user_id is None else f"the address of user {user_id}"
         current_app.logger.warning("Mail to %s not queued: not one email address.", whose)
@@ -52,6 +54,8 @@ def queue(
             user_id=user_id,
             event_id=event_id,
             stop_url=stop_url,
+            attachment_name=attachment[0] if attachment else None,
+            attachment=attachment[1] if attachment else None,
         )
     )
     return True
