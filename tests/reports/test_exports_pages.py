@@ -136,26 +136,48 @@ def create_operations(sandbox, order_ids) -> list[str]:
 
 
 def spreadsheets(client, tmp_path, separator: str, *paths: str) -> list[list[list]]:
-    """The exports at `paths`, as LibreOffice reads them with `separator` as its list separator
-    (one LibreOffice start converts them all: each start costs most of a second)."""
+    """The CSV exports at `paths`, as LibreOffice reads them with `separator` as its list
+    separator (one LibreOffice start converts them all: each start costs most of a second)."""
     exported = []
     for number, path in enumerate(paths):
-        response = client.get(path, query_string={"bom": "1"})
+        response = client.get(path)
         assert response.status_code == 200
         exported.append(tmp_path / f"export-{number}.csv")
         exported[-1].write_bytes(response.get_data())
+    tables = office_tables(tmp_path, exported, infilter=f"CSV:{ord(separator)},34,76,1")
+    return [
+        [cells_of(row) for row in sheets[0].findall(".//table:table-row", FODS)]
+        for sheets in tables
+    ]
+
+
+GERMAN = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry">
+<item oor:path="/org.openoffice.Setup/L10N"><prop oor:name="ooSetupSystemLocale" oor:op="fuse">
+<value>de-DE</value></prop></item>
+<item oor:path="/org.openoffice.Setup/L10N"><prop oor:name="ooLocale" oor:op="fuse">
+<value>de-DE</value></prop></item>
+</oor:items>
+"""
+
+
+def office_tables(tmp_path, files, *, infilter: str | None = None, german: bool = False) -> list:
+    """The tables (sheets) of each file as headless LibreOffice reads them, converted to flat
+    ODF; `german`: with LibreOffice's locale set to German (a decimal comma)."""
+    profile = tmp_path / ("profile-de" if german else "profile")
+    if german:
+        (profile / "user").mkdir(parents=True, exist_ok=True)
+        (profile / "user" / "registrymodifications.xcu").write_text(GERMAN)
+    options = [f"--infilter={infilter}"] if infilter else []
     subprocess.run(
-        ["soffice", f"-env:UserInstallation={(tmp_path / 'profile').as_uri()}", "--headless",
-         f"--infilter=CSV:{ord(separator)},34,76,1", "--convert-to", "fods",
-         "--outdir", str(tmp_path), *map(str, exported)],
+        ["soffice", f"-env:UserInstallation={profile.as_uri()}", "--headless", *options,
+         "--convert-to", "fods", "--outdir", str(tmp_path), *map(str, files)],
         check=True, capture_output=True, timeout=120,
     )  # fmt: skip
-    sheets = []
-    for file in exported:
-        document = ET.parse(file.with_suffix(".fods"))  # noqa: S314  (our own conversion)
-        table = document.getroot().find(".//table:table", FODS)
-        sheets.append([cells_of(row) for row in table.findall(".//table:table-row", FODS)])
-    return sheets
+    return [
+        ET.parse(file.with_suffix(".fods")).getroot().findall(".//table:table", FODS)  # noqa: S314  (our own conversion)
+        for file in files
+    ]
 
 
 def formulas_in(rows: list[list]) -> list:
