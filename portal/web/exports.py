@@ -121,7 +121,11 @@ def rows_csv_download(
 ) -> Response:
     """The CSV of the records `rows` gives, read as the file streams (the view's database
     session ends when the view returns)."""
-    return _download(stream_with_context(local_text(rows(), columns, zone)), name)
+
+    def text() -> Iterator[str]:
+        yield from local_text(rows(), columns, zone)
+
+    return _download(stream_with_context(text()), name)
 
 
 def _one_sheet(
