@@ -15,10 +15,9 @@ import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
-from urllib.parse import urlencode
 
 import sqlalchemy as sa
-from flask import current_app, redirect, request, send_file, stream_with_context
+from flask import current_app, redirect, request, send_file, stream_with_context, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
@@ -197,10 +196,11 @@ def _old_excel_variant() -> bool:
 
 
 def _to_workbook() -> Response:
-    """The workbook of the same export, for a link to the CSV variant it replaced."""
-    arguments = [(name, value) for name, value in request.args.items(multi=True) if name != "bom"]
-    path = request.path.removesuffix(".csv") + ".xlsx"
-    return redirect(f"{path}?{urlencode(arguments)}" if arguments else path, 301)
+    """The workbook of the same export (the list's `export_xlsx`), for a link to the CSV
+    variant it replaced."""
+    arguments: dict[str, Any] = request.args.to_dict(flat=False)
+    del arguments["bom"]
+    return redirect(url_for(f"{request.blueprint}.export_xlsx", **arguments), 301)
 
 
 def _zone() -> TimeZone:
