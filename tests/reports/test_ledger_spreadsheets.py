@@ -162,8 +162,34 @@ def test_the_csv_holds_the_workbooks_rows_exactly(day):
         assert total == closing[code] - opening[code], code  # exact, to the last unit
     by_id = {str(row[0]): row for row in sheet_rows}
     for row in rows:
-        assert Decimal(row[net]) == round(Decimal(by_id[row[0]][net]), 8)
+        for name, written, cell in zip(header, row, by_id[row[0]], strict=True):
+            assert same_cell(written, cell), (name, written, cell)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", rows[0][2])
+
+
+def test_the_ledger_reads_its_rows_in_chunks_and_misses_none(day, monkeypatch):
+    from portal.reports.rules import ledger_rows
+
+    whole = day.owner.get("/balances/ledger.csv", query_string=TODAY).get_data()
+    monkeypatch.setattr(ledger_rows, "CHUNK", 2)  # the day's rows take several chunks
+    assert day.owner.get("/balances/ledger.csv", query_string=TODAY).get_data() == whole
+    assert whole.count(b"\r\n") > 2 * 3
+
+
+def same_cell(text: str, cell: object) -> bool:
+    """A CSV cell and the workbook's cell hold the same: the number (to the 15 digits a
+    spreadsheet keeps), the moment (to the millisecond a spreadsheet keeps) or the text, which
+    the CSV alone shields from running as a formula (a typed text cell never runs)."""
+    from portal.reports.rules.csv_rows import neutralise
+
+    if cell is None:
+        return text == ""
+    if isinstance(cell, datetime):
+        moment = datetime.fromisoformat(text).astimezone(UTC if text.endswith("Z") else BERLIN)
+        return abs(moment.replace(tzinfo=None) - cell) < timedelta(milliseconds=1)
+    if isinstance(cell, int | float):
+        return abs(Decimal(text) - Decimal(cell)) <= abs(Decimal(text)) * Decimal("1e-15")
+    return text == neutralise(str(cell))
 
 
 def test_a_period_it_cannot_read_is_the_balances_page_with_the_reason(day):
