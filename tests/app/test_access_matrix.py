@@ -98,17 +98,21 @@ def test_each_menu_entry_opens_to_whom_its_feature_serves(app):
 
 
 def test_every_export_follows_its_list_page(app):
-    """`<list>/export.csv` holds what `<list>` shows: the same roles may open both, as declared
-    on the views and as this table says."""
+    """`<list>/export.csv` and `<list>/export.xlsx` hold what `<list>` shows: the same roles may
+    open them, as declared on the views and as this table says."""
     from portal.web.access import access_of
 
     pages = app.url_map.bind("portal.test")
-    exports = [rule for rule in app.url_map.iter_rules() if rule.rule.endswith("/export.csv")]
-    assert len(exports) >= 6, (
-        "the operations, transactions, vouchers, withdrawals, cross exchanges and audit exports"
+    exports = [
+        rule for rule in app.url_map.iter_rules() if rule.rule.endswith(("/export.csv", ".xlsx"))
+    ]
+    assert len(exports) >= 11, (
+        "the operations, transactions, vouchers, withdrawals, cross exchanges and audit exports,"
+        " and the workbooks of all but the audit's"
     )
     for export in exports:
-        page, _ = pages.match(export.rule.removesuffix("/export.csv"), method="GET")
+        list_path = export.rule.rsplit("/", 1)[0]
+        page, _ = pages.match(list_path, method="GET")
         with app.app_context():
             assert access_of(export.endpoint) == access_of(page), f"{export.rule} and its page"
         expected = expected_access(app)

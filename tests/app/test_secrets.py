@@ -9,7 +9,9 @@ page, the settings refusals and the exports, with every log record at DEBUG.
 
 from __future__ import annotations
 
+import io
 import logging
+import zipfile
 
 import pytest
 
@@ -51,7 +53,7 @@ class Transcript:
         self.texts: list[tuple[str, str]] = []
 
     def add(self, what: str, response) -> None:
-        body = response.get_data(as_text=True)
+        body = _workbook_text(response) or response.get_data(as_text=True)
         self.texts.append((what, f"{response.status}\n{response.headers}\n{body}"))
 
     def assert_no_secret(self) -> None:
@@ -62,6 +64,14 @@ class Transcript:
         records = self.caplog.get_records("setup") + self.caplog.get_records("call")
         assert records, "the check needs log lines to look at"
         assert leaks(_log_text(records), self.secrets) == [], "a secret in the log"
+
+
+def _workbook_text(response) -> str | None:
+    """Every part of a workbook (`.xlsx`: zipped XML), as text; None for any other answer."""
+    if not response.mimetype.endswith("spreadsheetml.sheet"):
+        return None
+    with zipfile.ZipFile(io.BytesIO(response.get_data())) as book:
+        return "\n".join(book.read(name).decode() for name in book.namelist())
 
 
 def _log_text(records) -> str:
@@ -208,7 +218,13 @@ def test_the_log_filter_masks_bearer_credentials_in_tracebacks(hostile, caplog, 
 
 def test_exports(hostile, transcript):
     for visitor in ("owner", "accountant"):
-        for path in ("/operations/export.csv", "/transactions/export.csv", "/audit/export.csv"):
+        for path in (
+            "/operations/export.csv",
+            "/operations/export.xlsx",
+            "/transactions/export.csv",
+            "/audit/export.csv",
+            "/balances/ledger.xlsx",
+        ):
             transcript.add(f"{visitor} {path}", hostile.client(visitor).get(path))
     transcript.assert_no_secret()
 

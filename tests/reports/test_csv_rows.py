@@ -23,7 +23,6 @@ from portal.reports.rules.csv_rows import (
     header,
     neutralise,
     row_writer,
-    spreadsheet_text,
     utc_text,
 )
 
@@ -132,41 +131,6 @@ def test_an_operations_transactions_carry_its_id():
     assert cells["operation_id"] == "42"
     assert cells["linked"] == "true"
     assert cells["amount"] == "0.05000000"
-
-
-def test_the_excel_variant_writes_dates_a_spreadsheet_reads_in_the_named_zone():
-    berlin = TimeZone(ZoneInfo("Europe/Berlin"), "Europe/Berlin")
-    cells = dict(
-        zip(
-            header(OPERATION_COLUMNS, berlin),
-            row_writer(OPERATION_COLUMNS, berlin, excel=True)(operation()),
-            strict=True,
-        )
-    )
-    assert cells["created_at (Europe/Berlin)"] == "2026-11-22 03:08:22"
-    assert cells["amount"] == "0.10000000"
-
-
-@pytest.mark.parametrize(
-    ("text", "kept"),
-    [
-        ("000123", "\u2060000123"),
-        ("1e5", "\u20601e5"),
-        ("2026-01-02", "\u20602026-01-02"),
-        ("12.50", "\u206012.50"),
-        ("+4", "\u2060+4"),
-        ("1234567890123456", "\u20601234567890123456"),
-        ("4711", "4711"),
-        ("-4", "-4"),
-        ("0", "0"),
-        ("ORD-1", "ORD-1"),
-        ("'=1+1", "'=1+1"),
-    ],
-)
-def test_the_excel_variant_keeps_text_that_a_spreadsheet_would_change_as_text(text, kept):
-    assert spreadsheet_text(text) == kept
-    cells = row_writer(OPERATION_COLUMNS, UTC_ZONE, excel=True)(operation(order_id=text))
-    assert cells[header(OPERATION_COLUMNS, UTC_ZONE).index("order_id")] == kept
 
 
 def test_a_voucher_export_has_no_code_column():

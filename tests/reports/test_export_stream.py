@@ -94,13 +94,6 @@ def test_no_matching_rows_gives_just_the_header(seeded_sandbox):
     assert rows == [[column.header(UTC_ZONE) for column in API_COLUMNS]]
 
 
-def test_byte_order_mark_only_when_asked(seeded_sandbox):
-    client = client_for(seeded_sandbox)
-    for bom in (False, True):
-        _, text = start(Export(operations(client), {}, API_COLUMNS, UTC_ZONE, excel=bom))
-        assert next(text).startswith("\ufeff") is bom
-
-
 def test_a_failure_after_the_first_page_ends_the_file_with_an_error_row(tmp_path):
     with run_sandbox(tmp_path / "sandbox.db", seed=350) as server:
         client = client_for(server)

@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
+from datetime import datetime
 
 import pytest
 import requests
@@ -95,11 +96,14 @@ def test_no_matching_rows_gives_just_the_header(accountant):
     assert rows[0][0] == "id"
 
 
-def test_spreadsheet_options_byte_order_mark_and_time_zone(app, accountant, accounts):
+def test_an_old_link_to_the_csv_for_excel_opens_the_workbook_and_the_csv_stays_plain(
+    app, accountant, accounts
+):
     plain = accountant.get("/operations/export.csv?per_page=10").get_data()
     assert not plain.startswith("\ufeff".encode())
-    marked = accountant.get("/operations/export.csv?bom=1").get_data()
-    assert marked.startswith("\ufeff".encode())
+    old = accountant.get("/operations/export.csv?status=1&bom=1&tz=local")
+    assert old.status_code == 301
+    assert old.location == "/operations/export.xlsx?status=1&tz=local"
 
     from portal.extensions import db
     from portal.identity.rules.accounts import find_user
@@ -136,26 +140,48 @@ def create_operations(sandbox, order_ids) -> list[str]:
 
 
 def spreadsheets(client, tmp_path, separator: str, *paths: str) -> list[list[list]]:
-    """The exports at `paths`, as LibreOffice reads them with `separator` as its list separator
-    (one LibreOffice start converts them all: each start costs most of a second)."""
+    """The CSV exports at `paths`, as LibreOffice reads them with `separator` as its list
+    separator (one LibreOffice start converts them all: each start costs most of a second)."""
     exported = []
     for number, path in enumerate(paths):
-        response = client.get(path, query_string={"bom": "1"})
+        response = client.get(path)
         assert response.status_code == 200
         exported.append(tmp_path / f"export-{number}.csv")
         exported[-1].write_bytes(response.get_data())
+    tables = office_tables(tmp_path, exported, infilter=f"CSV:{ord(separator)},34,76,1")
+    return [
+        [cells_of(row) for row in sheets[0].findall(".//table:table-row", FODS)]
+        for sheets in tables
+    ]
+
+
+GERMAN = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry">
+<item oor:path="/org.openoffice.Setup/L10N"><prop oor:name="ooSetupSystemLocale" oor:op="fuse">
+<value>de-DE</value></prop></item>
+<item oor:path="/org.openoffice.Setup/L10N"><prop oor:name="ooLocale" oor:op="fuse">
+<value>de-DE</value></prop></item>
+</oor:items>
+"""
+
+
+def office_tables(tmp_path, files, *, infilter: str | None = None, german: bool = False) -> list:
+    """The tables (sheets) of each file as headless LibreOffice reads them, converted to flat
+    ODF; `german`: with LibreOffice's locale set to German (a decimal comma)."""
+    profile = tmp_path / ("profile-de" if german else "profile")
+    if german:
+        (profile / "user").mkdir(parents=True, exist_ok=True)
+        (profile / "user" / "registrymodifications.xcu").write_text(GERMAN)
+    options = [f"--infilter={infilter}"] if infilter else []
     subprocess.run(
-        ["soffice", f"-env:UserInstallation={(tmp_path / 'profile').as_uri()}", "--headless",
-         f"--infilter=CSV:{ord(separator)},34,76,1", "--convert-to", "fods",
-         "--outdir", str(tmp_path), *map(str, exported)],
+        ["soffice", f"-env:UserInstallation={profile.as_uri()}", "--headless", *options,
+         "--convert-to", "fods", "--outdir", str(tmp_path), *map(str, files)],
         check=True, capture_output=True, timeout=120,
     )  # fmt: skip
-    sheets = []
-    for file in exported:
-        document = ET.parse(file.with_suffix(".fods"))  # noqa: S314  (our own conversion)
-        table = document.getroot().find(".//table:table", FODS)
-        sheets.append([cells_of(row) for row in table.findall(".//table:table-row", FODS)])
-    return sheets
+    return [
+        ET.parse(file.with_suffix(".fods")).getroot().findall(".//table:table", FODS)  # noqa: S314  (our own conversion)
+        for file in files
+    ]
 
 
 def formulas_in(rows: list[list]) -> list:
@@ -370,7 +396,7 @@ def test_an_accountant_exports_the_cross_exchanges(accountant, portal_lists):
         ("/cross-exchanges/export.csv", "cross-exchanges"),
     ],
 )
-def test_each_export_in_utc_or_the_users_zone_and_for_excel_each_under_its_own_name(
+def test_each_export_in_utc_or_the_users_zone_and_as_a_workbook_each_under_its_own_name(
     app, accountant, accounts, portal_lists, path, title
 ):
     from portal.extensions import db
@@ -380,7 +406,7 @@ def test_each_export_in_utc_or_the_users_zone_and_for_excel_each_under_its_own_n
         find_user(accounts.accountant).time_zone = "Europe/Berlin"
         db.session.commit()
     names = {}
-    for query in ("", "?tz=local", "?bom=1", "?tz=local&bom=1"):
+    for query in ("", "?tz=local"):
         response = accountant.get(path + query)
         assert response.status_code == 200
         names[query] = response.headers["Content-Disposition"]
@@ -388,12 +414,27 @@ def test_each_export_in_utc_or_the_users_zone_and_for_excel_each_under_its_own_n
         zone = "Europe/Berlin" if "local" in query else "UTC"
         stamps = [name for name in header if name.endswith(")")]
         assert stamps and all(name.endswith(f" ({zone})") for name in stamps)
+        book = accountant.get(path.replace(".csv", ".xlsx") + query)
+        assert book.status_code == 200
+        names[f"xlsx{query}"] = book.headers["Content-Disposition"]
+        assert next(workbook_rows(book)) == tuple(header), "the CSV's columns"
     assert names == {
         "": f'attachment; filename="acme_{title}_all-dates_UTC.csv"',
         "?tz=local": f'attachment; filename="acme_{title}_all-dates_Europe-Berlin.csv"',
-        "?bom=1": f'attachment; filename="acme_{title}_all-dates_UTC_excel.csv"',
-        "?tz=local&bom=1": f'attachment; filename="acme_{title}_all-dates_Europe-Berlin_excel.csv"',
+        "xlsx": f"attachment; filename=acme_{title}_all-dates_UTC.xlsx",
+        "xlsx?tz=local": f"attachment; filename=acme_{title}_all-dates_Europe-Berlin.xlsx",
     }
+
+
+def workbook_rows(response):
+    """The rows of a downloaded workbook's one sheet, as openpyxl reads them."""
+    import openpyxl
+
+    assert response.mimetype.endswith("spreadsheetml.sheet")
+    book = openpyxl.load_workbook(io.BytesIO(response.get_data()))
+    (sheet,) = book.worksheets
+    assert sheet.freeze_panes == "A2"
+    return sheet.iter_rows(values_only=True)
 
 
 @pytest.mark.parametrize(
@@ -412,48 +453,74 @@ def test_every_list_offers_its_export_in_utc_and_in_the_users_zone(
     connect(app, seeded_sandbox)
     sign_in(client, accounts.owner)  # the one role that reads every list today
     page = client.get(path).get_data(as_text=True)
-    for query in ("", "?bom=1", "?tz=local", "?tz=local&amp;bom=1"):
+    for query in ("", "?tz=local"):
         assert f'href="{path}/export.csv{query}"' in page, query
+        assert f'href="{path}/export.xlsx{query}"' in page, query
+    assert "bom=1" not in page
     assert 'aria-label="Export CSV, times in America/New_York"' in page
-    assert 'aria-label="Export for Excel, times in UTC"' in page
+    assert 'aria-label="Export Excel workbook, times in UTC"' in page
 
 
 @needs_soffice
 @pytest.mark.slow  # LibreOffice opens the file: seconds each
-def test_the_excel_variant_opens_with_real_dates_and_order_numbers_kept_as_text(
+def test_the_workbook_opens_with_real_dates_amounts_as_numbers_and_order_numbers_as_text(
     app, client, accounts, sandbox, portal_lists, tmp_path
 ):
-    create_operations(sandbox, ["000123", "1e5", "2026-01-02", "4711"])
+    create_operations(sandbox, ["000123", "1e5", "2026-01-02", "4711", "=1+1"])
     connect(app, sandbox)
     sign_in(client, accounts.accountant)
     office = FODS["office"]
 
     def typed(cell) -> tuple[str | None, str]:
-        return cell.get(f"{{{office}}}value-type"), text_of(cell).replace("\u2060", "")
+        return cell.get(f"{{{office}}}value-type"), text_of(cell)
 
-    rows, withdrawals = spreadsheets(
-        client, tmp_path, ",", "/operations/export.csv", "/withdrawals/export.csv"
-    )
+    files = []
+    for name in ("operations", "withdrawals"):
+        files.append(tmp_path / f"{name}.xlsx")
+        files[-1].write_bytes(client.get(f"/{name}/export.xlsx").get_data())
+    (operations,), (withdrawals,) = office_tables(tmp_path, files)
+    rows = [cells_of(row) for row in operations.findall(".//table:table-row", FODS)]
+    rows = [row for row in rows if text_of(row[0])]  # not the empty rows after them
     header = [text_of(cell) for cell in rows[0]]
     order_ids = {typed(row[header.index("order_id")]) for row in rows[1:]}
     assert order_ids == {
         ("string", "000123"),
         ("string", "1e5"),
         ("string", "2026-01-02"),
-        ("float", "4711"),  # a whole number reads as the same number
+        ("string", "4711"),  # text stays text, a number or not
+        ("string", "=1+1"),  # and never a formula
     }
     created = rows[1][header.index("created_at (UTC)")]
     assert created.get(f"{{{office}}}value-type") == "date"
-    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", created.get(f"{{{office}}}date-value"))
-    assert typed(rows[1][header.index("amount")]) == ("float", "12.5")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d.*", created.get(f"{{{office}}}date-value"))
+    amount = rows[1][header.index("amount")]
+    assert typed(amount) == ("float", "12.50000000")
+    assert amount.get(f"{{{office}}}value") == "12.5"
     assert formulas_in(rows) == []
 
-    header = [text_of(cell) for cell in withdrawals[0]]
-    sent = next(row for row in withdrawals[1:] if text_of(row[header.index("state")]) == "sent")
+    rows = [cells_of(row) for row in withdrawals.findall(".//table:table-row", FODS)]
+    header = [text_of(cell) for cell in rows[0]]
+    sent = next(row for row in rows[1:] if text_of(row[header.index("state")]) == "sent")
     assert typed(sent[header.index("operation_id")]) == ("string", "000123")
     confirmed = sent[header.index("confirmed_at (UTC)")]
     assert confirmed.get(f"{{{office}}}date-value") == "2026-11-22T02:08:22"
-    assert formulas_in(withdrawals) == []  # the hostile address stays text
+    assert formulas_in(rows) == []  # the hostile address stays text
+
+
+def test_a_list_workbook_holds_the_csvs_rows_with_amounts_as_numbers(
+    app, client, accounts, sandbox, tmp_path
+):
+    create_operations(sandbox, ["000123", "4711"])
+    connect(app, sandbox)
+    sign_in(client, accounts.accountant)
+    csv_rows = rows_of(client.get("/operations/export.csv"))
+    header, *rows = workbook_rows(client.get("/operations/export.xlsx"))
+    assert list(header) == csv_rows[0]
+    assert len(rows) == len(csv_rows) - 1
+    cells = [dict(zip(header, row, strict=True)) for row in rows]
+    assert {row["order_id"] for row in cells} == {"000123", "4711"}, "order numbers stay text"
+    assert all(row["amount"] == 12.5 and isinstance(row["amount"], float) for row in cells)
+    assert all(isinstance(row["created_at (UTC)"], datetime) for row in cells)
 
 
 @pytest.mark.parametrize("query", ["", "?state=awaiting_payment"])

@@ -2,11 +2,11 @@
 its url_map, for the tests that walk every page: the access matrix, the bad-input walk, and the
 phone and accessibility walk. A new feature's pages are found here without editing any test.
 
-A page is a GET route of a registered feature that answers HTML: not a file (`.csv`), nor an
-answer for programs (`/healthz`, JSON). A page
-whose URL holds a variable is reached by the browser walks through a link on a page visited
-before (a list links to its records), so it shows a real record; a link token stands in for
-any value (an unknown one shows the page that says the link is not valid).
+A page is a GET route of a registered feature that answers HTML: not a file (`.csv`, `.xlsx`),
+nor an answer for programs (`/healthz`, JSON). A page whose URL holds a variable is reached by
+the browser walks through a link on a page visited before (a list links to its records), so it
+shows a real record; a link token stands in for any value (an unknown one shows the page that
+says the link is not valid).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from portal.identity.models import Role
 from portal.web.access import PUBLIC, access_of
 from portal.web.features import features_of
 
-FILES = (".csv",)
+FILES = (".csv", ".xlsx")
 # URL variables any value of which opens a page: a one-time link's token.
 ANY_VALUE = {"token": "an-unknown-link-token"}
 

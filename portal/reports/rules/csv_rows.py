@@ -4,12 +4,9 @@ Text that a spreadsheet would run as a formula (OWASP "CSV injection": a cell st
 `=`, `+`, `-`, `@`, tab, carriage return or line feed) is prefixed with an apostrophe, which
 spreadsheets show as text. A spreadsheet whose list separator is `;` (German Excel, LibreOffice)
 or `,` may split a cell where the file did not, so every piece between separators is treated as
-a cell of its own. Amounts are never touched: a negative amount stays a number.
-
-The Excel variant is written for a person who opens the file in a spreadsheet: timestamps as
-`YYYY-MM-DD HH:MM:SS` in the export's zone (which the header names), which spreadsheets read as
-dates, and text that a spreadsheet would turn into a different number or a date (`000123`,
-`1e5`, `2026-01-02`) behind an invisible word joiner, so that it stays the text it is.
+a cell of its own. Amounts are never touched: a negative amount stays a number. A person who
+opens an export in a spreadsheet takes the workbook (`portal.reports.rules.workbook`), whose
+cells are typed.
 """
 
 from __future__ import annotations
@@ -33,11 +30,6 @@ _FORMULA_START = re.compile(r'(?:^|[,;\t])[ "]*[' + re.escape("".join(FORMULA_TR
 # split.
 _SEPARATORS = re.compile(r"([,;\t])")
 _NUMBER = re.compile(r"[+-]?\d+(\.\d+)?")
-# Text a spreadsheet reads as a number, a date or a time; of those, the whole numbers it shows
-# exactly as written (no leading zero, at most the 15 digits a spreadsheet keeps).
-_READ_AS_VALUE = re.compile(r"[+-]?[\d.,:/ -]*\d[\d.,:/ -]*([eE][+-]?\d+)?%?")
-_SHOWN_AS_WRITTEN = re.compile(r"-?[1-9]\d{0,14}|0")
-WORD_JOINER = "\u2060"  # invisible, and not a digit: the cell stays text
 
 
 def neutralise(text: str) -> str:
@@ -67,19 +59,6 @@ def _neutralise_pieces(text: str) -> str:
     return "'" + cell if cell.startswith(("\t", "\r", "\n")) else cell
 
 
-def spreadsheet_text(cell: str) -> str:
-    """A text cell that a spreadsheet keeps as text: `000123` stays `000123`, not 123.
-
-    Spreadsheets read a CSV cell that looks like a number or a date as one, whatever quotes it
-    has, and a formula (`="000123"`) is what `neutralise` exists to prevent; a word joiner in
-    front is invisible and makes the cell text. Whole numbers a spreadsheet shows as written
-    are left alone.
-    """
-    if _READ_AS_VALUE.fullmatch(cell) and not _SHOWN_AS_WRITTEN.fullmatch(cell):
-        return WORD_JOINER + cell
-    return cell
-
-
 def decimal_cell(value: Decimal | None) -> str:
     """The decimal exactly as the API wrote it (Decimal keeps every trailing zero)."""
     return "" if value is None else format(value, "f")
@@ -92,18 +71,11 @@ class TimeZone:
     zone: tzinfo
     name: str
 
-    def writer(self, excel: bool = False) -> Callable[[datetime | None], str]:
-        """How a timestamp is written: ISO 8601 with the zone; for `excel`, the date and time a
-        spreadsheet reads as one (to the second, without the zone, which the header names)."""
-        if excel:
-            return partial(_spreadsheet_time, self.zone)
+    def writer(self) -> Callable[[datetime | None], str]:
+        """How a timestamp is written: ISO 8601 with the zone."""
         if self.zone is UTC:
             return _utc_cell
         return partial(_iso_time, self.zone)
-
-
-def _spreadsheet_time(zone: tzinfo, moment: datetime | None) -> str:
-    return "" if moment is None else moment.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _iso_time(zone: tzinfo, moment: datetime | None) -> str:
@@ -131,22 +103,30 @@ class Column:
     """One CSV column: its header and how a record becomes the cell."""
 
     name: str
-    kind: str  # "text", "decimal", "timestamp" or "bool"
+    kind: str  # "text", "decimal", "timestamp" (in the export's zone), "utc" or "bool"
     read: Callable[[Any], Any]  # records of every type, read field by field
 
     def header(self, zone: TimeZone) -> str:
+        if self.kind == "utc":
+            return f"{self.name} (UTC)"
         return f"{self.name} ({zone.name})" if self.kind == "timestamp" else self.name
 
+    def zone(self, export_zone: TimeZone) -> TimeZone:
+        """The zone this column's timestamps are written in."""
+        return UTC_ZONE if self.kind == "utc" else export_zone
 
-def cell_writer(kind: str, zone: TimeZone, excel: bool = False) -> Callable[[Any], str]:
+
+def cell_writer(kind: str, zone: TimeZone) -> Callable[[Any], str]:
     """How a value of a column of `kind` is written, worked out once rather than per cell."""
     if kind == "decimal":
         return decimal_cell
     if kind == "timestamp":
-        return zone.writer(excel)
+        return zone.writer()
+    if kind == "utc":
+        return UTC_ZONE.writer()
     if kind == "bool":
         return _bool_cell
-    return _excel_text_cell if excel else _text_cell
+    return _text_cell
 
 
 def _bool_cell(value: bool | None) -> str:
@@ -155,10 +135,6 @@ def _bool_cell(value: bool | None) -> str:
 
 def _text_cell(value: object) -> str:
     return "" if value is None else neutralise(str(value))
-
-
-def _excel_text_cell(value: object) -> str:
-    return "" if value is None else spreadsheet_text(neutralise(str(value)))
 
 
 def _field(name: str, kind: str = "text") -> Column:
@@ -263,7 +239,7 @@ def _email_of_user(record: object) -> str | None:
     return user.email if user else None
 
 
-# The portal's own tables (`portal.web.exports.local_csv_download`).
+# The portal's own tables (`portal.web.exports.local_list_download`).
 WITHDRAWAL_COLUMNS = (
     Column("reviewed_at", "timestamp", lambda intent: intent.created_at),
     Column("confirmed_at", "timestamp", lambda intent: intent.updated_at),
@@ -292,10 +268,8 @@ def header(columns: tuple[Column, ...], zone: TimeZone) -> list[str]:
     return [column.header(zone) for column in columns]
 
 
-def row_writer(
-    columns: tuple[Column, ...], zone: TimeZone, excel: bool = False
-) -> Callable[[object], list[str]]:
+def row_writer(columns: tuple[Column, ...], zone: TimeZone) -> Callable[[object], list[str]]:
     """The cells of a record's row, each column's way of writing them worked out once for a
     whole export."""
-    cells = [(column.read, cell_writer(column.kind, zone, excel)) for column in columns]
+    cells = [(column.read, cell_writer(column.kind, zone)) for column in columns]
     return lambda record: [write(read(record)) for read, write in cells]

@@ -24,7 +24,6 @@ from portal.api.paging import read_pages
 from portal.reports.rules.csv_rows import Column, TimeZone, header, row_writer
 
 PER_PAGE = 100
-BYTE_ORDER_MARK = "\ufeff"
 INCOMPLETE_MARK = "EXPORT INCOMPLETE"
 
 FetchPage = Callable[..., PageReader[Any]]
@@ -41,7 +40,6 @@ class Export:
     # The rows of a page's records, for records that are not one row each (all at once: the
     # rows may need a query, one a page then); by default each record is its row.
     rows_of: Callable[[list[Any]], Iterable[object]] | None = None
-    excel: bool = False  # the Excel variant: a byte-order mark, spreadsheet dates and text
 
     def fetch(self, page: int) -> PageReader[Any]:
         """Ask for one page of the export, at the export's page size."""
@@ -57,15 +55,15 @@ def start(export: Export) -> tuple[Page, Iterator[str]]:
 class _Lines:
     """CSV rows (RFC 4180: quoted as needed, CRLF line ends) handed out as text chunks."""
 
-    def __init__(self, columns: tuple[Column, ...], zone: TimeZone, excel: bool) -> None:
-        self.columns, self.zone, self.excel = columns, zone, excel
-        self.row = row_writer(columns, zone, excel)
+    def __init__(self, columns: tuple[Column, ...], zone: TimeZone) -> None:
+        self.columns, self.zone = columns, zone
+        self.row = row_writer(columns, zone)
         self.buffer = io.StringIO()
         self.writer = csv.writer(self.buffer)
 
     def header(self) -> str:
         self.writer.writerow(header(self.columns, self.zone))
-        return (BYTE_ORDER_MARK if self.excel else "") + self.flush()
+        return self.flush()
 
     def add(self, records: Iterable[object]) -> None:
         self.writer.writerows(map(self.row, records))
@@ -78,10 +76,10 @@ class _Lines:
 
 
 def local_text(
-    records: Iterable[object], columns: tuple[Column, ...], zone: TimeZone, excel: bool = False
+    records: Iterable[object], columns: tuple[Column, ...], zone: TimeZone
 ) -> Iterator[str]:
     """The CSV of records of the portal's own database, a chunk per PER_PAGE rows."""
-    lines = _Lines(columns, zone, excel)
+    lines = _Lines(columns, zone)
     yield lines.header()
     remaining = iter(records)
     while chunk := list(islice(remaining, PER_PAGE)):
@@ -89,19 +87,25 @@ def local_text(
         yield lines.flush()
 
 
-def _csv_text(export: Export, first: Page) -> Iterator[str]:
-    lines = _Lines(export.columns, export.zone, export.excel)
-    yield lines.header()
+def export_rows(export: Export, first: Page) -> Iterator[list[object]]:
+    """The rows of each page of the export, from `first` on; a record that moved to a later
+    page while the pages were read comes once."""
     seen: set[str] = set()
+    for page in read_pages(export.fetch, first):
+        records = []
+        for record in page.items:
+            if record.id not in seen:
+                seen.add(record.id)
+                records.append(record)
+        yield records if export.rows_of is None else list(export.rows_of(records))
+
+
+def _csv_text(export: Export, first: Page) -> Iterator[str]:
+    lines = _Lines(export.columns, export.zone)
+    yield lines.header()
     written = 0
     try:
-        for page in read_pages(export.fetch, first):
-            records = []
-            for record in page.items:  # one that moved to a later page while we read comes once
-                if record.id not in seen:
-                    seen.add(record.id)
-                    records.append(record)
-            rows = records if export.rows_of is None else list(export.rows_of(records))
+        for rows in export_rows(export, first):
             lines.add(rows)
             written += len(rows)
             yield lines.flush()

@@ -3,21 +3,25 @@ balance (its opening, then adjustments)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 
-from flask import abort, flash, redirect, url_for
+from flask import abort, flash, redirect, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from portal.database import utcnow
 from portal.identity.models import Role
 from portal.money.pages.balances import bp
-from portal.money.pages.balances.forms import BalanceForm
+from portal.money.pages.balances.forms import BalanceForm, LedgerPeriodForm
 from portal.money.rules import balances
 from portal.money.rules.balances import Balance, BalanceRefused, Booked, Refusal
 from portal.money.rules.ledger import KIND_WORDS, Kind
+from portal.payments.rules.dashboard import Period
+from portal.reports.rules import ledger_rows
+from portal.reports.rules.csv_rows import TimeZone
 from portal.web.access import roles
-from portal.web.formatting import money
+from portal.web.exports import file_name, rows_csv_download, workbook_download
+from portal.web.formatting import money, user_zone, user_zone_name
 from portal.web.lists import local_page
 from portal.web.rendering import page
 from portal.web.step_up import form_refused
@@ -32,8 +36,47 @@ def kind_words(kind: str) -> str:
 @roles(Role.OWNER, Role.ACCOUNTANT)
 def index() -> Response:
     """Each currency's balance as the portal derives it, its value, and since when."""
-    merchant = current_user.merchant
-    return page("balances/index.html", balances=balances.balances(merchant), merchant=merchant)
+    form = LedgerPeriodForm(request.args)
+    days = form.days(_today())
+    if days is not None:  # the period the ledger's buttons download, this month by default
+        form.since.data, form.until.data = days
+    return _index_page(form, 200 if days else 422)
+
+
+@bp.get("/ledger.csv")
+@roles(Role.OWNER, Role.ACCOUNTANT)
+def ledger_csv() -> Response:
+    """The ledger of the period (From and To in the reader's zone), streamed as CSV."""
+    form = LedgerPeriodForm(request.args)
+    period = _period(form)
+    if period is None:
+        return _index_page(form, 422)
+    merchant, zone = current_user.merchant, _reader_zone()
+    since, until = period.instants
+    return rows_csv_download(
+        lambda: ledger_rows.ledger_rows(merchant, since, until),
+        ledger_rows.ledger_columns(merchant.reporting_currency),
+        zone,
+        file_name("ledger", zone, (period.since, period.until)),
+    )
+
+
+@bp.get("/ledger.xlsx")
+@roles(Role.OWNER, Role.ACCOUNTANT)
+def ledger_xlsx() -> Response:
+    """The ledger of the period as a workbook: a Summary sheet and a sheet per currency."""
+    form = LedgerPeriodForm(request.args)
+    period = _period(form)
+    if period is None:
+        return _index_page(form, 422)
+    merchant, zone = current_user.merchant, _reader_zone()
+    since, until = period.instants
+    return workbook_download(
+        lambda file: ledger_rows.write_workbook(file, merchant, since, until, zone),
+        "ledger",
+        zone,
+        (period.since, period.until),
+    )
 
 
 @bp.route("/<currency>")
@@ -67,6 +110,30 @@ def opening(currency: str) -> Response:
         )
     flash(_booked_sentence(booked), "success")
     return redirect(url_for("balances.movements", currency=currency))
+
+
+def _index_page(form: LedgerPeriodForm, status: int = 200) -> Response:
+    merchant = current_user.merchant
+    return page(
+        "balances/index.html",
+        status,
+        balances=balances.balances(merchant),
+        merchant=merchant,
+        ledger_form=form,
+    )
+
+
+def _reader_zone() -> TimeZone:
+    return TimeZone(user_zone(), user_zone_name())
+
+
+def _today() -> date:
+    return utcnow().astimezone(user_zone()).date()
+
+
+def _period(form: LedgerPeriodForm) -> Period | None:
+    days = form.days(_today())
+    return None if days is None else Period(*days, user_zone())
 
 
 def _balance(currency: str) -> Balance:

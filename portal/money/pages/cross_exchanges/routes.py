@@ -22,7 +22,7 @@ from portal.money.rules import cross_exchanges
 from portal.reports.rules.csv_rows import CROSS_EXCHANGE_COLUMNS
 from portal.web.access import ALL_ROLES, roles
 from portal.web.api_errors import Check, handle_api_error, record_or_404
-from portal.web.exports import local_csv_download
+from portal.web.exports import local_list_download
 from portal.web.idempotent_forms import IdempotentForm, send
 from portal.web.lists import local_page
 from portal.web.merchant import current_api
@@ -123,9 +123,10 @@ def cancel(cross_exchange_id: str) -> Response:
 
 
 @bp.get("/export.csv")
+@bp.get("/export.xlsx", endpoint="export_xlsx")
 @roles(*ALL_ROLES)
 def export_csv() -> Response:
     """Every cross exchange created through the portal."""
-    return local_csv_download(
+    return local_list_download(
         cross_exchanges.of(current_user.merchant), "cross-exchanges", CROSS_EXCHANGE_COLUMNS
     )

@@ -26,7 +26,7 @@ from portal.money.rules import vouchers
 from portal.reports.rules.csv_rows import VOUCHER_COLUMNS
 from portal.web.access import ALL_ROLES, roles
 from portal.web.api_errors import Check, handle_api_error, record_or_404
-from portal.web.exports import csv_download
+from portal.web.exports import list_download
 from portal.web.formatting import money
 from portal.web.idempotent_forms import IdempotentForm, refuse_used, send
 from portal.web.lists import ApiList, render_list
@@ -171,7 +171,8 @@ def payoff() -> Response:
 
 
 @bp.get("/export.csv")
+@bp.get("/export.xlsx", endpoint="export_xlsx")
 @roles(*ALL_ROLES)
 def export_csv() -> Response:
     """The vouchers of the list's filters, without their codes."""
-    return csv_download(VOUCHERS, "vouchers", VOUCHER_COLUMNS)
+    return list_download(VOUCHERS, "vouchers", VOUCHER_COLUMNS)

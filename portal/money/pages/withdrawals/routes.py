@@ -20,7 +20,7 @@ from portal.money.rules.currencies import WITHDRAWAL_WALLETS, money
 from portal.reports.rules.csv_rows import WITHDRAWAL_COLUMNS
 from portal.web.access import roles
 from portal.web.api_errors import Check, handle_api_error
-from portal.web.exports import local_csv_download
+from portal.web.exports import local_list_download
 from portal.web.lists import local_page
 from portal.web.merchant import current_api
 from portal.web.rendering import page
@@ -168,9 +168,10 @@ def confirm(key: str) -> Response:
 
 
 @bp.get("/export.csv")
+@bp.get("/export.xlsx", endpoint="export_xlsx")
 @roles(Role.OWNER, Role.ACCOUNTANT)
 def export_csv() -> Response:
     """Every withdrawal confirmed through the portal, with its outcome, for the accounts."""
-    return local_csv_download(
+    return local_list_download(
         withdrawals.confirmed(current_user.merchant), "withdrawals", WITHDRAWAL_COLUMNS
     )

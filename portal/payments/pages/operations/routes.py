@@ -60,7 +60,7 @@ from portal.web.api_errors import (
     record_or_404,
     unless_unavailable,
 )
-from portal.web.exports import csv_download
+from portal.web.exports import list_download
 from portal.web.idempotent_forms import IdempotentForm, refuse_used, send
 from portal.web.lists import ApiList, render_list
 from portal.web.merchant import current_api
@@ -107,19 +107,20 @@ def index() -> Response:
 
 
 @bp.get("/export.csv")
+@bp.get("/export.xlsx", endpoint="export_xlsx")
 @roles(*ALL_ROLES)
 def export_csv() -> Response:
     """Operations with their money, or with `detail=transactions` one row per transaction of
     those operations with its rate; values and rates in the merchant's reporting currency."""
     merchant = current_user.merchant
     if request.args.get("detail") == "transactions":
-        return csv_download(
+        return list_download(
             OPERATIONS,
             "transactions-of-operations",
             rated_transaction_columns(merchant.reporting_currency),
             rated_transactions(merchant),
         )
-    return csv_download(
+    return list_download(
         STATED_OPERATIONS, "operations", operation_columns(merchant.reporting_currency)
     )
 

@@ -13,7 +13,7 @@ from portal.payments.rules.paid_transactions import fetch_paid
 from portal.reports.rules.csv_rows import TRANSACTION_COLUMNS
 from portal.web.access import ALL_ROLES, roles
 from portal.web.api_errors import record_or_404
-from portal.web.exports import csv_download
+from portal.web.exports import list_download
 from portal.web.lists import ApiList, render_list
 from portal.web.merchant import current_api
 from portal.web.rendering import render_page
@@ -34,10 +34,11 @@ def index() -> Response:
 
 
 @bp.get("/export.csv")
+@bp.get("/export.xlsx", endpoint="export_xlsx")
 @roles(*ALL_ROLES)
 def export_csv() -> Response:
     """The transactions of the list's filters, each with its currency."""
-    return csv_download(TRANSACTIONS, "transactions", TRANSACTION_COLUMNS)
+    return list_download(TRANSACTIONS, "transactions", TRANSACTION_COLUMNS)
 
 
 @bp.route("/<transaction_id>")
