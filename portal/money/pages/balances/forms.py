@@ -9,7 +9,7 @@ from flask_wtf import FlaskForm
 from wtforms import DateField, Form, StringField, SubmitField
 from wtforms.validators import InputRequired
 
-from portal.payments.rules.dashboard import Preset, preset_days
+from portal.periods import Preset, preset_days
 from portal.web.fields import AmountField, CodeField
 
 # `2024-05-01 14:00`, seconds optional, a `T` for the space and a trailing `Z` or `UTC` allowed.

@@ -16,7 +16,7 @@ from portal.money.pages.balances.forms import BalanceForm, LedgerPeriodForm
 from portal.money.rules import balances
 from portal.money.rules.balances import Balance, BalanceRefused, Booked, Refusal
 from portal.money.rules.ledger import KIND_WORDS, Kind
-from portal.payments.rules.dashboard import Period
+from portal.periods import Period
 from portal.reports.rules import ledger_rows
 from portal.reports.rules.csv_rows import TimeZone
 from portal.web.access import roles
