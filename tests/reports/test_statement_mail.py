@@ -5,11 +5,13 @@ and a link that stops the next one; a user demoted before the send gets nothing.
 
 from __future__ import annotations
 
+import io
 from datetime import UTC, datetime
 from decimal import Decimal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
+import openpyxl
 import pytest
 
 from tests.support import factories
@@ -118,6 +120,19 @@ def test_a_monthly_statement_arrives_once_across_restarts(app, november, clock, 
     stop = mail["List-Unsubscribe"].strip("<>")
     assert stop in text and stop.startswith(f"{PUBLIC_URL}/statement-mail/stop/")
     assert mail["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+
+    # The period's ledger rides along as a workbook whose numbers add up to the statement.
+    assert "attached as a workbook (.xlsx)" in text
+    [attached] = list(mail.iter_attachments())
+    assert attached.get_filename() == "ledger_2026-11-01_2026-11-30.xlsx"
+    assert attached.get_content_type() == (
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+    )
+    book_ = openpyxl.load_workbook(io.BytesIO(attached.get_content()))
+    header, *rows = book_["BTC"].iter_rows(values_only=True)
+    net = [row[header.index("net")] for row in rows]
+    assert all(isinstance(cell, float | int) for cell in net)
+    assert Decimal(str(round(sum(net), 8))) == Decimal("0.4975")
 
 
 def test_the_stop_link_stops_the_next_statement(app, november, clock, mail_server):

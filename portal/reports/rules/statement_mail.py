@@ -15,6 +15,7 @@ the user: anyone holding it can only stop the mails it was sent with.
 
 from __future__ import annotations
 
+import tempfile
 from datetime import UTC, date, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -31,12 +32,17 @@ from portal.live.rules import outbox
 from portal.live.rules.mail import isolated
 from portal.money.rules.currencies import money
 from portal.periods import Period
+from portal.reports.rules.csv_rows import TimeZone
+from portal.reports.rules.ledger_rows import write_workbook
 from portal.reports.rules.statement import Line, statement
+from portal.reports.rules.workbook import TooManyRows
 
 READERS = frozenset({Role.OWNER, Role.ACCOUNTANT})
 STOP_PATH = "/statement-mail/stop/"
 _STOP_SALT = "statement-mail-stop"
 _EVERY = {StatementFrequency.WEEKLY: "week", StatementFrequency.MONTHLY: "month"}
+# The largest ledger workbook a statement mail carries: mail servers refuse larger messages.
+ATTACHMENT_LIMIT = 5 * 1024 * 1024
 
 
 class StopRefused(Exception):
@@ -168,17 +174,19 @@ def _queue(user: User, frequency: StatementFrequency, period: Period) -> None:
         db.session.rollback()
         return
     subject = f"Your {_EVERY[frequency]}ly statement of {user.merchant.name}: {_days(period)}"
+    attachment = workbook(user, period)
     outbox.queue(
         user.email,
         subject,
-        _body(user, frequency, period),
+        _body(user, frequency, period, attached=attachment is not None),
         user_id=user.id,
         stop_url=stop_link(user),
+        attachment=attachment,
     )
     db.session.commit()
 
 
-def _body(user: User, frequency: StatementFrequency, period: Period) -> str:
+def _body(user: User, frequency: StatementFrequency, period: Period, *, attached: bool) -> str:
     """The period, each currency's opening, net received and closing, and the two links."""
     since, until = period.instants
     figures = statement(user.merchant, since, until)
@@ -196,6 +204,10 @@ def _body(user: User, frequency: StatementFrequency, period: Period) -> str:
         lines += ["No wallet held money in this period.", ""]
     query = f"/reports?from={period.since.isoformat()}&to={period.until.isoformat()}"
     lines += [
+        "The ledger of the period is attached as a workbook (.xlsx)."
+        if attached
+        else "The ledger of the period is too large to attach: download it from Balances.",
+        "",
         "Sign in to read the whole statement:",
         outbox.portal_link(query),
         "",
@@ -207,10 +219,20 @@ def _body(user: User, frequency: StatementFrequency, period: Period) -> str:
     return "\n".join(lines)
 
 
-def attachments(user: User, period: Period) -> list[tuple[str, bytes]]:
-    """The files a statement mail carries: none yet. The ledger of the period as `.xlsx`
-    comes here, while under a size cap (file name, bytes)."""
-    return []
+def workbook(user: User, period: Period) -> tuple[str, bytes] | None:
+    """The period's ledger as a workbook (file name, bytes), in the user's zone; None when it is
+    larger than `ATTACHMENT_LIMIT` or than a sheet holds: the statement page has it."""
+    since, until = period.instants
+    zone = TimeZone(period.zone, user.time_zone)
+    with tempfile.TemporaryFile() as file:
+        try:
+            write_workbook(file, user.merchant, since, until, zone)
+        except TooManyRows:
+            return None
+        if file.tell() > ATTACHMENT_LIMIT:
+            return None
+        file.seek(0)
+        return f"ledger_{period.since}_{period.until}.xlsx", file.read()
 
 
 def _days(period: Period) -> str:
