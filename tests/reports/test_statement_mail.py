@@ -204,3 +204,34 @@ def test_owners_and_accountants_choose_on_the_account_page(app, accounts, clock)
 
     operator = signed_in(app, accounts.operator)
     assert "E-mail me the statement" not in operator.get("/account").text
+
+
+def test_a_period_already_mailed_never_changes(app, accounts, november, clock, mail_server):
+    """A balance entered as of a moment inside a mailed period is refused and books nothing:
+    a correction seen later is booked when it is seen, after the period."""
+    from tests.support.money import post, text
+
+    accountant_choosing(app, "books@acme.test", "monthly")
+    owner = signed_in(app, accounts.owner)
+    inside = {"amount": "1.6", "as_of": "2026-11-20 12:00"}
+    assert post(owner, "/balances/BTC/opening", inside).status_code == 302, "not mailed yet"
+    clock[0] = DECEMBER_FIRST
+    run_worker_mail_task()
+    mail_server.wait_for(1)
+
+    later = {"amount": "1.7", "as_of": "2026-11-25 12:00"}
+    refused = post(owner, "/balances/BTC/opening", later)
+    assert refused.status_code == 422
+    assert "A statement up to 2026-11-30 23:00:00 UTC was already sent by e-mail" in text(refused)
+    assert [kind for kind, _ in ledger(app)] == ["opening", "payment", "fee", "adjustment"]
+
+
+def ledger(app) -> list[tuple[str, Decimal]]:
+    import sqlalchemy as sa
+
+    from portal.extensions import db
+    from portal.money.models import LedgerEntry
+
+    with app.app_context():
+        query = sa.select(LedgerEntry.kind, LedgerEntry.amount).order_by(LedgerEntry.id)
+        return [tuple(row) for row in db.session.execute(query)]

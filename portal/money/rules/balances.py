@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from decimal import ROUND_HALF_EVEN, Decimal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import sqlalchemy as sa
 
@@ -24,11 +25,13 @@ from portal.database import decimal_sum, utcnow
 from portal.extensions import db
 from portal.identity.models import Merchant, User
 from portal.identity.rules import audit
+from portal.live.models import StatementMail
 from portal.money.models import LedgerEntry
 from portal.money.rules import rate_history
 from portal.money.rules.currencies import WITHDRAWAL_WALLETS, least_decimals
 from portal.money.rules.ledger import VALUE_PLACES, Kind, valuation
 from portal.money.rules.rate_history import RateBook
+from portal.periods import Period
 
 ZERO = Decimal(0)
 ENTERED = (Kind.OPENING, Kind.ADJUSTMENT)
@@ -59,11 +62,13 @@ class Refusal(enum.StrEnum):
     NOT_CONNECTED = "not_connected"  # no connection, so no ledger to book it in
     FUTURE = "future"  # a balance as of a moment that has not come yet
     NOT_AFTER_LAST = "not_after_last"  # at or before the currency's last entered balance
+    IN_MAILED_PERIOD = "in_mailed_period"  # inside a statement period already mailed
 
 
 class BalanceRefused(Exception):
     """An entered balance the ledger cannot take; `last` is the moment of the currency's last
-    entered balance (for `NOT_AFTER_LAST`)."""
+    entered balance (for `NOT_AFTER_LAST`) or the end of the last mailed statement period (for
+    `IN_MAILED_PERIOD`)."""
 
     def __init__(self, reason: Refusal, last: datetime | None = None) -> None:
         super().__init__(reason.value)
@@ -123,8 +128,9 @@ def enter_balance(
 ) -> Booked:
     """Book the balance `user` entered for `currency` as of `as_of`: the opening when it has
     none, else the adjustment from the balance derived then. Refused (BalanceRefused, nothing
-    booked) for a moment in the future, or at or before the currency's last entered balance,
-    which a later one would contradict. Audited either way."""
+    booked) for a moment in the future, at or before the currency's last entered balance,
+    which a later one would contradict, or inside a statement period already mailed. Audited
+    either way."""
     parameters = {"currency": currency, "amount": amount, "as_of": as_of.isoformat()}
     try:
         booked = _book(merchant, currency, amount, as_of)
@@ -153,6 +159,9 @@ def _book(merchant: Merchant, currency: str, amount: Decimal, as_of: datetime) -
         raise BalanceRefused(Refusal.NOT_CONNECTED)
     if as_of > utcnow():
         raise BalanceRefused(Refusal.FUTURE)
+    mailed_until = _mailed_until(merchant.id)
+    if mailed_until is not None and as_of <= mailed_until:
+        raise BalanceRefused(Refusal.IN_MAILED_PERIOD, mailed_until)
     generation = connection.generation
     last = db.session.scalar(
         sa.select(sa.func.max(LedgerEntry.occurred_at)).where(
@@ -189,6 +198,28 @@ def _book(merchant: Merchant, currency: str, amount: Decimal, as_of: datetime) -
         )
     )
     return booked
+
+
+def _mailed_until(merchant_id: int) -> datetime | None:
+    """When the latest statement period mailed to one of the merchant's users ended: a period
+    sent never changes, so nothing may be booked before then (later corrections are booked
+    when they are seen)."""
+    latest = sa.func.max(StatementMail.period_end)
+    rows = db.session.execute(
+        sa.select(latest, User.time_zone)
+        .join(User, User.id == StatementMail.user_id)
+        .where(User.merchant_id == merchant_id)
+        .group_by(User.id, User.time_zone)
+    )
+    ends = [Period(end, end, _zone(name)).instants[1] for end, name in rows if end is not None]
+    return max(ends, default=None)
+
+
+def _zone(name: str) -> tzinfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return UTC
 
 
 def _sums(

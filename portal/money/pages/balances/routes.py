@@ -178,4 +178,10 @@ def _refusal_sentence(refusal: BalanceRefused, currency: str) -> str:
             f"A balance of {currency} was entered as of {_utc(refusal.last)}: enter one as of "
             "a later moment, so that it does not contradict that one."
         )
+    if refusal.reason is Refusal.IN_MAILED_PERIOD:
+        assert refusal.last is not None  # the rule names it
+        return (
+            f"A statement up to {_utc(refusal.last)} was already sent by e-mail, and a period "
+            "sent never changes: enter the balance as of a later moment, such as now."
+        )
     return "Connect the payment service first: balances are derived from what the portal sees."
