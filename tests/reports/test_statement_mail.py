@@ -6,17 +6,20 @@ and a link that stops the next one; a user demoted before the send gets nothing.
 from __future__ import annotations
 
 import io
-from datetime import UTC, datetime
+import time
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 import openpyxl
 import pytest
+import sqlalchemy as sa
 
 from tests.support import factories
 from tests.support.forms import csrf_token, signed_in
 from tests.support.smtp import text_of
+from tests.support.worker import running_worker
 
 PUBLIC_URL = "http://portal.example.com"
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -224,6 +227,32 @@ def test_a_period_already_mailed_never_changes(app, accounts, november, clock, m
     assert refused.status_code == 422
     assert "A statement up to 2026-11-30 23:00:00 UTC was already sent by e-mail" in text(refused)
     assert [kind for kind, _ in ledger(app)] == ["opening", "payment", "fee", "adjustment"]
+
+
+@pytest.mark.slow  # worker processes
+def test_a_worker_process_restarted_sends_no_second_statement(
+    app, tmp_path, mail_server, monkeypatch
+):
+    """Two real worker processes one after the other, on the real clock: last week's
+    statement of a user who chose it two weeks ago arrives once."""
+    from portal.extensions import db
+    from portal.live.models import StatementChoice
+
+    factories.api_connection(app)
+    accountant_choosing(app, "books@acme.test", "weekly")
+    with app.app_context():  # chosen before last week began
+        db.session.execute(
+            sa.update(StatementChoice).values(chosen_at=datetime.now(UTC) - timedelta(days=15))
+        )
+        db.session.commit()
+    monkeypatch.setenv("PORTAL_SMTP_URL", mail_server.url)
+    monkeypatch.setenv("PORTAL_PUBLIC_URL", PUBLIC_URL)
+    with running_worker(app, tmp_path / "first"):
+        [mail] = mail_server.wait_for(1, timeout=30)
+    with running_worker(app, tmp_path / "again"):
+        time.sleep(3)  # three ticks of a second: time enough to send a second, were it to
+    assert len(mail_server.messages) == 1
+    assert "weekly statement" in mail["Subject"]
 
 
 def ledger(app) -> list[tuple[str, Decimal]]:
