@@ -10,6 +10,17 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from functools import lru_cache
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+
+@lru_cache(maxsize=64)
+def zone_named(name: str) -> tzinfo:
+    """The time zone a user chose, by its name; UTC for a name this machine does not know."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return UTC
 
 
 class Preset(enum.StrEnum):

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, tzinfo
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
-from zoneinfo import TZPATH, ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from zoneinfo import TZPATH, available_timezones
 
 from flask import Flask, g
 from flask_login import current_user
@@ -23,6 +23,7 @@ from markupsafe import Markup, escape
 
 from portal.api import OPERATION_STATUSES, TRANSACTION_STATUSES
 from portal.money.rules.currencies import money
+from portal.periods import zone_named
 from portal.web.error_messages import error_message
 from portal.web_urls import is_web_url
 
@@ -69,20 +70,12 @@ def _listed_zones() -> set[str]:
     return set()
 
 
-@lru_cache(maxsize=64)
-def _zone(name: str) -> tzinfo:
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return UTC
-
-
 def user_zone() -> tzinfo:
     """The signed-in user's zone; UTC for anyone else or an unknown name (once per request)."""
     zone = g.get("user_zone")
     if zone is None:
         name = current_user.time_zone if current_user.is_authenticated else None
-        zone = g.user_zone = _zone(name) if name and name != "UTC" else UTC
+        zone = g.user_zone = zone_named(name) if name and name != "UTC" else UTC
     return zone
 
 

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from datetime import UTC, datetime, tzinfo
+from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import sqlalchemy as sa
 
@@ -31,7 +30,7 @@ from portal.money.rules import rate_history
 from portal.money.rules.currencies import WITHDRAWAL_WALLETS, least_decimals
 from portal.money.rules.ledger import VALUE_PLACES, Kind, valuation
 from portal.money.rules.rate_history import RateBook
-from portal.periods import Period
+from portal.periods import Period, zone_named
 
 ZERO = Decimal(0)
 ENTERED = (Kind.OPENING, Kind.ADJUSTMENT)
@@ -211,15 +210,8 @@ def _mailed_until(merchant_id: int) -> datetime | None:
         .where(User.merchant_id == merchant_id)
         .group_by(User.id, User.time_zone)
     )
-    ends = [Period(end, end, _zone(name)).instants[1] for end, name in rows if end is not None]
+    ends = [Period(end, end, zone_named(name)).instants[1] for end, name in rows if end is not None]
     return max(ends, default=None)
-
-
-def _zone(name: str) -> tzinfo:
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return UTC
 
 
 def _sums(

@@ -16,8 +16,7 @@ the user: anyone holding it can only stop the mails it was sent with.
 from __future__ import annotations
 
 import tempfile
-from datetime import UTC, date, timedelta, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from datetime import date, timedelta
 
 import sqlalchemy as sa
 from flask import current_app
@@ -31,7 +30,7 @@ from portal.live.models import StatementChoice, StatementFrequency, StatementMai
 from portal.live.rules import outbox
 from portal.live.rules.mail import isolated
 from portal.money.rules.currencies import money
-from portal.periods import Period
+from portal.periods import Period, zone_named
 from portal.reports.rules.csv_rows import TimeZone
 from portal.reports.rules.ledger_rows import write_workbook
 from portal.reports.rules.statement import Line, statement
@@ -111,14 +110,6 @@ def last_period(frequency: StatementFrequency, today: date) -> tuple[date, date]
     return last_day.replace(day=1), last_day
 
 
-def zone_of(user: User) -> tzinfo:
-    """The user's zone; UTC for a name this machine does not know."""
-    try:
-        return ZoneInfo(user.time_zone)
-    except (ZoneInfoNotFoundError, ValueError):
-        return UTC
-
-
 # --- Queueing --------------------------------------------------------------------------------
 
 
@@ -142,7 +133,7 @@ def _queue_due_of(user_id: int) -> None:
     choice = db.session.get(StatementChoice, user_id)
     if user is None or choice is None:
         return  # removed, or the choice stopped, meanwhile
-    zone = zone_of(user)
+    zone = zone_named(user.time_zone)
     since, until = last_period(choice.frequency, utcnow().astimezone(zone).date())
     period = Period(since, until, zone)
     if period.instants[1] > choice.chosen_at and not _mailed(user, period):
