@@ -9,6 +9,8 @@ what each attempt sent and got back.
   24 hours) and mails the merchant's owners.
 - `webhook_attempts.request_headers`, `request_body`, `response_body`: what was sent (the
   signatures masked) and the start of the shop's answer, kept 30 days.
+- `webhook_replays`: an owner's request to send an endpoint a period's events again, which the
+  worker carries out once (`done_at`).
 
 Revision ID: 0021
 Revises: 0018
@@ -41,9 +43,27 @@ def upgrade():
         batch.add_column(sa.Column("request_body", sa.Text()))
         batch.add_column(sa.Column("response_body", sa.Text()))
         batch.create_index("ix_webhook_attempts_started", ["started_at"])
+    op.create_table(
+        "webhook_replays",
+        sa.Column("id", sa.Integer(), primary_key=True),
+        sa.Column(
+            "endpoint_id",
+            sa.Integer(),
+            sa.ForeignKey("webhook_endpoints.id", ondelete="CASCADE"),
+            nullable=False,
+        ),
+        sa.Column("period_start", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("period_end", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("requested_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("done_at", sa.DateTime(timezone=True)),
+        sa.Column("events", sa.Integer()),
+    )
+    op.create_index("ix_webhook_replays_endpoint", "webhook_replays", ["endpoint_id"])
 
 
 def downgrade():
+    op.drop_index("ix_webhook_replays_endpoint", "webhook_replays")
+    op.drop_table("webhook_replays")
     with op.batch_alter_table("webhook_attempts") as batch:
         batch.drop_index("ix_webhook_attempts_started")
         batch.drop_column("response_body")

@@ -162,6 +162,24 @@ class WebhookDelivery(Model):
     event: Mapped[Event] = relationship()
 
 
+class WebhookReplay(Model):
+    """An owner's request to send an endpoint the events of a period again (with their ids),
+    which one worker carries out once: `done_at` set, with how many `events` it queued."""
+
+    __tablename__ = "webhook_replays"
+    __table_args__ = (sa.Index("ix_webhook_replays_endpoint", "endpoint_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    endpoint_id: Mapped[int] = mapped_column(
+        sa.ForeignKey("webhook_endpoints.id", ondelete="CASCADE")
+    )
+    period_start: Mapped[datetime] = mapped_column(UtcDateTime)
+    period_end: Mapped[datetime] = mapped_column(UtcDateTime)
+    requested_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    done_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    events: Mapped[int | None]
+
+
 class WebhookAttempt(Model):
     """One POST of a delivery, as the delivery log shows it: what was sent (the signatures
     masked) and the start of the shop's answer, kept `webhooks.LOG_DAYS`."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import standardwebhooks
@@ -149,3 +150,25 @@ def test_the_library_example_in_the_documentation_accepts_a_delivery_and_refuses
     assert as_the_shop_receives(request, check, secret) == request.json
     with pytest.raises(BadRequest):
         as_the_shop_receives(request, check, secret, request.body + b" ")
+
+
+def test_each_type_s_schema_is_in_the_documentation_and_its_example_on_the_page(app, owner):
+    import html
+    import json
+
+    import jsonschema
+
+    from portal.live.rules import webhook_schemas
+
+    folder = Path(__file__).resolve().parents[2] / "docs" / "webhook-schemas"
+    types = webhook_schemas.types_described()
+    assert sorted(path.stem for path in folder.glob("*.json")) == sorted(types)
+    page = html.unescape(owner.get("/settings/notifications").get_data(as_text=True))
+    for type_ in types:
+        documented = (folder / f"{type_}.json").read_text()
+        assert documented == webhook_schemas.schema_text(type_), (
+            f"{type_}: run webhook_schemas.write_catalogue(Path('docs/webhook-schemas'))"
+        )
+        example = webhook_schemas.example(type_)
+        jsonschema.validate(example, json.loads(documented))
+        assert json.dumps(example, indent=2) in page

@@ -34,15 +34,18 @@ def portal_config(portal_config):
     }
 
 
-def configure(client, url: str, *types: str):
+def configure(client, url: str, *types: str, endpoint: int | str | None = None):
+    """Save the endpoint's URL and types (the first endpoint's by default, `new` adds one)."""
     data = {"url": url, "event_types": list(types or ["operation.confirmed"])}
-    return client.post(PAGE, data={**data, "csrf_token": csrf_token(client, PAGE)})
+    path = PAGE if endpoint is None else f"{PAGE}?endpoint_id={endpoint}"
+    return client.post(path, data={**data, "csrf_token": csrf_token(client, PAGE)})
 
 
-def shown_secret(client) -> str:
+def shown_secret(client, endpoint: int | None = None) -> str:
     """The secret as an owner without two-factor reveals it: with their password."""
     data = {"password": PASSWORD, "csrf_token": csrf_token(client, PAGE)}
-    revealed = client.post(f"{PAGE}/secret", data=data)
+    query = "" if endpoint is None else f"?endpoint_id={endpoint}"
+    revealed = client.post(f"{PAGE}/secret{query}", data=data)
     return SECRET.search(revealed.get_data(as_text=True)).group(1)
 
 

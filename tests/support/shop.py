@@ -6,6 +6,7 @@ request (headers and raw body) and answers the status a test chose, as slowly as
         shop.status = 500          # every answer from now on
         shop.delay = 2.0           # seconds before answering
         shop.headers = {"Location": other.url}   # headers of every answer
+        shop.answer = b"thanks"    # the body of every answer
         request = shop.wait_for(1)[0]
         request.json["id"], request.headers["Portal-Signature"], request.body
 
@@ -101,6 +102,7 @@ class Shop:
     status: int = 200
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    answer: bytes = b"ok"
     received: list[Received] = field(default_factory=list)
     # Each body that did not validate against its type's schema, with why.
     invalid: list[str] = field(default_factory=list)
@@ -133,16 +135,21 @@ class _Handler(BaseHTTPRequestHandler):
             shop.received.append(Received(self.path, dict(self.headers.items()), body))
             if problem:
                 shop.invalid.append(problem)
-            status, delay, headers = shop.status, shop.delay, dict(shop.headers)
+            status, delay, headers, answer = (
+                shop.status,
+                shop.delay,
+                dict(shop.headers),
+                shop.answer,
+            )
         if delay:
             time.sleep(delay)
         try:
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)
-            self.send_header("Content-Length", "2")
+            self.send_header("Content-Length", str(len(answer)))
             self.end_headers()
-            self.wfile.write(b"ok")
+            self.wfile.write(answer)
         except OSError:  # the portal stopped waiting (its timeout)
             pass
 

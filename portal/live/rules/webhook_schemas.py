@@ -9,11 +9,13 @@ catalogue; the tests validate every body the suite delivers.
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from dataclasses import MISSING, fields, is_dataclass
 from datetime import datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from portal.api.records import MaxLength, Operation, Transaction
@@ -83,9 +85,55 @@ def record_schema(record: type) -> dict[str, Any]:
     }
 
 
+# When each type is sent (docs/webhooks.md, "Types"), as the settings page describes it.
+SENT_WHEN = {
+    EventType.OPERATION_CREATED: "A new operation appeared.",
+    EventType.OPERATION_PARTLY_PAID: "Money arrived for an operation, less than is due (again "
+    "at each new amount).",
+    EventType.OPERATION_PAID: "The whole amount arrived, not yet confirmed.",
+    EventType.OPERATION_OVERPAID: "More than is due arrived, whatever the status (again at "
+    "each new amount).",
+    EventType.OPERATION_UNDERPAID: "The operation was confirmed with less than is due.",
+    EventType.OPERATION_PAID_LATE: "Money reached an operation after it expired, was canceled "
+    "or failed.",
+    EventType.OPERATION_CONFIRMED: "The payment service confirmed the operation; ship only when "
+    "portal.state is paid.",
+    EventType.OPERATION_EXPIRED: "The operation expired (money may have arrived before).",
+    EventType.OPERATION_CANCELED: "The operation was canceled.",
+    EventType.OPERATION_FAILED: "The operation failed.",
+    EventType.OPERATION_STATUS_CHANGED: "The operation moved to any other status.",
+    EventType.TRANSACTION_RECEIVED: "A blockchain transaction arrived.",
+    EventType.TRANSACTION_NEEDS_REVIEW: "A transaction arrived that nobody has linked or "
+    "rejected yet.",
+    EventType.TRANSACTION_LINKED: "A transaction was linked to an operation.",
+    EventType.TRANSACTION_CONFIRMED: "A transaction was confirmed.",
+    EventType.TRANSACTION_REJECTED: "A transaction was rejected.",
+    TEST_TYPE: "Send test event, on this page.",
+}
+
+
 def types_described() -> list[str]:
     """Every type a shop may receive, the test event last."""
     return [type_.value for type_ in EventType] + [TEST_TYPE]
+
+
+def schema_text(type_: str) -> str:
+    """The schema as docs/webhook-schemas/<type>.json holds it."""
+    return json.dumps(schema(type_), indent=2) + "\n"
+
+
+def write_catalogue(folder: Path) -> None:
+    """Write each type's schema into `folder` (docs/webhook-schemas: a test says when to)."""
+    for type_ in types_described():
+        (folder / f"{type_}.json").write_text(schema_text(type_))
+
+
+def catalogue() -> list[tuple[str, str, str]]:
+    """Each type, when it is sent, and an example body as indented JSON."""
+    return [
+        (type_, SENT_WHEN[type_], json.dumps(example(type_), indent=2))
+        for type_ in types_described()
+    ]
 
 
 def schema(type_: str) -> dict[str, Any]:

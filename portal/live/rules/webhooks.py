@@ -26,9 +26,11 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 import requests
@@ -49,6 +51,7 @@ from portal.live.models import (
     WebhookAttempt,
     WebhookDelivery,
     WebhookEndpoint,
+    WebhookReplay,
 )
 from portal.live.rules import outbox
 from portal.live.rules.events import (
@@ -109,6 +112,8 @@ GONE = 410
 # and reserved ranges all lie outside 2000::/3.
 GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
 SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
+# The most endpoints a merchant may have, each with its own URL, secret and types.
+MAX_ENDPOINTS = 10
 # Endpoints a delivery pass serves side by side, each on its own thread.
 ENDPOINTS_AT_ONCE = 4
 
@@ -207,30 +212,74 @@ def standard_key(secret: str) -> bytes | None:
     return key if len(key) == SECRET_BYTES else None
 
 
-def endpoint_of(merchant: Merchant) -> WebhookEndpoint | None:
-    return db.session.scalar(
-        sa.select(WebhookEndpoint).where(WebhookEndpoint.merchant_id == merchant.id)
+class TooManyEndpoints(Exception):
+    """The merchant has `MAX_ENDPOINTS` already: nothing was added."""
+
+
+def endpoints_of(merchant: Merchant) -> list[WebhookEndpoint]:
+    """The merchant's endpoints, in the order they were added."""
+    return list(
+        db.session.scalars(
+            sa.select(WebhookEndpoint)
+            .where(WebhookEndpoint.merchant_id == merchant.id)
+            .order_by(WebhookEndpoint.id)
+        )
     )
 
 
-def save_endpoint(merchant: Merchant, url: str, types: list[str]) -> WebhookEndpoint:
-    """Set the URL and the types (an empty URL stops the webhooks); the first save makes the
-    secret. Events written before now are not sent for a type chosen now: the events already
-    due are fanned out first, then the endpoint starts from the newest event."""
-    endpoint = endpoint_of(merchant)
+def endpoint_of(merchant: Merchant, endpoint_id: int | None = None) -> WebhookEndpoint | None:
+    """The merchant's endpoint of that id (None for anyone else's), or their first one."""
+    query = sa.select(WebhookEndpoint).where(WebhookEndpoint.merchant_id == merchant.id)
+    if endpoint_id is not None:
+        query = query.where(WebhookEndpoint.id == endpoint_id)
+    return db.session.scalar(query.order_by(WebhookEndpoint.id).limit(1))
+
+
+def add_endpoint(merchant: Merchant, url: str, types: list[str]) -> WebhookEndpoint:
+    """A new endpoint with its own secret; raises `TooManyEndpoints` past `MAX_ENDPOINTS`."""
+    count = sa.select(sa.func.count()).where(WebhookEndpoint.merchant_id == merchant.id)
+    if (db.session.scalar(count) or 0) >= MAX_ENDPOINTS:
+        raise TooManyEndpoints
+    endpoint = WebhookEndpoint(
+        merchant_id=merchant.id, secret_encrypted=crypto.encrypt(new_secret())
+    )
+    db.session.add(endpoint)
+    return _set(endpoint, url, types)
+
+
+def save_endpoint(
+    merchant: Merchant, url: str, types: list[str], endpoint: WebhookEndpoint | None = None
+) -> WebhookEndpoint:
+    """Set the URL and the types of `endpoint` (by default the merchant's first, made at the
+    first save); an empty URL switches it off."""
+    endpoint = endpoint or endpoint_of(merchant)
     if endpoint is None:
-        endpoint = WebhookEndpoint(
-            merchant_id=merchant.id, secret_encrypted=crypto.encrypt(new_secret())
-        )
-        db.session.add(endpoint)
-    elif endpoint.enabled:
+        return add_endpoint(merchant, url, types)
+    return _set(endpoint, url, types)
+
+
+def _set(endpoint: WebhookEndpoint, url: str, types: list[str]) -> WebhookEndpoint:
+    """Events written before now are not sent for a type chosen now: the events already due
+    are fanned out first, then the endpoint starts from the newest event."""
+    if endpoint.enabled and endpoint.id is not None:
         _fan_out(endpoint)
     endpoint.url = url
     endpoint.enabled = bool(url)
     endpoint.event_types = [type_.value for type_ in TYPES if type_.value in types]
-    endpoint.since_event_id = _newest_event_id(merchant.id)
+    endpoint.since_event_id = _newest_event_id(endpoint.merchant_id)
     db.session.commit()
     return endpoint
+
+
+def switch(endpoint: WebhookEndpoint, on: bool) -> None:
+    """Switch the endpoint on (it needs a URL) or off. Off, its deliveries wait and the events
+    written meanwhile are not sent, as when the URL is emptied; on again, the waiting
+    deliveries go."""
+    if endpoint.enabled:
+        _fan_out(endpoint)
+    endpoint.enabled = on and bool(endpoint.url)
+    endpoint.since_event_id = _newest_event_id(endpoint.merchant_id)
+    db.session.commit()
 
 
 def _newest_event_id(merchant_id: int) -> int:
@@ -272,18 +321,8 @@ def rotate_legacy_secrets() -> int:
     one), and mail the merchant's owners; how many. Each endpoint is taken by one conditional
     UPDATE, so two workers do not rotate (and mail) it twice."""
     rotated = 0
-    legacy = sa.select(WebhookEndpoint.id).where(WebhookEndpoint.legacy_secret)
-    for endpoint_id in db.session.scalars(legacy).all():
-        taken = rows_changed(
-            sa.update(WebhookEndpoint)
-            .where(WebhookEndpoint.id == endpoint_id, WebhookEndpoint.legacy_secret)
-            .values(legacy_secret=False)
-            .execution_options(synchronize_session=False)
-        )
-        endpoint = db.session.get(WebhookEndpoint, endpoint_id)
-        if not taken or endpoint is None:
-            db.session.rollback()
-            continue
+    legacy = WebhookEndpoint.legacy_secret.is_(True)
+    for endpoint in _each_taken(WebhookEndpoint, legacy, {"legacy_secret": False}):
         _replace_secret(endpoint)
         until = endpoint.previous_secret_until
         _mail_owners(
@@ -300,6 +339,29 @@ def rotate_legacy_secrets() -> int:
         db.session.commit()
         rotated += 1
     return rotated
+
+
+Taken = TypeVar("Taken", WebhookEndpoint, WebhookReplay)
+
+
+def _each_taken(
+    model: type[Taken], waiting: sa.ColumnElement[bool], taking: dict[str, object]
+) -> Iterator[Taken]:
+    """Each row where `waiting` holds, taken for this worker alone by one conditional UPDATE
+    that sets `taking` (a row another worker took meanwhile is skipped); the caller commits
+    before asking for the next."""
+    for row_id in db.session.scalars(sa.select(model.id).where(waiting)).all():
+        taken = rows_changed(
+            sa.update(model)
+            .where(model.id == row_id, waiting)
+            .values(**taking)
+            .execution_options(synchronize_session=False)
+        )
+        row = db.session.get(model, row_id)
+        if taken and row is not None:
+            yield row
+        else:
+            db.session.rollback()
 
 
 def _mail_owners(endpoint: WebhookEndpoint, subject: str, body: str) -> None:
@@ -693,6 +755,7 @@ def deliver_due(budget_seconds: float | None = None, *, wait: bool = True) -> in
     rotate_legacy_secrets()
     forget_old_attempts()
     fan_out()
+    run_replays()
     interval = float(current_app.config["SYNC_SECONDS"])
     deadline = time.monotonic() + (interval if budget_seconds is None else budget_seconds)
     app = current_app._get_current_object()  # type: ignore[attr-defined]
@@ -839,14 +902,86 @@ def resend(delivery: WebhookDelivery) -> bool:
     return queued == 1
 
 
-def _count_manual_send(endpoint: WebhookEndpoint) -> None:
-    """Count a test event or a resend against the endpoint's limit, in the limiter's store (shared
-    by every process): an owner's clicks must not make the portal hammer a host."""
-    limit = attempts.limit(
-        current_app.config["WEBHOOK_MANUAL_LIMIT"], "webhooks.manual", str(endpoint.id)
-    )
+def _count_manual_send(endpoint: WebhookEndpoint, setting: str = "WEBHOOK_MANUAL_LIMIT") -> None:
+    """Count a test event, a resend or a replay against the endpoint's limit (`setting`), in
+    the limiter's store (shared by every process): an owner's clicks must not make the portal
+    hammer a host."""
+    limit = attempts.limit(current_app.config[setting], f"webhooks.{setting}", str(endpoint.id))
     if attempts.attempt([limit]) is None:
         raise TooManySends
+
+
+def ask_replay(endpoint: WebhookEndpoint, start: datetime, end: datetime) -> WebhookReplay:
+    """Queue, for the worker, a replay of the events written from `start` to before `end`,
+    cut to the last `LOG_DAYS` (what a shop may ask for again). Raises `TooManySends` past the
+    endpoint's `PORTAL_WEBHOOK_REPLAY_LIMIT`."""
+    _count_manual_send(endpoint, "WEBHOOK_REPLAY_LIMIT")
+    now = utcnow()
+    replay = WebhookReplay(
+        endpoint_id=endpoint.id,
+        period_start=max(start, now - timedelta(days=LOG_DAYS)),
+        period_end=min(end, now),
+        requested_at=now,
+    )
+    db.session.add(replay)
+    db.session.commit()
+    _wake_the_worker()
+    return replay
+
+
+def run_replays() -> int:
+    """Carry out each replay asked for, once (taken by one conditional UPDATE); how many events
+    were queued again. A replay sends the period's events that were notified, of the types the
+    endpoint has now and of the current connection, under their own ids: an event's delivery
+    is due again (or made, for an event the endpoint had not been sent), unless a worker holds
+    it at this moment (it is being sent)."""
+    queued = 0
+    now = utcnow()
+    waiting = WebhookReplay.done_at.is_(None)
+    for replay in _each_taken(WebhookReplay, waiting, {"done_at": now}):
+        replay.events = _replay(replay, now)
+        db.session.commit()
+        queued += replay.events
+    return queued
+
+
+def _replay(replay: WebhookReplay, now: datetime) -> int:
+    endpoint = db.session.get(WebhookEndpoint, replay.endpoint_id)
+    assert endpoint is not None
+    found = db.session.execute(
+        sa.select(Event.id, Event.operation_id, WebhookDelivery)
+        .outerjoin(
+            WebhookDelivery,
+            sa.and_(
+                WebhookDelivery.event_id == Event.id,
+                WebhookDelivery.endpoint_id == endpoint.id,
+            ),
+        )
+        .where(
+            Event.merchant_id == endpoint.merchant_id,
+            Event.notify.is_(True),
+            of_current_connection(),
+            Event.type.in_(endpoint.event_types),
+            Event.created_at >= replay.period_start,
+            Event.created_at < replay.period_end,
+        )
+        .order_by(Event.id)
+    ).all()
+    queued = 0
+    for event_id, operation_id, delivery in found:
+        if delivery is None:
+            delivery = WebhookDelivery(
+                endpoint_id=endpoint.id, event_id=event_id, operation_id=operation_id
+            )
+            db.session.add(delivery)
+        elif delivery.lease_until is not None and delivery.lease_until > now:
+            continue
+        delivery.state = DeliveryState.PENDING
+        delivery.next_attempt_at = now
+        delivery.first_attempt_at = None
+        delivery.manual = True
+        queued += 1
+    return queued
 
 
 def _wake_the_worker() -> None:
@@ -862,15 +997,14 @@ def _wake_the_worker() -> None:
         log.warning("The worker was not woken (%s): its next tick delivers", type(error).__name__)
 
 
-def queued_by_hand(merchant: Merchant) -> list[WebhookDelivery]:
+def queued_by_hand(endpoint: WebhookEndpoint) -> list[WebhookDelivery]:
     """Test events and resends waiting for the worker, oldest first: the log shows them, and
     asks for itself again until they are sent."""
     return list(
         db.session.scalars(
             sa.select(WebhookDelivery)
-            .join(WebhookEndpoint)
             .where(
-                WebhookEndpoint.merchant_id == merchant.id,
+                WebhookDelivery.endpoint_id == endpoint.id,
                 WebhookDelivery.manual.is_(True),
                 WebhookDelivery.state == DeliveryState.PENDING,
             )
@@ -889,13 +1023,12 @@ def delivery_of(merchant: Merchant, delivery_id: int) -> WebhookDelivery | None:
     )
 
 
-def attempts_of(merchant: Merchant) -> sa.Select:
-    """The delivery log: every attempt to the merchant's endpoint, newest first."""
+def attempts_of(endpoint: WebhookEndpoint) -> sa.Select:
+    """The endpoint's delivery log: every attempt, newest first."""
     return (
         sa.select(WebhookAttempt)
         .join(WebhookDelivery)
-        .join(WebhookEndpoint)
-        .where(WebhookEndpoint.merchant_id == merchant.id)
+        .where(WebhookDelivery.endpoint_id == endpoint.id)
         .order_by(WebhookAttempt.id.desc())
         .options(sa.orm.joinedload(WebhookAttempt.delivery).joinedload(WebhookDelivery.event))
     )
