@@ -90,6 +90,8 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         WEBHOOK_LEASE_SECONDS=60.0,
         # Test events and resends an owner may ask for, per endpoint.
         WEBHOOK_MANUAL_LIMIT="10 per minute",
+        # Replays of a period's events an owner may ask for, per endpoint.
+        WEBHOOK_REPLAY_LIMIT="3 per hour",
         WEBHOOK_ROTATION_SECONDS=24 * 3600.0,  # the previous secret keeps signing this long
         # Private and loopback webhook URLs: None allows them outside production only.
         WEBHOOK_ALLOW_PRIVATE=None,

@@ -87,23 +87,25 @@ class Event(Model):
 class WebhookEndpoint(Model):
     """Where a merchant's shop receives events, which types, and the secrets that sign them.
 
-    Secrets are stored encrypted (`portal.crypto`). After a rotation the previous secret
-    signs too, beside the new one, until `previous_secret_until`. Only events with an id above
-    `since_event_id` are sent: a shop is never told of what happened before it was set up.
+    A merchant has up to `webhooks.MAX_ENDPOINTS`. Secrets are stored encrypted
+    (`portal.crypto`). After a rotation the previous secret signs too, beside the new one, until
+    `previous_secret_until`. Only events with an id above `since_event_id` are sent: a shop is
+    never told of what happened before it was set up. `legacy_secret`: a secret of the old form
+    (URL-safe text), which the worker replaces (`webhooks.rotate_legacy_secrets`).
     """
 
     __tablename__ = "webhook_endpoints"
+    __table_args__ = (sa.Index("ix_webhook_endpoints_merchant", "merchant_id"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    merchant_id: Mapped[int] = mapped_column(
-        sa.ForeignKey("merchants.id", ondelete="CASCADE"), unique=True
-    )
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
     url: Mapped[str] = mapped_column(sa.String(2048))
     event_types: Mapped[list[str]] = mapped_column(sa.JSON)
     secret_encrypted: Mapped[str] = mapped_column(sa.Text)
     previous_secret_encrypted: Mapped[str | None] = mapped_column(sa.Text)
     previous_secret_until: Mapped[datetime | None] = mapped_column(UtcDateTime)
     enabled: Mapped[bool] = mapped_column(default=True)
+    legacy_secret: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
     since_event_id: Mapped[int] = mapped_column(default=0)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
@@ -160,11 +162,33 @@ class WebhookDelivery(Model):
     event: Mapped[Event] = relationship()
 
 
+class WebhookReplay(Model):
+    """An owner's request to send an endpoint the events of a period again (with their ids),
+    which one worker carries out once: `done_at` set, with how many `events` it queued."""
+
+    __tablename__ = "webhook_replays"
+    __table_args__ = (sa.Index("ix_webhook_replays_endpoint", "endpoint_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    endpoint_id: Mapped[int] = mapped_column(
+        sa.ForeignKey("webhook_endpoints.id", ondelete="CASCADE")
+    )
+    period_start: Mapped[datetime] = mapped_column(UtcDateTime)
+    period_end: Mapped[datetime] = mapped_column(UtcDateTime)
+    requested_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    done_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    events: Mapped[int | None]
+
+
 class WebhookAttempt(Model):
-    """One POST of a delivery, as the delivery log shows it."""
+    """One POST of a delivery, as the delivery log shows it: what was sent (the signatures
+    masked) and the start of the shop's answer, kept `webhooks.LOG_DAYS`."""
 
     __tablename__ = "webhook_attempts"
-    __table_args__ = (sa.Index("ix_webhook_attempts_delivery", "delivery_id"),)
+    __table_args__ = (
+        sa.Index("ix_webhook_attempts_delivery", "delivery_id"),
+        sa.Index("ix_webhook_attempts_started", "started_at"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     delivery_id: Mapped[int] = mapped_column(
@@ -175,6 +199,9 @@ class WebhookAttempt(Model):
     error: Mapped[str | None] = mapped_column(sa.String(255))
     duration_ms: Mapped[int]
     manual: Mapped[bool] = mapped_column(default=False)
+    request_headers: Mapped[dict | None] = mapped_column(sa.JSON)
+    request_body: Mapped[str | None] = mapped_column(sa.Text)
+    response_body: Mapped[str | None] = mapped_column(sa.Text)
 
     delivery: Mapped[WebhookDelivery] = relationship()
 

@@ -299,6 +299,13 @@ VALID: dict[str, Callable[..., Case]] = {
     "settings.notifications_secret": lambda w: _as(
         w, "owner", "/settings/notifications/secret", {"password": PASSWORD}
     ),
+    "settings.notifications_switch": lambda w: _as(w, "owner", "/settings/notifications/switch"),
+    "settings.notifications_replay": lambda w: _as(
+        w,
+        "owner",
+        "/settings/notifications/replay",
+        {"replay-since": "2026-11-01", "replay-until": "2026-11-02", "replay-password": PASSWORD},
+    ),
     "settings.notifications_resend": lambda w: _as(
         w, "owner", f"/settings/notifications/deliveries/{w.ids['delivery_id']}/resend"
     ),

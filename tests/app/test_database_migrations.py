@@ -115,3 +115,46 @@ def test_0016_keys_each_event_by_its_connection_and_gives_the_keys_back(app, acc
         flask_migrate.downgrade(revision="0015")
         assert keys() == before
         flask_migrate.upgrade()
+
+
+def test_0021_marks_every_endpoint_of_today_for_rotation_and_allows_several(app, accounts):
+    """An endpoint written before 0021 holds a secret of the old form: it is marked for the
+    worker's forced rotation. Afterwards a merchant may have several endpoints; a downgrade
+    keeps each merchant's first."""
+    from portal.extensions import db
+
+    def endpoint(merchant: int, url: str) -> None:
+        db.session.execute(
+            sa.text(
+                "INSERT INTO webhook_endpoints (merchant_id, url, event_types, secret_encrypted, "
+                "enabled, since_event_id, created_at, updated_at) VALUES (:m, :u, '[]', 'x', "
+                "true, 0, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+            ),
+            {"m": merchant, "u": url},
+        )
+        db.session.commit()
+
+    def urls() -> dict[str, bool]:
+        rows = db.session.execute(sa.text("SELECT url, legacy_secret FROM webhook_endpoints"))
+        found = {url: legacy for url, legacy in rows}
+        db.session.rollback()
+        return found
+
+    with app.app_context():
+        flask_migrate.downgrade(revision="0018")
+        acme = db.session.scalar(sa.text("SELECT id FROM merchants WHERE name = 'Acme'"))
+        endpoint(acme, "https://shop.test/old")
+        with pytest.raises(sa.exc.IntegrityError):
+            endpoint(acme, "https://shop.test/second")
+        db.session.rollback()
+
+        flask_migrate.upgrade()
+        assert urls() == {"https://shop.test/old": True}
+        endpoint(acme, "https://shop.test/second")
+        assert urls() == {"https://shop.test/old": True, "https://shop.test/second": False}
+
+        flask_migrate.downgrade(revision="0018")
+        rows = db.session.execute(sa.text("SELECT url FROM webhook_endpoints")).scalars().all()
+        db.session.rollback()
+        assert rows == ["https://shop.test/old"]
+        flask_migrate.upgrade()

@@ -19,7 +19,8 @@ import urllib3
 
 from portal.api.session import PortalSession, WatchedAdapter, pinned_to
 from tests.support.dripping import flooding, run_dripping
-from tests.support.shop import Shop, run_shop
+from tests.support.mirror_rows import operation_record
+from tests.support.shop import run_shop
 from tests.support.tls import server_context
 
 TIMEOUT = 1.0
@@ -29,12 +30,6 @@ PUBLIC = "93.184.215.14"  # a global address, never dialled: the test refuses it
 @pytest.fixture
 def portal_config(portal_config):
     return portal_config | {"WEBHOOK_TIMEOUT_SECONDS": TIMEOUT, "WEBHOOK_ALLOW_PRIVATE": True}
-
-
-@pytest.fixture
-def shop() -> Iterator[Shop]:
-    with run_shop() as running:
-        yield running
 
 
 def send_one_event(app, url: str, *, private_allowed: bool = True) -> list:
@@ -52,7 +47,7 @@ def send_one_event(app, url: str, *, private_allowed: bool = True) -> list:
             acme.id,
             events.EventType.OPERATION_CONFIRMED,
             dedup_key=f"transport:{url}",
-            data={"id": "op-1"},
+            data=events.with_money(operation_record(id="op-1"), None),
             occurred_at=dt.datetime.now(dt.UTC),
             operation_id="op-1",
             notify=True,
@@ -169,7 +164,7 @@ def test_a_proxy_from_the_environment_is_dialled_as_itself_not_at_the_pinned_add
 ):
     """The pin is the shop's: a proxy set in the environment (which resolves the shop's name
     itself) is reached at its own address, not at the shop's checked one."""
-    with run_shop() as proxy:
+    with run_shop(webhooks=False) as proxy:
         monkeypatch.setenv("HTTP_PROXY", proxy.url)
         for name in ("NO_PROXY", "no_proxy"):
             monkeypatch.delenv(name, raising=False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,8 +15,9 @@ import pytest
 
 from tests.support import factories
 from tests.support.forms import PASSWORD, csrf_token, sign_in
+from tests.support.mirror_rows import transaction_record
 from tests.support.polling import wait_for
-from tests.support.shop import Shop, run_shop
+from tests.support.shop import Received
 from tests.support.worker import portal_process
 
 PAGE = "/settings/notifications"
@@ -32,27 +34,18 @@ def portal_config(portal_config):
     }
 
 
-@pytest.fixture
-def shop() -> Shop:
-    with run_shop() as running:
-        yield running
-
-
-@pytest.fixture
-def owner(client, accounts):
-    sign_in(client, accounts.owner)
-    return client
-
-
-def configure(client, url: str, *types: str):
+def configure(client, url: str, *types: str, endpoint: int | str | None = None):
+    """Save the endpoint's URL and types (the first endpoint's by default, `new` adds one)."""
     data = {"url": url, "event_types": list(types or ["operation.confirmed"])}
-    return client.post(PAGE, data={**data, "csrf_token": csrf_token(client, PAGE)})
+    path = PAGE if endpoint is None else f"{PAGE}?endpoint_id={endpoint}"
+    return client.post(path, data={**data, "csrf_token": csrf_token(client, PAGE)})
 
 
-def shown_secret(client) -> str:
+def shown_secret(client, endpoint: int | None = None) -> str:
     """The secret as an owner without two-factor reveals it: with their password."""
     data = {"password": PASSWORD, "csrf_token": csrf_token(client, PAGE)}
-    revealed = client.post(f"{PAGE}/secret", data=data)
+    query = "" if endpoint is None else f"?endpoint_id={endpoint}"
+    revealed = client.post(f"{PAGE}/secret{query}", data=data)
     return SECRET.search(revealed.get_data(as_text=True)).group(1)
 
 
@@ -64,6 +57,8 @@ def operation(operation_id: str, status: str = "confirmed", paid: str = "0.015")
         "category": "payment",
         "status": status,
         "amount": "0.015",
+        "fee": "0.000075",
+        "rate": "1",
         "amount_paid": paid,
         "currency": "BTC",
         "currency_paid": "BTC",
@@ -91,7 +86,9 @@ def record(app, type_: str, operation_id: str | None = "op-1", *, notify: bool =
             merchant.id,
             events.EventType(type_),
             dedup_key=key,
-            data=operation(operation_id or "none", **data) | {"portal": PAID},
+            data=operation(operation_id or "none", **data) | {"portal": PAID}
+            if type_.startswith("operation.")
+            else transaction_record(operation_id=operation_id),
             occurred_at=datetime(2026, 11, 24, 6, 5, 12, tzinfo=UTC),
             operation_id=operation_id,
             notify=notify,
@@ -186,7 +183,7 @@ def test_events_of_an_operation_arrive_in_order(app, owner, shop):
     from portal.live.rules import webhooks
 
     configure(owner, shop.url, "transaction.received", "operation.confirmed")
-    first = record(app, "transaction.received", "op-a", status="new")
+    first = record(app, "transaction.received", "op-a")
     second = record(app, "operation.confirmed", "op-a")
     other = record(app, "operation.confirmed", "op-b")
     unrelated = record(app, "transaction.received", None)
@@ -409,32 +406,47 @@ with create_app().app_context():
 
 
 def test_the_python_check_in_the_documentation_accepts_a_delivery(app, owner, shop):
-    from flask import Flask
     from werkzeug.exceptions import BadRequest
 
+    secret, request = delivered_one(app, owner, shop)
+    check = documented_check("verified")
+    assert as_the_shop_receives(request, check, secret) == request.json
+    tampered = request.body.replace(b"0.015", b"0.016")
+    with pytest.raises(BadRequest):
+        as_the_shop_receives(request, check, secret, tampered)
+
+
+def delivered_one(app, owner, shop) -> tuple[str, Received]:
+    """Acme's webhooks pointed at the shop, and one event delivered: the secret, the request."""
     configure(owner, shop.url, "operation.confirmed")
     secret = shown_secret(owner)
     record(app, "operation.confirmed")
     deliver(app)
     (request,) = shop.wait_for(1)
+    return secret, request
+
+
+def documented_check(name: str) -> Callable[[str], dict]:
+    """The function `name` that a Python example of docs/webhooks.md defines."""
     documentation = (Path(__file__).resolve().parents[2] / "docs" / "webhooks.md").read_text()
-    example = re.search(r"```python\n(.*?)```", documentation, re.DOTALL).group(1)
+    blocks = re.findall(r"```python\n(.*?)```", documentation, re.DOTALL)
+    (example,) = [block for block in blocks if f"def {name}(" in block]
     namespace: dict = {}
     exec(example, namespace)  # noqa: S102 (the project's own documentation)
-    shop_app = Flask("shop")
-    headers = {"Portal-Signature": request.headers["Portal-Signature"]}
-    with shop_app.test_request_context(
-        "/", method="POST", data=request.body, headers=headers, content_type="application/json"
+    return namespace[name]
+
+
+def as_the_shop_receives(
+    request: Received, check: Callable[[str], dict], secret: str, body: bytes | None = None
+) -> dict:
+    """What a documented check answers in a shop's Flask view, for the delivery's headers and
+    its body (or `body` instead)."""
+    from flask import Flask
+
+    with Flask("shop").test_request_context(
+        "/", method="POST", data=request.body if body is None else body, headers=request.headers
     ):
-        assert namespace["verified"](secret) == request.json
-    tampered = request.body.replace(b"0.015", b"0.016")
-    with (
-        shop_app.test_request_context(
-            "/", method="POST", data=tampered, headers=headers, content_type="application/json"
-        ),
-        pytest.raises(BadRequest),
-    ):
-        namespace["verified"](secret)
+        return check(secret)
 
 
 def test_after_the_retry_window_a_delivery_fails_and_the_operation_s_next_event_goes(

@@ -14,6 +14,7 @@ import pytest
 from cryptography.fernet import Fernet
 
 from tests.support import factories
+from tests.support.mirror_rows import operation_record
 from tests.support.polling import wait_for
 from tests.support.shop import run_shop
 from tests.support.worker import portal_process, running_worker
@@ -55,13 +56,12 @@ def record(app, merchant: str, order_id: str, type_: str = "operation.confirmed"
             accounts.merchant_named(merchant).id,
             events.EventType(type_),
             dedup_key=key,
-            data={
-                "id": f"op-{merchant}",
-                "order_id": order_id,
-                "status": "confirmed",
-                "portal": {"state": "paid"},
-                **data,
-            },
+            data=events.with_money(
+                operation_record(
+                    id=f"op-{merchant}", order_id=order_id, status="confirmed", **data
+                ),
+                None,
+            ),
             occurred_at=datetime.now(UTC),
             operation_id=f"op-{merchant}-{time.monotonic_ns()}",
             notify=True,

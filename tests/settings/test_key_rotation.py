@@ -23,6 +23,7 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from tests.support import factories
 from tests.support.databases import TEST_PASSWORD_HASH_METHOD, migrated
 from tests.support.forms import PASSWORD, csrf_token, signed_in
+from tests.support.mirror_rows import operation_record
 from tests.support.sandbox_server import ROOT, SandboxServer
 
 OWNER = "owner@acme.test"
@@ -357,7 +358,7 @@ def test_after_rotation_without_the_old_key_notifications_open_and_deliveries_si
                 endpoint.merchant_id,
                 events.EventType.OPERATION_CONFIRMED,
                 dedup_key="confirmed:op-1",
-                data={"id": "op-1"},
+                data=events.with_money(operation_record(id="op-1"), None),
                 occurred_at=webhooks.utcnow(),
                 operation_id="op-1",
             )

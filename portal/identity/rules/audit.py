@@ -81,6 +81,8 @@ ACTIONS = {
     "webhooks.test": "Webhook test event sent",
     "webhooks.resend": "Webhook event resent",
     "webhooks.reveal_secret": "Webhook secret revealed",
+    "webhooks.switch": "Webhook endpoint switched on or off",
+    "webhooks.replay": "Webhook events replayed",
     "mirror.resync": "Full resync requested",
     "mail.choices": "E-mail choices changed",
     "statement_mail.choice": "Statement e-mail choice changed",

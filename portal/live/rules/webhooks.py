@@ -13,7 +13,8 @@ loopback addresses may receive webhooks.
 
 from __future__ import annotations
 
-import contextlib
+import base64
+import binascii
 import enum
 import hashlib
 import hmac
@@ -25,9 +26,11 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 import requests
@@ -38,15 +41,9 @@ from sqlalchemy.orm import aliased
 
 from portal import crypto
 from portal.api.deadline import DeadlinePassed, within
-from portal.api.session import (
-    AnswerTooLarge,
-    PortalSession,
-    WatchedAdapter,
-    pinned_to,
-    read_at_most,
-)
+from portal.api.session import PortalSession, WatchedAdapter, pinned_to
 from portal.extensions import db, rows_changed
-from portal.identity.models import Merchant
+from portal.identity.models import Merchant, Role, User
 from portal.identity.rules import attempts
 from portal.live.models import (
     DeliveryState,
@@ -54,7 +51,9 @@ from portal.live.models import (
     WebhookAttempt,
     WebhookDelivery,
     WebhookEndpoint,
+    WebhookReplay,
 )
+from portal.live.rules import outbox
 from portal.live.rules.events import (
     EventType,
     current_generation,
@@ -63,12 +62,21 @@ from portal.live.rules.events import (
     split_money,
     stored_key,
 )
+from portal.live.rules.webhook_schemas import TEST_TYPE
 from portal.web_urls import is_web_url
 
 SIGNATURE_HEADER = "Portal-Signature"
+# The Standard Webhooks headers (standardwebhooks.com), which the libraries of every common
+# language verify: the event's id, the unix time, and `v1,<base64 HMAC-SHA256>` per secret.
+ID_HEADER, TIMESTAMP_HEADER, STANDARD_SIGNATURE_HEADER = (
+    "webhook-id",
+    "webhook-timestamp",
+    "webhook-signature",
+)
 USER_AGENT = "MerchantPortal-Webhooks/1"
 SECRET_PREFIX = "whsec_"  # noqa: S105 (the prefix, not a secret)
-TEST_TYPE = "test"
+SECRET_BYTES = 32
+MASK = "••••"
 # The types a shop may choose: every event the mirror writes.
 TYPES = tuple(EventType)
 # What a shop acts on: a payment to ship, or money that arrived wrong (a person decides).
@@ -90,14 +98,22 @@ SESSION_EXTENSION = "portal.webhooks.session"
 WAKE_EXTENSION = "portal.webhooks.wake"
 POOL_SIZE = 10
 MAX_ERROR = 255
-# A shop's answer is read up to this much and dropped (status is all that counts); a longer one
-# is not read further and its connection is closed.
+# A shop's answer is read up to this much (status is all that counts); a longer one is not read
+# further and its connection is closed. The log keeps its first `LOGGED_ANSWER_BYTES`.
 MAX_ANSWER_BYTES = 64 * 1024
+LOGGED_ANSWER_BYTES = 4 * 1024
+ANSWER_CHUNK = 4 * 1024
+# How long the log keeps each attempt, with what was sent and the shop's answer.
+LOG_DAYS = 30
+# An endpoint that answers this is gone: it is switched off after that attempt.
+GONE = 410
 # IPv6 addresses a shop may have: global unicast, but not 6to4, which carries any IPv4
 # address (127.0.0.1 as 2002:7f00:1::). NAT64, IPv4-compatible, mapped and SIIT forms, site-local
 # and reserved ranges all lie outside 2000::/3.
 GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
 SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
+# The most endpoints a merchant may have, each with its own URL, secret and types.
+MAX_ENDPOINTS = 10
 # Endpoints a delivery pass serves side by side, each on its own thread.
 ENDPOINTS_AT_ONCE = 4
 
@@ -181,33 +197,89 @@ def _public(address: str) -> bool:
 
 
 def new_secret() -> str:
-    return SECRET_PREFIX + secrets.token_urlsafe(32)
+    """`whsec_` and the standard base64 of 32 random bytes: the form the Standard Webhooks
+    libraries load (they base64-decode what follows the prefix)."""
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(SECRET_BYTES)).decode()
 
 
-def endpoint_of(merchant: Merchant) -> WebhookEndpoint | None:
-    return db.session.scalar(
-        sa.select(WebhookEndpoint).where(WebhookEndpoint.merchant_id == merchant.id)
+def standard_key(secret: str) -> bytes | None:
+    """The key a Standard Webhooks library reads from `secret`; None for a secret of the old
+    form (URL-safe text), which a library would refuse or read as another key."""
+    try:
+        key = base64.b64decode(secret.removeprefix(SECRET_PREFIX), validate=True)
+    except binascii.Error:
+        return None
+    return key if len(key) == SECRET_BYTES else None
+
+
+class TooManyEndpoints(Exception):
+    """The merchant has `MAX_ENDPOINTS` already: nothing was added."""
+
+
+def endpoints_of(merchant: Merchant) -> list[WebhookEndpoint]:
+    """The merchant's endpoints, in the order they were added."""
+    return list(
+        db.session.scalars(
+            sa.select(WebhookEndpoint)
+            .where(WebhookEndpoint.merchant_id == merchant.id)
+            .order_by(WebhookEndpoint.id)
+        )
     )
 
 
-def save_endpoint(merchant: Merchant, url: str, types: list[str]) -> WebhookEndpoint:
-    """Set the URL and the types (an empty URL stops the webhooks); the first save makes the
-    secret. Events written before now are not sent for a type chosen now: the events already
-    due are fanned out first, then the endpoint starts from the newest event."""
-    endpoint = endpoint_of(merchant)
+def endpoint_of(merchant: Merchant, endpoint_id: int | None = None) -> WebhookEndpoint | None:
+    """The merchant's endpoint of that id (None for anyone else's), or their first one."""
+    query = sa.select(WebhookEndpoint).where(WebhookEndpoint.merchant_id == merchant.id)
+    if endpoint_id is not None:
+        query = query.where(WebhookEndpoint.id == endpoint_id)
+    return db.session.scalar(query.order_by(WebhookEndpoint.id).limit(1))
+
+
+def add_endpoint(merchant: Merchant, url: str, types: list[str]) -> WebhookEndpoint:
+    """A new endpoint with its own secret; raises `TooManyEndpoints` past `MAX_ENDPOINTS`."""
+    count = sa.select(sa.func.count()).where(WebhookEndpoint.merchant_id == merchant.id)
+    if (db.session.scalar(count) or 0) >= MAX_ENDPOINTS:
+        raise TooManyEndpoints
+    endpoint = WebhookEndpoint(
+        merchant_id=merchant.id, secret_encrypted=crypto.encrypt(new_secret())
+    )
+    db.session.add(endpoint)
+    return _set(endpoint, url, types)
+
+
+def save_endpoint(
+    merchant: Merchant, url: str, types: list[str], endpoint: WebhookEndpoint | None = None
+) -> WebhookEndpoint:
+    """Set the URL and the types of `endpoint` (by default the merchant's first, made at the
+    first save); an empty URL switches it off."""
+    endpoint = endpoint or endpoint_of(merchant)
     if endpoint is None:
-        endpoint = WebhookEndpoint(
-            merchant_id=merchant.id, secret_encrypted=crypto.encrypt(new_secret())
-        )
-        db.session.add(endpoint)
-    elif endpoint.enabled:
+        return add_endpoint(merchant, url, types)
+    return _set(endpoint, url, types)
+
+
+def _set(endpoint: WebhookEndpoint, url: str, types: list[str]) -> WebhookEndpoint:
+    """Events written before now are not sent for a type chosen now: the events already due
+    are fanned out first, then the endpoint starts from the newest event."""
+    if endpoint.enabled and endpoint.id is not None:
         _fan_out(endpoint)
     endpoint.url = url
     endpoint.enabled = bool(url)
     endpoint.event_types = [type_.value for type_ in TYPES if type_.value in types]
-    endpoint.since_event_id = _newest_event_id(merchant.id)
+    endpoint.since_event_id = _newest_event_id(endpoint.merchant_id)
     db.session.commit()
     return endpoint
+
+
+def switch(endpoint: WebhookEndpoint, on: bool) -> None:
+    """Switch the endpoint on (it needs a URL) or off. Off, its deliveries wait and the events
+    written meanwhile are not sent, as when the URL is emptied; on again, the waiting
+    deliveries go."""
+    if endpoint.enabled:
+        _fan_out(endpoint)
+    endpoint.enabled = on and bool(endpoint.url)
+    endpoint.since_event_id = _newest_event_id(endpoint.merchant_id)
+    db.session.commit()
 
 
 def _newest_event_id(merchant_id: int) -> int:
@@ -230,12 +302,75 @@ def masked_secret(endpoint: WebhookEndpoint) -> str:
 def rotate_secret(endpoint: WebhookEndpoint) -> None:
     """A new secret; the one it replaces keeps signing beside it for the rotation window (a
     second rotation within the window drops the oldest)."""
+    _replace_secret(endpoint)
+    db.session.commit()
+
+
+def _replace_secret(endpoint: WebhookEndpoint) -> None:
     endpoint.previous_secret_encrypted = endpoint.secret_encrypted
     endpoint.previous_secret_until = utcnow() + timedelta(
         seconds=setting("WEBHOOK_ROTATION_SECONDS")
     )
     endpoint.secret_encrypted = crypto.encrypt(new_secret())
-    db.session.commit()
+    endpoint.legacy_secret = False
+
+
+def rotate_legacy_secrets() -> int:
+    """Replace every secret of the old form, which the Standard Webhooks libraries cannot load,
+    with the rotation's overlap (the old one keeps signing `Portal-Signature` beside the new
+    one), and mail the merchant's owners; how many. Each endpoint is taken by one conditional
+    UPDATE, so two workers do not rotate (and mail) it twice."""
+    rotated = 0
+    legacy = WebhookEndpoint.legacy_secret.is_(True)
+    for endpoint in _each_taken(WebhookEndpoint, legacy, {"legacy_secret": False}):
+        _replace_secret(endpoint)
+        until = endpoint.previous_secret_until
+        _mail_owners(
+            endpoint,
+            "Your webhook signing secret was replaced",
+            f"The portal replaced the signing secret of the webhook endpoint {endpoint.url}: "
+            "the new one has the form every Standard Webhooks library loads "
+            "(webhook-signature header).\n\n"
+            f"The previous secret keeps signing the Portal-Signature header until "
+            f"{_iso(until) if until else 'now'}. Reveal the new secret in Settings → "
+            f"Notifications and put it in your shop before then:\n"
+            f"{outbox.portal_link('/settings/notifications')}\n",
+        )
+        db.session.commit()
+        rotated += 1
+    return rotated
+
+
+Taken = TypeVar("Taken", WebhookEndpoint, WebhookReplay)
+
+
+def _each_taken(
+    model: type[Taken], waiting: sa.ColumnElement[bool], taking: dict[str, object]
+) -> Iterator[Taken]:
+    """Each row where `waiting` holds, taken for this worker alone by one conditional UPDATE
+    that sets `taking` (a row another worker took meanwhile is skipped); the caller commits
+    before asking for the next."""
+    for row_id in db.session.scalars(sa.select(model.id).where(waiting)).all():
+        taken = rows_changed(
+            sa.update(model)
+            .where(model.id == row_id, waiting)
+            .values(**taking)
+            .execution_options(synchronize_session=False)
+        )
+        row = db.session.get(model, row_id)
+        if taken and row is not None:
+            yield row
+        else:
+            db.session.rollback()
+
+
+def _mail_owners(endpoint: WebhookEndpoint, subject: str, body: str) -> None:
+    """Queue a mail about the endpoint to each owner of its merchant; the caller commits."""
+    owners = db.session.scalars(
+        sa.select(User).where(User.merchant_id == endpoint.merchant_id, User.role == Role.OWNER)
+    )
+    for owner in owners:
+        outbox.queue(owner.email, subject, body, user_id=owner.id)
 
 
 def previous_signs_until(endpoint: WebhookEndpoint, now: datetime | None = None) -> datetime | None:
@@ -259,6 +394,40 @@ def signature_header(keys: list[str], body: bytes, timestamp: int) -> str:
     signed = str(timestamp).encode() + b"." + body
     signatures = [hmac.new(key.encode(), signed, hashlib.sha256).hexdigest() for key in keys]
     return ",".join([f"t={timestamp}", *(f"v1={signature}" for signature in signatures)])
+
+
+def signed_headers(keys: list[str], event_id: str, body: bytes, timestamp: int) -> dict[str, str]:
+    """Both signatures of a body: `Portal-Signature` with every key, and the Standard Webhooks
+    headers, `v1,<base64 HMAC-SHA256(key, "<id>.<t>.<body>")>` with each key of the standard
+    form (a secret of the old form signs `Portal-Signature` alone while it still signs)."""
+    signed = f"{event_id}.{timestamp}.".encode() + body
+    standard = [
+        "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+        for key in filter(None, map(standard_key, keys))
+    ]
+    headers = {
+        SIGNATURE_HEADER: signature_header(keys, body, timestamp),
+        ID_HEADER: event_id,
+        TIMESTAMP_HEADER: str(timestamp),
+    }
+    if standard:
+        headers[STANDARD_SIGNATURE_HEADER] = " ".join(standard)
+    return headers
+
+
+def masked(headers: dict[str, str]) -> dict[str, str]:
+    """The headers as the delivery log keeps them: each signature masked, its version kept."""
+    shown = dict(headers)
+    if SIGNATURE_HEADER in shown:
+        shown[SIGNATURE_HEADER] = ",".join(
+            part if part.startswith("t=") else part.split("=", 1)[0] + "=" + MASK
+            for part in shown[SIGNATURE_HEADER].split(",")
+        )
+    if STANDARD_SIGNATURE_HEADER in shown:
+        shown[STANDARD_SIGNATURE_HEADER] = " ".join(
+            part.split(",", 1)[0] + "," + MASK for part in shown[STANDARD_SIGNATURE_HEADER].split()
+        )
+    return shown
 
 
 def payload(event: Event) -> bytes:
@@ -346,6 +515,9 @@ class Outcome:
     status: int | None
     error: str | None
     duration_ms: int
+    request_headers: dict[str, str] | None = None  # signatures masked
+    request_body: str | None = None
+    response_body: str | None = None  # its first `LOGGED_ANSWER_BYTES`
 
     @property
     def delivered(self) -> bool:
@@ -385,12 +557,13 @@ def _post(endpoint: WebhookEndpoint, event: Event) -> Outcome:
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
-        "Accept-Encoding": "identity",  # the answer is dropped: nothing to decompress
-        SIGNATURE_HEADER: signature_header(
-            signing_secrets(endpoint, now), body, int(now.timestamp())
+        "Accept-Encoding": "identity",  # the answer is logged as it came: nothing to decompress
+        **signed_headers(
+            signing_secrets(endpoint, now), event.public_id, body, int(now.timestamp())
         ),
     }
     timeout = setting("WEBHOOK_TIMEOUT_SECONDS")
+    answer_start = None
     try:
         with (
             within(timeout),
@@ -405,13 +578,28 @@ def _post(endpoint: WebhookEndpoint, event: Event) -> Outcome:
             ) as answer,
         ):
             status, error = answer.status_code, None
-            with contextlib.suppress(AnswerTooLarge):
-                read_at_most(answer, MAX_ANSWER_BYTES)  # read whole, the connection is kept
+            answer_start = _answer_start(answer)
     except (requests.Timeout, DeadlinePassed):
         status, error = None, f"No answer within {timeout:g} s"
     except requests.RequestException as failure:
         status, error = None, _error_text(failure)
-    return Outcome(status, error, round((time.monotonic() - started) * 1000))
+    duration = round((time.monotonic() - started) * 1000)
+    return Outcome(status, error, duration, masked(headers), body.decode(), answer_start)
+
+
+def _answer_start(answer: requests.Response) -> str:
+    """The first `LOGGED_ANSWER_BYTES` of the shop's answer, for the log. The answer is read on
+    up to `MAX_ANSWER_BYTES` (its connection is then kept), no further: a longer one is left
+    unread and its connection closed."""
+    length = answer.headers.get("Content-Length", "")
+    too_long = length.strip().isdigit() and int(length) > MAX_ANSWER_BYTES
+    kept, read = b"", 0
+    for chunk in answer.iter_content(ANSWER_CHUNK):
+        kept += chunk[: LOGGED_ANSWER_BYTES - len(kept)]
+        read += len(chunk)
+        if read > MAX_ANSWER_BYTES or (too_long and len(kept) >= LOGGED_ANSWER_BYTES):
+            break
+    return kept.decode(errors="replace")
 
 
 def _session() -> requests.Session:
@@ -467,6 +655,9 @@ def _send(delivery_id: int, owner: str) -> bool:
             error=outcome.error,
             duration_ms=outcome.duration_ms,
             manual=delivery.manual,
+            request_headers=outcome.request_headers,
+            request_body=outcome.request_body,
+            response_body=outcome.response_body,
         )
     )
     delivery.attempts += 1
@@ -480,8 +671,32 @@ def _send(delivery_id: int, owner: str) -> bool:
         retry_at = _next_attempt(delivery, now)
         delivery.state = DeliveryState.PENDING if retry_at else DeliveryState.FAILED
         delivery.next_attempt_at = retry_at or now
+    if outcome.status == GONE:
+        _switch_off_gone(delivery.endpoint)
     db.session.commit()
     return outcome.delivered
+
+
+def _switch_off_gone(endpoint: WebhookEndpoint) -> None:
+    """The shop said 410 Gone: no more POSTs to the endpoint until an owner switches it on again
+    (its deliveries wait, as those of an endpoint switched off by hand); the owners are
+    mailed. The caller commits."""
+    endpoint.enabled = False
+    _mail_owners(
+        endpoint,
+        "A webhook endpoint was switched off",
+        f"The webhook endpoint {endpoint.url} answered 410 Gone, so the portal stopped sending "
+        "it events. Its deliveries wait; switch it on again in Settings → Notifications once "
+        f"it takes webhooks:\n{outbox.portal_link('/settings/notifications')}\n",
+    )
+
+
+def forget_old_attempts() -> int:
+    """Drop the attempts older than `LOG_DAYS`, with what they sent and got back; how many."""
+    cutoff = utcnow() - timedelta(days=LOG_DAYS)
+    dropped = rows_changed(sa.delete(WebhookAttempt).where(WebhookAttempt.started_at < cutoff))
+    db.session.commit()
+    return dropped
 
 
 def _is_due(now: datetime) -> sa.ColumnElement[bool]:
@@ -537,7 +752,10 @@ def deliver_due(budget_seconds: float | None = None, *, wait: bool = True) -> in
     (from an earlier pass) is left to it. The worker does not `wait`: its task returns at
     once, and its threads stay free for the mirror and the mail.
     """
+    rotate_legacy_secrets()
+    forget_old_attempts()
     fan_out()
+    run_replays()
     interval = float(current_app.config["SYNC_SECONDS"])
     deadline = time.monotonic() + (interval if budget_seconds is None else budget_seconds)
     app = current_app._get_current_object()  # type: ignore[attr-defined]
@@ -684,14 +902,86 @@ def resend(delivery: WebhookDelivery) -> bool:
     return queued == 1
 
 
-def _count_manual_send(endpoint: WebhookEndpoint) -> None:
-    """Count a test event or a resend against the endpoint's limit, in the limiter's store (shared
-    by every process): an owner's clicks must not make the portal hammer a host."""
-    limit = attempts.limit(
-        current_app.config["WEBHOOK_MANUAL_LIMIT"], "webhooks.manual", str(endpoint.id)
-    )
+def _count_manual_send(endpoint: WebhookEndpoint, setting: str = "WEBHOOK_MANUAL_LIMIT") -> None:
+    """Count a test event, a resend or a replay against the endpoint's limit (`setting`), in
+    the limiter's store (shared by every process): an owner's clicks must not make the portal
+    hammer a host."""
+    limit = attempts.limit(current_app.config[setting], f"webhooks.{setting}", str(endpoint.id))
     if attempts.attempt([limit]) is None:
         raise TooManySends
+
+
+def ask_replay(endpoint: WebhookEndpoint, start: datetime, end: datetime) -> WebhookReplay:
+    """Queue, for the worker, a replay of the events written from `start` to before `end`,
+    cut to the last `LOG_DAYS` (what a shop may ask for again). Raises `TooManySends` past the
+    endpoint's `PORTAL_WEBHOOK_REPLAY_LIMIT`."""
+    _count_manual_send(endpoint, "WEBHOOK_REPLAY_LIMIT")
+    now = utcnow()
+    replay = WebhookReplay(
+        endpoint_id=endpoint.id,
+        period_start=max(start, now - timedelta(days=LOG_DAYS)),
+        period_end=min(end, now),
+        requested_at=now,
+    )
+    db.session.add(replay)
+    db.session.commit()
+    _wake_the_worker()
+    return replay
+
+
+def run_replays() -> int:
+    """Carry out each replay asked for, once (taken by one conditional UPDATE); how many events
+    were queued again. A replay sends the period's events that were notified, of the types the
+    endpoint has now and of the current connection, under their own ids: an event's delivery
+    is due again (or made, for an event the endpoint had not been sent), unless a worker holds
+    it at this moment (it is being sent)."""
+    queued = 0
+    now = utcnow()
+    waiting = WebhookReplay.done_at.is_(None)
+    for replay in _each_taken(WebhookReplay, waiting, {"done_at": now}):
+        replay.events = _replay(replay, now)
+        db.session.commit()
+        queued += replay.events
+    return queued
+
+
+def _replay(replay: WebhookReplay, now: datetime) -> int:
+    endpoint = db.session.get(WebhookEndpoint, replay.endpoint_id)
+    assert endpoint is not None
+    found = db.session.execute(
+        sa.select(Event.id, Event.operation_id, WebhookDelivery)
+        .outerjoin(
+            WebhookDelivery,
+            sa.and_(
+                WebhookDelivery.event_id == Event.id,
+                WebhookDelivery.endpoint_id == endpoint.id,
+            ),
+        )
+        .where(
+            Event.merchant_id == endpoint.merchant_id,
+            Event.notify.is_(True),
+            of_current_connection(),
+            Event.type.in_(endpoint.event_types),
+            Event.created_at >= replay.period_start,
+            Event.created_at < replay.period_end,
+        )
+        .order_by(Event.id)
+    ).all()
+    queued = 0
+    for event_id, operation_id, delivery in found:
+        if delivery is None:
+            delivery = WebhookDelivery(
+                endpoint_id=endpoint.id, event_id=event_id, operation_id=operation_id
+            )
+            db.session.add(delivery)
+        elif delivery.lease_until is not None and delivery.lease_until > now:
+            continue
+        delivery.state = DeliveryState.PENDING
+        delivery.next_attempt_at = now
+        delivery.first_attempt_at = None
+        delivery.manual = True
+        queued += 1
+    return queued
 
 
 def _wake_the_worker() -> None:
@@ -707,15 +997,14 @@ def _wake_the_worker() -> None:
         log.warning("The worker was not woken (%s): its next tick delivers", type(error).__name__)
 
 
-def queued_by_hand(merchant: Merchant) -> list[WebhookDelivery]:
+def queued_by_hand(endpoint: WebhookEndpoint) -> list[WebhookDelivery]:
     """Test events and resends waiting for the worker, oldest first: the log shows them, and
     asks for itself again until they are sent."""
     return list(
         db.session.scalars(
             sa.select(WebhookDelivery)
-            .join(WebhookEndpoint)
             .where(
-                WebhookEndpoint.merchant_id == merchant.id,
+                WebhookDelivery.endpoint_id == endpoint.id,
                 WebhookDelivery.manual.is_(True),
                 WebhookDelivery.state == DeliveryState.PENDING,
             )
@@ -734,13 +1023,12 @@ def delivery_of(merchant: Merchant, delivery_id: int) -> WebhookDelivery | None:
     )
 
 
-def attempts_of(merchant: Merchant) -> sa.Select:
-    """The delivery log: every attempt to the merchant's endpoint, newest first."""
+def attempts_of(endpoint: WebhookEndpoint) -> sa.Select:
+    """The endpoint's delivery log: every attempt, newest first."""
     return (
         sa.select(WebhookAttempt)
         .join(WebhookDelivery)
-        .join(WebhookEndpoint)
-        .where(WebhookEndpoint.merchant_id == merchant.id)
+        .where(WebhookDelivery.endpoint_id == endpoint.id)
         .order_by(WebhookAttempt.id.desc())
         .options(sa.orm.joinedload(WebhookAttempt.delivery).joinedload(WebhookDelivery.event))
     )
