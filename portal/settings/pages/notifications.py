@@ -163,7 +163,7 @@ def notifications_secret() -> Response:
     endpoint = webhooks.endpoint_of(current_user.merchant) or abort(404)
     owner = _owner()
     form = RevealSecretForm()
-    password = None if owner.two_factor_enabled else form.password
+    password = None if owner.has_second_factor else form.password
     status = form_refused(form, owner, purpose="webhook_secret", password_field=password)
     if status:
         _refused("webhooks.reveal_secret", form, status)

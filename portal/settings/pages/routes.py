@@ -16,7 +16,7 @@ from werkzeug.wrappers import Response
 
 from portal.api import Rates
 from portal.identity.models import Role, User
-from portal.identity.rules import accounts, audit, one_time_links, two_factor
+from portal.identity.rules import accounts, audit, one_time_links, passkeys, two_factor
 from portal.live.rules import outbox
 from portal.money.rules.reporting import Revalued, change_reporting_currency, choosable
 from portal.payments.rules.mirror_money import set_tolerance
@@ -290,7 +290,7 @@ def require_two_factor() -> Response:
     if not form.validate_on_submit():
         return _users_page(422, requirement_form=form)
     required = form.required.data
-    if required and not current_user.two_factor_enabled:
+    if required and not current_user.has_second_factor:
         refusal = "Turn on two-factor sign-in for yourself first, under Account."
         form.required.errors.append(refusal)
         audit.record("two_factor.requirement_on", error=refusal)
@@ -359,7 +359,8 @@ def edit_user(user_id: int) -> Response:
     # For a lost phone: they sign in with the password alone, and set it up again. Owners turn
     # their own off at /account/two-factor, with a code.
     reset = form.turn_off_two_factor.data and user.id != current_user.id
-    if reset and user.two_factor_enabled:
+    if reset and user.has_second_factor:
+        passkeys.forget_all(user, by=current_user)
         two_factor.disable(user, by=current_user)
         accounts.revoke_sessions(user)
     flash(f"The changes to {user.email} are saved.", "success")
