@@ -58,7 +58,6 @@ PASSKEY_SENTENCES = {
     passkeys.Reason.LAST_FACTOR: "Two-factor sign-in is required, and this is your last second "
     "factor: add another passkey or an authenticator app first.",
 }
-PASSKEY_REQUIRED = "The owners require a passkey for approvals: confirm with your passkey."
 STATUSES = {
     two_factor.Reason.THROTTLED: 429,
     two_factor.Reason.ALREADY_ON: 409,
@@ -116,38 +115,31 @@ def code_refused(
     *,
     purpose: str,
     recovery: bool = False,
-    passkey_only: bool = False,
 ) -> int | None:
-    """Check the second factor: a passkey's answer when the form brings one (or `passkey_only`
-    demands it), else the code typed in `field` (with `recovery`, a recovery code will do).
-    None when accepted, else the status (the reason is on the field)."""
+    """Check the second factor: a passkey's answer when the form brings one (or the user has
+    no authenticator app and no recovery code will do), else the code typed in `field` (with
+    `recovery`, a recovery code will do). None when accepted, else the status (the reason is
+    on the field)."""
     assertion = request.form.get(PASSKEY_FIELD)
     try:
-        if assertion or passkey_only or not (user.two_factor_enabled or recovery):
+        if assertion or not (user.two_factor_enabled or recovery):
             passkeys.check_assertion(user, assertion, action=confirmed_action(), purpose=purpose)
         else:
             two_factor.check_code(
                 user, field.data, purpose=purpose, address=request.remote_addr, recovery=recovery
             )
-    except passkeys.PasskeyRefused as refusal:
-        if passkey_only and refusal.reason is passkeys.Reason.MISSING:
-            field.errors = [*field.errors, PASSKEY_REQUIRED]
-            return 422
-        return put_refusal(field, refusal)
-    except two_factor.CodeRefused as refusal:
+    except (passkeys.PasskeyRefused, two_factor.CodeRefused) as refusal:
         return put_refusal(field, refusal)
     return None
 
 
-def step_up_refused(
-    field: Field, user: User, *, purpose: str, passkey_only: bool = False
-) -> int | None:
+def step_up_refused(field: Field, user: User, *, purpose: str) -> int | None:
     """Before a sensitive change (a withdrawal, a change to users): a fresh second factor from
     `user` when they have one, as `code_refused` checks it; None for anyone without one.
     """
     if not user.has_second_factor:
         return None
-    return code_refused(field, user, purpose=purpose, passkey_only=passkey_only)
+    return code_refused(field, user, purpose=purpose)
 
 
 def form_refused(

@@ -165,6 +165,16 @@ def require_two_factor(merchant: Merchant, required: bool) -> bool:
     return True
 
 
+def require_passkey_for_approvals(merchant: Merchant, required: bool) -> bool:
+    """Approvals are to be confirmed with a passkey only, or no longer; whether that was a
+    change."""
+    if required == merchant.require_passkey_for_approvals:
+        return False
+    merchant.require_passkey_for_approvals = required
+    db.session.commit()
+    return True
+
+
 def set_time_zone(user: User, time_zone: str) -> None:
     """The zone `user`'s pages show times in (a name of the IANA database)."""
     user.time_zone = time_zone

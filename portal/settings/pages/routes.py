@@ -281,10 +281,9 @@ def invite_user() -> Response:
 @bp.route("/users/two-factor", methods=["POST"])
 @roles(Role.OWNER)
 def require_two_factor() -> Response:
-    """Require two-factor sign-in of every user; only an owner who has it on may turn it on.
-
-    Turning it on or off asks that owner for a fresh code.
-    """
+    """Require two-factor sign-in of every user (only an owner who has it on may turn it on),
+    and a passkey for approvals. Each change asks that owner for a fresh second factor and is
+    audited."""
     merchant = current_user.merchant
     form = RequireTwoFactorForm()
     if not form.validate_on_submit():
@@ -300,6 +299,9 @@ def require_two_factor() -> Response:
         return _users_page(refused, requirement_form=form)
     if accounts.require_two_factor(merchant, required):
         audit.record(f"two_factor.requirement_{'on' if required else 'off'}")
+    passkey = form.passkey_for_approvals.data
+    if accounts.require_passkey_for_approvals(merchant, passkey):
+        audit.record(f"passkey.approvals_{'on' if passkey else 'off'}")
     if required:
         flash("Every user must now sign in with two-factor sign-in.", "success")
     else:
@@ -322,7 +324,11 @@ def _users_page(
         invite_form=invite_form or InviteForm(prefix="invite", formdata=None),
         mail_on=outbox.enabled(),
         requirement_form=requirement_form
-        or RequireTwoFactorForm(formdata=None, required=merchant.require_two_factor),
+        or RequireTwoFactorForm(
+            formdata=None,
+            required=merchant.require_two_factor,
+            passkey_for_approvals=merchant.require_passkey_for_approvals,
+        ),
         users=merchant.users,
     )
 
