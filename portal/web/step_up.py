@@ -105,8 +105,9 @@ def json_answer(options: str) -> Response:
 def confirmed_action() -> str:
     """The change this request makes, as a passkey challenge names it: the path posted to and
     the form's idempotency key, if it has one."""
+    path = request.script_root + request.path  # as the page's form names it
     intent = request.form.get("intent")
-    return f"{request.path}#{intent}" if intent else request.path
+    return f"{path}#{intent}" if intent else path
 
 
 def code_refused(

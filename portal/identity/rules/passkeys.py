@@ -126,13 +126,13 @@ def _new_challenge(user: User, action: str) -> bytes:
     return challenge
 
 
-def _use_challenge(user: User, client_data_json: bytes, action: str) -> bytes:
+def _use_challenge(user: User, client_data_json: bytes, action: str, purpose: str) -> bytes:
     """The challenge the browser signed, once: deleted if it was made for `user` and `action`
-    and has not expired; else EXPIRED."""
+    and has not expired; else EXPIRED (audited under `purpose`)."""
     try:
         challenge = parse_client_data_json(client_data_json).challenge
     except (WebAuthnException, ValueError):
-        raise PasskeyRefused(Reason.INVALID) from None
+        raise _refused(user, purpose, Reason.INVALID) from None
     used = rows_changed(
         sa.delete(PasskeyChallenge).where(
             PasskeyChallenge.user_id == user.id,
@@ -143,7 +143,7 @@ def _use_challenge(user: User, client_data_json: bytes, action: str) -> bytes:
     )
     db.session.commit()
     if used != 1:
-        raise PasskeyRefused(Reason.EXPIRED)
+        raise _refused(user, purpose, Reason.EXPIRED)
     return challenge
 
 
@@ -174,8 +174,8 @@ def register(user: User, credential: str, name: str) -> list[str] | None:
     try:
         parsed = parse_registration_credential_json(credential)
     except (WebAuthnException, ValueError):
-        raise PasskeyRefused(Reason.INVALID) from None
-    challenge = _use_challenge(user, parsed.response.client_data_json, REGISTER)
+        raise _refused(user, REGISTER, Reason.INVALID) from None
+    challenge = _use_challenge(user, parsed.response.client_data_json, REGISTER, REGISTER)
     party = _party()
     try:
         verified = webauthn.verify_registration_response(
@@ -261,10 +261,7 @@ def check_assertion(user: User, credential: str | None, *, action: str, purpose:
         parsed = parse_authentication_credential_json(credential)
     except (WebAuthnException, ValueError):
         raise _refused(user, purpose, Reason.INVALID) from None
-    try:
-        challenge = _use_challenge(user, parsed.response.client_data_json, action)
-    except PasskeyRefused as refusal:
-        raise _refused(user, purpose, refusal.reason) from None
+    challenge = _use_challenge(user, parsed.response.client_data_json, action, purpose)
     passkey = db.session.scalars(
         sa.select(Passkey).where(Passkey.user_id == user.id, Passkey.credential_id == parsed.id)
     ).one_or_none()

@@ -29,7 +29,13 @@ from portal.web.access import public
 from portal.web.rendering import page
 from portal.web.security import safe_next
 from portal.web.sessions import discard_session, end_session, start_session
-from portal.web.step_up import PASSKEY_FIELD, PASSWORD_SENTENCES, json_answer, put_refusal
+from portal.web.step_up import (
+    PASSKEY_FIELD,
+    PASSWORD_SENTENCES,
+    confirmed_action,
+    json_answer,
+    put_refusal,
+)
 
 INCORRECT = "The email or password is incorrect."
 THROTTLED = PASSWORD_SENTENCES[passwords.Reason.THROTTLED]
@@ -130,7 +136,7 @@ def _second_factor(user: User, code: str | None) -> str:
     form brings one, else a code (`check_code`)."""
     assertion = request.form.get(PASSKEY_FIELD)
     if assertion:
-        passkeys.check_assertion(user, assertion, action=request.path, purpose="sign_in")
+        passkeys.check_assertion(user, assertion, action=confirmed_action(), purpose="sign_in")
         return "passkey"
     return second_factor.check_code(
         user, code, purpose="sign_in", address=request.remote_addr, recovery=True
