@@ -170,6 +170,9 @@ def demo(host: str, port: int, sandbox_port: int) -> None:
     flask_migrate.upgrade()
     # Flask annotates `current_app` as the application; it is a proxy to it, with this method.
     app = current_app._get_current_object()  # type: ignore[attr-defined]
+    # Browsers offer passkeys to `localhost`, never to an IP address (`identity.rules.passkeys`).
+    loopback = "localhost" if host == "127.0.0.1" else host
+    app.config["PUBLIC_URL"] = app.config["PUBLIC_URL"] or f"http://{loopback}:{port}"
     with running_sandbox(Path(app.instance_path), host, sandbox_port) as credentials:
         logins = demo_logins()
         try:
@@ -180,7 +183,7 @@ def demo(host: str, port: int, sandbox_port: int) -> None:
         assert owner is not None  # made by demo_logins
         open_balances(owner.merchant, owner, credentials)
         with running_worker(Path(app.instance_path)):
-            click.echo(f"\nMerchant portal: http://{host}:{port}")
+            click.echo(f"\nMerchant portal: {app.config['PUBLIC_URL']}")
             click.echo(f"Sandbox API:     {credentials.base_url} (merchant {MERCHANT!r})")
             click.echo(
                 "Worker:          syncs the mirror and sends notifications (demo-worker.log)"

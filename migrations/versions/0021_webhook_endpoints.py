@@ -13,7 +13,7 @@ what each attempt sent and got back.
   worker carries out once (`done_at`).
 
 Revision ID: 0021
-Revises: 0018
+Revises: 0020
 Create Date: 2026-11-27
 """
 
@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0021"
-down_revision = "0018"
+down_revision = "0020"
 branch_labels = None
 depends_on = None
 

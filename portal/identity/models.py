@@ -43,6 +43,10 @@ class Merchant(Model):
     support_email: Mapped[str | None] = mapped_column(sa.String(254))
     # Every user must have two-factor sign-in on; the unenrolled can open only the enrolment.
     require_two_factor: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
+    # Approvals are to be confirmed with a passkey only (no code that a phishing page can relay).
+    require_passkey_for_approvals: Mapped[bool] = mapped_column(
+        default=False, server_default=sa.false()
+    )
     # A difference between received and due of at most this share of the due counts as none
     # (`portal.payments.rules.operation_money`): a customer's wallet that rounds is not underpaid.
     payment_tolerance_percent: Mapped[Decimal] = mapped_column(
@@ -104,6 +108,12 @@ class User(UserMixin, Model):
     recovery_codes: Mapped[list[RecoveryCode]] = relationship(
         back_populates="user", cascade="all, delete-orphan", passive_deletes=True
     )
+    passkeys: Mapped[list[Passkey]] = relationship(
+        back_populates="user",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+        order_by="Passkey.created_at",
+    )
 
     # The signed-in session this object was loaded for; Flask-Login keeps it in the cookie.
     # Not a column: SQLAlchemy is told to leave annotations without `Mapped[]` unmapped.
@@ -124,12 +134,18 @@ class User(UserMixin, Model):
 
     @property
     def two_factor_enabled(self) -> bool:
+        """An authenticator app (TOTP) is set up."""
         return self.totp_enabled_at is not None
+
+    @property
+    def has_second_factor(self) -> bool:
+        """An authenticator app or at least one passkey: sign-in and step-up ask for one."""
+        return self.two_factor_enabled or bool(self.passkeys)
 
     @property
     def two_factor_due(self) -> bool:
         """The merchant requires two-factor sign-in and this user has not set it up yet."""
-        return self.merchant.require_two_factor and not self.two_factor_enabled
+        return self.merchant.require_two_factor and not self.has_second_factor
 
 
 class RecoveryCode(Model):
@@ -147,6 +163,40 @@ class RecoveryCode(Model):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     user: Mapped[User] = relationship(back_populates="recovery_codes")
+
+
+class Passkey(Model):
+    """A WebAuthn credential of a user (`portal.identity.rules.passkeys`): its public key only;
+    the private key never leaves the person's authenticator."""
+
+    __tablename__ = "passkeys"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(sa.ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    credential_id: Mapped[str] = mapped_column(sa.String(1400), unique=True)  # base64url
+    public_key: Mapped[bytes] = mapped_column(sa.LargeBinary)
+    # The authenticator's counter: one that goes back is a cloned authenticator (or a replay).
+    sign_count: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    name: Mapped[str] = mapped_column(sa.String(64))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+    user: Mapped[User] = relationship(back_populates="passkeys")
+
+
+class PasskeyChallenge(Model):
+    """A challenge the portal gave a user's browser for one ceremony: registering a passkey,
+    signing in, or confirming one action (`action`: the path the form posts to and its
+    idempotency key). Using it deletes the row, so it confirms that action once, until it
+    expires."""
+
+    __tablename__ = "passkey_challenges"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(sa.ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    challenge: Mapped[str] = mapped_column(sa.String(64), unique=True)  # base64url
+    action: Mapped[str] = mapped_column(sa.String(300))
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
 def session_key_hash(key: str) -> str:

@@ -22,6 +22,7 @@ from flask_login import current_user
 from markupsafe import Markup, escape
 
 from portal.api import OPERATION_STATUSES, TRANSACTION_STATUSES
+from portal.identity.rules import passkeys
 from portal.money.rules.currencies import money
 from portal.periods import zone_named
 from portal.web.error_messages import error_message
@@ -144,6 +145,11 @@ def exact(value: object) -> object:
     return format(value, "f") if isinstance(value, Decimal) else value
 
 
+def passkeys_on() -> bool:
+    """Whether this portal's public URL lets browsers use passkeys (not an IP address)."""
+    return passkeys.off_reason() is None
+
+
 def init_app(app: Flask) -> None:
     app.jinja_env.finalize = exact  # every {{ value }}, so no amount depends on a filter
     app.add_template_filter(money)
@@ -153,5 +159,6 @@ def init_app(app: Flask) -> None:
     app.add_template_global(badge)
     app.add_template_global(web_link)
     app.add_template_global(error_message)  # what an error code a record kept means to a person
+    app.add_template_global(passkeys_on)
     app.jinja_env.globals["operation_statuses"] = OPERATION_STATUSES
     app.jinja_env.globals["transaction_statuses"] = TRANSACTION_STATUSES

@@ -1,9 +1,14 @@
-"""Asking again before a sensitive change: the current password, and a fresh two-factor code.
+"""Asking again before a sensitive change: the current password, and a fresh second factor: a
+code from the authenticator app, or a passkey's answer to a challenge made for this one change.
 
 The rules decide (`portal.identity.rules.passwords`, `portal.identity.rules.two_factor`: counted
 attempts, the
 audit log); this module says what a refusal means to the person, next to the form's field, and
 answers with its status: 422, 429 past the limits, 409 for a setup another session finished.
+
+The passkey's answer comes in the form's `passkey_assertion` field (filled by static/js/
+passkeys.js); the change it confirms is the path the form posts to with the form's idempotency
+key (`intent`), the same the script asked a challenge for (`confirmed_action`).
 
 A view with a form that changes something sensitive asks `form_refused` once::
 
@@ -14,12 +19,14 @@ A view with a form that changes something sensitive asks `form_refused` once::
 
 from __future__ import annotations
 
-from flask import request
+from flask import Response, request
 from flask_wtf import FlaskForm
 from wtforms import Field
 
 from portal.identity.models import User
-from portal.identity.rules import passwords, two_factor
+from portal.identity.rules import passkeys, passwords, two_factor
+
+PASSKEY_FIELD = "passkey_assertion"
 
 CODE_SENTENCES = {
     two_factor.Reason.MISSING: "Enter the 6-digit code your authenticator app shows.",
@@ -40,6 +47,17 @@ PASSWORD_SENTENCES = {
     "again.",
     passwords.Reason.WRONG: "That is not your current password.",
 }
+PASSKEY_SENTENCES = {
+    passkeys.Reason.MISSING: "Confirm with your passkey.",
+    passkeys.Reason.EXPIRED: "That passkey confirmation was for another change, was used "
+    "already or is too old. Confirm with your passkey again.",
+    passkeys.Reason.UNKNOWN: "That passkey is not one of yours. Use a passkey you added under "
+    "Account.",
+    passkeys.Reason.INVALID: "Your passkey's answer was not accepted (it must check your PIN, "
+    "fingerprint or face). Try again.",
+    passkeys.Reason.LAST_FACTOR: "Two-factor sign-in is required, and this is your last second "
+    "factor: add another passkey or an authenticator app first.",
+}
 STATUSES = {
     two_factor.Reason.THROTTLED: 429,
     two_factor.Reason.ALREADY_ON: 409,
@@ -54,10 +72,15 @@ def code_sentence(refusal: two_factor.CodeRefused) -> str:
     return CODE_SENTENCES[refusal.reason]
 
 
-def put_refusal(field: Field, refusal: two_factor.CodeRefused | passwords.PasswordRefused) -> int:
+def put_refusal(
+    field: Field,
+    refusal: two_factor.CodeRefused | passwords.PasswordRefused | passkeys.PasskeyRefused,
+) -> int:
     """Say why next to `field`; returns the status to answer with."""
     if isinstance(refusal, two_factor.CodeRefused):
         message = code_sentence(refusal)
+    elif isinstance(refusal, passkeys.PasskeyRefused):
+        message = PASSKEY_SENTENCES[refusal.reason]
     else:
         message = PASSWORD_SENTENCES[refusal.reason]
     field.errors = [*field.errors, message]  # a tuple until the form was validated
@@ -74,23 +97,48 @@ def password_refused(field: Field, user: User, *, purpose: str) -> int | None:
     return None
 
 
-def code_refused(field: Field, user: User, *, purpose: str, recovery: bool = False) -> int | None:
-    """Check the code typed in `field` (with `recovery`, a recovery code will do): None when
-    accepted, else the status (the reason is on the field)."""
+def json_answer(options: str) -> Response:
+    """A passkey ceremony's options for the browser's script; never cached (a challenge)."""
+    return Response(options, mimetype="application/json", headers={"Cache-Control": "no-store"})
+
+
+def confirmed_action() -> str:
+    """The change this request makes, as a passkey challenge names it: the path posted to and
+    the form's idempotency key, if it has one."""
+    path = request.script_root + request.path  # as the page's form names it
+    intent = request.form.get("intent")
+    return f"{path}#{intent}" if intent else path
+
+
+def code_refused(
+    field: Field,
+    user: User,
+    *,
+    purpose: str,
+    recovery: bool = False,
+) -> int | None:
+    """Check the second factor: a passkey's answer when the form brings one (or the user has
+    no authenticator app and no recovery code will do), else the code typed in `field` (with
+    `recovery`, a recovery code will do). None when accepted, else the status (the reason is
+    on the field)."""
+    assertion = request.form.get(PASSKEY_FIELD)
     try:
-        two_factor.check_code(
-            user, field.data, purpose=purpose, address=request.remote_addr, recovery=recovery
-        )
-    except two_factor.CodeRefused as refusal:
+        if assertion or not (user.two_factor_enabled or recovery):
+            passkeys.check_assertion(user, assertion, action=confirmed_action(), purpose=purpose)
+        else:
+            two_factor.check_code(
+                user, field.data, purpose=purpose, address=request.remote_addr, recovery=recovery
+            )
+    except (passkeys.PasskeyRefused, two_factor.CodeRefused) as refusal:
         return put_refusal(field, refusal)
     return None
 
 
 def step_up_refused(field: Field, user: User, *, purpose: str) -> int | None:
-    """Before a sensitive change (a withdrawal, a change to users): a fresh code from `user`
-    when they have two-factor on, as `code_refused` checks it; None for anyone without it.
+    """Before a sensitive change (a withdrawal, a change to users): a fresh second factor from
+    `user` when they have one, as `code_refused` checks it; None for anyone without one.
     """
-    if not user.two_factor_enabled:
+    if not user.has_second_factor:
         return None
     return code_refused(field, user, purpose=purpose)
 
@@ -107,9 +155,10 @@ def form_refused(
     """The status to show the form's page with, or None when the change may go on.
 
     200 when the form was not sent (a GET); 422 when it is not valid; then, in this order, the
-    current password in `password_field` (when given) and, for a user with two-factor on, a
-    fresh code in `code_field` (the form's `code` unless given; with `recovery`, a recovery code
-    will do): 422, or 429 past the limits. `purpose` names the checks in the audit log.
+    current password in `password_field` (when given) and, for a user with a second factor, a
+    passkey's answer or a fresh code in `code_field` (the form's `code` unless given; with
+    `recovery`, a recovery code will do): 422, or 429 past the limits. `purpose` names the
+    checks in the audit log.
     """
     if not form.validate_on_submit():
         return 422 if form.is_submitted() else 200
@@ -117,7 +166,7 @@ def form_refused(
         refused = password_refused(password_field, user, purpose=purpose)
         if refused:
             return refused
-    if not user.two_factor_enabled:
+    if not user.has_second_factor:
         return None
     field = code_field if code_field is not None else form["code"]
     return code_refused(field, user, purpose=purpose, recovery=recovery)

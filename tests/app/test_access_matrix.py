@@ -143,6 +143,7 @@ def _url(app, rule) -> str:
         "voucher_id",
         "cross_exchange_id",
         "delivery_id",
+        "passkey_id",
     ):
         if name in rule.arguments:
             values[name] = "1"

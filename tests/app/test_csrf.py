@@ -159,6 +159,35 @@ def _second_step(hostile) -> Case:
     return Case(client, "/login/two-factor", {"code": totp.now()}, anonymous=True)
 
 
+def _with_passkey(hostile, *, signed_in: bool = True) -> tuple[object, str, int]:
+    """A new user of Acme with a passkey (its row only: no ceremony is checked here)."""
+    from portal.extensions import db
+    from portal.identity.models import Passkey
+
+    client, address, user_id, _totp = _throwaway(hostile, signed_in=signed_in)
+    with hostile.app.app_context():
+        passkey = Passkey(
+            user_id=user_id, credential_id=uuid.uuid4().hex, public_key=b"k", name="Key"
+        )
+        db.session.add(passkey)
+        db.session.commit()
+        return client, address, passkey.id
+
+
+def _remove_passkey(hostile) -> Case:
+    client, _address, passkey = _with_passkey(hostile)
+    data = {f"remove-{passkey}-password": PASSWORD}
+    return Case(client, f"/account/passkeys/{passkey}/remove", data)
+
+
+def _passkey_second_step(hostile) -> Case:
+    """The challenge of a sign-in waiting for its passkey."""
+    client, address, _passkey = _with_passkey(hostile, signed_in=False)
+    data = {"email": address, "password": PASSWORD, "csrf_token": csrf_token(client)}
+    assert "two-factor" in client.post("/login", data=data).location
+    return Case(client, "/login/two-factor/challenge", anonymous=True)
+
+
 def _require_two_factor(hostile) -> Case:
     """The Other merchant's owner (two-factor off): the refusal is recorded in the audit log."""
     case = _as(hostile, "other", "/settings/users/two-factor", {"required": "y"})
@@ -223,6 +252,19 @@ VALID: dict[str, Callable[..., Case]] = {
         w, "/account/two-factor/disable", "disable-"
     ),
     "account.choose_password": _choose_password,
+    "account.passkey_options": lambda w: Case(_throwaway(w)[0], "/account/passkeys/options"),
+    "account.passkey_challenge": lambda w: Case(
+        _with_passkey(w)[0], "/account/passkeys/challenge", {"action": "/withdrawals/k/confirm"}
+    ),
+    # no authenticator here: the refused passkey is the audit log's change
+    "account.add_passkey": lambda w: Case(
+        _throwaway(w)[0],
+        "/account/passkeys",
+        {"add-name": "Key", "add-password": PASSWORD, "add-credential": "{}"},
+        accepted=(422,),
+    ),
+    "account.remove_passkey": _remove_passkey,
+    "auth.passkey_challenge": _passkey_second_step,
     "account.mail_choices": lambda w: Case(
         _throwaway(w)[0], "/account/email", {"mail-event_types": ["operation.expired"]}
     ),

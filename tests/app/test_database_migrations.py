@@ -141,7 +141,7 @@ def test_0021_marks_every_endpoint_of_today_for_rotation_and_allows_several(app,
         return found
 
     with app.app_context():
-        flask_migrate.downgrade(revision="0018")
+        flask_migrate.downgrade(revision="0020")
         acme = db.session.scalar(sa.text("SELECT id FROM merchants WHERE name = 'Acme'"))
         endpoint(acme, "https://shop.test/old")
         with pytest.raises(sa.exc.IntegrityError):
@@ -153,7 +153,7 @@ def test_0021_marks_every_endpoint_of_today_for_rotation_and_allows_several(app,
         endpoint(acme, "https://shop.test/second")
         assert urls() == {"https://shop.test/old": True, "https://shop.test/second": False}
 
-        flask_migrate.downgrade(revision="0018")
+        flask_migrate.downgrade(revision="0020")
         rows = db.session.execute(sa.text("SELECT url FROM webhook_endpoints")).scalars().all()
         db.session.rollback()
         assert rows == ["https://shop.test/old"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Browser, Page
 
 from tests.support.portal_server import PortalServer, run_portal
 from tests.support.sandbox_server import SandboxServer, run_sandbox
@@ -35,11 +35,14 @@ def seeded_portal(tmp_path_factory, seeded_sandbox) -> Iterator[PortalServer]:
 
 @pytest.fixture
 def page(browser, portal) -> Iterator[Page]:
-    """A fresh browser context (no cookies) whose relative URLs go to the portal.
+    """A fresh browser context (no cookies) whose relative URLs go to the portal."""
+    yield from watched_page(browser, portal.url)
 
-    Any Content-Security-Policy violation or script error fails the test.
-    """
-    context = browser.new_context(base_url=portal.url)
+
+def watched_page(browser: Browser, url: str) -> Iterator[Page]:
+    """A page in a fresh browser context whose relative URLs go to `url`; any
+    Content-Security-Policy violation or script error fails the test."""
+    context = browser.new_context(base_url=url)
     page = context.new_page()
     problems: list[str] = []
     page.on("console", lambda m: m.type == "error" and problems.append(m.text))

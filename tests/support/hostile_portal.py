@@ -158,7 +158,10 @@ def hostile(tmp_path_factory) -> HostilePortal:
         run_sandbox(folder / "sandbox.db") as sandbox,
         # E-mail on, so that its forms are there to attack; requests only queue mail (the
         # worker sends it), and no worker runs here.
-        connected_portal(folder, sandbox, SMTP_URL="smtp://127.0.0.1:9") as app,
+        # The test client's host as the public URL: passkeys are on, so their routes are too.
+        connected_portal(
+            folder, sandbox, SMTP_URL="smtp://127.0.0.1:9", PUBLIC_URL="http://localhost"
+        ) as app,
     ):
         connect(app, sandbox)  # with the company token too
         with app.app_context():

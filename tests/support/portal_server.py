@@ -112,19 +112,23 @@ def run_portal(
     gunicorn: bool = False,
     workers: int = 1,
     env: dict[str, str] | None = None,
+    public_host: str | None = None,
 ) -> Iterator[PortalServer]:
     """The portal on a fresh database in `instance`, one user per role of Acme, connected (set
     up in this process, as `connected_portal` does; `PortalServer.add_user` adds more).
 
     Served by `flask run`, or with `gunicorn=True` by `workers` gunicorn workers as in production;
-    `env` adds `PORTAL_*` variables.
+    `env` adds `PORTAL_*` variables. With `public_host` (such as "localhost", which browsers
+    let use passkeys where they refuse an IP address) the URL and PORTAL_PUBLIC_URL name it.
     """
     from portal.extensions import db
 
     port = free_port()
+    url = f"http://{public_host or '127.0.0.1'}:{port}"
     token_keys = Fernet.generate_key().decode()
     env = {
         **os.environ,
+        **({"PORTAL_PUBLIC_URL": url} if public_host else {}),
         **(env or {}),
         "PYTHONUNBUFFERED": "1",
         "PORTAL_INSTANCE_PATH": str(instance),
@@ -134,7 +138,7 @@ def run_portal(
         "PORTAL_PASSWORD_HASH_METHOD": TEST_PASSWORD_HASH_METHOD,
     }
     with connected_portal(instance, sandbox, TOKEN_KEYS=token_keys) as app:
-        server = PortalServer(f"http://127.0.0.1:{port}", env, sandbox, app)
+        server = PortalServer(url, env, sandbox, app)
     if gunicorn:
         command = [
             sys.executable, "-m", "gunicorn", "--workers", str(workers),

@@ -155,14 +155,23 @@ def change_user(user: User, *, by: User, role: Role, password: str | None) -> No
     db.session.commit()
 
 
-def require_two_factor(merchant: Merchant, required: bool) -> bool:
-    """Require two-factor sign-in of every user of `merchant`, or no longer; whether that was a
-    change."""
-    if required == merchant.require_two_factor:
+def _set_requirement(merchant: Merchant, requirement: str, required: bool) -> bool:
+    """Set one of the merchant's `require_*` flags; whether that was a change."""
+    if required == getattr(merchant, requirement):
         return False
-    merchant.require_two_factor = required
+    setattr(merchant, requirement, required)
     db.session.commit()
     return True
+
+
+def require_two_factor(merchant: Merchant, required: bool) -> bool:
+    """Require two-factor sign-in of every user of `merchant`, or no longer."""
+    return _set_requirement(merchant, "require_two_factor", required)
+
+
+def require_passkey_for_approvals(merchant: Merchant, required: bool) -> bool:
+    """Approvals are to be confirmed with a passkey only, or no longer."""
+    return _set_requirement(merchant, "require_passkey_for_approvals", required)
 
 
 def set_time_zone(user: User, time_zone: str) -> None:

@@ -137,6 +137,12 @@ def remaining_recovery_codes(user: User) -> int:
     ).one()
 
 
+def drop_recovery_codes(user: User) -> None:
+    """Forget the user's recovery codes: no second factor is left to recover."""
+    db.session.execute(sa.delete(RecoveryCode).where(RecoveryCode.user_id == user.id))
+    db.session.commit()
+
+
 def _use_recovery_code(user: User, code: str) -> bool:
     """Consume the code; True only for the one request whose DELETE removed it."""
     changed = rows_changed(
@@ -235,10 +241,12 @@ def enable(user: User, secret: str, code: str | None, *, address: str | None) ->
 
 
 def disable(user: User, *, by: User | None = None) -> None:
-    """Turn two-factor off: forget the secret, the last step and the recovery codes."""
+    """Turn the authenticator app off: forget the secret, the last step and, unless passkeys
+    remain to recover, the recovery codes."""
     user.totp_secret_encrypted = None
     user.totp_enabled_at = None
     user.totp_last_step = None
-    db.session.execute(sa.delete(RecoveryCode).where(RecoveryCode.user_id == user.id))
     db.session.commit()
+    if not user.passkeys:
+        drop_recovery_codes(user)
     audit.record("two_factor.disable", parameters={"email": user.email}, user=by or user)

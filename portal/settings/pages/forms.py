@@ -169,6 +169,7 @@ class RequireTwoFactorForm(FlaskForm):
     """On the users page beside `NewUserForm`, hence fields of other names than its own."""
 
     required = BooleanField("Require two-factor sign-in for every user")
+    passkey_for_approvals = BooleanField("Require a passkey for approvals")
     requirement_code = CodeField(STEP_UP_LABEL)
     save_requirement = SubmitField("Save requirement")
 

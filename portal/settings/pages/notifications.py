@@ -236,7 +236,7 @@ def _second_factor_refused(form: FlaskForm, purpose: str) -> int | None:
     """A fresh code for an owner with two-factor on, the password (a sign-in attempt) for one
     without: the forms that hand out a secret or send payments again."""
     owner = _owner()
-    password = None if owner.two_factor_enabled else form["password"]
+    password = None if owner.has_second_factor else form["password"]
     return form_refused(form, owner, purpose=purpose, password_field=password)
 
 

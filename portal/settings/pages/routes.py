@@ -16,7 +16,7 @@ from werkzeug.wrappers import Response
 
 from portal.api import Rates
 from portal.identity.models import Role, User
-from portal.identity.rules import accounts, audit, one_time_links, two_factor
+from portal.identity.rules import accounts, audit, one_time_links, passkeys, two_factor
 from portal.live.rules import outbox
 from portal.money.rules.reporting import Revalued, change_reporting_currency, choosable
 from portal.payments.rules.mirror_money import set_tolerance
@@ -281,16 +281,15 @@ def invite_user() -> Response:
 @bp.route("/users/two-factor", methods=["POST"])
 @roles(Role.OWNER)
 def require_two_factor() -> Response:
-    """Require two-factor sign-in of every user; only an owner who has it on may turn it on.
-
-    Turning it on or off asks that owner for a fresh code.
-    """
+    """Require two-factor sign-in of every user (only an owner who has it on may turn it on),
+    and a passkey for approvals. Each change asks that owner for a fresh second factor and is
+    audited."""
     merchant = current_user.merchant
     form = RequireTwoFactorForm()
     if not form.validate_on_submit():
         return _users_page(422, requirement_form=form)
     required = form.required.data
-    if required and not current_user.two_factor_enabled:
+    if required and not current_user.has_second_factor:
         refusal = "Turn on two-factor sign-in for yourself first, under Account."
         form.required.errors.append(refusal)
         audit.record("two_factor.requirement_on", error=refusal)
@@ -300,6 +299,9 @@ def require_two_factor() -> Response:
         return _users_page(refused, requirement_form=form)
     if accounts.require_two_factor(merchant, required):
         audit.record(f"two_factor.requirement_{'on' if required else 'off'}")
+    passkey = form.passkey_for_approvals.data
+    if accounts.require_passkey_for_approvals(merchant, passkey):
+        audit.record(f"passkey.approvals_{'on' if passkey else 'off'}")
     if required:
         flash("Every user must now sign in with two-factor sign-in.", "success")
     else:
@@ -322,7 +324,11 @@ def _users_page(
         invite_form=invite_form or InviteForm(prefix="invite", formdata=None),
         mail_on=outbox.enabled(),
         requirement_form=requirement_form
-        or RequireTwoFactorForm(formdata=None, required=merchant.require_two_factor),
+        or RequireTwoFactorForm(
+            formdata=None,
+            required=merchant.require_two_factor,
+            passkey_for_approvals=merchant.require_passkey_for_approvals,
+        ),
         users=merchant.users,
     )
 
@@ -359,7 +365,8 @@ def edit_user(user_id: int) -> Response:
     # For a lost phone: they sign in with the password alone, and set it up again. Owners turn
     # their own off at /account/two-factor, with a code.
     reset = form.turn_off_two_factor.data and user.id != current_user.id
-    if reset and user.two_factor_enabled:
+    if reset and user.has_second_factor:
+        passkeys.forget_all(user, by=current_user)
         two_factor.disable(user, by=current_user)
         accounts.revoke_sessions(user)
     flash(f"The changes to {user.email} are saved.", "success")

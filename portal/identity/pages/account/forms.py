@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from flask_wtf import FlaskForm
 from wtforms import (
+    HiddenField,
     PasswordField,
     RadioField,
     SelectChoice,
     SelectField,
     SelectMultipleField,
+    StringField,
     SubmitField,
 )
 from wtforms.validators import DataRequired, EqualTo, Length
@@ -104,3 +106,20 @@ class StatementMailForm(FlaskForm):
         default=StatementFrequency.NONE.value,
     )
     submit = SubmitField("Save statement choice")
+
+
+class AddPasskeyForm(FlaskForm):
+    """A passkey made by the browser (static/js/passkeys.js fills `credential`), with a name."""
+
+    name = StringField(
+        "Name",
+        validators=[DataRequired(message="Name the passkey, such as Work laptop."), Length(max=64)],
+    )
+    password = _current_password()
+    credential = HiddenField()
+    submit = SubmitField("Add a passkey")
+
+
+class RemovePasskeyForm(FlaskForm):
+    password = _current_password()
+    submit = SubmitField("Remove")

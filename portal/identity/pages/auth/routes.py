@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import time
 
-from flask import current_app, flash, redirect, request, session, url_for
+from flask import abort, current_app, flash, redirect, request, session, url_for
 from flask_login import current_user
 from werkzeug.security import check_password_hash, generate_password_hash
 from werkzeug.wrappers import Response
@@ -21,14 +21,21 @@ from werkzeug.wrappers import Response
 from portal.identity.models import User
 from portal.identity.pages.auth import bp
 from portal.identity.pages.auth.forms import SignInForm, TwoFactorSignInForm
-from portal.identity.rules import attempts, audit, passwords
+from portal.identity.rules import attempts, audit, passkeys, passwords
 from portal.identity.rules import two_factor as second_factor
 from portal.identity.rules.accounts import find_user, user_with_id
+from portal.identity.rules.passkeys import relying_party
 from portal.web.access import public
 from portal.web.rendering import page
 from portal.web.security import safe_next
 from portal.web.sessions import discard_session, end_session, start_session
-from portal.web.step_up import PASSWORD_SENTENCES, put_refusal
+from portal.web.step_up import (
+    PASSKEY_FIELD,
+    PASSWORD_SENTENCES,
+    confirmed_action,
+    json_answer,
+    put_refusal,
+)
 
 INCORRECT = "The email or password is incorrect."
 THROTTLED = PASSWORD_SENTENCES[passwords.Reason.THROTTLED]
@@ -60,7 +67,7 @@ def login() -> Response:
     elif user.check_password(form.password.data):
         attempt.give_back()
         next_url = safe_next(form.next.data) or url_for("dashboard.index")
-        if user.two_factor_enabled:
+        if user.has_second_factor:
             discard_session()
             session[PENDING] = {"user_id": user.id, "since": time.time(), "next": next_url}
             return redirect(url_for("auth.two_factor"))
@@ -88,13 +95,14 @@ def _waiting_user() -> User | None:
     if not pending or time.time() - pending["since"] > PENDING_SECONDS:
         return None
     user = user_with_id(pending["user_id"])
-    return user if user is not None and user.two_factor_enabled else None
+    return user if user is not None and user.has_second_factor else None
 
 
 @bp.route("/login/two-factor", methods=["GET", "POST"])
 @public
 def two_factor() -> Response:
-    """The second step of signing in: a code from the authenticator app or a recovery code."""
+    """The second step of signing in: a passkey, a code from the authenticator app or a recovery
+    code."""
     if current_user.is_authenticated:
         return redirect(url_for("dashboard.index"))
     user = _waiting_user()
@@ -104,15 +112,13 @@ def two_factor() -> Response:
         return redirect(url_for("auth.login"))
     form = TwoFactorSignInForm()
     if request.method == "GET":
-        return page("auth/two_factor.html", form=form)
+        return page("auth/two_factor.html", form=form, user=user)
     if not form.validate_on_submit():
-        return page("auth/two_factor.html", 422, form=form)
+        return page("auth/two_factor.html", 422, form=form, user=user)
     try:
-        used = second_factor.check_code(
-            user, form.code.data, purpose="sign_in", address=request.remote_addr, recovery=True
-        )
-    except second_factor.CodeRefused as refusal:
-        return page("auth/two_factor.html", put_refusal(form.code, refusal), form=form)
+        used = _second_factor(user, form.code.data)
+    except (second_factor.CodeRefused, passkeys.PasskeyRefused) as refusal:
+        return page("auth/two_factor.html", put_refusal(form.code, refusal), form=form, user=user)
     next_url = session[PENDING]["next"]
     response = _signed_in(user, next_url, {"email": user.email, "second_factor": used})
     if used == "recovery code":
@@ -123,6 +129,29 @@ def two_factor() -> Response:
             "info",
         )
     return response
+
+
+def _second_factor(user: User, code: str | None) -> str:
+    """What answered the second step: a passkey's answer to this sign-in's challenge when the
+    form brings one, else a code (`check_code`)."""
+    assertion = request.form.get(PASSKEY_FIELD)
+    if assertion:
+        passkeys.check_assertion(user, assertion, action=confirmed_action(), purpose="sign_in")
+        return "passkey"
+    return second_factor.check_code(
+        user, code, purpose="sign_in", address=request.remote_addr, recovery=True
+    )
+
+
+@bp.post("/login/two-factor/challenge")
+@public
+def passkey_challenge() -> Response:
+    """The options of a passkey's sign-in, with a challenge for the waiting user: JSON for
+    static/js/passkeys.js; 404 without a sign-in waiting for its second step."""
+    user = _waiting_user()
+    if current_user.is_authenticated or user is None or relying_party() is None:
+        abort(404)
+    return json_answer(passkeys.assertion_options(user, url_for("auth.two_factor")))
 
 
 @bp.route("/logout", methods=["POST"])
