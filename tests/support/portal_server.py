@@ -158,6 +158,10 @@ def run_portal(
             yield server
         finally:
             server.process.terminate()
-            server.process.wait(timeout=10)
+            try:
+                server.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # gunicorn still waiting out a slow request
+                server.process.kill()
+                server.process.wait()
             with app.app_context():
                 db.engine.dispose()
