@@ -281,3 +281,24 @@ def test_every_email_field_of_the_portal_s_forms_takes_one_address(app):
     assert ("InviteForm", "email") in email_fields, "the walk finds the portal's forms"
     plain = {place for place, kind in email_fields.items() if kind is not EmailAddressField}
     assert plain == {("SignInForm", "email")}
+
+
+def test_the_demo_mails_links_to_the_address_it_serves(app, accounts, mail_server):
+    """`flask demo --port 5123` without PORTAL_PUBLIC_URL: an invitation's link is on 5123,
+    and a PORTAL_PUBLIC_URL that is set stays what mails use."""
+    from portal.demo import public_url
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts as rules
+    from portal.identity.rules import one_time_links
+    from portal.live.rules import mail
+
+    app.config["PUBLIC_URL"] = None
+    assert public_url(app, "0.0.0.0", 5123) == "http://127.0.0.1:5123"  # noqa: S104
+    with app.app_context():
+        owner = rules.find_user(accounts.owner)
+        one_time_links.invite(owner.merchant, "demo@acme.test", Role.OPERATOR, by=owner)
+        mail.send_due()
+    assert link_in(mail_server.wait_for(1)[0]).startswith("http://127.0.0.1:5123/invite/")
+
+    app.config["PUBLIC_URL"] = "https://portal.example.com"
+    assert public_url(app, "127.0.0.1", 5123) == "https://portal.example.com"
