@@ -52,6 +52,7 @@ ACTIONS = {
     "password.check": "Current password asked",
     "password.change": "Own password changed",
     "api_settings.change": "API settings changed",
+    "checkout_settings.change": "Checkout page settings changed",
     "user.add": "User added",
     "user.change": "User changed",
     "user.remove": "User removed",

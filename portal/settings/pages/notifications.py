@@ -30,7 +30,7 @@ from portal.web.fields import CodeField, strip
 from portal.web.formatting import user_zone_name
 from portal.web.lists import local_page
 from portal.web.rendering import page, polled_by, render_page
-from portal.web.step_up import form_refused
+from portal.web.step_up import audit_refused, form_refused
 
 URL_PROBLEMS = {
     webhooks.UrlProblem.NOT_WEB: "Enter an address starting with http:// or https://, such as "
@@ -100,14 +100,6 @@ def _owner() -> User:
     return current_user._get_current_object()
 
 
-def _refused(action: str, form: FlaskForm, status: int, parameters: dict | None = None) -> None:
-    """A change the page refused (a bad URL, a wrong code or password) goes to the audit log
-    with its reasons; a GET, which shows the form, is no attempt."""
-    if form.is_submitted():
-        reasons = " ".join(error for field in form for error in field.errors)
-        audit.record(action, parameters=parameters, error=reasons or f"Refused ({status}).")
-
-
 @bp.route("/notifications", methods=["GET", "POST"])
 @roles(Role.OWNER)
 def notifications() -> Response:
@@ -118,7 +110,7 @@ def notifications() -> Response:
     status = form_refused(form, _owner(), purpose="webhooks")
     changes = {"url": form.url.data or None, "event_types": ", ".join(form.event_types.data or [])}
     if status:
-        _refused("webhooks.change", form, status, changes)
+        audit_refused("webhooks.change", form, status, changes)
         fragment = LOG_FRAGMENT if polled_by(LOG_POLLER) else PAGE
         return _page(status, form=form, fragment=fragment)
     webhooks.save_endpoint(merchant, form.url.data or "", form.event_types.data or [])
@@ -166,7 +158,7 @@ def notifications_secret() -> Response:
     password = None if owner.two_factor_enabled else form.password
     status = form_refused(form, owner, purpose="webhook_secret", password_field=password)
     if status:
-        _refused("webhooks.reveal_secret", form, status)
+        audit_refused("webhooks.reveal_secret", form, status)
         return _page(status, fragment=SECRET_FRAGMENT, reveal_form=form)
     audit.record("webhooks.reveal_secret")
     return _page(fragment=SECRET_FRAGMENT, secret=webhooks.secret_of(endpoint))
@@ -180,7 +172,7 @@ def notifications_rotate() -> Response:
     form = RotateForm()
     status = form_refused(form, _owner(), purpose="webhooks")
     if status:
-        _refused("webhooks.rotate", form, status)
+        audit_refused("webhooks.rotate", form, status)
         return page("settings/notifications_rotate.html", status, form=form)
     webhooks.rotate_secret(endpoint)
     audit.record("webhooks.rotate")

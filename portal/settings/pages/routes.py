@@ -47,13 +47,20 @@ from portal.web.access import roles
 from portal.web.api_errors import unless_unavailable
 from portal.web.merchant import current_api
 from portal.web.rendering import page
-from portal.web.step_up import form_refused, step_up_refused
+from portal.web.step_up import audit_refused, form_refused, step_up_refused
 from portal.web.users import refusal_sentence
 
 
 def _owner() -> User:
     """The signed-in owner itself (the checks of a code change and refresh it)."""
     return current_user._get_current_object()
+
+
+@bp.get("")
+@roles(Role.OWNER)
+def index() -> Response:
+    """The menu's Settings opens its first page, the API connection."""
+    return redirect(url_for("settings.api"))
 
 
 @bp.route("/api", methods=["GET", "POST"])
@@ -137,9 +144,16 @@ def checkout() -> Response:
     merchant = current_user.merchant
     form = CheckoutSettingsForm(obj=merchant)
     status = form_refused(form, _owner(), purpose="checkout_settings")
+    changes = {
+        "display_name": form.display_name.data or None,
+        "shop_url": form.shop_url.data or None,
+        "support_email": form.support_email.data or None,
+    }
     if status:
+        audit_refused("checkout_settings.change", form, status, changes)
         return _checkout_page(status, form=form)
     save_settings(merchant, form.display_name.data, form.shop_url.data, form.support_email.data)
+    audit.record("checkout_settings.change", parameters=changes)
     flash("The checkout page settings are saved.", "success")
     return redirect(url_for("settings.checkout"))
 
@@ -155,6 +169,8 @@ def payment_tolerance() -> Response:
     form = ToleranceForm()
     status = form_refused(form, _owner(), purpose="payment_tolerance")
     if status:
+        typed = {"percent": " ".join(form.payment_tolerance_percent.raw_data or [])}
+        audit_refused("payment_tolerance.change", form, status, typed)
         return _checkout_page(status, tolerance_form=form)
     percent = form.payment_tolerance_percent.data
     assert percent is not None  # the form checked it
@@ -182,6 +198,8 @@ def reporting_currency() -> Response:
         return _checkout_page(409 if not_connected else 502, reporting_form=form)
     status = form_refused(form, _owner(), purpose="reporting_currency")
     if status:
+        typed = {"new": form.reporting_currency.data}
+        audit_refused("reporting_currency.change", form, status, typed)
         return _checkout_page(status, reporting_form=form)
     revalued = change_reporting_currency(
         current_user.merchant, form.reporting_currency.data, _owner(), rates
