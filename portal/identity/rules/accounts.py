@@ -15,7 +15,14 @@ from sqlalchemy.orm import joinedload
 
 from portal.database import utcnow
 from portal.extensions import db
-from portal.identity.models import Merchant, Role, User, UserSession, session_key_hash
+from portal.identity.models import (
+    Merchant,
+    OneTimeLink,
+    Role,
+    User,
+    UserSession,
+    session_key_hash,
+)
 
 MIN_PASSWORD_LENGTH = 10
 EMAIL_LENGTH = 254
@@ -183,6 +190,12 @@ def change_password(
     _check_length(password)
     user.set_password(password)
     user.must_choose_password = chosen_by_other
+    # A link mailed before (an invitation, a reset) would set another password over this one.
+    db.session.execute(
+        sa.update(OneTimeLink)
+        .where(OneTimeLink.user_id == user.id, OneTimeLink.used_at.is_(None))
+        .values(used_at=utcnow())
+    )
     revoke_sessions(user, keep=keep_session)
     db.session.commit()
 

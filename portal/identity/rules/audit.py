@@ -56,6 +56,8 @@ ACTIONS = {
     "user.add": "User added",
     "user.change": "User changed",
     "user.remove": "User removed",
+    "user.invite_again": "Invitation sent again",
+    "user.revoke_invitation": "Invitation revoked",
     "two_factor.enable": "Two-factor turned on",
     "two_factor.disable": "Two-factor turned off",
     "two_factor.recovery_codes": "Recovery codes replaced",

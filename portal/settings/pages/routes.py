@@ -15,6 +15,7 @@ from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from portal.api import Rates
+from portal.database import utcnow
 from portal.identity.models import Role, User
 from portal.identity.rules import accounts, audit, one_time_links, two_factor
 from portal.live.rules import outbox
@@ -296,6 +297,49 @@ def invite_user() -> Response:
     return redirect(url_for("settings.users"))
 
 
+@bp.post("/users/<int:user_id>/invite-again")
+@roles(Role.OWNER)
+def invite_again(user_id: int) -> Response:
+    """Mail an invited user a new link; the one mailed before stops working."""
+    user = _merchant_user(user_id)
+    if not outbox.enabled():
+        abort(409)
+    try:
+        one_time_links.invite_again(user, by=_owner())
+    except one_time_links.LinkRefused:
+        return _not_invited("user.invite_again", user)
+    audit.record("user.invite_again", parameters={"email": user.email})
+    flash(
+        f"A new invitation is on its way to {user.email}; the one before no longer works.",
+        "success",
+    )
+    return redirect(url_for("settings.users"))
+
+
+@bp.post("/users/<int:user_id>/revoke-invitation")
+@roles(Role.OWNER)
+def revoke_invitation(user_id: int) -> Response:
+    """Take an invitation back: its link stops working and the invited user is removed."""
+    user = _merchant_user(user_id)
+    email = user.email
+    try:
+        one_time_links.revoke_invitation(user, by=_owner())
+    except one_time_links.LinkRefused:
+        return _not_invited("user.revoke_invitation", user)
+    audit.record("user.revoke_invitation", parameters={"email": email})
+    flash(f"The invitation of {email} is revoked: its link no longer works.", "success")
+    return redirect(url_for("settings.users"))
+
+
+def _not_invited(action: str, user: User) -> Response:
+    """Back to the users, which say why nothing changed: the user chose a password meanwhile
+    (or was added with one)."""
+    error = f"{user.email} is no longer invited: they chose a password."
+    audit.record(action, parameters={"email": user.email}, error=error)
+    flash(error, "error")
+    return redirect(url_for("settings.users"), 303)
+
+
 @bp.route("/users/two-factor", methods=["POST"])
 @roles(Role.OWNER)
 def require_two_factor() -> Response:
@@ -342,6 +386,8 @@ def _users_page(
         requirement_form=requirement_form
         or RequireTwoFactorForm(formdata=None, required=merchant.require_two_factor),
         users=merchant.users,
+        invited=one_time_links.invitation_expiries(user.id for user in merchant.users),
+        now=utcnow(),
     )
 
 
