@@ -172,9 +172,12 @@ def require_two_factor(merchant: Merchant, required: bool) -> bool:
     return True
 
 
-def set_time_zone(user: User, time_zone: str) -> None:
-    """The zone `user`'s pages show times in (a name of the IANA database)."""
-    user.time_zone = time_zone
+def set_time_zone(user: User, time_zone: str | None) -> None:
+    """The zone `user`'s pages show times in (a name of the IANA database); None keeps it. Either
+    way the user is not asked for one again."""
+    if time_zone is not None:
+        user.time_zone = time_zone
+    user.time_zone_asked = True
     db.session.commit()
 
 

@@ -13,7 +13,7 @@ currency (`PORTAL_EXPLORER_URLS`, `explorer_url`).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Literal
@@ -84,6 +84,12 @@ CURRENCY_CODES = tuple(currency.code for currency in API_CURRENCIES)
 # A withdrawal goes to a blockchain address, so it leaves from a crypto currency's wallet only:
 # USD has no address to send to.
 WITHDRAWAL_WALLETS = tuple(currency.code for currency in API_CURRENCIES if currency.crypto)
+
+
+def exchange_currencies(pairs: Iterable[tuple[str, str]]) -> set[str]:
+    """The currencies the payment service's exchange rates name (`/v1/exchange/rates`): those it
+    exchanges, and so holds wallets of, for exchanges and vouchers alike."""
+    return {code for pair in pairs for code in pair}
 
 
 def is_fiat(code: str | None) -> bool:
