@@ -95,6 +95,8 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         WEBHOOK_ROTATION_SECONDS=24 * 3600.0,  # the previous secret keeps signing this long
         # Private and loopback webhook URLs: None allows them outside production only.
         WEBHOOK_ALLOW_PRIVATE=None,
+        # Block explorer links per environment, currency and kind (docs/operations.md); none.
+        EXPLORER_URLS={},
     )
     if test_config is None:
         app.config.from_prefixed_env("PORTAL")
@@ -119,6 +121,7 @@ def _derive(app: Flask) -> None:
     _check_mail(config)
     _check_leases(config)
     config["API_ALLOWED_HOSTS"] = parse_hosts(config["API_ALLOWED_HOSTS"])
+    config["EXPLORER_URLS"] = parse_explorer_urls(config["EXPLORER_URLS"])
     config["SQLALCHEMY_DATABASE_URI"] = database_uri(config["DATABASE_URL"])
     public_url = config.get("PUBLIC_URL") or ""
     config["SESSION_COOKIE_SECURE"] = public_url.startswith("https://")
@@ -211,3 +214,29 @@ def _dev_secrets(instance: Path) -> dict[str, str]:
     with os.fdopen(descriptor, "w") as file:
         json.dump(fresh, file)
     return fresh
+
+
+def parse_explorer_urls(value: object) -> dict[str, dict[str, dict[str, str]]]:
+    """`PORTAL_EXPLORER_URLS` (JSON, or already parsed by `from_prefixed_env`) checked: an
+    environment (sandbox, production) to currencies, each to `tx` and/or `address` templates,
+    http(s) URLs with one `{}` for the hash or address."""
+    problem = "PORTAL_EXPLORER_URLS must map sandbox or production to currencies, each to"
+    problem += ' "tx" and/or "address" URLs with one {}, such as '
+    problem += '{"production": {"BTC": {"tx": "https://mempool.space/tx/{}"}}}.'
+    try:
+        urls = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        raise ConfigError(problem) from None
+    if not isinstance(urls, dict) or not set(urls) <= {"sandbox", "production"}:
+        raise ConfigError(problem)
+    for currencies in urls.values():
+        if not isinstance(currencies, dict):
+            raise ConfigError(problem)
+        for templates in currencies.values():
+            if not isinstance(templates, dict) or not set(templates) <= {"tx", "address"}:
+                raise ConfigError(problem)
+            for template in templates.values():
+                fine = isinstance(template, str) and template.count("{}") == 1
+                if not fine or not template.startswith(("https://", "http://")):
+                    raise ConfigError(problem)
+    return urls

@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 import flask_migrate
 import requests
-from flask import current_app
+from flask import Flask, current_app
 from flask.cli import with_appcontext
 from werkzeug.serving import run_simple
 
@@ -82,10 +82,15 @@ def running_sandbox(instance: Path, host: str, port: int) -> Iterator[Credential
 
 
 @contextlib.contextmanager
-def running_worker(instance: Path) -> Iterator[None]:
+def running_worker(instance: Path, public_url: str) -> Iterator[None]:
     """Run `flask --app portal worker` (same instance folder and environment, its log in
-    instance/demo-worker.log) until the block ends, then stop it as an operator would."""
-    environment = {**os.environ, "PORTAL_INSTANCE_PATH": str(instance)}
+    instance/demo-worker.log) until the block ends, then stop it as an operator would.
+    `public_url`: the portal's address, for the links of the mails the worker writes."""
+    environment = {
+        **os.environ,
+        "PORTAL_INSTANCE_PATH": str(instance),
+        "PORTAL_PUBLIC_URL": public_url,
+    }
     command = [sys.executable, "-m", "flask", "--app", "portal", "worker"]
     with (instance / "demo-worker.log").open("ab") as log:
         # A session of its own: Ctrl+C reaches the demo only, which then stops the worker once.
@@ -154,6 +159,17 @@ def open_balances(merchant: Merchant, owner: User, credentials: Credentials) -> 
         enter_balance(merchant, owner, wallet["currency"], Decimal(wallet["balance"]), as_of)
 
 
+def public_url(app: Flask, host: str, port: int) -> str:
+    """The address people reach the demo at, which the links of its mails use: PORTAL_PUBLIC_URL
+    when set, else the host and port it serves (a wildcard or loopback host named `localhost`)."""
+    if not app.config.get("PUBLIC_URL"):
+        # Browsers offer passkeys to `localhost`, never to an IP address (identity.rules.passkeys).
+        loopback = host in ("0.0.0.0", "::", "", "127.0.0.1")  # noqa: S104
+        shown = "localhost" if loopback else host
+        app.config["PUBLIC_URL"] = f"http://{shown}:{port}"
+    return app.config["PUBLIC_URL"]
+
+
 def _stop_on_sigterm() -> None:
     """Turn SIGTERM into SystemExit, so the sandbox is stopped on the way out."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -170,9 +186,7 @@ def demo(host: str, port: int, sandbox_port: int) -> None:
     flask_migrate.upgrade()
     # Flask annotates `current_app` as the application; it is a proxy to it, with this method.
     app = current_app._get_current_object()  # type: ignore[attr-defined]
-    # Browsers offer passkeys to `localhost`, never to an IP address (`identity.rules.passkeys`).
-    loopback = "localhost" if host == "127.0.0.1" else host
-    app.config["PUBLIC_URL"] = app.config["PUBLIC_URL"] or f"http://{loopback}:{port}"
+    address = public_url(app, host, port)
     with running_sandbox(Path(app.instance_path), host, sandbox_port) as credentials:
         logins = demo_logins()
         try:
@@ -182,8 +196,8 @@ def demo(host: str, port: int, sandbox_port: int) -> None:
         owner = accounts.find_user(next(email for role, email, _ in logins if role is Role.OWNER))
         assert owner is not None  # made by demo_logins
         open_balances(owner.merchant, owner, credentials)
-        with running_worker(Path(app.instance_path)):
-            click.echo(f"\nMerchant portal: {app.config['PUBLIC_URL']}")
+        with running_worker(Path(app.instance_path), address):
+            click.echo(f"\nMerchant portal: {address}")
             click.echo(f"Sandbox API:     {credentials.base_url} (merchant {MERCHANT!r})")
             click.echo(
                 "Worker:          syncs the mirror and sends notifications (demo-worker.log)"

@@ -99,6 +99,8 @@ class User(UserMixin, Model):
     # The password was typed by someone else (an owner adding the user or setting a new one):
     # the user chooses their own before anything else (`portal.web.access.enforce`).
     must_choose_password: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
+    # Asked once, after a sign-in, which zone to show times in (or chose one at /account).
+    time_zone_asked: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     merchant: Mapped[Merchant] = relationship(back_populates="users")

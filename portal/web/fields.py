@@ -7,7 +7,7 @@ Bad input is caught here, next to its field, before anything is sent to the API.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from decimal import Decimal, InvalidOperation
 
 from flask_wtf import FlaskForm
@@ -83,6 +83,14 @@ class CurrencyField(SelectField):
     def pre_validate(self, form: FlaskForm) -> None:
         if self.data not in CURRENCY_CODES:
             raise ValidationError("Choose one of the currencies in the list.")
+
+    def offer(self, codes: Iterable[str]) -> None:
+        """Offer only `codes` (those the payment service names), and the one already chosen;
+        what the service refuses of a known currency, its error code explains."""
+        named = set(codes)
+        offered = [code for code in CURRENCY_CODES if code in named or code == self.data]
+        self.choices = [SelectChoice("", "Choose a currency")]
+        self.choices += [SelectChoice(code, code) for code in offered]
 
 
 def address_problem(currency: str | None, address: str) -> str | None:

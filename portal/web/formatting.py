@@ -17,13 +17,13 @@ from functools import lru_cache
 from pathlib import Path
 from zoneinfo import TZPATH, available_timezones
 
-from flask import Flask, g
+from flask import Flask, current_app, g
 from flask_login import current_user
 from markupsafe import Markup, escape
 
 from portal.api import OPERATION_STATUSES, TRANSACTION_STATUSES
 from portal.identity.rules import passkeys
-from portal.money.rules.currencies import money
+from portal.money.rules.currencies import ExplorerKind, explorer_url, money
 from portal.periods import zone_named
 from portal.web.error_messages import error_message
 from portal.web_urls import is_web_url
@@ -140,6 +140,25 @@ def web_link(url: str | None) -> str | None:
     return url if is_web_url(url) else None
 
 
+def chain_ref(value: str | None, currency: str | None, kind: ExplorerKind) -> Markup:
+    """A hash or an address: a link to the block explorer the operator set for the merchant's
+    environment and `currency` (else plain text), and a Copy button that `static/js/copy.js`
+    shows (without JavaScript it stays hidden)."""
+    if not value:
+        return Markup("—")
+    connection = current_user.merchant.api_connection if current_user.is_authenticated else None
+    environment = connection.environment.value if connection else ""
+    url = explorer_url(current_app.config["EXPLORER_URLS"], environment, currency, kind, value)
+    text = escape(value)
+    shown = f'<a href="{escape(url)}" rel="noopener noreferrer">{text}</a>' if url else text
+    what = "address" if kind == "address" else "hash"
+    return Markup(  # noqa: S704  (the value and the URL are escaped)
+        f'<span class="chain-ref"><code>{shown}</code> <button type="button" class="button '
+        f'secondary copy" data-copy="{text}" hidden>Copy<span class="visually-hidden"> {what}'
+        '</span></button><span class="copy-status" role="status"></span></span>'
+    )
+
+
 def exact(value: object) -> object:
     """What a template prints: a `Decimal` as its digits (`str` writes 0.00000042 as 4.2E-7)."""
     return format(value, "f") if isinstance(value, Decimal) else value
@@ -158,6 +177,7 @@ def init_app(app: Flask) -> None:
     app.add_template_global(user_zone_name)
     app.add_template_global(badge)
     app.add_template_global(web_link)
+    app.add_template_global(chain_ref)
     app.add_template_global(error_message)  # what an error code a record kept means to a person
     app.add_template_global(passkeys_on)
     app.jinja_env.globals["operation_statuses"] = OPERATION_STATUSES

@@ -45,12 +45,18 @@ def discard_session() -> None:
     session.clear()
 
 
+# The session's mark that its user, who never chose a time zone, is asked for one.
+ASK_TIME_ZONE = "ask_time_zone"
+
+
 def start_session(user: User) -> None:
     """Sign `user` in with a brand-new session (nothing of the previous session survives)."""
     discard_session()
     user.session_key = accounts.open_session(user)
     login_user(user)
     session.permanent = True
+    if not user.time_zone_asked:
+        session[ASK_TIME_ZONE] = True  # on the next whole page (the account pages' question)
     _act_as(user)
 
 

@@ -24,7 +24,7 @@ from flask_wtf import FlaskForm
 from wtforms import Field
 
 from portal.identity.models import User
-from portal.identity.rules import passkeys, passwords, two_factor
+from portal.identity.rules import audit, passkeys, passwords, two_factor
 
 PASSKEY_FIELD = "passkey_assertion"
 
@@ -170,3 +170,13 @@ def form_refused(
         return None
     field = code_field if code_field is not None else form["code"]
     return code_refused(field, user, purpose=purpose, recovery=recovery)
+
+
+def audit_refused(
+    action: str, form: FlaskForm, status: int, parameters: dict | None = None
+) -> None:
+    """A change the page refused (a bad value, a wrong code or password) goes to the audit log
+    with its reasons; a GET, which shows the form, is no attempt."""
+    if form.is_submitted():
+        reasons = " ".join(error for field in form for error in field.errors)
+        audit.record(action, parameters=parameters, error=reasons or f"Refused ({status}).")

@@ -33,6 +33,8 @@ EXCEPTIONS = {
     "withdrawals.limits": OWNER,
     "vouchers.code": OWNER,  # a voucher's code is bearer money
     "vouchers.new": OWNER,
+    "vouchers.review": OWNER,
+    "vouchers.create": OWNER,
     "vouchers.cancel": MOVERS,
     "vouchers.payoff": MOVERS,
     "exchanges.review": MOVERS,

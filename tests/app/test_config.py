@@ -133,3 +133,20 @@ def test_production_with_e_mail_needs_a_sender_and_the_public_url(clean_env, mon
     with pytest.raises(ConfigError, match=missing) as refusal:
         create_app()
     assert "s3cret" not in str(refusal.value)
+
+
+@pytest.mark.parametrize(
+    "urls",
+    [
+        "not json",
+        '{"staging": {"BTC": {"tx": "https://x.example/tx/{}"}}}',
+        '{"production": {"BTC": {"block": "https://x.example/b/{}"}}}',
+        '{"production": {"BTC": {"tx": "https://x.example/tx/"}}}',
+        '{"production": {"BTC": {"tx": "javascript:alert({})"}}}',
+    ],
+)
+def test_explorer_urls_are_off_by_default_and_refused_when_malformed(clean_env, monkeypatch, urls):
+    assert create_app().config["EXPLORER_URLS"] == {}
+    monkeypatch.setenv("PORTAL_EXPLORER_URLS", urls)
+    with pytest.raises(ConfigError, match="PORTAL_EXPLORER_URLS"):
+        create_app()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 import pyotp
@@ -136,6 +136,20 @@ def _edit_user(hostile, suffix: str = "", data: dict | None = None) -> Case:
     return _as(hostile, "owner", f"/settings/users/{user_id}{suffix}", data)
 
 
+def _invited(hostile, suffix: str) -> Case:
+    """An invitation of a new user, taken back or sent again by the owner (409 for sending
+    again: e-mail is off on this portal)."""
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts, one_time_links
+
+    with hostile.app.app_context():
+        owner = accounts.find_user(hostile.email("owner"))
+        address = f"csrf-{uuid.uuid4().hex[:8]}@acme.test"
+        user = one_time_links.invite(owner.merchant, address, Role.OPERATOR, by=owner)
+        url = f"/settings/users/{user.id}{suffix}"
+    return replace(_as(hostile, "owner", url), accepted=(302, 409))
+
+
 def _enable_two_factor(hostile) -> Case:
     client, _address, _user_id, _totp = _throwaway(hostile)
     page = client.get("/account/two-factor").get_data(as_text=True)  # this session's key
@@ -246,6 +260,9 @@ VALID: dict[str, Callable[..., Case]] = {
     "auth.reset_password": lambda w: _mailed_link(w, "reset"),
     "auth.accept_invitation": lambda w: _mailed_link(w, "invite"),
     "account.index": lambda w: Case(_throwaway(w)[0], "/account", {"time_zone": "Asia/Tokyo"}),
+    "account.time_zone_answer": lambda w: Case(
+        _throwaway(w)[0], "/account/time-zone", {"zone-time_zone": "Asia/Tokyo"}
+    ),
     "account.two_factor": _enable_two_factor,
     "account.recovery_codes": lambda w: _manage_two_factor(w, "/account/two-factor/recovery-codes"),
     "account.disable_two_factor": lambda w: _manage_two_factor(
@@ -326,6 +343,8 @@ VALID: dict[str, Callable[..., Case]] = {
         "/settings/users/invite",
         {"invite-email": f"forged-{uuid.uuid4().hex[:8]}@acme.test", "invite-role": "owner"},
     ),
+    "settings.invite_again": lambda w: _invited(w, "/invite-again"),
+    "settings.revoke_invitation": lambda w: _invited(w, "/revoke-invitation"),
     "settings.edit_user": lambda w: _edit_user(w, data={"role": "owner", "password": ""}),
     "settings.remove_user": lambda w: _edit_user(w, "/remove"),
     # the other merchant's owner: Acme's webhooks stay as the hostile portal made them
@@ -358,7 +377,7 @@ VALID: dict[str, Callable[..., Case]] = {
     "withdrawals.limits": lambda w: _as(
         w, "owner", "/withdrawals/limits", {"limit-wallet": "BTC", "limit-daily_limit": "5"}
     ),
-    "vouchers.new": lambda w: _form(
+    "vouchers.create": lambda w: _form(
         w, "owner", "/vouchers/new", {"amount": "0.01", "currency": "BTC"}
     ),
     "vouchers.code": lambda w: _as(w, "owner", f"/vouchers/{w.ids['voucher_id']}/code"),

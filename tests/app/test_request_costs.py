@@ -11,6 +11,7 @@ def test_a_signed_in_page_reads_the_database_once(app, client, accounts):
     (for the menu's count of what needs attention, counted once per sync,
     portal/payments/rules/attention.py) come in one query."""
     sign_in(client, accounts.owner)
+    client.get("/")  # the first page after signing in asks, once, for a time zone (a write)
     statements = statements_of(app, client, "/settings/api")
     assert len(statements) == 1, statements
     assert "mirror_states" in statements[0]

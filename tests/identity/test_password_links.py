@@ -3,6 +3,8 @@ local SMTP server, over real HTTP. Time moves in the database, never by sleeping
 
 from __future__ import annotations
 
+import html
+import re
 from datetime import timedelta
 from urllib.parse import urlsplit
 
@@ -79,9 +81,10 @@ def test_an_invited_person_sets_a_password_once_and_signs_in(app, url, accounts,
     assert set_password(person, path, "short").status_code == 422
     done = set_password(person, path)
     assert done.status_code == 302
-    assert done.headers["Location"].endswith("/login")
-    assert person.sign_in("new@acme.test", NEW_PASSWORD).status_code == 302
-    assert person.get("/account").status_code == 200
+    assert urlsplit(done.headers["Location"]).path == "/"
+    assert person.is_signed_in(), "choosing the password signs the person in"
+    assert "new@acme.test" in person.get("/account").text
+    assert Visitor(url).sign_in("new@acme.test", NEW_PASSWORD).status_code == 302
 
     again = Visitor(url)
     assert again.get(path).status_code == 410
@@ -96,6 +99,90 @@ def test_an_invitation_expires_after_7_days(app, url, accounts, mail_server):
     assert "Choose your password" in Visitor(url).get(path).text, "just before 7 days"
     age_links(app, timedelta(minutes=2))
     assert Visitor(url).get(path).status_code == 410, "just after 7 days"
+
+
+def user_rows(owner: Visitor) -> list[str]:
+    """The markup of each row of the users table on /settings/users."""
+    return re.findall(r"<tr>.*?</tr>", owner.get("/settings/users").text, re.S)
+
+
+def invited_row(owner: Visitor, email: str) -> str:
+    """The text of the row of `email`, tags and runs of spaces collapsed."""
+    row = next(row for row in user_rows(owner) if email in row)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", row)).split())
+
+
+def user_path(owner: Visitor, email: str, action: str = "") -> str:
+    """The path of a user's page (or of `action` on them) from their row's link or button."""
+    row = next(row for row in user_rows(owner) if email in row)
+    return re.search(rf'/settings/users/\d+{action}(?=")', row).group(0)
+
+
+def test_an_invited_user_reads_invited_with_the_links_expiry_until_choosing_a_password(
+    app, url, accounts, mail_server
+):
+    owner = signed_in_visitor(url, accounts.owner)
+    invite(owner, "new@acme.test")
+    row = invited_row(owner, "new@acme.test")
+    assert "Invited link works until" in row
+    assert "Revoke invitation" in row and "Invite again" in row
+    age_links(app, timedelta(days=8))
+    assert "Invited link expired" in invited_row(owner, "new@acme.test")
+    age_links(app, -timedelta(days=8))
+
+    set_password(Visitor(url), mailed_link(app, mail_server, 1))
+    row = invited_row(owner, "new@acme.test")
+    assert "Invited" not in row and "Revoke invitation" not in row and "Remove" in row
+
+
+def test_inviting_again_voids_the_link_mailed_before(app, url, accounts, mail_server):
+    owner = signed_in_visitor(url, accounts.owner)
+    invite(owner, "new@acme.test")
+    first = mailed_link(app, mail_server, 1)
+    user_id = re.search(r"/settings/users/(\d+)/invite-again", owner.get("/settings/users").text)
+    again = owner.post(f"/settings/users/{user_id.group(1)}/invite-again", {}, "/settings/users")
+    assert again.status_code == 302
+    second = mailed_link(app, mail_server, 2)
+    assert second != first
+    assert Visitor(url).get(first).status_code == 410
+    assert set_password(Visitor(url), second).status_code == 302
+    assert "Invitation sent again" in owner.get("/audit").text
+
+
+def test_an_owner_revokes_an_invitation(app, url, accounts, mail_server):
+    owner = signed_in_visitor(url, accounts.owner)
+    invite(owner, "new@acme.test")
+    path = mailed_link(app, mail_server, 1)
+    revoke = user_path(owner, "new@acme.test", "/revoke-invitation")
+    for role in ("operator", "accountant"):
+        other = signed_in_visitor(url, accounts.by_role(role))
+        assert other.post(revoke, {}, "/account").status_code == 403
+    assert owner.http.post(f"{url}{revoke}").status_code == 400, "no CSRF token"
+    assert any("new@acme.test" in row for row in user_rows(owner))
+
+    assert owner.post(revoke, {}, "/settings/users").status_code == 302
+    assert not any("new@acme.test" in row for row in user_rows(owner))
+    assert Visitor(url).get(path).status_code == 410
+    assert "Invitation revoked" in owner.get("/audit").text
+
+
+def test_a_user_with_a_password_has_no_invitation_to_revoke(app, url, accounts, mail_server):
+    owner = signed_in_visitor(url, accounts.owner)
+    invite(owner, "new@acme.test")
+    revoke = user_path(owner, "new@acme.test", "/revoke-invitation")
+    set_password(Visitor(url), mailed_link(app, mail_server, 1))
+    assert owner.post(revoke, {}, "/settings/users").status_code == 303
+    assert "new@acme.test" in owner.get("/settings/users").text
+
+
+def test_a_password_an_owner_sets_voids_the_invitation(app, url, accounts, mail_server):
+    owner = signed_in_visitor(url, accounts.owner)
+    invite(owner, "new@acme.test")
+    path = mailed_link(app, mail_server, 1)
+    form = {"role": "operator", "password": "typed by the owner 1"}
+    assert owner.post(user_path(owner, "new@acme.test"), form).status_code == 302
+    assert "Invited" not in invited_row(owner, "new@acme.test")
+    assert Visitor(url).get(path).status_code == 410
 
 
 def test_only_owners_invite(url, accounts):
@@ -281,3 +368,24 @@ def test_every_email_field_of_the_portal_s_forms_takes_one_address(app):
     assert ("InviteForm", "email") in email_fields, "the walk finds the portal's forms"
     plain = {place for place, kind in email_fields.items() if kind is not EmailAddressField}
     assert plain == {("SignInForm", "email")}
+
+
+def test_the_demo_mails_links_to_the_address_it_serves(app, accounts, mail_server):
+    """`flask demo --port 5123` without PORTAL_PUBLIC_URL: an invitation's link is on 5123,
+    and a PORTAL_PUBLIC_URL that is set stays what mails use."""
+    from portal.demo import public_url
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts as rules
+    from portal.identity.rules import one_time_links
+    from portal.live.rules import mail
+
+    app.config["PUBLIC_URL"] = None
+    assert public_url(app, "0.0.0.0", 5123) == "http://localhost:5123"  # noqa: S104
+    with app.app_context():
+        owner = rules.find_user(accounts.owner)
+        one_time_links.invite(owner.merchant, "demo@acme.test", Role.OPERATOR, by=owner)
+        mail.send_due()
+    assert link_in(mail_server.wait_for(1)[0]).startswith("http://localhost:5123/invite/")
+
+    app.config["PUBLIC_URL"] = "https://portal.example.com"
+    assert public_url(app, "127.0.0.1", 5123) == "https://portal.example.com"

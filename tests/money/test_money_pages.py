@@ -17,6 +17,7 @@ from tests.support.money import (
     ETH_ADDRESS,
     connect,
     flags,
+    intent_key,
     post,
     submit,
     text,
@@ -191,6 +192,28 @@ def _new_voucher(client, amount: str = "1", currency: str = "USDT") -> str:
     response = submit(client, "/vouchers/new", {"amount": amount, "currency": currency})
     assert response.status_code == 302, text(response)
     return response.location
+
+
+def test_a_voucher_is_reviewed_first_and_its_key_carried_to_the_confirmation(owner, module_sandbox):
+    before = module_sandbox.count("vouchers")
+    form = owner.get("/vouchers/new").get_data(as_text=True)
+    assert 'action="/vouchers/review"' in form and 'name="code"' not in form
+    key = intent_key(owner, "/vouchers/new")
+    review = owner.get(f"/vouchers/review?amount=2&currency=USDT&intent={key}")
+    assert review.status_code == 200 and "Nothing is created until you confirm." in text(review)
+    assert module_sandbox.count("vouchers") == before, "the review sends nothing"
+    confirm = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', review.text))
+    assert confirm["intent"] == key and confirm["amount"] == "2" and confirm["currency"] == "USDT"
+    made = owner.post("/vouchers/new", data=confirm)
+    again = owner.post("/vouchers/new", data=confirm)  # confirmed twice: sent once
+    assert made.status_code == again.status_code == 302 and again.location == made.location
+    assert module_sandbox.count("vouchers") == before + 1
+
+
+def test_vouchers_and_exchanges_offer_the_currencies_the_exchange_rates_name(owner):
+    for path in ("/vouchers/new", "/exchange"):
+        offered = set(re.findall(r'<option value="([A-Z]+)"', owner.get(path).text))
+        assert offered == {"BTC", "ETH", "USDT"}, path
 
 
 def test_voucher_create_reveal_cancel(app, owner, module_sandbox, caplog):

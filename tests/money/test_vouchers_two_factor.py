@@ -40,7 +40,10 @@ def _refused_codes(sign_in_code: str) -> list[tuple[str, str]]:
 
 def test_creating_a_voucher_needs_a_fresh_code(app, owner_with_code, module_sandbox):
     owner, clock, secret, sign_in_code = owner_with_code
-    assert "Authenticator code" in text(owner.get("/vouchers/new"))
+    key = intent_key(owner, "/vouchers/new")
+    assert "Authenticator code" not in text(owner.get("/vouchers/new"))
+    review = owner.get(f"/vouchers/review?amount=0.01&currency=BTC&intent={key}")
+    assert "Authenticator code" in text(review), "the review asks for the code"
     before = module_sandbox.count("vouchers")
     for code, message in _refused_codes(sign_in_code):
         response = submit(owner, "/vouchers/new", {**VOUCHER, "code": code})

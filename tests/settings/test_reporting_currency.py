@@ -126,7 +126,8 @@ def test_a_currency_not_quoted_against_every_wallet_is_refused(app, owner, code)
         in html.unescape(refused.text)
     )
     assert reporting_currency(app) == before
-    assert len(audited_changes(owner)) == changes
+    audited = audited_changes(owner)  # the attempt, refused
+    assert len(audited) == changes + 1 and audited[0]["Outcome"] == "Refused"
 
 
 def test_an_owners_change_values_the_ledger_again_and_is_audited(app, owner, sandbox):

@@ -15,7 +15,14 @@ from sqlalchemy.orm import joinedload
 
 from portal.database import utcnow
 from portal.extensions import db
-from portal.identity.models import Merchant, Role, User, UserSession, session_key_hash
+from portal.identity.models import (
+    Merchant,
+    OneTimeLink,
+    Role,
+    User,
+    UserSession,
+    session_key_hash,
+)
 
 MIN_PASSWORD_LENGTH = 10
 EMAIL_LENGTH = 254
@@ -174,9 +181,12 @@ def require_passkey_for_approvals(merchant: Merchant, required: bool) -> bool:
     return _set_requirement(merchant, "require_passkey_for_approvals", required)
 
 
-def set_time_zone(user: User, time_zone: str) -> None:
-    """The zone `user`'s pages show times in (a name of the IANA database)."""
-    user.time_zone = time_zone
+def set_time_zone(user: User, time_zone: str | None) -> None:
+    """The zone `user`'s pages show times in (a name of the IANA database); None keeps it. Either
+    way the user is not asked for one again."""
+    if time_zone is not None:
+        user.time_zone = time_zone
+    user.time_zone_asked = True
     db.session.commit()
 
 
@@ -192,6 +202,12 @@ def change_password(
     _check_length(password)
     user.set_password(password)
     user.must_choose_password = chosen_by_other
+    # A link mailed before (an invitation, a reset) would set another password over this one.
+    db.session.execute(
+        sa.update(OneTimeLink)
+        .where(OneTimeLink.user_id == user.id, OneTimeLink.used_at.is_(None))
+        .values(used_at=utcnow())
+    )
     revoke_sessions(user, keep=keep_session)
     db.session.commit()
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from datetime import timedelta
+from collections.abc import Iterable
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 from flask import current_app
@@ -58,17 +59,73 @@ def invite(merchant: Merchant, email: str, role: Role, *, by: User) -> User:
     `accounts.AccountError` as for adding a user (a bad or taken address).
     """
     user = accounts.add_user(merchant, email, role, secrets.token_urlsafe(32))
+    _mail_invitation(user, by)
+    return user
+
+
+def invite_again(user: User, *, by: User) -> None:
+    """A new invitation link for a user still invited; the link mailed before no longer works.
+    `LinkRefused` for a user who is not (or no longer) invited."""
+    if invitation_expiry(user) is None:
+        raise LinkRefused
+    _void_invitations(user)
+    _mail_invitation(user, by)
+
+
+def revoke_invitation(user: User, *, by: User) -> None:
+    """Take back the invitation of a user who never chose a password: the user is removed, and
+    the link with them. `LinkRefused` for a user who is not (or no longer) invited."""
+    if invitation_expiry(user) is None:
+        raise LinkRefused
+    accounts.remove_user(user, by=by)
+
+
+def invitation_expiry(user: User) -> datetime | None:
+    """When the invitation link of `user` expires (maybe already did), or None for a user who
+    chose a password (or was added with one)."""
+    return invitation_expiries([user.id]).get(user.id)
+
+
+def invitation_expiries(user_ids: Iterable[int]) -> dict[int, datetime]:
+    """The users still invited among `user_ids`, each with the expiry of their link: a link
+    that was never used (choosing a password by any link uses all of a user's links)."""
+    return dict(
+        db.session.execute(
+            sa.select(OneTimeLink.user_id, sa.func.max(OneTimeLink.expires_at))
+            .where(
+                OneTimeLink.user_id.in_(list(user_ids)),
+                OneTimeLink.purpose == LinkPurpose.INVITE,
+                OneTimeLink.used_at.is_(None),
+            )
+            .group_by(OneTimeLink.user_id)
+        ).all()
+    )
+
+
+def _void_invitations(user: User) -> None:
+    """Invitation links of `user` not used yet are deleted: they no longer open anything, and
+    no longer make the user read as invited."""
+    db.session.execute(
+        sa.delete(OneTimeLink).where(
+            OneTimeLink.user_id == user.id,
+            OneTimeLink.purpose == LinkPurpose.INVITE,
+            OneTimeLink.used_at.is_(None),
+        )
+    )
+
+
+def _mail_invitation(user: User, by: User) -> None:
     url = _issue(user, LinkPurpose.INVITE)
+    merchant = user.merchant
     outbox.queue(
         user.email,
         f"You are invited to {merchant.name} on the merchant portal",
         f"{by.email} invited you to the merchant portal of {merchant.name} as "
-        f"{role.label.lower()}.\n\nChoose your password here (the link works once, for 7 days):\n"
-        f"{url}\n\nThen sign in with {user.email} and that password.\n",
+        f"{user.role.label.lower()}.\n\nChoose your password here (the link works once, for 7 "
+        f"days; it signs you in as {user.email}):\n{url}\n",
         user_id=user.id,
     )
     db.session.commit()
-    return user
 
 
 def reset_limits(email: str, address: str | None) -> list[attempts.Limit]:
@@ -152,14 +209,9 @@ def set_password(token: str, purpose: LinkPurpose, password: str) -> User:
     if used != 1:
         db.session.rollback()
         raise LinkRefused
-    # Any other link of theirs (an earlier reset mail) dies with this one.
-    db.session.execute(
-        sa.update(OneTimeLink)
-        .where(OneTimeLink.user_id == user.id, OneTimeLink.used_at.is_(None))
-        .values(used_at=utcnow())
-    )
     try:
-        accounts.change_password(user, password)  # commits; ends every session of the user
+        # Commits; ends every session and every other link of the user (an earlier reset mail).
+        accounts.change_password(user, password)
     except accounts.AccountError:
         db.session.rollback()  # the link stays usable
         raise

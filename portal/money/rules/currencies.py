@@ -5,15 +5,19 @@ Every form, formatting function and rule that needs one of these facts reads it 
 names BTC, ETH and USD (section 2.5); USDT is an ERC-20 token on Ethereum. Which of them have
 wallets, pairs or limits is the API's to say, in its error codes. The sandbox keeps its own
 copy (it never imports the portal); tests/money/test_currency_facts.py holds the two together.
-The portal links to no block explorer: the API names no network (mainnet or testnet), so a
-link could point at the wrong chain.
+The API names no network (mainnet or testnet), so the portal links hashes and addresses to a
+block explorer only where the operator named one for the connection's environment and the
+currency (`PORTAL_EXPLORER_URLS`, `explorer_url`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
+from typing import Literal
+from urllib.parse import quote
 
 # The most decimals an amount of the API has, in any currency: amounts are sent with at most
 # these, and an amount due in a crypto currency is rounded to them.
@@ -82,6 +86,12 @@ CURRENCY_CODES = tuple(currency.code for currency in API_CURRENCIES)
 WITHDRAWAL_WALLETS = tuple(currency.code for currency in API_CURRENCIES if currency.crypto)
 
 
+def exchange_currencies(pairs: Iterable[tuple[str, str]]) -> set[str]:
+    """The currencies the payment service's exchange rates name (`/v1/exchange/rates`): those it
+    exchanges, and so holds wallets of, for exchanges and vouchers alike."""
+    return {code for pair in pairs for code in pair}
+
+
 def is_fiat(code: str | None) -> bool:
     """Whether `code` is a fiat currency the portal knows. An unknown code counts as crypto:
     the payment service adds coins, not fiat money, and it refuses what it cannot be paid in."""
@@ -127,3 +137,22 @@ def _grouped(amount: Decimal, least: int) -> str:
     whole, _, decimals = format(amount, ",f").partition(".")
     decimals = decimals.rstrip("0").ljust(least, "0")
     return f"{whole}.{decimals}" if decimals else whole
+
+
+# What a block explorer shows: a transaction (by its hash) or an address.
+ExplorerKind = Literal["tx", "address"]
+# `PORTAL_EXPLORER_URLS`: environment, then currency, then kind, to a URL with `{}` where the
+# hash or address goes, e.g. {"production": {"BTC": {"tx": "https://mempool.space/tx/{}"}}}.
+ExplorerUrls = Mapping[str, Mapping[str, Mapping[str, str]]]
+
+
+def explorer_url(
+    urls: ExplorerUrls, environment: str, currency: str | None, kind: ExplorerKind, value: str
+) -> str | None:
+    """The block explorer's page of a hash or an address, or None where no template is set:
+    the sandbox (its hashes and addresses are on no chain) unless the operator named one, and
+    any currency, kind or environment left out. The value is quoted into one path segment."""
+    template = urls.get(environment, {}).get(currency or "", {}).get(kind)
+    if not template or not value:
+        return None
+    return template.replace("{}", quote(value, safe=""))

@@ -11,7 +11,11 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
+import sqlalchemy as sa
+
 from portal.api import OPERATION_LIST, MerchantApiClient, Operation, Page, PageReader, Transaction
+from portal.extensions import db
+from portal.payments.models import MirroredOperation
 
 
 @dataclass(frozen=True)
@@ -67,3 +71,16 @@ def operation_transactions(operation: Operation) -> list[PaidTransaction]:
         PaidTransaction(replace(tx, operation_id=operation.id), operation.currency_paid)
         for tx in operation.transactions
     ]
+
+
+def mirrored_currency(merchant_id: int, operation_id: str | None) -> str | None:
+    """The currency a transaction's operation was paid in, as the mirror has it (None when it
+    has not seen it): one transaction's page learns it without another request to the API."""
+    if not operation_id:
+        return None
+    return db.session.scalar(
+        sa.select(MirroredOperation.currency_paid).where(
+            MirroredOperation.merchant_id == merchant_id,
+            MirroredOperation.operation_id == operation_id,
+        )
+    )

@@ -42,7 +42,7 @@ from portal.web.fields import CodeField, strip
 from portal.web.formatting import user_zone, user_zone_name
 from portal.web.lists import local_page
 from portal.web.rendering import page, polled_by, render_page
-from portal.web.step_up import form_refused
+from portal.web.step_up import audit_refused, form_refused
 
 URL_PROBLEMS = {
     webhooks.UrlProblem.NOT_WEB: "Enter an address starting with http:// or https://, such as "
@@ -150,14 +150,6 @@ def _back(endpoint: WebhookEndpoint | None) -> Response:
     )
 
 
-def _refused(action: str, form: FlaskForm, status: int, parameters: dict | None = None) -> None:
-    """A change the page refused (a bad URL, a wrong code or password) goes to the audit log
-    with its reasons; a GET, which shows the form, is no attempt."""
-    if form.is_submitted():
-        reasons = " ".join(error for field in form for error in field.errors)
-        audit.record(action, parameters=parameters, error=reasons or f"Refused ({status}).")
-
-
 @bp.route("/notifications", methods=["GET", "POST"])
 @roles(Role.OWNER)
 def notifications() -> Response:
@@ -168,7 +160,7 @@ def notifications() -> Response:
     status = form_refused(form, _owner(), purpose="webhooks")
     changes = {"url": form.url.data or None, "event_types": ", ".join(form.event_types.data or [])}
     if status:
-        _refused("webhooks.change", form, status, changes)
+        audit_refused("webhooks.change", form, status, changes)
         fragment = LOG_FRAGMENT if polled_by(LOG_POLLER) else PAGE
         return _page(endpoint, status, form=form, fragment=fragment)
     url, types = form.url.data or "", form.event_types.data or []
@@ -226,7 +218,7 @@ def notifications_secret() -> Response:
     form = RevealSecretForm()
     status = _second_factor_refused(form, "webhook_secret")
     if status:
-        _refused("webhooks.reveal_secret", form, status)
+        audit_refused("webhooks.reveal_secret", form, status)
         return _page(endpoint, status, fragment=SECRET_FRAGMENT, reveal_form=form)
     audit.record("webhooks.reveal_secret", parameters={"endpoint": endpoint.id})
     return _page(endpoint, fragment=SECRET_FRAGMENT, secret=webhooks.secret_of(endpoint))
@@ -249,7 +241,7 @@ def notifications_replay() -> Response:
     status = _second_factor_refused(form, "webhook_replay")
     period = {"endpoint": endpoint.id, "from": str(form.since.data), "to": str(form.until.data)}
     if status:
-        _refused("webhooks.replay", form, status, period)
+        audit_refused("webhooks.replay", form, status, period)
         return _page(endpoint, status, replay_form=form)
     start, end = Period(form.since.data, form.until.data, user_zone()).instants
     try:
@@ -273,7 +265,7 @@ def notifications_rotate() -> Response:
     form = RotateForm()
     status = form_refused(form, _owner(), purpose="webhooks")
     if status:
-        _refused("webhooks.rotate", form, status)
+        audit_refused("webhooks.rotate", form, status)
         return page("settings/notifications_rotate.html", status, form=form, endpoint=endpoint)
     webhooks.rotate_secret(endpoint)
     audit.record("webhooks.rotate", parameters={"endpoint": endpoint.id})

@@ -15,6 +15,7 @@ from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from portal.api import Rates
+from portal.database import utcnow
 from portal.identity.models import Role, User
 from portal.identity.rules import accounts, audit, one_time_links, passkeys, two_factor
 from portal.live.rules import outbox
@@ -47,13 +48,20 @@ from portal.web.access import roles
 from portal.web.api_errors import unless_unavailable
 from portal.web.merchant import current_api
 from portal.web.rendering import page
-from portal.web.step_up import form_refused, step_up_refused
+from portal.web.step_up import audit_refused, form_refused, step_up_refused
 from portal.web.users import refusal_sentence
 
 
 def _owner() -> User:
     """The signed-in owner itself (the checks of a code change and refresh it)."""
     return current_user._get_current_object()
+
+
+@bp.get("")
+@roles(Role.OWNER)
+def index() -> Response:
+    """The menu's Settings opens its first page, the API connection."""
+    return redirect(url_for("settings.api"))
 
 
 @bp.route("/api", methods=["GET", "POST"])
@@ -137,9 +145,16 @@ def checkout() -> Response:
     merchant = current_user.merchant
     form = CheckoutSettingsForm(obj=merchant)
     status = form_refused(form, _owner(), purpose="checkout_settings")
+    changes = {
+        "display_name": form.display_name.data or None,
+        "shop_url": form.shop_url.data or None,
+        "support_email": form.support_email.data or None,
+    }
     if status:
+        audit_refused("checkout_settings.change", form, status, changes)
         return _checkout_page(status, form=form)
     save_settings(merchant, form.display_name.data, form.shop_url.data, form.support_email.data)
+    audit.record("checkout_settings.change", parameters=changes)
     flash("The checkout page settings are saved.", "success")
     return redirect(url_for("settings.checkout"))
 
@@ -155,6 +170,8 @@ def payment_tolerance() -> Response:
     form = ToleranceForm()
     status = form_refused(form, _owner(), purpose="payment_tolerance")
     if status:
+        typed = {"percent": " ".join(form.payment_tolerance_percent.raw_data or [])}
+        audit_refused("payment_tolerance.change", form, status, typed)
         return _checkout_page(status, tolerance_form=form)
     percent = form.payment_tolerance_percent.data
     assert percent is not None  # the form checked it
@@ -182,6 +199,8 @@ def reporting_currency() -> Response:
         return _checkout_page(409 if not_connected else 502, reporting_form=form)
     status = form_refused(form, _owner(), purpose="reporting_currency")
     if status:
+        typed = {"new": form.reporting_currency.data}
+        audit_refused("reporting_currency.change", form, status, typed)
         return _checkout_page(status, reporting_form=form)
     revalued = change_reporting_currency(
         current_user.merchant, form.reporting_currency.data, _owner(), rates
@@ -278,6 +297,49 @@ def invite_user() -> Response:
     return redirect(url_for("settings.users"))
 
 
+@bp.post("/users/<int:user_id>/invite-again")
+@roles(Role.OWNER)
+def invite_again(user_id: int) -> Response:
+    """Mail an invited user a new link; the one mailed before stops working."""
+    user = _merchant_user(user_id)
+    if not outbox.enabled():
+        abort(409)
+    try:
+        one_time_links.invite_again(user, by=_owner())
+    except one_time_links.LinkRefused:
+        return _not_invited("user.invite_again", user)
+    audit.record("user.invite_again", parameters={"email": user.email})
+    flash(
+        f"A new invitation is on its way to {user.email}; the one before no longer works.",
+        "success",
+    )
+    return redirect(url_for("settings.users"))
+
+
+@bp.post("/users/<int:user_id>/revoke-invitation")
+@roles(Role.OWNER)
+def revoke_invitation(user_id: int) -> Response:
+    """Take an invitation back: its link stops working and the invited user is removed."""
+    user = _merchant_user(user_id)
+    email = user.email
+    try:
+        one_time_links.revoke_invitation(user, by=_owner())
+    except one_time_links.LinkRefused:
+        return _not_invited("user.revoke_invitation", user)
+    audit.record("user.revoke_invitation", parameters={"email": email})
+    flash(f"The invitation of {email} is revoked: its link no longer works.", "success")
+    return redirect(url_for("settings.users"))
+
+
+def _not_invited(action: str, user: User) -> Response:
+    """Back to the users, which say why nothing changed: the user chose a password meanwhile
+    (or was added with one)."""
+    error = f"{user.email} is no longer invited: they chose a password."
+    audit.record(action, parameters={"email": user.email}, error=error)
+    flash(error, "error")
+    return redirect(url_for("settings.users"), 303)
+
+
 @bp.route("/users/two-factor", methods=["POST"])
 @roles(Role.OWNER)
 def require_two_factor() -> Response:
@@ -330,6 +392,8 @@ def _users_page(
             passkey_for_approvals=merchant.require_passkey_for_approvals,
         ),
         users=merchant.users,
+        invited=one_time_links.invitation_expiries(user.id for user in merchant.users),
+        now=utcnow(),
     )
 
 

@@ -28,12 +28,12 @@ def _current_password() -> PasswordField:
     return PasswordField("Current password", validators=[required, Length(max=1024)])
 
 
+def _zone_choices() -> list[SelectChoice]:
+    return [SelectChoice(name, name.replace("_", " ")) for name in time_zone_names()]
+
+
 class TimeZoneForm(FlaskForm):
-    time_zone = SelectField(
-        "Time zone",
-        choices=lambda: [SelectChoice(name, name.replace("_", " ")) for name in time_zone_names()],
-        validate_choice=True,
-    )
+    time_zone = SelectField("Time zone", choices=_zone_choices, validate_choice=True)
     submit = SubmitField("Save time zone")
 
     def validate(self, extra_validators: dict | None = None) -> bool:
@@ -42,6 +42,16 @@ class TimeZoneForm(FlaskForm):
         if self.time_zone.errors:
             self.time_zone.errors[:] = ["Choose a time zone from the list, such as Europe/Berlin."]
         return valid
+
+
+class TimeZoneQuestionForm(TimeZoneForm):
+    """Asked once after a sign-in (`_partials/_time_zone_question.html`): the browser's zone,
+    which static/js/time_zone.js selects, or "Not now". `next`: the page it was asked on."""
+
+    time_zone = SelectField("Show times in", choices=_zone_choices, validate_choice=True)
+    submit = SubmitField("Use this time zone")
+    dismiss = SubmitField("Not now")
+    next = HiddenField()
 
 
 class ChangePasswordForm(FlaskForm):

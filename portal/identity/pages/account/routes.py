@@ -4,7 +4,7 @@ again."""
 
 from __future__ import annotations
 
-from flask import flash, redirect, request, url_for
+from flask import flash, redirect, request, session, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
@@ -19,6 +19,7 @@ from portal.identity.pages.account.forms import (
     RecoveryCodesForm,
     StatementMailForm,
     TimeZoneForm,
+    TimeZoneQuestionForm,
 )
 from portal.identity.rules import accounts, audit
 from portal.identity.rules import two_factor as second_factor
@@ -32,7 +33,8 @@ from portal.web.access import (
     roles,
 )
 from portal.web.rendering import page, render_page
-from portal.web.sessions import end_other_sessions
+from portal.web.security import safe_next
+from portal.web.sessions import ASK_TIME_ZONE, end_other_sessions
 from portal.web.step_up import form_refused, put_refusal
 
 
@@ -45,6 +47,42 @@ def index() -> Response:
         flash(f"Times are now shown in {form.time_zone.data}.", "success")
         return redirect(url_for("account.index"))
     return _account_page(422 if form.is_submitted() else 200, time_zone_form=form)
+
+
+@bp.post("/account/time-zone")
+@roles(*ALL_ROLES)
+@open_before_enrolment
+@open_before_password_choice
+def time_zone_answer() -> Response:
+    """The answer to the question of `time_zone_question`: a zone, or "Not now" (the zone stays;
+    /account changes it any time). Back to the page it was asked on."""
+    form = TimeZoneQuestionForm(prefix="zone")
+    back = safe_next(form.next.data) or url_for("dashboard.index")
+    if form.dismiss.data:
+        accounts.set_time_zone(current_user, None)
+        return redirect(back)
+    if not form.validate_on_submit():
+        return _account_page(422, time_zone_form=TimeZoneForm(time_zone=current_user.time_zone))
+    accounts.set_time_zone(current_user, form.time_zone.data)
+    flash(f"Times are now shown in {form.time_zone.data}.", "success")
+    return redirect(back)
+
+
+@bp.app_context_processor
+def time_zone_question() -> dict[str, object]:
+    """Every page may ask, once: `base.html` calls it on a whole page."""
+    return {"time_zone_question": _time_zone_question}
+
+
+def _time_zone_question() -> TimeZoneQuestionForm | None:
+    """The question, on the first whole page after a sign-in of a user who never chose a zone
+    (`ASK_TIME_ZONE`); asking counts as asked, whatever the answer."""
+    if not current_user.is_authenticated or not session.pop(ASK_TIME_ZONE, False):
+        return None
+    accounts.set_time_zone(current_user, None)
+    return TimeZoneQuestionForm(
+        prefix="zone", formdata=None, time_zone=current_user.time_zone, next=request.full_path
+    )
 
 
 @bp.route("/account/password", methods=["POST"])

@@ -14,10 +14,11 @@ from werkzeug.wrappers import Response
 from portal.identity.models import LinkPurpose
 from portal.identity.pages.auth import bp
 from portal.identity.pages.auth.forms import ForgotPasswordForm, NewPasswordForm
-from portal.identity.rules import accounts, one_time_links
+from portal.identity.rules import accounts, audit, one_time_links
 from portal.live.rules import outbox
 from portal.web.access import public
 from portal.web.rendering import page
+from portal.web.sessions import start_session
 from portal.web.users import refusal_sentence
 
 SENT = "If an account exists for that address, we sent it a link to reset the password."
@@ -25,7 +26,8 @@ THROTTLED = "Too many requests for a reset link. Wait an hour, then try again."
 DEAD_LINK = "This link has expired or was already used."
 DONE = {
     LinkPurpose.RESET: "Your password is set and every session of yours is signed out. Sign in.",
-    LinkPurpose.INVITE: "Your password is set. Sign in with your email and that password.",
+    LinkPurpose.INVITE: "Your password is set and you are signed in. Next time, sign in with "
+    "your email and that password.",
 }
 
 
@@ -65,11 +67,14 @@ def _set_password(token: str, purpose: LinkPurpose) -> Response:
         if not form.validate_on_submit():
             status = 422 if form.is_submitted() else 200
             return page("auth/set_password.html", status, form=form, user=user, purpose=purpose)
-        one_time_links.set_password(token, purpose, form.new_password.data)
+        user = one_time_links.set_password(token, purpose, form.new_password.data)
     except one_time_links.LinkRefused:
         return page("auth/dead_link.html", 410, error=DEAD_LINK, purpose=purpose)
     except accounts.AccountError as refusal:
         form.new_password.errors.append(refusal_sentence(refusal, user.merchant))
         return page("auth/set_password.html", 422, form=form, user=user, purpose=purpose)
+    if purpose is LinkPurpose.INVITE:  # after a reset one signs in, with a second factor if on
+        start_session(user)
+        audit.record("sign_in", parameters={"email": user.email, "by": "invitation link"})
     flash(DONE[purpose], "success")
-    return redirect(url_for("auth.login"))
+    return redirect(url_for("dashboard.index" if purpose is LinkPurpose.INVITE else "auth.login"))

@@ -15,6 +15,7 @@ from portal.money.models import IntentKind
 from portal.money.pages.exchanges import bp
 from portal.money.pages.exchanges.forms import ExchangeForm
 from portal.money.rules import exchanges
+from portal.money.rules.currencies import exchange_currencies
 from portal.money.rules.quotes import quote
 from portal.payments.rules.rates import rate_rows
 from portal.web.access import ALL_ROLES, roles
@@ -40,6 +41,8 @@ def _page(form: ExchangeForm, status: int = 200, error: str | None = None) -> Re
     answers htmx with the quote alone: a review or a sending shown again is the whole page, with
     the form's errors."""
     rates = current_api().get_exchange_rates()
+    for currency in (form.sell_currency, form.buy_currency):
+        currency.offer(exchange_currencies(rates))
     offer = quote(rates, **form.amounts()) if form.quotable() else None
     live = request.endpoint == "exchanges.exchange"
     context = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from flask import flash, redirect, url_for
+from flask import flash, redirect, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
@@ -23,9 +23,10 @@ from portal.money.pages.vouchers.forms import (
     VoucherFilters,
 )
 from portal.money.rules import vouchers
+from portal.money.rules.currencies import exchange_currencies
 from portal.reports.rules.csv_rows import VOUCHER_COLUMNS
 from portal.web.access import ALL_ROLES, roles
-from portal.web.api_errors import Check, handle_api_error, record_or_404
+from portal.web.api_errors import Check, handle_api_error, record_or_404, unless_unavailable
 from portal.web.exports import list_download
 from portal.web.formatting import money
 from portal.web.idempotent_forms import IdempotentForm, refuse_used, send
@@ -95,31 +96,61 @@ def code(voucher_id: str) -> Response:
     return _voucher_page(voucher=voucher, reveal=True)
 
 
-@bp.route("/new", methods=["GET", "POST"])
+@bp.get("/new")
 @roles(Role.OWNER)
 def new() -> Response:
-    """Create a voucher once per form shown; with two-factor on, after a fresh code."""
+    """The voucher's amount and currency (the currencies the service exchanges), to review;
+    filled in again from the review's **Change the details**."""
+    return _form_page(NewVoucherForm(formdata=request.args or None, meta={"csrf": False}))
+
+
+@bp.get("/review")
+@roles(Role.OWNER)
+def review() -> Response:
+    """What the voucher takes from which wallet, before anything is sent (a GET: it changes
+    nothing); **Create voucher** posts the same amount, currency and key, with the second
+    factor, to `create`."""
+    form = NewVoucherForm(formdata=request.args, meta={"csrf": False})
+    if not form.validate():
+        return _form_page(form, 422)
+    return page("vouchers/review.html", form=form)
+
+
+@bp.post("/new")
+@roles(Role.OWNER)
+def create() -> Response:
+    """Create the reviewed voucher once per form shown; with two-factor on, after a fresh
+    code asked on the review."""
     form = NewVoucherForm()
-    if not form.validate_on_submit():
-        return page("vouchers/new.html", 422 if form.is_submitted() else 200, form=form)
+    if not form.validate():
+        return _form_page(form, 422)
     amount, currency = form.amount.entered, form.currency.data
     try:
         refuse_used(VOUCHER, form.intent.data)  # a form sent before needs no new code
         user = current_user._get_current_object()
         status = step_up_refused(form.code, user, purpose="voucher")
         if status:
-            return page("vouchers/new.html", status, form=form)
+            return page("vouchers/review.html", status, form=form)
         parameters = {"amount": amount, "currency": currency}
         create = partial(current_api().create_voucher, amount, currency)
         voucher = send(VOUCHER, form.intent.data, parameters, create)
     except ApiFailure as failure:
         refused = handle_api_error(failure, form)
-        return page("vouchers/new.html", refused.status, form=form, error=refused.error)
+        return _form_page(form, refused.status, refused.error)
     flash(
         f"Voucher {voucher.id} for {money(voucher.amount, voucher.currency)} is created.",
         "success",
     )
     return redirect(url_for("vouchers.show", voucher_id=voucher.id))
+
+
+def _form_page(form: NewVoucherForm, status: int = 200, error: str | None = None) -> Response:
+    """The form, offering the currencies the service's exchange rates name (all the portal
+    knows while they cannot be read)."""
+    rates = unless_unavailable(current_api().get_exchange_rates)
+    if rates is not None:
+        form.currency.offer(exchange_currencies(rates))
+    return page("vouchers/new.html", status, form=form, error=error)
 
 
 @bp.route("/<voucher_id>/cancel", methods=["GET", "POST"])

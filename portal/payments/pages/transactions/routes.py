@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from functools import partial
 
+from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from portal.api import ErrorCode
 from portal.payments.pages.transactions import bp
 from portal.payments.pages.transactions.forms import TransactionFilters
-from portal.payments.rules.paid_transactions import fetch_paid
+from portal.payments.rules.paid_transactions import fetch_paid, mirrored_currency
 from portal.reports.rules.csv_rows import TRANSACTION_COLUMNS
 from portal.web.access import ALL_ROLES, roles
 from portal.web.api_errors import record_or_404
@@ -50,6 +51,10 @@ def detail(transaction_id: str) -> Response:
         ErrorCode.TRANSACTION_NOT_FOUND,
         "Transaction not found",
     )
+    currency = mirrored_currency(current_user.merchant_id, transaction.operation_id)
     return render_page(
-        "transactions/detail.html", "transactions/detail.html", transaction=transaction
+        "transactions/detail.html",
+        "transactions/detail.html",
+        transaction=transaction,
+        currency=currency,
     )
