@@ -83,7 +83,7 @@ def test_voucher_create_reveal_cancel_and_pay_off(page: Page, portal: PortalServ
     expect(page.get_by_role("heading", name=re.compile(r"^Cancel voucher \d+\?$"))).to_be_visible()
     assert_accessible(page)
     page.get_by_role("button", name="Cancel voucher").click()
-    expect(page.get_by_role("status")).to_contain_text("is canceled")
+    expect(page.get_by_role("status").filter(has_text="is canceled")).to_be_visible()
 
     page.get_by_role("link", name="Pay off a voucher").click()
     page.get_by_label("Voucher code").fill(secret)
@@ -152,7 +152,7 @@ def test_cross_exchange_create_countdown_and_cancel(page: Page, portal: PortalSe
 
     page.get_by_role("link", name="Cancel cross exchange").click()
     page.get_by_role("button", name="Cancel cross exchange").click()
-    expect(page.get_by_role("status")).to_contain_text("is canceled")
+    expect(page.get_by_role("status").filter(has_text="is canceled")).to_be_visible()
     heading = page.get_by_role("heading", level=1).inner_text()
 
     _menu(page, "Cross exchanges")
