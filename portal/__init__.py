@@ -19,6 +19,7 @@ from portal.payments.models import is_modelled
 from portal.payments.pages import rows, state_badges
 from portal.web import (
     access,
+    api_errors,
     errors,
     features,
     formatting,
@@ -64,6 +65,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     features.register(app, discover_features())
 
     errors.init_app(app)
+    api_errors.init_app(app)
     formatting.init_app(app)
     state_badges.init_app(app)
     rows.init_app(app)

@@ -67,6 +67,9 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         QUEUE_NAME=None,
         # How often the worker syncs each merchant's mirror, in seconds.
         SYNC_SECONDS=10,
+        # After a request found the payment service unavailable, its pages read the mirror for
+        # this long, then ask it again (0: every request asks; portal/settings/rules/api_down.py).
+        API_DOWN_SECONDS=30,
         # `smtp://` or `smtps://user:pass@host:port`; empty means e-mail is off (docs/email.md).
         SMTP_URL=None,
         # The sender of every mail; production with e-mail on must set it.

@@ -8,6 +8,10 @@ the same way on every page:
   request surely never left, the form again (502/504), saying that nothing was sent;
 - a refusal the person cannot fix on this page (the credentials, a ban, the API's own trouble):
   the 502 page with a link to the API settings;
+- a read that got no usable answer marks the connection down for a moment
+  (`portal.settings.rules.api_down`): meanwhile the operations, transactions and rates pages
+  read the portal's copy (`read_or_mirror`), every page says so, and the changes of the
+  payments and money pages answer 503 before anything is sent (`refuse_changes_while_down`);
 - any other refusal: the sentence for its code goes above the form (or next to the field it
   concerns), and the API's field messages next to the fields they name;
   the view shows its page again with the status `handle_api_error` returns: 409 when the
@@ -20,16 +24,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from flask import abort, current_app, request
+from flask import Flask, abort, current_app, g, request
+from flask_login import current_user
 from werkzeug.wrappers import Response
 from wtforms import Field, Form
 
 from portal.api import ApiFailure, ApiRefusal, ApiUnavailable, ErrorCode
+from portal.settings.rules import api_down
+from portal.web.access import access_of
 from portal.web.error_messages import error_message
-from portal.web.errors import api_unavailable, error_page
+from portal.web.errors import api_unavailable, error_page, note_unavailable
 
 T = TypeVar("T")
 
+MIRROR_HAS_NONE = (
+    "The payment service does not answer, and the portal's copy has no record with this id. "
+    "Try again in a minute."
+)
 NOTHING_SENT = (
     "The payment service could not be reached, so nothing was sent. Try again in a moment."
 )
@@ -124,11 +135,62 @@ def unless_unavailable(read: Callable[[], T]) -> T | None:
     new-operation form): they say so in a banner instead of the 502 page. A refusal still goes
     to its error page, as everywhere.
     """
+    if read_only():
+        return None
     try:
         return read()
     except ApiUnavailable as failure:
         current_app.logger.warning("Payment service unavailable on %s: %s", request.path, failure)
+        note_unavailable()
         return None
+
+
+def read_or_mirror(read: Callable[[], T], mirror: Callable[[], T]) -> T:
+    """What `read()` asks of the API, or, while the merchant's payment service is down (or when
+    it gives no usable answer now), what `mirror()` reads of the portal's copy; the page then
+    shows the read-only banner and no actions (`read_only`)."""
+    if not read_only():
+        try:
+            return read()
+        except ApiUnavailable as failure:
+            current_app.logger.warning(
+                "Payment service unavailable on %s, showing the mirror: %s", request.path, failure
+            )
+            note_unavailable()
+    return mirror()
+
+
+def read_only() -> bool:
+    """Whether the signed-in merchant's pages are read-only now: its payment service was found
+    unavailable by this request or a moment ago."""
+    if "api_read_only" not in g:
+        g.api_read_only = current_user.is_authenticated and api_down.is_down(current_user.merchant)
+    return bool(g.api_read_only)
+
+
+# The subsystems whose pages' changes reach the payment service.
+ACTING_SUBSYSTEMS = frozenset({"payments", "money"})
+NOT_SENT_WHILE_DOWN = (
+    "The payment service did not answer a moment ago, so the portal shows its own copy and "
+    "sends nothing. Nothing was sent; try again in a minute."
+)
+
+
+def refuse_changes_while_down() -> Response | None:
+    """Before a signed-in POST of the payments and money pages: 503, with nothing sent, while
+    the merchant's payment service is down."""
+    if request.method != "POST" or request.endpoint is None:
+        return None
+    if not isinstance(access_of(request.endpoint), frozenset):  # public or undeclared
+        return None
+    module = current_app.view_functions[request.endpoint].__module__.split(".")
+    if len(module) < 2 or module[1] not in ACTING_SUBSYSTEMS or not read_only():
+        return None
+    return error_page(503, "The payment service is unavailable", NOT_SENT_WHILE_DOWN)
+
+
+def init_app(app: Flask) -> None:
+    app.before_request(refuse_changes_while_down)
 
 
 def record_or_404(fetch: Callable[[], T], not_found: ErrorCode, title: str) -> T:
@@ -141,6 +203,13 @@ def record_or_404(fetch: Callable[[], T], not_found: ErrorCode, title: str) -> T
         if refusal.code != not_found:
             raise
         abort(error_page(404, title, error_message(refusal.code)))
+
+
+def mirrored_or_404(record: T | None, title: str) -> T:
+    """A record read from the mirror, or this page's own 404 when the mirror has none."""
+    if record is None:
+        abort(error_page(404, title, MIRROR_HAS_NONE))
+    return record
 
 
 def unanswered(failure: ApiUnavailable, check: Check | None = None) -> Response:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 
-from flask import Flask, current_app, request, url_for
+from flask import Flask, current_app, g, request, url_for
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError
@@ -16,6 +16,7 @@ from portal.api.wire import CONTROL_CHARACTER
 from portal.crypto import TokenKeyError
 from portal.extensions import db
 from portal.identity.models import Role
+from portal.settings.rules import api_down
 from portal.settings.rules.connection import ApiNotConnected
 from portal.web.error_messages import error_message
 from portal.web.rendering import render_page
@@ -105,9 +106,21 @@ def _label(field_name: str) -> str:
     return words.capitalize() or "?"
 
 
+def note_unavailable() -> None:
+    """This request found the signed-in merchant's payment service unavailable: its pages are
+    read-only from now, for a moment (`portal.web.api_errors.read_only`)."""
+    g.api_read_only = True
+    if current_user.is_authenticated:
+        api_down.mark_down(current_user.merchant)
+
+
 def api_unavailable(error: ApiUnavailable) -> Response:
-    """No answer (502) or no answer in time (504) from the payment service."""
+    """No answer (502) or no answer in time (504) from the payment service. A read marks the
+    service down; a change without an answer does not (its page asks to check the record, which
+    the API answers best)."""
     current_app.logger.warning("Payment service unavailable on %s: %s", request.path, error)
+    if request.method == "GET":
+        note_unavailable()
     status = 504 if error.timeout else 502
     return error_page(
         status,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar
 
+from flask import url_for
 from werkzeug.datastructures import MultiDict
 from wtforms import (
     DateField,
@@ -138,6 +139,15 @@ def _page_number(_form: Form, field: IntegerField) -> None:
         raise ValidationError(f"Enter a page number from 1 to {MAX_PAGE}.")
 
 
+@dataclass(frozen=True)
+class Chip:
+    """A filter set on a list, in words, and the list's address without it."""
+
+    label: str
+    value: str
+    remove_url: str
+
+
 class ListFilters(Form):
     """The fields every list has; subclasses add their filters and their SORTS."""
 
@@ -204,6 +214,21 @@ class ListFilters(Form):
                 continue
             filters[field.name] = value
         return filters
+
+    def chips(self, endpoint: str) -> list[Chip]:
+        """Each filter set, as a chip that links to the list without it (at its first page)."""
+        chosen = self.query_args(page=None, per_page=None, sort=None, sort_type=None)
+        found = []
+        for name, value in chosen.items():
+            field = self[name]
+            words = {}
+            if isinstance(field, SelectField | SelectMultipleField):
+                words = {str(choice[0]): str(choice[1]) for choice in field.iter_choices()}
+            values = value if isinstance(value, list) else [value]
+            shown = ", ".join(words.get(str(item), str(item)) for item in values)
+            without = url_for(endpoint, **self.query_args(page=None, **{name: None}))
+            found.append(Chip(field.label.text, shown, without))
+        return found
 
     def query_args(self, **changes: Any) -> dict[str, Any]:
         """The query string as entered, without empty values and defaults, plus `changes`.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import sqlalchemy as sa
@@ -15,10 +16,10 @@ from flask import current_app, request, url_for
 from flask_sqlalchemy.pagination import Pagination
 from werkzeug.wrappers import Response
 
-from portal.api import ApiRefusal, MerchantApiClient, PageReader
+from portal.api import ApiRefusal, MerchantApiClient, Page, PageReader
 from portal.extensions import db
-from portal.web.api_errors import handle_api_error
-from portal.web.filters import MAX_PAGE, ListFilters, read_filters
+from portal.web.api_errors import handle_api_error, read_or_mirror
+from portal.web.filters import MAX_PAGE, ListFilters, ListQuery, read_filters
 from portal.web.merchant import current_api
 from portal.web.rendering import polled_by, render_page, wants_fragment
 
@@ -59,15 +60,47 @@ def local_page(query: sa.Select, per_page: int = 50) -> Pagination:
 
 
 @dataclass(frozen=True)
+class Mirrored:
+    """How a list reads the portal's copy while the API does not answer: a page for the
+    filters it can answer (`filters`, sorts by the names in `sorts`)."""
+
+    read: Callable[..., Page[Any]]
+    filters: frozenset[str]
+    sorts: frozenset[str]
+
+
+@dataclass(frozen=True)
 class ApiList:
     """A list of the API as a page shows it: its filter form, how a client asks for a page of
-    it (`MerchantApiClient.fetch_page` or a rule built on it), and the page's template with the
-    fragment htmx asks for."""
+    it (`MerchantApiClient.fetch_page` or a rule built on it), the page's template with the
+    fragment htmx asks for, and how it reads the mirror while the API is down (None: it
+    does not)."""
 
     filters: type[ListFilters]
     fetch: Callable[[MerchantApiClient], Callable[..., PageReader[Any]]]
     template: str
     fragment: str
+    mirror: Callable[[], Mirrored] | None = None
+
+
+UNANSWERED = (
+    "The payment service does not answer, so this list comes from the portal's copy, which "
+    "cannot filter or sort by {}: left out."
+)
+
+
+def _from_mirror(mirrored: Mirrored, query: ListQuery) -> Page[Any]:
+    """The list's page read from the mirror, for the filters it answers; the form says which
+    it left out."""
+    assert query.filters is not None  # valid filters only
+    filters = dict(query.filters)
+    left_out = [name for name in filters if name not in mirrored.filters]
+    if filters.get("sort") not in (None, *mirrored.sorts):
+        left_out += ["sort", "sort_type"]
+    if left_out:
+        labels = [query.form[name].label.text for name in left_out if name in query.form]
+        query.form.form_errors.append(UNANSWERED.format(", ".join(dict.fromkeys(labels))))
+    return mirrored.read(**{name: filters[name] for name in filters if name not in left_out})
 
 
 def render_list(listing: ApiList, **context: object) -> Response:
@@ -79,8 +112,13 @@ def render_list(listing: ApiList, **context: object) -> Response:
     query = read_filters(listing.filters, request.args)
     page = None
     if query.filters is not None:
+        filters = query.filters
+        read = lambda: listing.fetch(current_api())(**filters)()  # noqa: E731
         try:
-            page = listing.fetch(current_api())(**query.filters)()
+            if listing.mirror is None:
+                page = read()
+            else:
+                page = read_or_mirror(read, partial(_from_mirror, listing.mirror(), query))
         except ApiRefusal as refusal:  # no answer: the error page, there is nothing to show
             refused = handle_api_error(refusal, query.form)
             if refused.error:

@@ -1,5 +1,5 @@
 """What every signed-in page shows around its content: the menu by role, with how many items
-need attention, and the sandbox banner."""
+need attention, the sandbox banner and the banner of the read-only pages."""
 
 from __future__ import annotations
 
@@ -10,19 +10,21 @@ from portal.identity.models import Role
 from portal.payments.rules import attention
 from portal.settings.models import Environment
 from portal.web.access import may_open
+from portal.web.api_errors import read_only
 from portal.web.features import menu_of
 
 MENUS_EXTENSION = "portal_menus"
 
 
 def layout_context() -> dict[str, object]:
-    """Navigation and the sandbox banner for the signed-in user.
+    """Navigation, the sandbox banner and the read-only banner (the payment service down) for
+    the signed-in user.
 
     Each entry is (label, URL, current, count): the count of items that need attention (counted
     once per sync of the mirror), 0 for the other entries; the menu shows it when there are any.
     """
     if not current_user.is_authenticated:
-        return {"navigation": [], "sandbox": False, "may_open": may_open}
+        return {"navigation": [], "sandbox": False, "may_open": may_open, "read_only": False}
     merchant = current_user.merchant
     navigation = [
         (label, url, request.blueprint == blueprint, attention.count(merchant) if counted else 0)
@@ -30,7 +32,13 @@ def layout_context() -> dict[str, object]:
     ]
     connection = merchant.api_connection
     sandbox = connection is not None and connection.environment == Environment.SANDBOX
-    return {"navigation": navigation, "sandbox": sandbox, "may_open": may_open}
+    return {
+        "navigation": navigation,
+        "sandbox": sandbox,
+        "may_open": may_open,
+        "read_only": read_only(),
+        "synced_at": merchant.last_synced_at,
+    }
 
 
 def _menu(role: Role) -> tuple[tuple[str, str, str, bool], ...]:

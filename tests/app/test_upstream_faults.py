@@ -18,6 +18,7 @@ from portal.payments.models import CheckoutLink
 from tests.support import sandbox_server
 from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
+from tests.support.mirror import sync_now
 from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, submit
 from tests.support.portal_app import connected_portal, email, retries_without_pauses
 from tests.support.sandbox_server import run_sandbox
@@ -29,12 +30,15 @@ pytestmark = pytest.mark.slow
 READ_TIMEOUT = 0.5
 SLOW_MS = 2500
 FAULTS = {"error500": 502, "slow": 504, "malformed": 502, "reset": 502}
-PAGES = (
+# Pages read from the mirror while the API does not answer, under a read-only banner.
+MIRRORED = (
     "/operations",
     "/operations/{operation}",
     "/transactions",
     "/transactions/{transaction}",
     "/rates",
+)
+PAGES = (
     "/vouchers",
     "/vouchers/{voucher}",
     "/exchange",
@@ -71,10 +75,11 @@ def api(sandbox) -> MerchantApiClient:
 
 
 @pytest.fixture(scope="module")
-def ids(api) -> dict[str, str]:
+def ids(app, api) -> dict[str, str]:
     """One record of each kind, for the detail pages."""
     operation = api.list_operations(per_page=1).items[0]
     cross = api.create_cross_exchange("BTC", "ETH", BTC_ADDRESS, ETH_ADDRESS, sell_amount="0.01")
+    sync_now(app)
     return {
         "operation": operation.id,
         "transaction": api.list_transactions(per_page=1).items[0].id,
@@ -132,6 +137,27 @@ def test_fault_shows_the_error_page_then_recovers(sandbox, owner, ids, mode, pat
     assert owner.get(url, headers=headers).status_code == 200, "works again, no restart"
 
 
+def assert_read_only(response, htmx: bool) -> None:
+    html = response.get_data(as_text=True)
+    assert response.status_code == 200, html[:500]
+    assert "Error 50" not in html and "Traceback" not in html
+    assert htmx or 'id="read-only-banner"' in html  # the layout's: a fragment may lack it
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
+@pytest.mark.parametrize("path", MIRRORED)
+@pytest.mark.parametrize("mode", FAULTS)
+def test_fault_shows_the_mirror_then_the_api_again(sandbox, owner, ids, mode, path, htmx):
+    url = path.format(**ids)
+    headers = HTMX if htmx else {}
+    set_fault(sandbox, mode)
+    assert_read_only(owner.get(url, headers=headers), htmx)
+    set_fault(sandbox, "none")  # this portal remembers no down moment (API_DOWN_SECONDS 0)
+    again = owner.get(url, headers=headers)
+    assert again.status_code == 200
+    assert 'id="read-only-banner"' not in again.get_data(as_text=True)
+
+
 def assert_shown_without_the_api(response, path: str) -> None:
     html = response.get_data(as_text=True)
     assert response.status_code == 200, html[:500]
@@ -177,6 +203,12 @@ def test_stopped_sandbox_shows_the_error_page(revivable, path, htmx):
     assert_portal_still_serves(client)
 
 
+@pytest.mark.parametrize("path", ["/operations", "/transactions", "/rates"])
+def test_stopped_sandbox_shows_the_lists_of_the_mirror(revivable, path):
+    client, _server, _record = revivable
+    assert_read_only(client.get(path), htmx=False)
+
+
 @pytest.mark.parametrize("path", DEGRADED)
 def test_stopped_sandbox_leaves_the_dashboard_and_the_new_operation_form(revivable, path):
     client, _server, _record = revivable
@@ -185,11 +217,11 @@ def test_stopped_sandbox_leaves_the_dashboard_and_the_new_operation_form(revivab
 
 def test_pages_work_again_once_the_stopped_sandbox_is_back(revivable, monkeypatch):
     client, stopped, record = revivable
-    assert client.get("/operations").status_code == 502
+    assert client.get("/vouchers").status_code == 502
     port = int(stopped.base_url.rsplit(":", 1)[1])
     monkeypatch.setattr(sandbox_server, "free_port", lambda: port)  # the address it had
     with sandbox_server.run_sandbox(stopped.database):
-        for path in PAGES:
+        for path in PAGES + MIRRORED:
             response = client.get(path.format(**record))
             assert response.status_code == 200, path
 

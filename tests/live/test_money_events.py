@@ -170,7 +170,7 @@ def assert_pages_say_each_state(app, ids: dict) -> None:
     for state, operation_id in ids.items():
         words = STATE_WORDS[state]
         row = re.search(
-            rf'<tr>\s*<td><a href="/operations/{operation_id}">.*?</tr>', listed, re.S
+            rf'<tr>(?:(?!</tr>).)*<a href="/operations/{operation_id}">.*?</tr>', listed, re.S
         ).group(0)
         assert badges(row) == [words], (state, row)
         page = owner.get(f"/operations/{operation_id}").get_data(as_text=True)

@@ -19,8 +19,8 @@ from tests.support.htmx import HTMX
 from tests.support.portal_app import email
 
 ROW_LINK = {
-    "operations": re.compile(r'<td><a href="/operations/([^"/]+)">'),
-    "transactions": re.compile(r'<td><a href="/transactions/([^"/]+)">'),
+    "operations": re.compile(r'<td[^>]*><a href="/operations/([^"/]+)">'),
+    "transactions": re.compile(r'<td[^>]*><a href="/transactions/([^"/]+)">'),
 }
 TOTAL = re.compile(r"<strong>(\d+) (?:operation|transaction)s?</strong>")
 

@@ -31,6 +31,11 @@ def api(seeded_sandbox) -> MerchantApiClient:
     return MerchantApiClient(seeded_sandbox.base_url, token=seeded_sandbox.token)
 
 
+def unfold_filters(page: Page) -> None:
+    """Open the filter form, folded below the chips of the filters set."""
+    page.locator(".filters-fold > summary").click()
+
+
 def showing(first: int, last: int) -> str:
     """The range shown above a list, as the page writes it (with an en dash)."""
     return f"showing {first}\u2013{last}"
@@ -48,6 +53,7 @@ def test_filter_sort_page_and_history(page: Page, api: MerchantApiClient) -> Non
     expect(summary).to_contain_text(showing(1, 50))
     assert_accessible(page)
 
+    unfold_filters(page)
     page.get_by_role("group", name="Status").get_by_label("Confirmed").check()
     confirmed = total(api, status=[1])
     expect(summary).to_contain_text(f"{confirmed} operations")
@@ -71,7 +77,7 @@ def test_filter_sort_page_and_history(page: Page, api: MerchantApiClient) -> Non
         status=[1], currency=["BTC"], sort="amount", sort_type="asc", per_page=10
     )
     first_page_ids = [o.id for o in amounts.items]
-    expect(page.locator("tbody tr td:first-child")).to_have_text(first_page_ids)
+    expect(page.locator('tbody tr td[data-label="Id"]')).to_have_text(first_page_ids)
 
     page.get_by_role("link", name="Next").click()
     expect(summary).to_contain_text(showing(11, 20))
@@ -79,7 +85,7 @@ def test_filter_sort_page_and_history(page: Page, api: MerchantApiClient) -> Non
     second_url = page.url
     page.go_back()
     expect(summary).to_contain_text(showing(1, 10))
-    expect(page.locator("tbody tr td:first-child")).to_have_text(first_page_ids)
+    expect(page.locator('tbody tr td[data-label="Id"]')).to_have_text(first_page_ids)
     expect(page.get_by_label("Currency", exact=True)).to_have_value("BTC")
     # Back reloaded the page (htmx keeps no history cache); Forward is htmx's to handle only
     # once its script has run, which on a busy machine comes after the list is shown.
@@ -89,6 +95,7 @@ def test_filter_sort_page_and_history(page: Page, api: MerchantApiClient) -> Non
     expect(page).to_have_url(second_url)
     page.reload()
     expect(summary).to_contain_text(showing(11, 20))
+    unfold_filters(page)
     expect(page.get_by_role("group", name="Status").get_by_label("Confirmed")).to_be_checked()
     expect(page.get_by_label("Per page")).to_have_value("10")
 
@@ -96,6 +103,7 @@ def test_filter_sort_page_and_history(page: Page, api: MerchantApiClient) -> Non
 def test_bad_filters_are_explained_next_to_the_field(page: Page) -> None:
     sign_in_as(page, "accountant@acme.test")
     page.goto("/operations")
+    unfold_filters(page)
     page.get_by_label("Amount from").press_sequentially("ten")
     page.get_by_label("Created to").fill("2020-01-01")
     page.get_by_label("Created from").fill("2021-01-01")
@@ -111,6 +119,7 @@ def test_bad_filters_are_explained_next_to_the_field(page: Page) -> None:
 def test_empty_results_say_so(page: Page) -> None:
     sign_in_as(page, "accountant@acme.test")
     page.goto("/operations")
+    unfold_filters(page)
     page.get_by_label("Order number").press_sequentially("no-such-order")
     expect(page.get_by_text("No operations match these filters.")).to_be_visible()
     expect(page.locator(".list-summary")).to_contain_text("0 operations")
@@ -124,6 +133,7 @@ def test_without_javascript_the_form_is_a_plain_get(
     try:
         sign_in_as(page, "accountant@acme.test")
         page.goto("/operations")
+        unfold_filters(page)
         page.get_by_role("group", name="Status").get_by_label("Expired").check()
         page.get_by_label("Category").select_option("Application")
         page.get_by_role("button", name="Apply filters").click()
@@ -160,6 +170,7 @@ def test_transactions_list(page: Page, api: MerchantApiClient) -> None:
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Transactions").click()
     expect(page.locator(".list-summary")).to_contain_text(f"{total(api, 'transactions')}")
     assert_accessible(page)
+    unfold_filters(page)
     page.get_by_label("Linked").select_option("Linked by hand")
     linked = total(api, "transactions", linked=True)
     expect(page.locator(".list-summary")).to_contain_text(f"{linked} transaction")
@@ -235,3 +246,40 @@ def test_time_zone_of_the_account(page: Page, api: MerchantApiClient) -> None:
     page.goto("/account")
     page.get_by_label("Time zone").select_option("UTC")
     page.get_by_role("button", name="Save time zone").click()
+
+
+def test_active_filters_read_as_chips_above_the_folded_form(page: Page) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    sign_in_as(page, "accountant@acme.test")
+    page.goto("/operations?status=1&currency=BTC")
+    chips = page.locator("#filter-chips")
+    expect(chips.get_by_role("link")).to_have_text(
+        ["Remove the filter Status: Confirmed \u00d7", "Remove the filter Currency: BTC \u00d7"]
+    )
+    expect(page.get_by_role("group", name="Status")).to_be_hidden()  # folded
+    unfold_filters(page)
+    expect(page.get_by_role("group", name="Status")).to_be_visible()
+
+    # State and amount come first, the state whole at a desktop's width.
+    headers = page.get_by_role("table").locator("thead th")
+    expect(headers.nth(0)).to_have_text("State")
+    expect(headers.nth(1)).to_contain_text("Amount")
+    cut = page.eval_on_selector_all(
+        "td.state", "cells => cells.filter(c => c.scrollWidth > c.clientWidth).length"
+    )
+    assert cut == 0
+
+    chips.get_by_role("link", name="Status: Confirmed").click()
+    expect(page).to_have_url(re.compile(r"/operations\?currency=BTC$"))
+    expect(chips.get_by_role("link")).to_have_text(["Remove the filter Currency: BTC \u00d7"])
+
+
+def test_stacked_cells_keep_their_column_names_on_a_phone(page: Page) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in_as(page, "accountant@acme.test")
+    page.goto("/operations")
+    labels = page.eval_on_selector_all(
+        "table tbody tr:first-child td",
+        "cells => cells.map(c => getComputedStyle(c, '::before').content)",
+    )
+    assert labels[:3] == ['"State: "', '"Amount: "', '"Amount paid: "'], labels

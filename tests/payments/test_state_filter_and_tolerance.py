@@ -17,7 +17,7 @@ from tests.support.forms import signed_in
 from tests.support.money import post
 from tests.support.portal_app import MERCHANT, email
 
-ROW_LINK = re.compile(r'<td><a href="/operations/([^"/]+)">')
+ROW_LINK = re.compile(r'<td[^>]*><a href="/operations/([^"/]+)">')
 TOTAL = re.compile(r"<strong>(\d+) operations?</strong>")
 
 
@@ -70,7 +70,7 @@ def listed(client, query: str) -> tuple[int, list[str], str]:
 
 
 def badge(html: str, operation_id: str) -> str:
-    row = re.search(rf">{operation_id}</a></td>.*?</tr>", html, re.S).group(0)
+    row = re.search(rf"<tr>(?:(?!</tr>).)*>{operation_id}</a></td>.*?</tr>", html, re.S).group(0)
     return re.findall(r'<span class="badge[^"]*">([^<]+)</span>', row)[-1]
 
 

@@ -103,3 +103,13 @@ def add_event(
             transaction_id=data.get("id") if type_.startswith("transaction.") else None,
         )
         db.session.commit()
+
+
+def sync_now(app: Flask, merchant: str = MERCHANT) -> None:
+    """Run the mirror's sync of `merchant` once, as the worker would; it must succeed."""
+    from portal.identity.rules import accounts
+    from portal.live.rules import mirror
+
+    with app.app_context():
+        report = mirror.sync_merchant(accounts.merchant_named(merchant).id, force=True)
+        assert report is not None and report.error is None

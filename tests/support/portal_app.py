@@ -70,7 +70,11 @@ def ready_portal(app: Flask) -> Flask:
 
 @contextmanager
 def connected_portal(folder: Path, sandbox: SandboxServer, **config: object) -> Iterator[Flask]:
-    """The portal on its own SQLite file, one user per role, connected to `sandbox`."""
+    """The portal on its own SQLite file, one user per role, connected to `sandbox`.
+
+    Many tests share it, some with the sandbox's faults: unless `config` says otherwise, a page
+    that finds the API down does not keep the next test's pages read-only (API_DOWN_SECONDS 0).
+    """
     from portal import create_app
     from portal.extensions import db
     from portal.identity.rules import accounts
@@ -85,6 +89,7 @@ def connected_portal(folder: Path, sandbox: SandboxServer, **config: object) -> 
                 "TOKEN_KEYS": Fernet.generate_key().decode(),
                 "DATABASE_URL": f"sqlite:///{folder / 'portal.sqlite3'}",
                 "PASSWORD_HASH_METHOD": TEST_PASSWORD_HASH_METHOD,
+                "API_DOWN_SECONDS": 0,
                 **config,
             }
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from flask import Flask, current_app
@@ -45,10 +45,18 @@ class LimitStore:
 
     def count(self, key: str, expiry: int) -> tuple[Storage, int]:
         """Add one to the counter; returns the store that counted it and the new value."""
+        return self._reachable(lambda storage: storage.incr(key, expiry))
+
+    def value(self, key: str) -> int:
+        """The counter's value now (0 when it ran out or never was)."""
+        return self._reachable(lambda storage: storage.get(key))[1]
+
+    def _reachable(self, use: Callable[[Storage], int]) -> tuple[Storage, int]:
+        """`use` of the configured store, or of the memory while that store is unreachable."""
         down = self.unreachable_since
         if down is None or time.monotonic() - down > RETRY_SECONDS:
             try:
-                value = self.main.incr(key, expiry)
+                value = use(self.main)
             except StorageError as error:
                 if self.unreachable_since is None:
                     self.logger.warning(
@@ -60,7 +68,7 @@ class LimitStore:
                     self.logger.warning("Limit store reachable again")
                     self.unreachable_since = None
                 return self.main, value
-        return self.memory, self.memory.incr(key, expiry)
+        return self.memory, use(self.memory)
 
     def healthy(self) -> bool:
         """Whether the configured store answered when last asked.

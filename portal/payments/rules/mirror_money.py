@@ -56,10 +56,7 @@ def mirrored_operations(
             )
         ):
             transactions.setdefault(mirrored.operation_id, []).append(
-                Transaction(
-                    **{name: getattr(mirrored, name) for name in TRANSACTION_COLUMNS},
-                    id=mirrored.transaction_id,
-                )
+                mirrored_transaction(mirrored)
             )
     operations = {}
     for row in rows:
@@ -71,6 +68,13 @@ def mirrored_operations(
             operation, transactions=tuple(transactions.get(row.operation_id, ()))
         )
     return operations
+
+
+def mirrored_transaction(row: MirroredTransaction) -> Transaction:
+    """The transaction as the mirror's columns hold it."""
+    return Transaction(
+        **{name: getattr(row, name) for name in TRANSACTION_COLUMNS}, id=row.transaction_id
+    )
 
 
 def restate_row(

@@ -138,7 +138,7 @@ def stated_operation_pages(
 
 def mirror_page(
     merchant_id: int,
-    state: State,
+    state: State | None,
     *,
     page: int = 1,
     per_page: int = 50,
@@ -146,26 +146,50 @@ def mirror_page(
     sort_type: str | None = None,
     **filters: Any,
 ) -> MirrorPage:
-    """A page of the merchant's mirrored operations in `state` that match `filters` (those
-    of `MIRROR_FILTERS`), sorted as the API sorts (newest first unless asked otherwise, ties
-    by the order the mirror first saw them)."""
+    """A page of the merchant's mirrored operations in `state` (any when None) that match
+    `filters` (those of `MIRROR_FILTERS`), sorted as the API sorts (newest first unless asked
+    otherwise, ties by the order the mirror first saw them)."""
     query = sa.select(MirroredOperation).where(
-        MirroredOperation.merchant_id == merchant_id,
-        MirroredOperation.state == state.value,
-        *_conditions(**filters),
+        MirroredOperation.merchant_id == merchant_id, *_conditions(**filters)
     )
-    total = db.session.scalar(sa.select(sa.func.count()).select_from(query.subquery())) or 0
+    if state is not None:
+        query = query.where(MirroredOperation.state == state.value)
     column = MIRROR_SORTS[sort] if sort else MirroredOperation.created_at
-    descending = sort_type == "desc" if sort else sort_type != "asc"
-    order = (
-        (column.desc(), MirroredOperation.id.desc())
-        if descending
-        else (column, MirroredOperation.id)
-    )
-    offset = (page - 1) * per_page
-    rows = list(db.session.scalars(query.order_by(*order).offset(offset).limit(per_page)))
+    descending = mirror_descending(sort, sort_type)
+    rows, total = mirror_rows(MirroredOperation, query, column, descending, page, per_page)
     operations = mirrored_operations(merchant_id, rows)
     items = tuple(operations[row.operation_id] for row in rows if row.operation_id in operations)
+    return mirror_page_of(merchant_id, items, total, page, per_page)
+
+
+def mirror_list(merchant_id: int, state: str | None = None, **filters: Any) -> MirrorPage:
+    """The operations list read from the mirror, by any of `MIRROR_FILTERS` (the list's
+    filters as they reach `operation_pages`): while the API does not answer."""
+    return mirror_page(merchant_id, State(state) if state else None, **filters)
+
+
+def mirror_descending(sort: str | None, sort_type: str | None) -> bool:
+    """The API's order: newest first unless asked otherwise; a named sort ascending unless
+    asked `desc`."""
+    return sort_type == "desc" if sort else sort_type != "asc"
+
+
+def mirror_rows(
+    model: Any, query: sa.Select, column: Any, descending: bool, page: int, per_page: int
+) -> tuple[list[Any], int]:
+    """The rows of `query`'s page sorted by `column` (ties by the order the mirror first saw
+    them), and how many rows it has in all."""
+    total = db.session.scalar(sa.select(sa.func.count()).select_from(query.subquery())) or 0
+    order = (column.desc(), model.id.desc()) if descending else (column, model.id)
+    offset = (page - 1) * per_page
+    return list(db.session.scalars(query.order_by(*order).offset(offset).limit(per_page))), total
+
+
+def mirror_page_of(
+    merchant_id: int, items: tuple[Any, ...], total: int, page: int, per_page: int
+) -> MirrorPage:
+    """A page of `items` read from the mirror, as of its last sync."""
+    offset = (page - 1) * per_page
     return MirrorPage(
         items,
         total,
@@ -215,3 +239,14 @@ def _conditions(
 
 def _midnight(day: date) -> datetime:
     return datetime.combine(day, time.min, UTC)
+
+
+def mirrored_operation(merchant_id: int, operation_id: str) -> Operation | None:
+    """The operation as the mirror last saw it, with its transactions; None when it has none."""
+    row = db.session.scalars(
+        sa.select(MirroredOperation).where(
+            MirroredOperation.merchant_id == merchant_id,
+            MirroredOperation.operation_id == operation_id,
+        )
+    ).first()
+    return mirrored_operations(merchant_id, [row]).get(operation_id) if row else None

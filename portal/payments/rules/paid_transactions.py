@@ -13,9 +13,24 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from portal.api import OPERATION_LIST, MerchantApiClient, Operation, Page, PageReader, Transaction
+from portal.api import (
+    OPERATION_LIST,
+    TRANSACTION_STATUSES,
+    MerchantApiClient,
+    Operation,
+    Page,
+    PageReader,
+    Transaction,
+)
 from portal.extensions import db
-from portal.payments.models import MirroredOperation
+from portal.payments.models import MirroredOperation, MirroredTransaction
+from portal.payments.rules.mirror_money import mirrored_transaction
+from portal.payments.rules.operation_list import (
+    MirrorPage,
+    mirror_descending,
+    mirror_page_of,
+    mirror_rows,
+)
 
 
 @dataclass(frozen=True)
@@ -84,3 +99,90 @@ def mirrored_currency(merchant_id: int, operation_id: str | None) -> str | None:
             MirroredOperation.operation_id == operation_id,
         )
     )
+
+
+# The transactions list's sorts and filters the mirror's columns answer (amounts are kept as
+# exact text, which a database does not compare as numbers).
+MIRROR_SORTS: dict[str, Any] = {
+    "id": MirroredTransaction.transaction_id,
+    "operation": MirroredTransaction.operation_id,
+    "linked": MirroredTransaction.linked,
+    "reject_reason": MirroredTransaction.reject_reason,
+    "created_at": MirroredTransaction.created_at,
+    "updated_at": MirroredTransaction.updated_at,
+}
+MIRROR_FILTERS = frozenset(
+    {"id", "operation_id", "tx_id", "status", "linked", "reject_reason", "sort", "sort_type"}
+    | {"page", "per_page"}
+)
+
+
+def mirror_paid(
+    merchant_id: int,
+    *,
+    page: int = 1,
+    per_page: int = 50,
+    sort: str | None = None,
+    sort_type: str | None = None,
+    **filters: Any,
+) -> MirrorPage:
+    """A page of the merchant's mirrored transactions that match `filters` (those of
+    `MIRROR_FILTERS`), each with its operation's payment currency: while the API does not
+    answer."""
+    query = sa.select(MirroredTransaction).where(
+        MirroredTransaction.merchant_id == merchant_id, *_conditions(**filters)
+    )
+    column = MIRROR_SORTS[sort] if sort else MirroredTransaction.created_at
+    descending = mirror_descending(sort, sort_type)
+    rows, total = mirror_rows(MirroredTransaction, query, column, descending, page, per_page)
+    paid_in = db.session.execute(
+        sa.select(MirroredOperation.operation_id, MirroredOperation.currency_paid).where(
+            MirroredOperation.merchant_id == merchant_id,
+            MirroredOperation.operation_id.in_({row.operation_id for row in rows}),
+        )
+    )
+    currencies: dict[str, str | None] = {operation: paid for operation, paid in paid_in}
+    items = tuple(
+        PaidTransaction(mirrored_transaction(row), currencies.get(row.operation_id or ""))
+        for row in rows
+    )
+    return mirror_page_of(merchant_id, items, total, page, per_page)
+
+
+def _conditions(
+    *,
+    id: list[str] | None = None,
+    operation_id: list[str] | None = None,
+    tx_id: str | None = None,
+    status: list[int] | None = None,
+    linked: bool | None = None,
+    reject_reason: str | None = None,
+) -> list[sa.ColumnElement[bool]]:
+    """The filters as the API reads them: lists match any of their values, the others
+    exactly."""
+    conditions: list[sa.ColumnElement[bool]] = []
+    for column, values in (
+        (MirroredTransaction.transaction_id, id),
+        (MirroredTransaction.operation_id, operation_id),
+        (MirroredTransaction.status, [TRANSACTION_STATUSES[code] for code in status or ()]),
+    ):
+        if values:
+            conditions.append(column.in_(values))
+    if tx_id:
+        conditions.append(MirroredTransaction.tx_id == tx_id)
+    if linked is not None:
+        conditions.append(MirroredTransaction.linked == linked)
+    if reject_reason:
+        conditions.append(MirroredTransaction.reject_reason == reject_reason)
+    return conditions
+
+
+def mirrored_by_id(merchant_id: int, transaction_id: str) -> Transaction | None:
+    """The transaction as the mirror last saw it; None when it has none."""
+    row = db.session.scalars(
+        sa.select(MirroredTransaction).where(
+            MirroredTransaction.merchant_id == merchant_id,
+            MirroredTransaction.transaction_id == transaction_id,
+        )
+    ).first()
+    return mirrored_transaction(row) if row else None

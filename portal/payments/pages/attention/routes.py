@@ -22,6 +22,7 @@ from portal.payments.pages.attention import bp
 from portal.payments.pages.attention.forms import SettleForm
 from portal.payments.rules import attention, decisions
 from portal.web.access import ALL_ROLES, may_open, roles
+from portal.web.api_errors import read_only
 from portal.web.rendering import render_page, wants_fragment
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
@@ -39,7 +40,7 @@ def _queue(status: int = 200, **context: object) -> Response:
         FRAGMENT,
         status,
         groups=attention.needs_attention(current_user.merchant_id),
-        may_act=may_open("operations.link_transactions"),
+        may_act=may_open("operations.link_transactions") and not read_only(),
         may_settle=may_open("attention.settle"),
         focus=focus if isinstance(focus, str) and ITEM_ID.fullmatch(focus) else None,
         sync_seconds=current_app.config["SYNC_SECONDS"],

@@ -46,7 +46,14 @@ from portal.payments.rules import operation_actions
 from portal.payments.rules.checkout_links import created_with_link, reserve_link
 from portal.payments.rules.expiry import assumed_expiry
 from portal.payments.rules.operation_actions import UnderpaymentNotAccepted, link_preview
-from portal.payments.rules.operation_list import operation_pages, stated_operation_pages
+from portal.payments.rules.operation_list import (
+    MIRROR_FILTERS,
+    MIRROR_SORTS,
+    mirror_list,
+    mirrored_operation,
+    operation_pages,
+    stated_operation_pages,
+)
 from portal.payments.rules.operation_money import WITHDRAWAL_CATEGORIES, can_change, money_of
 from portal.payments.rules.rates import currencies_of
 from portal.payments.rules.timeline import timeline
@@ -57,12 +64,14 @@ from portal.web.api_errors import (
     NOTHING_SENT,
     Check,
     handle_api_error,
+    mirrored_or_404,
+    read_or_mirror,
     record_or_404,
     unless_unavailable,
 )
 from portal.web.exports import list_download
 from portal.web.idempotent_forms import IdempotentForm, refuse_used, send
-from portal.web.lists import ApiList, render_list
+from portal.web.lists import ApiList, Mirrored, render_list
 from portal.web.merchant import current_api
 from portal.web.rendering import page, polled_by, render_page, wants_fragment
 
@@ -85,6 +94,9 @@ OPERATIONS = ApiList(
     lambda api: partial(operation_pages, api, current_user.merchant),
     "operations/index.html",
     "operations/_results.html",
+    lambda: Mirrored(
+        partial(mirror_list, current_user.merchant_id), MIRROR_FILTERS, frozenset(MIRROR_SORTS)
+    ),
 )
 # The operations export: each operation with its state, as the list's badge says it.
 STATED_OPERATIONS = replace(
@@ -210,8 +222,16 @@ PLACES = {"attention": Place(attention_list.confirming, attention_list.acted)}
 @bp.route("/<operation_id>")
 @roles(*ALL_ROLES)
 def detail(operation_id: str) -> Response:
-    """Every field of the operation and its transactions."""
-    return _show(_operation_or_404(operation_id))
+    """Every field of the operation and its transactions; the mirror's copy while the payment
+    service does not answer."""
+    return _show(
+        read_or_mirror(
+            partial(_operation_or_404, operation_id),
+            lambda: mirrored_or_404(
+                mirrored_operation(current_user.merchant_id, operation_id), "Operation not found"
+            ),
+        )
+    )
 
 
 @bp.route("/new", methods=["GET", "POST"])
