@@ -1,0 +1,132 @@
+"""Refunds against a real sandbox: never above the money counted, one withdrawal however many
+requests race for the same surplus, and late money refunded without confirming the sale."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+
+import pytest
+import sqlalchemy as sa
+from flask import Flask
+
+from portal.api import MerchantApiClient
+from tests.live import test_money_events
+from tests.live.test_money_events import api, portal  # noqa: F401  (the fixtures `refunding` uses)
+from tests.support.forms import csrf_token, signed_in
+from tests.support.money import post, race, text
+from tests.support.portal_app import email
+from tests.support.sandbox_server import SandboxServer
+
+BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+
+
+def fresh_address() -> str:
+    """A testnet Bitcoin address nobody used yet."""
+    return "tb1q" + "".join(secrets.choice(BECH32) for _ in range(38))
+
+
+@dataclass
+class Refunding:
+    """A connected portal whose events reach a shop, the sandbox and a client of its API."""
+
+    portal: Flask
+    api: MerchantApiClient
+    sandbox: SandboxServer
+
+
+@pytest.fixture
+def refunding(portal, api, sandbox) -> Refunding:  # noqa: F811  (the imported fixtures)
+    return Refunding(portal, api, sandbox)
+
+
+def send_refunds(app) -> int:
+    """The worker's refund pass, as a tick runs it."""
+    from portal.money.rules import refunds
+
+    with app.app_context():
+        return refunds.send_due()
+
+
+def overpaid(client: MerchantApiClient, sandbox: SandboxServer, paid: str = "0.7") -> str:
+    """An operation of 0.5 BTC paid `paid` (more)."""
+    operation = client.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")
+    sandbox.receive(operation.id, paid)
+    return operation.id
+
+
+def test_a_refund_above_the_money_counted_answers_422_and_sends_nothing(refunding):
+    app, client, sandbox = refunding.portal, refunding.api, refunding.sandbox
+    operation_id = overpaid(client, sandbox)
+    owner = signed_in(app, email("owner"))
+    address = fresh_address()
+    form = {"basis": "amount", "amount": "0.70000001", "address": address}
+
+    answer = post(owner, f"/refunds/new/{operation_id}", form)
+
+    assert answer.status_code == 422
+    assert "At most 0.7 BTC of this operation can be refunded" in text(answer)
+    assert send_refunds(app) == 0
+    assert sandbox.operations_to(address) == 0
+    within = post(owner, f"/refunds/new/{operation_id}", {**form, "amount": "0.7"})
+    assert within.status_code == 302
+
+
+def test_two_parallel_requests_for_the_same_surplus_send_one(refunding):
+    app, client, sandbox = refunding.portal, refunding.api, refunding.sandbox
+    from portal.extensions import db
+    from portal.money.models import Refund
+
+    operation_id = overpaid(client, sandbox)
+    owner = signed_in(app, email("owner"))
+    address = fresh_address()
+    url = f"/refunds/new/{operation_id}"
+    form = {"basis": "surplus", "address": address, "csrf_token": csrf_token(owner, url)}
+
+    statuses = race(app, owner, url, form, 2)
+    sent = send_refunds(app)
+
+    assert sorted(statuses) == [302, 422]
+    assert sent == 1
+    assert sandbox.operations_to(address) == 1
+    with app.app_context():
+        amounts = db.session.scalars(sa.select(Refund.amount)).all()
+    assert amounts == [Decimal("0.2")]
+
+
+def test_late_money_refunded_never_sends_operation_confirmed(refunding):
+    app, client, sandbox = refunding.portal, refunding.api, refunding.sandbox
+    from portal.extensions import db
+    from portal.money.models import LedgerEntry
+
+    operation = client.create_operation("0.5", "BTC", "order-late-refund")
+    test_money_events.heard(app)
+    sandbox.control("POST", f"operations/{operation.id}/expire")
+    late = sandbox.receive(operation.id, "0.5", "undefined")
+    heard = test_money_events.heard(app)  # the mirror saw it end, and the money come late
+    client.link_transactions(operation.id, [late])  # counted now: the wallet holds it
+    owner = signed_in(app, email("owner"))
+    address = fresh_address()
+
+    asked = post(
+        owner,
+        f"/refunds/new/{operation.id}",
+        {"basis": "amount", "amount": "0.5", "address": address},
+    )
+    assert asked.status_code == 302
+    assert send_refunds(app) == 1
+    heard += test_money_events.heard(app)
+    types = [body["type"] for body, _ in heard if body["data"]["id"] == operation.id]
+    test_money_events.sync(app)  # the mirror sees the refund's withdrawal: booked once all the same
+
+    assert "operation.paid_late" in types
+    assert "operation.confirmed" not in types
+    assert sandbox.operations_to(address) == 1
+    assert "Refunded" in text(owner.get(f"/operations/{operation.id}"))
+    with app.app_context():
+        refunds = db.session.scalars(
+            sa.select(LedgerEntry.amount).where(LedgerEntry.kind == "refund")
+        ).all()
+    assert refunds == [Decimal("-0.5")]
