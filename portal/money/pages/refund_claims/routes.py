@@ -4,12 +4,11 @@ counter per address); kept out of caches, search engines and Referer."""
 
 from __future__ import annotations
 
-from flask import current_app, flash, redirect, url_for
+from flask import flash, redirect, url_for
 from flask_babel import get_locale, gettext
 from werkzeug.exceptions import NotFound
 from werkzeug.wrappers import Response
 
-from portal.extensions import limiter
 from portal.money.models import Refund
 from portal.money.pages.refund_claims import bp
 from portal.money.pages.refund_claims.forms import ClaimForm
@@ -17,10 +16,9 @@ from portal.money.rules import refunds
 from portal.money.rules.currencies import address_shape
 from portal.web.access import public
 from portal.web.rendering import page
+from portal.web.security import customer_page_limit, private_page_headers
 
-claim_limit = limiter.shared_limit(
-    lambda: current_app.config["CHECKOUT_LIMIT_PER_ADDRESS"], scope="checkout"
-)
+claim_limit = customer_page_limit()
 
 
 def _refund(token: str) -> Refund:
@@ -73,10 +71,4 @@ def not_found(_error: NotFound) -> Response:
     return page("refund_claims/missing.html", 404, locale=str(get_locale()))
 
 
-@bp.after_request
-def private_headers(response: Response) -> Response:
-    """The URL is the customer's key: keep it out of caches, search engines and Referer."""
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["Referrer-Policy"] = "no-referrer"
-    response.headers["X-Robots-Tag"] = "noindex, nofollow"
-    return response
+bp.after_request(private_page_headers)
