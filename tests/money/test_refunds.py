@@ -3,9 +3,11 @@ requests race for the same surplus, and late money refunded without confirming t
 
 from __future__ import annotations
 
+import re
 import secrets
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
@@ -132,3 +134,35 @@ def test_late_money_refunded_never_sends_operation_confirmed(refunding):
     assert [(kind, amount) for kind, amount in out if kind in ("refund", "withdrawal")] == [
         ("refund", Decimal("-0.5"))
     ]
+
+
+def test_an_unclaimed_link_expires_after_the_owners_period_and_sends_nothing(refunding):
+    from portal.extensions import db
+    from portal.money.models import Refund
+
+    app, client, sandbox = refunding.portal, refunding.api, refunding.sandbox
+    owner = signed_in(app, email("owner"))
+    saved = post(owner, "/settings/checkout/refund-link", {"refund_link_days": "3"})
+    assert saved.status_code == 302
+    operation_id = overpaid(client, sandbox)
+    asked = post(owner, f"/refunds/new/{operation_id}", {"basis": "surplus"})
+    link = re.search(r"/refund/[\w-]+", text(owner.get(asked.location))).group(0)
+    customer = app.test_client()
+    token = csrf_token(customer, link)  # the customer opens the link, then leaves it
+    with app.app_context():
+        refund = db.session.scalars(sa.select(Refund)).one()
+        assert refund.expires_at - refund.created_at == timedelta(days=3)
+        refund.expires_at = refund.created_at  # three days later
+        db.session.commit()
+
+    address = fresh_address()
+    page = customer.get(link)
+    claimed = customer.post(
+        link, data={"address": address, "address_again": address, "csrf_token": token}
+    )
+
+    assert "Expired" in text(page)
+    assert claimed.status_code == 409
+    assert "This link expired: nothing was sent." in text(claimed)
+    assert send_refunds(app) == 0
+    assert sandbox.operations_to(address) == 0

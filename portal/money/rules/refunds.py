@@ -43,6 +43,7 @@ RELEASED = sa.or_(
     Refund.stage.in_([RefundStage.CANCELED, RefundStage.EXPIRED]),
     Refund.state == IntentState.REFUSED,
 )
+MAX_LINK_DAYS = 90
 ATTEMPTS = 5  # a request that lost the race for a number reads the refunds again
 
 
@@ -188,6 +189,7 @@ def _new(
         )
     )
     token = None if address else secrets.token_urlsafe(TOKEN_BYTES)
+    now = utcnow()
     stage = RefundStage.REQUESTED
     if address:
         stage = (
@@ -208,10 +210,17 @@ def _new(
         typed_by_staff=address is not None,
         stage=stage,
         state=IntentState.PENDING if stage is RefundStage.READY else None,
-        expires_at=utcnow() + timedelta(days=merchant.refund_link_days),
+        created_at=now,
+        expires_at=now + timedelta(days=merchant.refund_link_days),
     )
     db.session.add(refund)
     return refund, token
+
+
+def set_link_days(merchant: Merchant, days: int) -> None:
+    """How long the merchant's new claim links wait for an address (links made keep theirs)."""
+    merchant.refund_link_days = days
+    audit.record("refund.link_days.change", parameters={"days": days})
 
 
 def find(merchant: Merchant, refund_id: int) -> Refund | None:
