@@ -166,3 +166,22 @@ def test_an_unclaimed_link_expires_after_the_owners_period_and_sends_nothing(ref
     assert "This link expired: nothing was sent." in text(claimed)
     assert send_refunds(app) == 0
     assert sandbox.operations_to(address) == 0
+
+
+def test_the_claim_page_speaks_the_customers_language(refunding):
+    app = refunding.portal
+    owner = signed_in(app, email("owner"))
+    asked = post(
+        owner, f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}", {"basis": "surplus"}
+    )
+    link = re.search(r"/refund/[\w-]+", text(owner.get(asked.location))).group(0)
+    customer = app.test_client()
+    headings = {
+        language: text(customer.get(link, headers={"Accept-Language": language}))
+        for language in ("en", "de", "es", "ru")
+    }
+
+    assert "Your address again" in headings["en"]
+    assert "Ihre Adresse noch einmal" in headings["de"]
+    assert "Su dirección otra vez" in headings["es"]
+    assert "Ваш адрес ещё раз" in headings["ru"]
