@@ -21,6 +21,7 @@ from tests.support.forms import csrf_token, signed_in
 from tests.support.money import post, race, text
 from tests.support.portal_app import email
 from tests.support.sandbox_server import SandboxServer
+from tests.support.two_factor import signed_in_with_two_factor
 
 BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
 
@@ -185,3 +186,45 @@ def test_the_claim_page_speaks_the_customers_language(refunding):
     assert "Ihre Adresse noch einmal" in headings["de"]
     assert "Su dirección otra vez" in headings["es"]
     assert "Ваш адрес ещё раз" in headings["ru"]
+
+
+def test_an_operators_typed_address_waits_for_an_owners_fresh_code(refunding, monkeypatch):
+    app = refunding.portal
+    operator = signed_in(app, email("operator"))
+    address = fresh_address()
+    asked = post(
+        operator,
+        f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}",
+        {"basis": "surplus", "address": address},
+    )
+    assert asked.status_code == 302
+    assert "Awaiting approval" in text(operator.get(asked.location))
+    assert send_refunds(app) == 0
+    refused = post(operator, f"{asked.location}/approve")
+
+    owner = signed_in_with_two_factor(app, email("owner"), monkeypatch)
+    used = post(owner.client, f"{asked.location}/approve", {"code": owner.sign_in_code})
+    owner.clock.advance()
+    approved = post(
+        owner.client, f"{asked.location}/approve", {"code": owner.clock.code(owner.secret)}
+    )
+
+    assert refused.status_code == 403
+    assert used.status_code == 422
+    assert approved.status_code == 302
+    assert send_refunds(app) == 1
+    assert refunding.sandbox.operations_to(address) == 1
+
+
+def test_an_overpaid_operation_leaves_the_attention_list_once_refunded(refunding):
+    app = refunding.portal
+    operation_id = overpaid(refunding.api, refunding.sandbox)
+    test_money_events.sync(app)
+    owner = signed_in(app, email("owner"))
+    before = text(owner.get("/attention"))
+
+    post(owner, f"/refunds/new/{operation_id}", {"basis": "surplus", "address": fresh_address()})
+    after = text(owner.get("/attention"))
+
+    assert f"Open operation {operation_id}" in before
+    assert f"Open operation {operation_id}" not in after
