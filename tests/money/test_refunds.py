@@ -228,3 +228,28 @@ def test_an_overpaid_operation_leaves_the_attention_list_once_refunded(refunding
 
     assert f"Open operation {operation_id}" in before
     assert f"Open operation {operation_id}" not in after
+
+
+def test_the_customer_is_mailed_the_link_and_when_the_refund_was_sent(refunding, mail_server):
+    from portal.live.rules import mail
+
+    app = refunding.portal
+    owner = signed_in(app, email("owner"))
+    operation_id = overpaid(refunding.api, refunding.sandbox)
+    form = {"basis": "surplus", "email": "customer@example.com"}
+    assert post(owner, f"/refunds/new/{operation_id}", form).status_code == 302
+    with app.app_context():
+        mail.send_due()
+    (linked,) = [m for m in mail_server.messages if m["To"] == "customer@example.com"]
+    link = re.search(r"https?://\S+(/refund/[\w-]+)", linked.get_content()).group(1)
+    address = fresh_address()
+    customer = app.test_client()
+    token = csrf_token(customer, link)
+    customer.post(link, data={"address": address, "address_again": address, "csrf_token": token})
+    send_refunds(app)
+    with app.app_context():
+        mail.send_due()
+
+    sent = [m for m in mail_server.messages if m["To"] == "customer@example.com"][1:]
+    assert [m["Subject"] for m in sent] == ["Your refund of 0.2 BTC was sent"]
+    assert f"to the address {address}" in sent[0].get_content()

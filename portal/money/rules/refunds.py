@@ -356,10 +356,11 @@ def new_link(refund: Refund, link: Callable[[str], str]) -> str | None:
 def _mail_link(refund: Refund, url: str) -> None:
     """The claim link to the customer, when the merchant gave their e-mail."""
     if refund.customer_email:
+        amount = money_text(refund.amount, refund.currency)
         _mail(
             refund,
-            f"Your refund of {refund.amount} {refund.currency}",
-            f"{_shop(refund)} is refunding {refund.amount} {refund.currency} to you.\n\n"
+            f"Your refund of {amount}",
+            f"{_shop(refund)} is refunding {amount} to you.\n\n"
             f"Open this link and enter the address to send it to:\n{url}\n\n"
             f"The link works once, until {refund.expires_at:%Y-%m-%d %H:%M} UTC.\n",
         )
@@ -367,10 +368,11 @@ def _mail_link(refund: Refund, url: str) -> None:
 
 def _mail_sent(refund: Refund) -> None:
     if refund.customer_email and refund.sent_at:
+        amount = money_text(refund.amount, refund.currency)
         _mail(
             refund,
-            f"Your refund of {refund.amount} {refund.currency} was sent",
-            f"{_shop(refund)} sent your refund of {refund.amount} {refund.currency} on "
+            f"Your refund of {amount} was sent",
+            f"{_shop(refund)} sent your refund of {amount} on "
             f"{refund.sent_at:%Y-%m-%d %H:%M} UTC to the address {refund.address}.\n",
         )
 
