@@ -147,6 +147,9 @@ def request(
             "link the late transactions first (the operation stays paid late), then refund."
         )
     for _attempt in range(ATTEMPTS):
+        # The number before the amounts: a refund stored after this read takes this number too,
+        # so one of the two inserts fails and its request reads the amounts again.
+        number = _next_number(merchant, operation.id)
         left = refundable(merchant, operation, money)
         amount = amount_for(basis, entered, operation, left)
         if amount <= 0:
@@ -156,7 +159,9 @@ def request(
                 f"At most {money_text(left.most, left.currency)} of this operation can be "
                 "refunded: the money counted less what its other refunds take."
             )
-        refund, token = _new(merchant, user, operation, money.currency, amount, address, email)
+        refund, token = _new(
+            merchant, user, operation, number, money.currency, amount, address, email
+        )
         try:
             db.session.flush()
         except IntegrityError:
@@ -178,16 +183,12 @@ def _new(
     merchant: Merchant,
     user: User,
     operation: Operation,
+    number: int,
     currency: str,
     amount: Decimal,
     address: str | None,
     email: str | None,
 ) -> tuple[Refund, str | None]:
-    number = db.session.scalar(
-        sa.select(sa.func.count()).where(
-            Refund.merchant_id == merchant.id, Refund.operation_id == operation.id
-        )
-    )
     token = None if address else secrets.token_urlsafe(TOKEN_BYTES)
     now = utcnow()
     stage = RefundStage.REQUESTED
@@ -200,7 +201,7 @@ def _new(
     refund = Refund(
         merchant_id=merchant.id,
         operation_id=operation.id,
-        number=(number or 0) + 1,
+        number=number,
         user_id=user.id,
         currency=currency,
         amount=amount,
@@ -221,6 +222,15 @@ def set_link_days(merchant: Merchant, days: int) -> None:
     """How long the merchant's new claim links wait for an address (links made keep theirs)."""
     merchant.refund_link_days = days
     audit.record("refund.link_days.change", parameters={"days": days})
+
+
+def _next_number(merchant: Merchant, operation_id: str) -> int:
+    last = db.session.scalar(
+        sa.select(sa.func.max(Refund.number)).where(
+            Refund.merchant_id == merchant.id, Refund.operation_id == operation_id
+        )
+    )
+    return (last or 0) + 1
 
 
 def find(merchant: Merchant, refund_id: int) -> Refund | None:
