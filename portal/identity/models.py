@@ -57,6 +57,8 @@ class Merchant(Model):
     reporting_currency: Mapped[str] = mapped_column(
         sa.String(16), default="USD", server_default="USD"
     )
+    # How long a refund's claim link waits for the customer's address (set by owners).
+    refund_link_days: Mapped[int] = mapped_column(default=14, server_default="14")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     users: Mapped[list[User]] = relationship(

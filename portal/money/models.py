@@ -207,6 +207,57 @@ class LedgerEntry(Model):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
 
+class RefundStage(enum.StrEnum):
+    """Where a refund is before and apart from its one sending (`Refund.state`)."""
+
+    REQUESTED = "requested"  # the claim link waits for the customer's address
+    AWAITING_APPROVAL = "awaiting_approval"  # an address an operator typed waits for an owner
+    READY = "ready"  # an address is known and approved: the worker sends it once (`state`)
+    CANCELED = "canceled"
+    EXPIRED = "expired"  # the claim link was never used in time
+
+
+class Refund(Model):
+    """Money of one operation sent back to its customer: a withdrawal tied to the operation.
+
+    `number` counts the operation's refunds; two requests that read the same refunds race for
+    the same number and only one is stored, so together they never refund more than was
+    counted. Only the SHA-256 of the claim link's token is kept. Once an address is known and
+    approved, `state` is the one-time sending of `portal.money.rules.idempotency`.
+    """
+
+    __tablename__ = "refunds"
+    __table_args__ = (sa.UniqueConstraint("merchant_id", "operation_id", "number"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    operation_id: Mapped[str] = mapped_column(sa.String(64))
+    number: Mapped[int]
+    user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
+    currency: Mapped[str] = mapped_column(sa.String(16))
+    amount: Mapped[Decimal] = mapped_column(DecimalText)
+    token_hash: Mapped[str | None] = mapped_column(sa.String(64), unique=True)
+    customer_email: Mapped[str | None] = mapped_column(sa.String(254))
+    address: Mapped[str | None] = mapped_column(sa.String(255))
+    typed_by_staff: Mapped[bool] = mapped_column(default=False)
+    approved_by_id: Mapped[int | None] = mapped_column(
+        sa.ForeignKey("users.id", ondelete="SET NULL")
+    )
+    stage: Mapped[RefundStage] = mapped_column(enum_column(RefundStage))
+    state: Mapped[IntentState | None] = mapped_column(enum_column(IntentState))
+    withdrawal_id: Mapped[str | None] = mapped_column(sa.String(64))
+    fee: Mapped[Decimal | None] = mapped_column(DecimalText)
+    error_code: Mapped[int | None]
+    error_message: Mapped[str | None] = mapped_column(sa.Text)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    claimed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    sent_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
+
+    user: Mapped[User | None] = relationship(foreign_keys=[user_id])
+
+
 class WithdrawalLimit(Model):
     """The most an owner lets leave one wallet per day (UTC, as the API's own daily limit
     counts), in the wallet's currency: the API tells neither its limit nor what is left."""

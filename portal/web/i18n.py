@@ -22,7 +22,7 @@ CUSTOMER_LOCALES = ("en", "es", "de", "ru")
 TRANSLATIONS = Path(__file__).resolve().parent.parent / "translations"
 # Each language's name in itself: what the page's language switch offers.
 LANGUAGE_NAMES = {"en": "English", "es": "Español", "de": "Deutsch", "ru": "Русский"}
-CUSTOMER_BLUEPRINTS = frozenset({"checkout"})
+CUSTOMER_BLUEPRINTS = frozenset({"checkout", "refund_claims"})
 LANGUAGE_PARAMETER = "lang"
 LANGUAGE_COOKIE = "checkout_lang"
 

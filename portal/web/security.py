@@ -5,13 +5,15 @@ from __future__ import annotations
 from itertools import chain
 from urllib.parse import unquote, urlsplit
 
-from flask import Flask, Response, request
+from flask import Flask, Response, current_app, request
 from flask.sessions import SecureCookieSessionInterface
+from flask_limiter import RouteLimit
 from flask_login import current_user
 from werkzeug.exceptions import UnprocessableEntity
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from portal.api.wire import CONTROL_CHARACTER
+from portal.extensions import limiter
 
 CONTENT_SECURITY_POLICY = "; ".join(
     [
@@ -114,3 +116,19 @@ def init_app(app: Flask) -> None:
     app.session_interface = PortalSessionInterface()
     app.before_request(refuse_control_characters)
     app.after_request(set_security_headers)
+
+
+def customer_page_limit() -> RouteLimit:
+    """The rate limit of the pages customers open without signing in (checkout, refund claim):
+    one counter per address for all of them, `PORTAL_CHECKOUT_LIMIT_PER_ADDRESS`."""
+    return limiter.shared_limit(
+        lambda: current_app.config["CHECKOUT_LIMIT_PER_ADDRESS"], scope="checkout"
+    )
+
+
+def private_page_headers(response: Response) -> Response:
+    """A customer's URL is their key: keep it out of caches, search engines and Referer."""
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["X-Robots-Tag"] = "noindex, nofollow"
+    return response

@@ -42,6 +42,7 @@ EXCEPTIONS = {
     "cross_exchanges.new": MOVERS,
     "cross_exchanges.cancel": MOVERS,
     "balances.opening": OWNER,
+    "refunds.approve": OWNER,  # sends an address an operator typed
     "account.statement_mail_choice": frozenset({"owner", "accountant"}),
 }
 
@@ -146,6 +147,7 @@ def _url(app, rule) -> str:
         "cross_exchange_id",
         "delivery_id",
         "passkey_id",
+        "refund_id",
     ):
         if name in rule.arguments:
             values[name] = "1"

@@ -247,6 +247,45 @@ def _settle(hostile) -> Case:
     return _as(hostile, "operator", f"/attention/{record['id']}/settle", {"note": "Refunded"})
 
 
+def _overpaid(hostile) -> str:
+    """An operation of 0.5 BTC that received 0.7: its surplus may be refunded."""
+    operation = hostile.api.create_operation("0.5", "BTC", "csrf-refund")
+    hostile.sandbox.receive(operation.id, "0.7")
+    return operation.id
+
+
+def _refund(hostile, role: str = "owner", data: dict | None = None, client=None) -> str:
+    """A refund of an overpaid operation's surplus, asked for by `role` (on `client`, when
+    given): its page's path."""
+    client = client or hostile.fresh_client(role)
+    asked = client.post(
+        f"/refunds/new/{_overpaid(hostile)}",
+        data={"basis": "surplus", **(data or {}), "csrf_token": csrf_token(client, "/account")},
+    )
+    assert asked.status_code == 302, asked.status_code
+    return asked.location
+
+
+def _claim(hostile) -> Case:
+    """The customer's claim of a new refund's link, read from the page that showed it once."""
+    import re
+
+    client = hostile.fresh_client("owner")
+    page = client.get(_refund(hostile, client=client)).get_data(as_text=True)
+    path = re.search(r"/refund/[\w-]+", page).group(0)
+    data = {"address": BTC_ADDRESS, "address_again": BTC_ADDRESS}
+    case = Case(hostile.app.test_client(), path, data, anonymous=True)
+    case.accepted = (303,)
+    return case
+
+
+def _approve_refund(hostile) -> Case:
+    """An owner with two-factor on approves an operator's refund to an address they typed."""
+    refund = _refund(hostile, "operator", {"address": BTC_ADDRESS})
+    client, _address, _user_id, totp = _throwaway(hostile, "owner", two_factor=True)
+    return Case(client, f"{refund}/approve", {"code": totp.now()})
+
+
 # endpoint -> a valid request by a visitor allowed to make it
 VALID: dict[str, Callable[..., Case]] = {
     "auth.login": lambda w: _as(
@@ -396,6 +435,16 @@ VALID: dict[str, Callable[..., Case]] = {
     "cross_exchanges.new": lambda w: _form(w, "operator", "/cross-exchanges/new", CROSS_EXCHANGE),
     "cross_exchanges.cancel": _cancel_cross_exchange,
     "balances.opening": lambda w: _as(w, "owner", "/balances/BTC/opening", {"amount": "1"}),
+    "refunds.new": lambda w: _as(
+        w, "operator", f"/refunds/new/{_overpaid(w)}", {"basis": "surplus"}
+    ),
+    "refunds.cancel": lambda w: _as(w, "operator", f"{_refund(w)}/cancel"),
+    "refunds.new_link": lambda w: _as(w, "operator", f"{_refund(w)}/link"),
+    "refunds.approve": _approve_refund,
+    "refund_claims.claim": _claim,
+    "settings.refund_link": lambda w: _as(
+        w, "other", "/settings/checkout/refund-link", {"refund_link_days": "14"}
+    ),
 }
 
 

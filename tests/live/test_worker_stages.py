@@ -1,6 +1,6 @@
 """The worker's threads are shared between its stages: a tick starts the mirror's syncs, the
-webhook deliveries and the mail as three tasks, and the syncs never take the threads the
-other two need."""
+webhook deliveries (and refunds) and the mail as tasks of their own, and the syncs never take
+the threads the others need."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ def test_a_tick_starts_each_stage_as_a_task_of_its_own(app):
     assert sorted(task.name for task in huey.pending()) == [
         "deliver_webhooks",
         "send_mail",
+        "send_refunds",
         "sync_mirror",
     ]
     huey.flush()

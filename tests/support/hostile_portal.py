@@ -122,6 +122,10 @@ def _hostile_portal_records(hostile: HostilePortal) -> None:
     assert post(owner, f"/withdrawals/{keys[0]}/confirm").status_code == 302
     cross = submit(owner, "/cross-exchanges/new", CROSS_EXCHANGE)
     assert cross.status_code == 302, cross.get_data(as_text=True)[:1000]
+    refunded = hostile.api.create_operation("0.5", "BTC", XSS[0] + "-refund")
+    hostile.sandbox.receive(refunded.id, "0.7")
+    refund = post(owner, f"/refunds/new/{refunded.id}", {"basis": "surplus"})
+    assert refund.status_code == 302, refund.get_data(as_text=True)[:1000]
 
     # Webhooks to a port nobody listens on: each attempt fails at once, and is in the log.
     webhooks = {
@@ -142,6 +146,7 @@ def _hostile_portal_records(hostile: HostilePortal) -> None:
             confirmed_key=keys[0],
             user_id=accounts.find_user(email("accountant")).id,
             cross_exchange_id=cross.location.rsplit("/", 1)[1],
+            refund_id=int(refund.location.rsplit("/", 1)[1]),
             filename="portal.css",
             currency="BTC",
         )

@@ -36,6 +36,13 @@ OTHER_HEADLINES = {
     EventType.OPERATION_CREATED: "Operation created",
     EventType.OPERATION_CONFIRMED: "Operation confirmed",
     EventType.OPERATION_STATUS_CHANGED: "Operation status changed",
+    EventType.REFUND_REQUESTED: "Refund requested",
+    EventType.REFUND_CLAIMED: "Refund claimed by the customer",
+    EventType.REFUND_SENT: "Refund sent",
+    EventType.REFUND_REFUSED: "Refund refused by the payment service",
+    EventType.REFUND_UNKNOWN: "Refund outcome unknown",
+    EventType.REFUND_CANCELED: "Refund canceled",
+    EventType.REFUND_EXPIRED: "Refund link expired",
 }
 
 

@@ -40,6 +40,13 @@ class EventType(enum.StrEnum):
     TRANSACTION_LINKED = "transaction.linked"
     TRANSACTION_CONFIRMED = "transaction.confirmed"
     TRANSACTION_REJECTED = "transaction.rejected"
+    REFUND_REQUESTED = "refund.requested"  # a claim link made, or an address typed
+    REFUND_CLAIMED = "refund.claimed"  # the customer gave the address
+    REFUND_SENT = "refund.sent"
+    REFUND_REFUSED = "refund.refused"  # the payment service refused the withdrawal
+    REFUND_UNKNOWN = "refund.outcome_unknown"  # sent, no answer: never sent again
+    REFUND_CANCELED = "refund.canceled"
+    REFUND_EXPIRED = "refund.expired"  # the link was not claimed in time
 
 
 def public_event_id() -> str:

@@ -1,9 +1,9 @@
 """The worker's tasks. Each minute the scheduler plans that minute's ticks, one every
 `PORTAL_SYNC_SECONDS`; a tick starts three stages, each its own task on its own thread: the
-mirror's syncs, webhook deliveries and e-mail. A slow or failing stage (a shop that does not
-answer, an API that drips) never delays the others; inside each stage the rules keep one
-merchant's trouble from the others (each endpoint's deliveries go on a turn of their own, on
-threads of their own).
+mirror's syncs, webhook deliveries (with refunds, the other requests sent out) and e-mail. A
+slow or failing stage (a shop that does not answer, an API that drips) never delays the
+others; inside each stage the rules keep one merchant's trouble from the others (each
+endpoint's deliveries go on a turn of their own, on threads of their own).
 
 Every worker plans its own ticks: the rules claim each piece of work in the database (a lease
 per merchant, per delivery, per message), so a second worker's tick finds it taken or already
@@ -21,6 +21,7 @@ from huey import crontab
 
 from portal.live.rules import mail, mirror, webhooks
 from portal.live.worker.queue import DELIVERIES, MAIL, SYNCS, huey, in_app_context
+from portal.money.rules import refunds
 from portal.reports.rules import statement_mail
 
 
@@ -47,6 +48,7 @@ def tick() -> None:
     """Start each stage as a task of its own."""
     sync_mirror()
     deliver_webhooks()
+    send_refunds()
     send_mail()
 
 
@@ -65,6 +67,16 @@ def deliver_webhooks() -> None:
     """Start sending the webhooks that are due, on the delivery threads (the task returns at
     once); also asked for by a test event or a resend."""
     webhooks.deliver_due(wait=False)
+
+
+@huey.task()
+@DELIVERIES
+@in_app_context
+def send_refunds() -> None:
+    """Send each refund that is ready, once, and expire the claim links not used in time: off
+    any request thread, so a slow payment service never holds a page."""
+    refunds.expire_due()
+    refunds.send_due()
 
 
 @huey.task()

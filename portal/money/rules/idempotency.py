@@ -6,7 +6,8 @@ to `sending`, in one statement that only one request can win. The request is nev
 answer that never came leaves the intent `unknown`, to be checked before trying again; a request
 that surely never left goes back to `pending`, so the same form may be sent again.
 
-Withdrawals keep their own table (`WithdrawalIntent`, reviewed on a page of their own); the forms
+Withdrawals keep their own table (`WithdrawalIntent`, reviewed on a page of their own), and so
+do refunds (`Refund`, sent by the worker once the customer gave the address); the forms
 of exchanges, vouchers, cross exchanges and new operations carry their key in the form itself
 (`IdempotencyKey`). Both claim and settle through this module. Nothing here knows about pages.
 """
@@ -25,7 +26,13 @@ from portal.api import ApiRefusal, ApiUnavailable
 from portal.database import utcnow
 from portal.extensions import db, rows_changed
 from portal.identity.models import Merchant, User
-from portal.money.models import IdempotencyKey, IntentKind, IntentState, WithdrawalIntent
+from portal.money.models import (
+    IdempotencyKey,
+    IntentKind,
+    IntentState,
+    Refund,
+    WithdrawalIntent,
+)
 
 KEY_BYTES = 24
 PORTAL_FAILURE = "The portal failed while it kept the answer: check before sending again."
@@ -45,7 +52,7 @@ def new_key() -> str:
 
 
 def take_pending(
-    model: type[IdempotencyKey] | type[WithdrawalIntent],
+    model: type[IdempotencyKey] | type[WithdrawalIntent] | type[Refund],
     *criteria: sa.ColumnElement[bool],
     **values: object,
 ) -> bool:

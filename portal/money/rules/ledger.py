@@ -33,7 +33,7 @@ from portal.api import Operation, Voucher
 from portal.database import decimal_sum
 from portal.extensions import db
 from portal.identity.models import Merchant
-from portal.money.models import CrossExchangeReference, ExchangeRecord, LedgerEntry
+from portal.money.models import CrossExchangeReference, ExchangeRecord, LedgerEntry, Refund
 from portal.money.rules.rate_history import RateBook
 from portal.payments.rules.operation_money import WITHDRAWAL_CATEGORIES, OperationMoney
 
@@ -50,6 +50,7 @@ class Kind(enum.StrEnum):
     FEE = "fee"  # the operation's fee, once, at its first confirmation
     WITHDRAWAL = "withdrawal"  # the amount a withdrawal sent
     NETWORK_FEE = "network_fee"  # the network fee a withdrawal paid besides its amount
+    REFUND = "refund"  # a withdrawal that sent an operation's money back to its customer
     VOUCHER = "voucher"  # a voucher's amount, taken when it is issued
     VOUCHER_RETURNED = "voucher_returned"  # given back when the voucher is cancelled or expires
     VOUCHER_PAYOFF = "voucher_payoff"  # given by a voucher paid off through the portal
@@ -65,6 +66,7 @@ KIND_WORDS = {
     Kind.FEE: "Fee",
     Kind.WITHDRAWAL: "Withdrawal",
     Kind.NETWORK_FEE: "Network fee",
+    Kind.REFUND: "Refund",
     Kind.VOUCHER: "Voucher issued",
     Kind.VOUCHER_RETURNED: "Voucher returned",
     Kind.VOUCHER_PAYOFF: "Voucher paid off",
@@ -170,9 +172,11 @@ def book_operations(
             entries.append(entry(Kind.PAYMENT, subject, amount=change, **of_operation))
         if money.fee:
             entries.append(entry(Kind.FEE, operation.id, amount=-money.fee, **of_operation))
-    for operation, _ in moneys:
-        if operation.category in WITHDRAWAL_CATEGORIES:
-            entries += _withdrawal(entry, operation, seen_at)
+    withdrawals = [o for o, _ in moneys if o.category in WITHDRAWAL_CATEGORIES]
+    refunds = _refund_withdrawals(merchant_id, [o.id for o in withdrawals])
+    for operation in withdrawals:
+        kind = Kind.REFUND if operation.id in refunds else Kind.WITHDRAWAL
+        entries += _withdrawal(entry, operation, seen_at, kind)
     return _book(merchant_id, generation, reporting, entries)
 
 
@@ -321,11 +325,43 @@ def _generation(merchant: Merchant) -> int:
     return merchant.api_connection.generation
 
 
+def book_refund(merchant: Merchant, refund: Refund, withdrawal: Operation, at: datetime) -> None:
+    """Book the withdrawal that sent a refund, at `at` (when the API answered), under the keys
+    the mirror books it by when it sees the withdrawal later: booked once. Added to the
+    caller's transaction, with the refund's outcome."""
+    generation = _generation(merchant)
+    entry = partial(_entry, merchant.id, generation)
+    entries = _withdrawal(entry, withdrawal, at, Kind.REFUND)
+    for booked in entries:
+        booked.operation_id = refund.operation_id  # the refund moves the sale's money
+    _book(merchant.id, generation, merchant.reporting_currency, entries)
+
+
+def _refund_withdrawals(merchant_id: int, operation_ids: list[str]) -> set[str]:
+    """Which of these withdrawals sent a refund."""
+    found: set[str] = set()
+    for start in range(0, len(operation_ids), LOOKUP_CHUNK):
+        found.update(
+            withdrawal_id
+            for withdrawal_id in db.session.scalars(
+                sa.select(Refund.withdrawal_id).where(
+                    Refund.merchant_id == merchant_id,
+                    Refund.withdrawal_id.in_(operation_ids[start : start + LOOKUP_CHUNK]),
+                )
+            )
+            if withdrawal_id is not None
+        )
+    return found
+
+
 def _withdrawal(
-    entry: Callable[..., LedgerEntry], operation: Operation, seen_at: datetime | None
+    entry: Callable[..., LedgerEntry],
+    operation: Operation,
+    seen_at: datetime | None,
+    kind: Kind = Kind.WITHDRAWAL,
 ) -> list[LedgerEntry]:
-    """A withdrawal's amount out of its wallet, and its network fee if it paid one (an internal
-    transfer does not)."""
+    """A withdrawal's amount out of its wallet (`kind`: a refund's is a refund), and its network
+    fee if it paid one (an internal transfer does not)."""
     common = {
         "subject": operation.id,
         "currency": operation.currency,
@@ -333,7 +369,7 @@ def _withdrawal(
         "api_at": operation.created_at,
         "operation_id": operation.id,
     }
-    entries = [entry(Kind.WITHDRAWAL, amount=-operation.amount, **common)]
+    entries = [entry(kind, amount=-operation.amount, **common)]
     if operation.fee:
         entries.append(entry(Kind.NETWORK_FEE, amount=-operation.fee, **common))
     return entries

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from portal.live.rules.event_words import headline
 from portal.live.rules.events import EventType
 from portal.payments.rules.state_words import (
     TRANSACTION_EVENT_WORDS,
@@ -59,6 +60,8 @@ def sentence(entry: Entry) -> str:
         if entry.type == EventType.OPERATION_CONFIRMED and state != announced:
             state += ", confirmed"
         return f"{state}{_payment(entry, amount, due)}."
+    if entry.type.startswith("refund."):  # a refund's headline, with its amount
+        return f"{headline(entry.type)}: {amount}." if amount else f"{headline(entry.type)}."
     match entry.type:
         case EventType.OPERATION_CREATED:
             return f"Operation created for {amount}." if amount else "Operation created."

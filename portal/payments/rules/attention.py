@@ -35,6 +35,7 @@ from portal.extensions import db
 from portal.identity.models import Merchant
 from portal.live.models import MirrorState
 from portal.live.rules.events import current_generation
+from portal.money.models import IntentState, Refund, RefundStage
 from portal.payments.models import Decision, DecisionKind, MirroredOperation, MirroredTransaction
 from portal.payments.rules.operation_money import ENDED_STATUSES, State, amount_due
 
@@ -208,6 +209,7 @@ def _selections(scope: _Scope) -> dict[Reason, sa.Select]:
             MirroredOperation.status.not_in(ENDED_STATUSES),
             MirroredOperation.updated_at >= scope.since,
             ~scope.settled(),
+            ~_refunding(),
         ).order_by(*newest_operations),
         Reason.FAILED: operations.where(
             MirroredOperation.status == "failed",
@@ -298,4 +300,15 @@ def is_mirrored(merchant_id: int, operation_id: str) -> bool:
             )
         )
         is not None
+    )
+
+
+def _refunding() -> sa.ColumnElement[bool]:
+    """The operation has a refund on its way or sent: someone decided, it leaves the list (and
+    comes back if the refund is canceled, expires or is refused)."""
+    return sa.exists().where(
+        Refund.merchant_id == MirroredOperation.merchant_id,
+        Refund.operation_id == MirroredOperation.operation_id,
+        Refund.stage.not_in([RefundStage.CANCELED, RefundStage.EXPIRED]),
+        sa.or_(Refund.state.is_(None), Refund.state != IntentState.REFUSED),
     )

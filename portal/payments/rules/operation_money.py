@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 import sqlalchemy as sa
@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from portal.api import Operation
 from portal.extensions import db
 from portal.identity.models import Merchant
+from portal.money.models import IntentState, Refund
 from portal.money.rules.currencies import SMALLEST_AMOUNT
 from portal.payments.models import MirroredOperation
 
@@ -45,11 +46,24 @@ class State(enum.StrEnum):
     CANCELED = "canceled"
     FAILED = "failed"
     SENT = "sent"
+    REFUNDED = "refunded"  # all the money counted went back to the customer
+    PARTLY_REFUNDED = "partly_refunded"  # some of it did (a surplus, say)
 
     @property
     def needs_attention(self) -> bool:
         """Money that arrived wrong: someone must settle it (refund, top-up, accept)."""
         return self in (State.PAID_LATE, State.UNDERPAID, State.OVERPAID)
+
+    @property
+    def refundable(self) -> bool:
+        """Money arrived and nothing else is pending on it: it may go back (`refunds`)."""
+        return self in (
+            State.PAID_LATE,
+            State.UNDERPAID,
+            State.OVERPAID,
+            State.PAID,
+            State.PARTLY_REFUNDED,
+        )
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,7 @@ class OperationMoney:
     difference: Decimal | None  # received - due; zero within the merchant's tolerance
     state: State | None  # None: a status this portal does not know (shown as the API wrote it)
     status: str
+    refunded: Decimal = ZERO  # sent back to the customer by refunds through the portal
 
     @property
     def net(self) -> Decimal:
@@ -191,7 +206,37 @@ def moneys_of(merchant: Merchant, operations: Iterable[Operation]) -> dict[str, 
         )
     )
     tolerance = merchant.payment_tolerance_percent
-    return {o.id: operation_money(o, tolerance, ended_before=o.id in ended) for o in operations}
+    refunded = _refunded(merchant, [o.id for o in operations])
+    return {
+        o.id: _with_refunds(
+            operation_money(o, tolerance, ended_before=o.id in ended), refunded.get(o.id)
+        )
+        for o in operations
+    }
+
+
+def _refunded(merchant: Merchant, operation_ids: list[str]) -> dict[str, Decimal]:
+    """What sent refunds gave back of each of these operations, by id (one query)."""
+    rows = db.session.execute(
+        sa.select(Refund.operation_id, Refund.amount).where(
+            Refund.merchant_id == merchant.id,
+            Refund.operation_id.in_(operation_ids),
+            Refund.state == IntentState.SENT,
+        )
+    )
+    totals: dict[str, Decimal] = {}
+    for operation_id, amount in rows:
+        totals[operation_id] = totals.get(operation_id, ZERO) + amount
+    return totals
+
+
+def _with_refunds(money: OperationMoney, refunded: Decimal | None) -> OperationMoney:
+    """The money with what refunds sent back: *refunded* when all that was counted went back,
+    else *partly refunded*."""
+    if not refunded:
+        return money
+    state = State.REFUNDED if refunded >= money.received else State.PARTLY_REFUNDED
+    return replace(money, refunded=refunded, state=state)
 
 
 def money_of(merchant: Merchant, operation: Operation) -> OperationMoney:

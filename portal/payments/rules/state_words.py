@@ -24,6 +24,8 @@ STATE_WORDS = {
     State.CANCELED: "Canceled",
     State.FAILED: "Failed",
     State.SENT: "Sent",
+    State.REFUNDED: "Refunded",
+    State.PARTLY_REFUNDED: "Partly refunded",
 }
 # The API's own statuses, for a record that has no money state (and a status this portal does
 # not know yet, shown as the API wrote it).

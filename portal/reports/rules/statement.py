@@ -66,9 +66,8 @@ LINE_WORDS = {
     Line.REFUNDS: "Refunds",
     Line.ADJUSTMENTS: "Adjustments",
 }
-# The ledger's kinds each line sums; refunds have none yet (the API tells none), so their line
-# is always zero and the layout stays the same when they come. Net is a subtotal, not a line
-# the balance adds.
+# The ledger's kinds each line sums (a refund's network fee is among the withdrawals' fees). Net
+# is a subtotal, not a line the balance adds.
 LINE_KINDS: dict[Line, tuple[Kind, ...]] = {
     Line.RECEIVED: (Kind.PAYMENT,),
     Line.FEES: (Kind.FEE,),
@@ -79,7 +78,7 @@ LINE_KINDS: dict[Line, tuple[Kind, ...]] = {
     Line.VOUCHERS_ISSUED: (Kind.VOUCHER,),
     Line.VOUCHERS_RETURNED: (Kind.VOUCHER_RETURNED,),
     Line.VOUCHERS_PAID_OFF: (Kind.VOUCHER_PAYOFF,),
-    Line.REFUNDS: (),
+    Line.REFUNDS: (Kind.REFUND,),
     Line.ADJUSTMENTS: (Kind.ADJUSTMENT,),
 }
 NET_OF = (Line.RECEIVED, Line.FEES)

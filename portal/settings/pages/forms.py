@@ -8,6 +8,7 @@ from decimal import Decimal
 from flask_wtf import FlaskForm
 from wtforms import (
     BooleanField,
+    IntegerField,
     PasswordField,
     SelectChoice,
     SelectField,
@@ -15,10 +16,18 @@ from wtforms import (
     SubmitField,
     URLField,
 )
-from wtforms.validators import DataRequired, Length, Optional, ValidationError
+from wtforms.validators import (
+    DataRequired,
+    InputRequired,
+    Length,
+    NumberRange,
+    Optional,
+    ValidationError,
+)
 
 from portal.identity.models import Role
 from portal.money.rules.currencies import WITHDRAWAL_WALLETS
+from portal.money.rules.refunds import MAX_LINK_DAYS
 from portal.payments.rules.mirror_money import MAX_TOLERANCE
 from portal.payments.rules.shops import is_support_email
 from portal.settings.models import Environment
@@ -143,6 +152,20 @@ class ToleranceForm(FlaskForm):
     # Beside the checkout settings' own code field on one page: another element id.
     code = CodeField(STEP_UP_LABEL, id="tolerance-code")
     save_tolerance = SubmitField("Save tolerance")
+
+
+class RefundLinkForm(FlaskForm):
+    """How long a refund's claim link waits for the customer's address."""
+
+    refund_link_days = IntegerField(
+        "Refund links expire after (days)",
+        validators=[
+            InputRequired("Enter a number of days."),
+            NumberRange(min=1, max=MAX_LINK_DAYS, message=f"From 1 to {MAX_LINK_DAYS} days."),
+        ],
+    )
+    code = CodeField(STEP_UP_LABEL, id="refund-link-code")
+    save_link_days = SubmitField("Save link period")
 
 
 class ReportingCurrencyForm(FlaskForm):

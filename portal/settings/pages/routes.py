@@ -19,6 +19,7 @@ from portal.database import utcnow
 from portal.identity.models import Role, User
 from portal.identity.rules import accounts, audit, one_time_links, passkeys, two_factor
 from portal.live.rules import outbox
+from portal.money.rules import refunds
 from portal.money.rules.reporting import Revalued, change_reporting_currency, choosable
 from portal.payments.rules.mirror_money import set_tolerance
 from portal.payments.rules.shops import save_settings
@@ -31,6 +32,7 @@ from portal.settings.pages.forms import (
     EditUserForm,
     InviteForm,
     NewUserForm,
+    RefundLinkForm,
     RemoveUserForm,
     ReportingCurrencyForm,
     RequireTwoFactorForm,
@@ -184,6 +186,22 @@ def payment_tolerance() -> Response:
     return redirect(url_for("settings.checkout"))
 
 
+@bp.post("/checkout/refund-link")
+@roles(Role.OWNER)
+def refund_link() -> Response:
+    """How long a refund's claim link waits for the customer's address (owners; a fresh code
+    for an owner with two-factor on, as for the tolerance)."""
+    form = RefundLinkForm()
+    status = form_refused(form, _owner(), purpose="refund_link_days")
+    if status:
+        return _checkout_page(status, refund_link_form=form)
+    days = form.refund_link_days.data
+    assert days is not None  # the form checked it
+    refunds.set_link_days(current_user.merchant, days)
+    flash(f"New refund links expire after {days} days.", "success")
+    return redirect(url_for("settings.checkout"))
+
+
 @bp.post("/reporting-currency")
 @roles(Role.OWNER)
 def reporting_currency() -> Response:
@@ -243,6 +261,7 @@ def _checkout_page(status: int, **forms: object) -> Response:
     merchant = current_user.merchant
     forms.setdefault("form", CheckoutSettingsForm(obj=merchant))
     forms.setdefault("tolerance_form", ToleranceForm(obj=merchant))
+    forms.setdefault("refund_link_form", RefundLinkForm(obj=merchant))
     if "reporting_form" not in forms:
         forms["reporting_form"] = _reporting_form(_rates_now(), formdata=None)
     return page("settings/checkout.html", status, merchant=merchant, **forms)

@@ -17,7 +17,6 @@ from flask_babel import lazy_gettext as _l
 from werkzeug.exceptions import InternalServerError, NotFound
 from werkzeug.wrappers import Response
 
-from portal.extensions import limiter
 from portal.money.rules.currencies import AMOUNT_DECIMALS, FIAT_DECIMALS
 from portal.payments.models import CheckoutLink
 from portal.payments.pages.checkout import bp
@@ -33,12 +32,14 @@ from portal.web.i18n import (
     LANGUAGE_PARAMETER,
 )
 from portal.web.rendering import render_page
-from portal.web.security import ControlCharacterRefused
+from portal.web.security import (
+    ControlCharacterRefused,
+    customer_page_limit,
+    private_page_headers,
+)
 
 POLL_SECONDS = 5
-checkout_limit = limiter.shared_limit(
-    lambda: current_app.config["CHECKOUT_LIMIT_PER_ADDRESS"], scope="checkout"
-)
+checkout_limit = customer_page_limit()
 
 
 class LinkExpired(NotFound):
@@ -230,13 +231,7 @@ def internal_error(_error: InternalServerError) -> Response:
     return _message("error", 500)
 
 
-@bp.after_request
-def private_headers(response: Response) -> Response:
-    """The URL is the customer's key: keep it out of caches, search engines and Referer."""
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["Referrer-Policy"] = "no-referrer"
-    response.headers["X-Robots-Tag"] = "noindex, nofollow"
-    return response
+bp.after_request(private_page_headers)
 
 
 @bp.context_processor

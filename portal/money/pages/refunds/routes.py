@@ -1,0 +1,174 @@
+"""The refund form of an operation, and a refund's page with its actions."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from flask import abort, current_app, flash, redirect, request, url_for
+from flask_login import current_user
+from werkzeug.wrappers import Response
+
+from portal.api import ErrorCode, Operation
+from portal.identity.models import Role
+from portal.money.models import Refund
+from portal.money.pages.refunds import bp
+from portal.money.pages.refunds.forms import (
+    ApproveRefundForm,
+    CancelRefundForm,
+    NewLinkForm,
+    RefundForm,
+)
+from portal.money.rules import refunds, withdrawal_figures
+from portal.money.rules.currencies import address_shape
+from portal.payments.rules.operation_money import OperationMoney, money_of
+from portal.web.access import roles
+from portal.web.api_errors import record_or_404
+from portal.web.merchant import current_api
+from portal.web.rendering import page
+from portal.web.step_up import form_refused
+
+MOVERS = (Role.OWNER, Role.OPERATOR)
+
+
+def _operation(operation_id: str) -> Operation:
+    return record_or_404(
+        partial(current_api().get_operation, operation_id),
+        ErrorCode.OPERATION_NOT_FOUND,
+        "Operation not found",
+    )
+
+
+def claim_url(token: str) -> str:
+    """The claim page of a token, as the customer opens it."""
+    root = current_app.config.get("PUBLIC_URL") or request.url_root
+    return root.rstrip("/") + url_for("refund_claims.claim", token=token)
+
+
+@bp.route("/new/<operation_id>", methods=["GET", "POST"])
+@roles(*MOVERS)
+def new(operation_id: str) -> Response:
+    """The form: how much goes back and to whom, with what the operation can still give back
+    and the estimated network fee (the merchant's)."""
+    operation = _operation(operation_id)
+    merchant = current_user.merchant
+    money = money_of(merchant, operation)
+    left = refunds.refundable(merchant, operation, money)
+    form = RefundForm()
+    status = 200
+    if form.validate_on_submit():
+        try:
+            refund = _request(form, operation, money)
+        except refunds.RefundRefused as refused:
+            form.form_errors.append(str(refused))
+        else:
+            return redirect(url_for("refunds.show", refund_id=refund.id))
+    if form.is_submitted():
+        status = 422
+    return page(
+        "refunds/new.html",
+        status,
+        form=form,
+        operation=operation,
+        money=money,
+        left=left,
+        fee=withdrawal_figures.figures(merchant, money.currency).estimated_fee,
+    )
+
+
+def _request(form: RefundForm, operation: Operation, money: OperationMoney) -> Refund:
+    """The refund the form asks for; its claim link shown once to the person who asked."""
+    address = form.address.data or None
+    shape = address_shape(money.currency)
+    if address and shape and not shape.fits(address):
+        raise refunds.RefundRefused(f"Enter {shape.described}.")
+    refund, token = refunds.request(
+        current_user.merchant,
+        current_user._get_current_object(),
+        operation,
+        money,
+        refunds.Basis(form.basis.data),
+        form.amount.data,
+        address=address,
+        email=form.email.data or None,
+        link=claim_url,
+    )
+    if token:
+        flash(f"Give the customer this claim link (shown once): {claim_url(token)}", "success")
+    return refund
+
+
+def _refund(refund_id: int) -> Refund:
+    refund = refunds.find(current_user.merchant, refund_id)
+    if refund is None:
+        abort(404)
+    return refund
+
+
+def _show(refund: Refund, status: int = 200, **forms: object) -> Response:
+    forms.setdefault("approve_form", ApproveRefundForm(formdata=None))
+    return page(
+        "refunds/show.html",
+        status,
+        refund=refund,
+        state=refunds.state_of(refund),
+        cancelable=refunds.cancelable(refund),
+        cancel_form=CancelRefundForm(formdata=None),
+        link_form=NewLinkForm(formdata=None),
+        **forms,
+    )
+
+
+@bp.route("/<int:refund_id>")
+@roles(*MOVERS)
+def show(refund_id: int) -> Response:
+    """Where the refund stands, with what can still be done to it."""
+    return _show(_refund(refund_id))
+
+
+@bp.post("/<int:refund_id>/cancel")
+@roles(*MOVERS)
+def cancel(refund_id: int) -> Response:
+    """Cancel a refund nothing was sent for; a sent one stays as it is."""
+    refund = _refund(refund_id)
+    if not CancelRefundForm().validate_on_submit():
+        abort(400)
+    if refunds.cancel(refund):
+        flash("The refund was canceled: nothing will be sent.", "success")
+    else:
+        flash("This refund can no longer be canceled. Here is where it stands.", "info")
+    return redirect(url_for(".show", refund_id=refund.id))
+
+
+@bp.post("/<int:refund_id>/link")
+@roles(*MOVERS)
+def new_link(refund_id: int) -> Response:
+    """A fresh claim link (the old one stops working), mailed again when the e-mail is known."""
+    refund = _refund(refund_id)
+    if not NewLinkForm().validate_on_submit():
+        abort(400)
+    token = refunds.new_link(refund, claim_url)
+    if token is None:
+        flash("This refund no longer waits for the customer's address.", "info")
+    else:
+        flash(f"A new claim link (shown once; the old one no longer works): {claim_url(token)}")
+    return redirect(url_for(".show", refund_id=refund.id))
+
+
+@bp.post("/<int:refund_id>/approve")
+@roles(Role.OWNER)
+def approve(refund_id: int) -> Response:
+    """An owner lets an address an operator typed be sent, with a fresh second factor."""
+    refund = _refund(refund_id)
+    form = ApproveRefundForm()
+    user = current_user._get_current_object()
+    if not user.two_factor_enabled:
+        form.form_errors.append("Turn on two-factor sign-in to approve refunds.")
+        return _show(refund, 403, approve_form=form)
+    status = form_refused(form, user, purpose="refund_approval")
+    if status:
+        return _show(refund, status, approve_form=form)
+    if refunds.approve(refund, user):
+        flash("Approved: the refund will be sent in a moment.", "success")
+    else:
+        flash("This refund no longer waits for an approval.", "info")
+    return redirect(url_for(".show", refund_id=refund.id))

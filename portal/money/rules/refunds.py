@@ -1,0 +1,507 @@
+"""Refunds: money of one operation sent back to its customer, once, as a withdrawal.
+
+A refund is requested on an operation that received money (owners and operators), never for
+more than the money counted less what its other refunds take. The customer gives the address on
+a one-time claim link (only the token's hash is kept); an address a member of staff typed is
+sent as it is when an owner typed it, and waits for an owner's approval otherwise
+(`needs_owner_approval`). The worker sends each ready refund through the one-time machinery of
+`portal.money.rules.idempotency`, off any request thread, and books it in the ledger as a refund.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import ROUND_FLOOR, Decimal
+from typing import cast
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from portal.api import ApiFailure, MerchantApiClient, Operation
+from portal.database import decimal_sum, utcnow
+from portal.extensions import db, rows_changed
+from portal.identity.models import Merchant, Role, User
+from portal.identity.rules import audit
+from portal.live.models import MailMessage
+from portal.live.rules import events
+from portal.live.rules.events import EventType
+from portal.money.models import IntentState, Refund, RefundStage
+from portal.money.rules import idempotency, ledger
+from portal.money.rules.currencies import SMALLEST_AMOUNT
+from portal.money.rules.currencies import money as money_text
+from portal.payments.rules.operation_money import OperationMoney
+from portal.settings.rules.connection import api_client_for
+
+TOKEN_BYTES = 32
+# Refunds that no longer take any of the operation's money.
+RELEASED = sa.or_(
+    Refund.stage.in_([RefundStage.CANCELED, RefundStage.EXPIRED]),
+    Refund.state == IntentState.REFUSED,
+)
+MAX_LINK_DAYS = 90
+ATTEMPTS = 5  # a request that lost the race for a number reads the refunds again
+
+
+class RefundRefused(Exception):
+    """A refund that cannot be made, in words for the person who asked."""
+
+
+@dataclass(frozen=True)
+class Refundable:
+    """What an operation can still give back, in its payment currency."""
+
+    currency: str
+    counted: Decimal  # the money the API counts for it
+    taken: Decimal  # by its other refunds, sent or on their way
+    surplus: Decimal  # what arrived above the due
+
+    @property
+    def most(self) -> Decimal:
+        return max(self.counted - self.taken, Decimal(0))
+
+    @property
+    def surplus_left(self) -> Decimal:
+        """The surplus less what refunds already take (a refund gives the surplus back first)."""
+        return max(self.surplus - self.taken, Decimal(0))
+
+
+class Basis(enum.StrEnum):
+    """How the amount of a refund is given."""
+
+    SURPLUS = "surplus"  # what arrived above the due, less what refunds already take
+    AMOUNT = "amount"  # an amount in the currency paid
+    PRICED = "priced"  # an amount in the operation's own currency, at its rate when paid
+
+
+def amount_for(
+    basis: Basis, entered: Decimal | None, operation: Operation, left: Refundable
+) -> Decimal:
+    """The amount in the currency paid that a refund given by `basis` sends."""
+    if basis is Basis.SURPLUS:
+        if not left.surplus_left:
+            raise RefundRefused("This operation has no surplus left to refund.")
+        return left.surplus_left
+    if entered is None:
+        raise RefundRefused("Enter the amount to refund.")
+    if basis is Basis.AMOUNT or operation.currency == operation.currency_paid:
+        return entered
+    if operation.rate <= 0:
+        raise RefundRefused("The operation has no rate: give the amount in the currency paid.")
+    return (entered * operation.rate).quantize(SMALLEST_AMOUNT, ROUND_FLOOR)
+
+
+def taken(merchant: Merchant, operation_id: str) -> Decimal:
+    """What the operation's refunds take of its money: every one but the canceled, expired or
+    refused ones."""
+    total = db.session.scalar(
+        sa.select(decimal_sum(Refund.amount)).where(
+            Refund.merchant_id == merchant.id, Refund.operation_id == operation_id, ~RELEASED
+        )
+    )
+    return Decimal(total or 0)
+
+
+def refundable(merchant: Merchant, operation: Operation, money: OperationMoney) -> Refundable:
+    return Refundable(money.currency, money.received, taken(merchant, operation.id), money.surplus)
+
+
+def needs_owner_approval(user: User, address: str | None) -> bool:
+    """The one rule of approvals for refunds: an address a member of staff typed (not the
+    customer's own) is sent only by an owner's say; an owner typing it says so."""
+    return address is not None and user.role is not Role.OWNER
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def request(
+    merchant: Merchant,
+    user: User,
+    operation: Operation,
+    money: OperationMoney,
+    basis: Basis,
+    entered: Decimal | None,
+    *,
+    address: str | None = None,
+    email: str | None = None,
+    link: Callable[[str], str],
+) -> tuple[Refund, str | None]:
+    """Store a refund (its amount given by `basis`, `entered`) and, without an address, the
+    token of its claim link (the page at `link(token)`, mailed to the customer's `email`).
+
+    Raises RefundRefused for an operation with no money to give back or an amount above what
+    is left. Two requests racing for the same money store one: they race for the same
+    `Refund.number`, and the loser reads the refunds again before it tries once more.
+    """
+    if money.state is None or not money.state.refundable:
+        raise RefundRefused("Only an operation that received money can be refunded.")
+    if not money.received:
+        raise RefundRefused(
+            "The payment service counts none of this money yet, so it is not in your wallet: "
+            "link the late transactions first (the operation stays paid late), then refund."
+        )
+    for _attempt in range(ATTEMPTS):
+        # The number before the amounts: a refund stored after this read takes this number too,
+        # so one of the two inserts fails and its request reads the amounts again.
+        number = _next_number(merchant, operation.id)
+        left = refundable(merchant, operation, money)
+        amount = amount_for(basis, entered, operation, left)
+        if amount <= 0:
+            raise RefundRefused("Enter an amount above zero.")
+        if amount > left.most:
+            raise RefundRefused(
+                f"At most {money_text(left.most, left.currency)} of this operation can be "
+                "refunded: the money counted less what its other refunds take."
+            )
+        refund, token = _new(
+            merchant, user, operation, number, money.currency, amount, address, email
+        )
+        try:
+            db.session.flush()
+        except IntegrityError:
+            db.session.rollback()  # another request took this number: read the refunds again
+            continue
+        _event(refund, EventType.REFUND_REQUESTED)
+        if token:
+            _mail_link(refund, link(token))
+        audit.record(
+            "refund.request",
+            parameters={"operation_id": operation.id, "amount": format(amount, "f")},
+        )
+        db.session.commit()
+        return refund, token
+    raise RefundRefused("Other refunds of this operation are being made: try again.")
+
+
+def _new(
+    merchant: Merchant,
+    user: User,
+    operation: Operation,
+    number: int,
+    currency: str,
+    amount: Decimal,
+    address: str | None,
+    email: str | None,
+) -> tuple[Refund, str | None]:
+    token = None if address else secrets.token_urlsafe(TOKEN_BYTES)
+    now = utcnow()
+    stage = RefundStage.REQUESTED
+    if address:
+        stage = (
+            RefundStage.AWAITING_APPROVAL
+            if needs_owner_approval(user, address)
+            else RefundStage.READY
+        )
+    refund = Refund(
+        merchant_id=merchant.id,
+        operation_id=operation.id,
+        number=number,
+        user_id=user.id,
+        currency=currency,
+        amount=amount,
+        token_hash=hash_token(token) if token else None,
+        customer_email=email or None,
+        address=address,
+        typed_by_staff=address is not None,
+        stage=stage,
+        state=IntentState.PENDING if stage is RefundStage.READY else None,
+        created_at=now,
+        expires_at=now + timedelta(days=merchant.refund_link_days),
+    )
+    db.session.add(refund)
+    return refund, token
+
+
+def set_link_days(merchant: Merchant, days: int) -> None:
+    """How long the merchant's new claim links wait for an address (links made keep theirs)."""
+    merchant.refund_link_days = days
+    audit.record("refund.link_days.change", parameters={"days": days})
+
+
+def _next_number(merchant: Merchant, operation_id: str) -> int:
+    last = db.session.scalar(
+        sa.select(sa.func.max(Refund.number)).where(
+            Refund.merchant_id == merchant.id, Refund.operation_id == operation_id
+        )
+    )
+    return (last or 0) + 1
+
+
+def find(merchant: Merchant, refund_id: int) -> Refund | None:
+    return db.session.scalar(
+        sa.select(Refund).where(Refund.id == refund_id, Refund.merchant_id == merchant.id)
+    )
+
+
+def of_operation(merchant: Merchant, operation_id: str) -> list[Refund]:
+    return list(
+        db.session.scalars(
+            sa.select(Refund)
+            .where(Refund.merchant_id == merchant.id, Refund.operation_id == operation_id)
+            .order_by(Refund.number)
+        )
+    )
+
+
+def by_token(token: str) -> Refund | None:
+    """The refund of a claim link; an expired one is marked so first."""
+    refund = db.session.scalar(sa.select(Refund).where(Refund.token_hash == hash_token(token)))
+    if refund is not None and _expire(refund):
+        db.session.refresh(refund)
+    return refund
+
+
+def _expire(refund: Refund) -> bool:
+    changed = rows_changed(
+        sa.update(Refund)
+        .where(
+            Refund.id == refund.id,
+            Refund.stage == RefundStage.REQUESTED,
+            Refund.expires_at <= utcnow(),
+        )
+        .values(stage=RefundStage.EXPIRED, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    if changed:
+        db.session.refresh(refund)
+        _event(refund, EventType.REFUND_EXPIRED)
+    db.session.commit()
+    return bool(changed)
+
+
+def claim(refund: Refund, address: str) -> bool:
+    """Give the refund the customer's address, once: True only for the one claim that did; a
+    second claim, a double click or a late one changes nothing."""
+    won = rows_changed(
+        sa.update(Refund)
+        .where(
+            Refund.id == refund.id,
+            Refund.stage == RefundStage.REQUESTED,
+            Refund.expires_at > utcnow(),
+        )
+        .values(
+            stage=RefundStage.READY,
+            state=IntentState.PENDING,
+            address=address,
+            claimed_at=utcnow(),
+            updated_at=utcnow(),
+        )
+        .execution_options(synchronize_session=False)
+    )
+    db.session.refresh(refund)
+    if won:
+        _event(refund, EventType.REFUND_CLAIMED)
+    db.session.commit()
+    return bool(won)
+
+
+def approve(refund: Refund, owner: User) -> bool:
+    """An owner lets an address typed by an operator be sent; True when this approval did."""
+    assert owner.role is Role.OWNER  # the page allows owners only
+    won = _move(
+        refund,
+        Refund.stage == RefundStage.AWAITING_APPROVAL,
+        stage=RefundStage.READY,
+        state=IntentState.PENDING,
+        approved_by_id=owner.id,
+    )
+    if won:
+        audit.record("refund.approve", parameters={"refund": refund.id})
+    db.session.commit()
+    return won
+
+
+UNSENT_STAGES = (RefundStage.REQUESTED, RefundStage.AWAITING_APPROVAL)
+
+
+def cancelable(refund: Refund) -> bool:
+    """Nothing was sent for it, nor is being sent."""
+    return refund.stage in UNSENT_STAGES or (
+        refund.stage is RefundStage.READY and refund.state is IntentState.PENDING
+    )
+
+
+def cancel(refund: Refund) -> bool:
+    """Cancel a refund that nothing was sent for yet (`cancelable`, checked in the same
+    statement that cancels, so a worker sending it wins or loses as a whole); True when this
+    request did."""
+    unsent = sa.or_(
+        Refund.stage.in_(UNSENT_STAGES),
+        sa.and_(Refund.stage == RefundStage.READY, Refund.state == IntentState.PENDING),
+    )
+    won = _move(refund, unsent, stage=RefundStage.CANCELED, state=None)
+    db.session.refresh(refund)
+    if won:
+        _event(refund, EventType.REFUND_CANCELED)
+        audit.record("refund.cancel", parameters={"refund": refund.id})
+    db.session.commit()
+    return won
+
+
+def new_link(refund: Refund, link: Callable[[str], str]) -> str | None:
+    """A fresh claim link for an unclaimed refund (the old one stops working), valid for the
+    merchant's period again and mailed to the customer when their e-mail is known; None when
+    the refund is past its claim."""
+    token = secrets.token_urlsafe(TOKEN_BYTES)
+    days = refund.expires_at - refund.created_at
+    won = _move(
+        refund,
+        Refund.stage == RefundStage.REQUESTED,
+        token_hash=hash_token(token),
+        expires_at=utcnow() + days,
+    )
+    db.session.refresh(refund)
+    if won:
+        _mail_link(refund, link(token))
+    db.session.commit()
+    return token if won else None
+
+
+def _mail_link(refund: Refund, url: str) -> None:
+    """The claim link to the customer, when the merchant gave their e-mail."""
+    if refund.customer_email:
+        amount = money_text(refund.amount, refund.currency)
+        _mail(
+            refund,
+            f"Your refund of {amount}",
+            f"{_shop(refund)} is refunding {amount} to you.\n\n"
+            f"Open this link and enter the address to send it to:\n{url}\n\n"
+            f"The link works once, until {refund.expires_at:%Y-%m-%d %H:%M} UTC.\n",
+        )
+
+
+def _mail_sent(refund: Refund) -> None:
+    if refund.customer_email and refund.sent_at:
+        amount = money_text(refund.amount, refund.currency)
+        _mail(
+            refund,
+            f"Your refund of {amount} was sent",
+            f"{_shop(refund)} sent your refund of {amount} on "
+            f"{refund.sent_at:%Y-%m-%d %H:%M} UTC to the address {refund.address}.\n",
+        )
+
+
+def _shop(refund: Refund) -> str:
+    merchant = db.session.get(Merchant, refund.merchant_id)
+    assert merchant is not None  # refunds go with their merchant
+    return merchant.display_name or merchant.name
+
+
+def _mail(refund: Refund, subject: str, body: str) -> None:
+    assert refund.customer_email is not None
+    db.session.add(MailMessage(to_address=refund.customer_email, subject=subject, body=body))
+
+
+def _move(refund: Refund, condition: sa.ColumnElement[bool], **values: object) -> bool:
+    return bool(
+        rows_changed(
+            sa.update(Refund)
+            .where(Refund.id == refund.id, condition)
+            .values(updated_at=utcnow(), **values)
+            .execution_options(synchronize_session=False)
+        )
+    )
+
+
+def send_due() -> int:
+    """The worker's pass: send each ready refund once; how many this pass sent."""
+    ready = list(
+        db.session.scalars(
+            sa.select(Refund.id).where(
+                Refund.stage == RefundStage.READY, Refund.state == IntentState.PENDING
+            )
+        )
+    )
+    sent = 0
+    for refund_id in ready:
+        won = idempotency.take_pending(Refund, Refund.id == refund_id)
+        db.session.commit()
+        refund = db.session.get(Refund, refund_id)
+        if not won or refund is None:
+            continue  # another worker (or a cancel) took it
+        merchant = db.session.get(Merchant, refund.merchant_id)
+        assert merchant is not None  # refunds go with their merchant
+        sent += _send(refund, merchant, api_client_for(merchant))
+    return sent
+
+
+def _send(refund: Refund, merchant: Merchant, api: MerchantApiClient) -> int:
+    """Send one claimed refund and book it; a lost answer leaves it `unknown`, never resent."""
+    assert refund.address is not None  # ready refunds have one
+    try:
+        # A ready refund always has a state (its `pending` was just taken).
+        with idempotency.settling(cast(idempotency.Settled, refund)):
+            withdrawal = api.withdraw(refund.amount, refund.currency, refund.address)
+            refund.withdrawal_id, refund.fee = withdrawal.id, withdrawal.fee
+            refund.sent_at = utcnow()
+            ledger.book_refund(merchant, refund, withdrawal, refund.sent_at)
+            _event(refund, EventType.REFUND_SENT)
+            _mail_sent(refund)
+    except ApiFailure:
+        failed = _FAILED.get(refund.state) if refund.state else None
+        if failed:
+            _event(refund, failed)
+            db.session.commit()
+        return 0
+    return 1
+
+
+_FAILED = {
+    IntentState.REFUSED: EventType.REFUND_REFUSED,
+    IntentState.UNKNOWN: EventType.REFUND_UNKNOWN,
+}
+
+
+def _event(refund: Refund, type_: EventType) -> None:
+    """A refund's event, on its operation's timeline and to the shop's webhooks."""
+    events.record(
+        refund.merchant_id,
+        type_,
+        dedup_key=f"refund:{refund.id}:{type_.value}",
+        data=refund_record(refund),
+        occurred_at=utcnow(),
+        operation_id=refund.operation_id,
+    )
+
+
+def refund_record(refund: Refund) -> dict[str, object]:
+    """A refund as events and webhooks carry it: decimal strings, no token, no e-mail."""
+    return {
+        "id": refund.id,
+        "operation_id": refund.operation_id,
+        "amount": format(refund.amount, "f"),
+        "currency": refund.currency,
+        "address": refund.address,
+        "state": state_of(refund),
+        "withdrawal_id": refund.withdrawal_id,
+        "sent_at": refund.sent_at.isoformat() if refund.sent_at else None,
+    }
+
+
+def state_of(refund: Refund) -> str:
+    """Where the refund stands, in one word a page, an event and the customer share."""
+    if refund.stage is not RefundStage.READY or refund.state is None:
+        return refund.stage.value
+    return {
+        IntentState.PENDING: "claimed",
+        IntentState.SENDING: "claimed",
+        IntentState.SENT: "sent",
+        IntentState.REFUSED: "refused",
+        IntentState.UNKNOWN: "outcome_unknown",
+    }[refund.state]
+
+
+def expire_due(now: datetime | None = None) -> None:
+    """Mark every unclaimed refund past its link's period expired (the worker's pass)."""
+    for refund in db.session.scalars(
+        sa.select(Refund).where(
+            Refund.stage == RefundStage.REQUESTED, Refund.expires_at <= (now or utcnow())
+        )
+    ):
+        _expire(refund)
