@@ -21,6 +21,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def iso_utc(moment: datetime) -> str:
+    """`moment` as webhooks and events carry it: UTC, to the second, with its `Z`."""
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 class UtcDateTime(sa.TypeDecorator):
     """A timestamp stored in UTC that always comes back timezone-aware (SQLite drops the zone)."""
 

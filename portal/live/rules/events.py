@@ -49,6 +49,19 @@ class EventType(enum.StrEnum):
     REFUND_EXPIRED = "refund.expired"  # the link was not claimed in time
 
 
+# Where a refund stands, as `refund.*` events carry it (`money.rules.refunds.state_of`).
+REFUND_STATES = (
+    "requested",
+    "awaiting_approval",
+    "claimed",
+    "sent",
+    "refused",
+    "outcome_unknown",
+    "canceled",
+    "expired",
+)
+
+
 def public_event_id() -> str:
     """The id a shop sees: random, so it tells nothing about other merchants' volume."""
     return "evt_" + secrets.token_hex(12)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from portal.api.records import MaxLength, Operation, Transaction
-from portal.live.rules.events import PORTAL, PORTAL_FIELDS, EventType
+from portal.live.rules.events import PORTAL, PORTAL_FIELDS, REFUND_STATES, EventType
 from portal.payments.rules.operation_money import State
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -35,6 +35,32 @@ MONEY = {
         **{name: {"anyOf": [DECIMAL, NULL]} for name in PORTAL_FIELDS if name != "state"},
     },
     "required": list(PORTAL_FIELDS),
+    "additionalProperties": False,
+}
+# A refund as `refund.*` events carry it (`money.rules.refunds.refund_record`): no token, no
+# e-mail; the API gives no hash for a withdrawal.
+REFUND_DATA = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "operation_id": {"type": "string"},
+        "amount": DECIMAL,
+        "currency": {"type": "string"},
+        "address": {"anyOf": [{"type": "string"}, NULL]},
+        "state": {"enum": list(REFUND_STATES)},
+        "withdrawal_id": {"anyOf": [{"type": "string"}, NULL]},
+        "sent_at": {"anyOf": [MOMENT, NULL]},
+    },
+    "required": [
+        "id",
+        "operation_id",
+        "amount",
+        "currency",
+        "address",
+        "state",
+        "withdrawal_id",
+        "sent_at",
+    ],
     "additionalProperties": False,
 }
 TEST_DATA = {
@@ -108,6 +134,13 @@ SENT_WHEN = {
     EventType.TRANSACTION_LINKED: "A transaction was linked to an operation.",
     EventType.TRANSACTION_CONFIRMED: "A transaction was confirmed.",
     EventType.TRANSACTION_REJECTED: "A transaction was rejected.",
+    EventType.REFUND_REQUESTED: "A refund was asked for: its claim link made, or an address typed.",
+    EventType.REFUND_CLAIMED: "The customer gave the address on the claim link.",
+    EventType.REFUND_SENT: "The refund's withdrawal was sent.",
+    EventType.REFUND_REFUSED: "The payment service refused the refund's withdrawal.",
+    EventType.REFUND_UNKNOWN: "The refund's withdrawal got no answer; it is never sent again.",
+    EventType.REFUND_CANCELED: "The merchant canceled the refund.",
+    EventType.REFUND_EXPIRED: "The claim link was not used in time.",
     TEST_TYPE: "Send test event, on this page.",
 }
 
@@ -142,6 +175,8 @@ def schema(type_: str) -> dict[str, Any]:
         data = record_schema(Operation)
     elif type_.startswith("transaction."):
         data = record_schema(Transaction)
+    elif type_.startswith("refund."):
+        data = REFUND_DATA
     else:
         data = TEST_DATA
     properties: dict[str, Any] = {
@@ -192,6 +227,15 @@ EXAMPLE_OPERATION = {
     "redirect_url": "https://shop.example.com/orders/1042",
     "transactions": [EXAMPLE_TRANSACTION],
 }
+EXAMPLE_REFUND = {
+    "id": 3,
+    "operation_id": "op-8812",
+    "amount": "0.00500000",
+    "currency": "BTC",
+    "address": "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq",
+    "withdrawal_id": "wd-4410",
+    "sent_at": "2026-11-25T09:12:40Z",
+}
 EXAMPLE_MONEY = {
     "state": "paid",
     "due": "0.01500000",
@@ -212,6 +256,8 @@ def example(type_: str) -> dict[str, Any]:
         return body | {"data": EXAMPLE_OPERATION, PORTAL: EXAMPLE_MONEY}
     if type_.startswith("transaction."):
         return body | {"data": EXAMPLE_TRANSACTION | {"operation_id": "op-8812"}}
+    if type_.startswith("refund."):
+        return body | {"data": EXAMPLE_REFUND | {"state": type_.removeprefix("refund.")}}
     return body | {
         "data": {"message": "A test event from the merchant portal.", "sent_at": body["created_at"]}
     }

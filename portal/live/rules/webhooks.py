@@ -42,6 +42,7 @@ from sqlalchemy.orm import aliased
 from portal import crypto
 from portal.api.deadline import DeadlinePassed, within
 from portal.api.session import PortalSession, WatchedAdapter, pinned_to
+from portal.database import iso_utc
 from portal.extensions import db, rows_changed
 from portal.identity.models import Merchant, Role, User
 from portal.identity.rules import attempts
@@ -332,7 +333,7 @@ def rotate_legacy_secrets() -> int:
             "the new one has the form every Standard Webhooks library loads "
             "(webhook-signature header).\n\n"
             f"The previous secret keeps signing the Portal-Signature header until "
-            f"{_iso(until) if until else 'now'}. Reveal the new secret in Settings → "
+            f"{iso_utc(until) if until else 'now'}. Reveal the new secret in Settings → "
             f"Notifications and put it in your shop before then:\n"
             f"{outbox.portal_link('/settings/notifications')}\n",
         )
@@ -438,7 +439,7 @@ def payload(event: Event) -> bytes:
     document = {
         "id": event.public_id,
         "type": event.type,
-        "created_at": _iso(event.created_at),
+        "created_at": iso_utc(event.created_at),
         "data": record,
     }
     if event.type.startswith("operation."):
@@ -861,7 +862,7 @@ def send_test_event(endpoint: WebhookEndpoint) -> WebhookDelivery:
         connection_generation=generation,
         type=TEST_TYPE,
         dedup_key=stored_key(generation, f"test:{public_id}"),
-        data={"message": "A test event from the merchant portal.", "sent_at": _iso(now)},
+        data={"message": "A test event from the merchant portal.", "sent_at": iso_utc(now)},
         notify=False,
         occurred_at=now,
     )
@@ -1032,7 +1033,3 @@ def attempts_of(endpoint: WebhookEndpoint) -> sa.Select:
         .order_by(WebhookAttempt.id.desc())
         .options(sa.orm.joinedload(WebhookAttempt.delivery).joinedload(WebhookDelivery.event))
     )
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

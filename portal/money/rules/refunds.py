@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from portal.api import ApiFailure, MerchantApiClient, Operation
-from portal.database import decimal_sum, utcnow
+from portal.database import decimal_sum, iso_utc, utcnow
 from portal.extensions import db, rows_changed
 from portal.identity.models import Merchant, Role, User
 from portal.identity.rules import audit
@@ -480,7 +480,7 @@ def refund_record(refund: Refund) -> dict[str, object]:
         "address": refund.address,
         "state": state_of(refund),
         "withdrawal_id": refund.withdrawal_id,
-        "sent_at": refund.sent_at.isoformat() if refund.sent_at else None,
+        "sent_at": iso_utc(refund.sent_at) if refund.sent_at else None,
     }
 
 
