@@ -201,6 +201,10 @@ VARIABLE_TARGETS = {
         "payments/pages/checkout/routes.py",
         "target",
     ): "payment_url or url_for; test_checkout_pay_...",
+    (
+        "identity/pages/account/routes.py",
+        "back",
+    ): "safe_next(`next`) or the dashboard: where the time zone question was asked",
     ("money/pages/cross_exchanges/routes.py", "url"): "url_for of the cross exchange",
     ("money/pages/vouchers/routes.py", "url"): "url_for of the voucher",
     ("web/access.py", "url"): "redirect_to's parameter: its callers pass url_for",

@@ -147,6 +147,7 @@ def _hostile_portal_records(hostile: HostilePortal) -> None:
             user_id=accounts.find_user(email("accountant")).id,
             cross_exchange_id=cross.location.rsplit("/", 1)[1],
             refund_id=int(refund.location.rsplit("/", 1)[1]),
+            passkey_id=1,  # nobody's: a passkey needs an authenticator, its routes refuse this one
             filename="portal.css",
             currency="BTC",
         )
