@@ -29,8 +29,9 @@ def empty_objects(megabytes: int | None, headers: bytes = b"") -> Dripping:
 @pytest.mark.parametrize(
     "length", [b"", b"Content-Length: 40000001\r\n"], ids=["streamed", "announced"]
 )
-def test_a_40_mb_answer_is_a_502_page_and_is_never_parsed(tmp_path, length):
-    """Streamed (the body counted as it comes) or announced (refused by its Content-Length)."""
+def test_a_40_mb_answer_is_never_parsed_and_the_list_reads_the_mirror(tmp_path, length):
+    """Streamed (the body counted as it comes) or announced (refused by its Content-Length):
+    the list shows the portal's copy, read-only."""
     from portal.extensions import db
     from portal.settings.models import ApiConnection
 
@@ -48,8 +49,8 @@ def test_a_40_mb_answer_is_a_502_page_and_is_never_parsed(tmp_path, length):
                 _, peak = tracemalloc.get_traced_memory()
             finally:
                 tracemalloc.stop()
-    assert page.status_code == 502
-    assert "The payment service" in page.get_data(as_text=True)
+    assert page.status_code == 200
+    assert 'id="read-only-banner"' in page.get_data(as_text=True)
     assert peak < 20_000_000  # parsing it took 1 GB
 
 

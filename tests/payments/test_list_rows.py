@@ -101,9 +101,9 @@ def test_currencies_of_the_api_are_escaped_beside_every_amount(tmp_path, upstrea
         paid = owner.get("/transactions").get_data(as_text=True)
     for html in (operations, paid):
         assert mark not in html and paid_in not in html
-    assert f'<td class="number">100 {escape(mark)}</td>' in operations  # the amount
-    assert f'<td class="number">1 {escape(mark)}</td>' in operations  # the fee
-    assert f'<td class="number">0.5 {escape(paid_in)}</td>' in operations
+    assert f'<td class="number" data-label="Amount">100 {escape(mark)}</td>' in operations
+    assert f'<td class="number" data-label="Fee">1 {escape(mark)}</td>' in operations
+    assert f'<td class="number" data-label="Amount paid">0.5 {escape(paid_in)}</td>' in operations
     assert f"<td>{escape(paid_in)}</td>" in paid  # the transaction of operation 9
     assert "<td>—</td>" in paid  # the other has no operation, so no currency
 

@@ -97,7 +97,7 @@ def test_link_selected_after_confirmation(
 
     page.get_by_label("Yes, accept an underpayment of 0.01 BTC").check()
     page.get_by_role("button", name="Confirm link").click()
-    expect(page.get_by_role("status")).to_have_text("1 transaction linked to the operation.")
+    expect(page.locator(".flash")).to_have_text("1 transaction linked to the operation.")
     expect(page.locator("dt:text-is('State') + dd")).to_have_text("Underpaid")
     assert portal.sandbox.requests_received("PUT", link_path) == 1
     row = page.get_by_role("row").filter(has=page.get_by_role("link", name=first, exact=True))
@@ -146,7 +146,7 @@ def test_cancel_operation_after_confirmation(
     expect(page.get_by_role("button", name="Cancel operation")).to_be_visible()
     page.get_by_role("button", name="Cancel operation").click()
     page.get_by_role("button", name="Confirm cancellation").click()
-    expect(page.get_by_role("status")).to_have_text("The operation was canceled.")
+    expect(page.locator(".flash")).to_have_text("The operation was canceled.")
     expect(page.locator("dt:text-is('State') + dd")).to_have_text("Canceled")
     expect(page.get_by_role("button", name="Cancel operation")).to_have_count(0)
     expect(page.get_by_role("heading", name="Payment link")).to_have_count(0)
@@ -209,7 +209,7 @@ def test_after_link_selected_no_box_stays_ticked(
     expect(confirmation.get_by_role("row").nth(1)).to_contain_text("Undefined")
     page.get_by_label("Yes, accept an underpayment of 0.01 BTC").check()
     page.get_by_role("button", name="Confirm link").click()
-    expect(page.get_by_role("status")).to_have_text("1 transaction linked to the operation.")
+    expect(page.locator(".flash")).to_have_text("1 transaction linked to the operation.")
     assert ticked_boxes(page) == []
 
     page.get_by_label("Reason").fill("Not ours")
@@ -226,7 +226,7 @@ def test_after_link_selected_no_box_stays_ticked(
     assert api.get_transaction(first).status == "confirmed"
     page.get_by_label("Yes, reject transactions that already count as paid").check()
     page.get_by_role("button", name="Confirm rejection").click()
-    expect(page.get_by_role("status")).to_have_text("1 transaction rejected.")
+    expect(page.locator(".flash")).to_have_text("1 transaction rejected.")
     assert ticked_boxes(page) == []
     assert api.get_transaction(first).status == "rejected"
     assert api.get_transaction(second).status == "undefined"

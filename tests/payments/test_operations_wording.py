@@ -23,5 +23,5 @@ def test_category_filter_and_column_say_the_same(owner) -> None:
     assert '<option selected value="transfer">Withdrawal</option>' in body or (
         '<option value="transfer" selected>Withdrawal</option>' in body
     )
-    assert "<td>Withdrawal</td>" in body and "<td>transfer</td>" not in body
+    assert '<td data-label="Category">Withdrawal</td>' in body and ">transfer</td>" not in body
     assert "Order number (exact match)" in body and ">Per page</label>" in body

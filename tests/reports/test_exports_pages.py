@@ -316,7 +316,7 @@ def test_the_transactions_export_and_page_name_each_transactions_currency(
     first = rows[1]
     page = accountant.get(f"/transactions?id={first[0]}").get_data(as_text=True)
     assert '<th scope="col">Currency</th>' in page
-    assert f"<td>{first[4]}</td>" in page
+    assert f'<td data-label="Currency">{first[4]}</td>' in page
 
 
 @pytest.fixture

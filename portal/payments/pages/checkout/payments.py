@@ -53,6 +53,8 @@ LABELS: dict[State, LazyString] = {
     State.EXPIRED: _l("Expired"),
     State.CANCELED: _l("Canceled"),
     State.FAILED: _l("Failed"),
+    State.REFUNDED: _l("Refunded"),
+    State.PARTLY_REFUNDED: _l("Partly refunded"),
 }  # `sent` is a withdrawal's, and no customer's page shows a withdrawal
 CHECKING = _l("Checking")
 NOT_AVAILABLE = _l("Not available")
