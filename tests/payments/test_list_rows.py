@@ -104,8 +104,8 @@ def test_currencies_of_the_api_are_escaped_beside_every_amount(tmp_path, upstrea
     assert f'<td class="number" data-label="Amount">100 {escape(mark)}</td>' in operations
     assert f'<td class="number" data-label="Fee">1 {escape(mark)}</td>' in operations
     assert f'<td class="number" data-label="Amount paid">0.5 {escape(paid_in)}</td>' in operations
-    assert f"<td>{escape(paid_in)}</td>" in paid  # the transaction of operation 9
-    assert "<td>—</td>" in paid  # the other has no operation, so no currency
+    assert f'<td data-label="Currency">{escape(paid_in)}</td>' in paid  # of operation 9
+    assert '<td data-label="Currency">—</td>' in paid  # the other has no operation, no currency
 
 
 def test_the_dashboards_latest_operations_are_written_as_the_lists_rows(tmp_path, upstream):
