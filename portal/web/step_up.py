@@ -116,14 +116,15 @@ def code_refused(
     *,
     purpose: str,
     recovery: bool = False,
+    passkey_only: bool = False,
 ) -> int | None:
     """Check the second factor: a passkey's answer when the form brings one (or the user has
-    no authenticator app and no recovery code will do), else the code typed in `field` (with
-    `recovery`, a recovery code will do). None when accepted, else the status (the reason is
-    on the field)."""
+    no authenticator app and no recovery code will do, or `passkey_only`: the owners require a
+    passkey), else the code typed in `field` (with `recovery`, a recovery code will do). None
+    when accepted, else the status (the reason is on the field)."""
     assertion = request.form.get(PASSKEY_FIELD)
     try:
-        if assertion or not (user.two_factor_enabled or recovery):
+        if assertion or passkey_only or not (user.two_factor_enabled or recovery):
             passkeys.check_assertion(user, assertion, action=confirmed_action(), purpose=purpose)
         else:
             two_factor.check_code(
@@ -151,6 +152,7 @@ def form_refused(
     password_field: Field | None = None,
     code_field: Field | None = None,
     recovery: bool = False,
+    passkey_only: bool = False,
 ) -> int | None:
     """The status to show the form's page with, or None when the change may go on.
 
@@ -169,7 +171,7 @@ def form_refused(
     if not user.has_second_factor:
         return None
     field = code_field if code_field is not None else form["code"]
-    return code_refused(field, user, purpose=purpose, recovery=recovery)
+    return code_refused(field, user, purpose=purpose, recovery=recovery, passkey_only=passkey_only)
 
 
 def audit_refused(

@@ -216,6 +216,38 @@ def test_an_operators_typed_address_waits_for_an_owners_fresh_code(refunding, mo
     assert refunding.sandbox.operations_to(address) == 1
 
 
+def test_a_code_does_not_approve_when_the_owners_require_a_passkey(refunding, monkeypatch):
+    """With "passkey for approvals" on, an owner's fresh code approves nothing: the refund
+    waits and nothing is sent."""
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+
+    app = refunding.portal
+    operator = signed_in(app, email("operator"))
+    asked = post(
+        operator,
+        f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}",
+        {"basis": "surplus", "address": fresh_address()},
+    )
+    owner = signed_in_with_two_factor(app, email("owner"), monkeypatch)
+    with app.app_context():
+        accounts.require_passkey_for_approvals(accounts.find_user(email("owner")).merchant, True)
+        db.session.commit()
+    try:
+        owner.clock.advance()
+        code = owner.clock.code(owner.secret)
+        refused = post(owner.client, f"{asked.location}/approve", {"code": code})
+        assert refused.status_code == 403
+        assert "require a passkey for approvals" in text(refused)
+        assert "Awaiting approval" in text(owner.client.get(asked.location))
+        assert send_refunds(app) == 0
+    finally:
+        with app.app_context():
+            merchant = accounts.find_user(email("owner")).merchant
+            accounts.require_passkey_for_approvals(merchant, False)
+            db.session.commit()
+
+
 def test_an_overpaid_operation_leaves_the_attention_list_once_refunded(refunding):
     app = refunding.portal
     operation_id = overpaid(refunding.api, refunding.sandbox)

@@ -157,14 +157,20 @@ def new_link(refund_id: int) -> Response:
 @bp.post("/<int:refund_id>/approve")
 @roles(Role.OWNER)
 def approve(refund_id: int) -> Response:
-    """An owner lets an address an operator typed be sent, with a fresh second factor."""
+    """An owner lets an address an operator typed be sent, with a fresh second factor: a
+    passkey when the owners require one for approvals."""
     refund = _refund(refund_id)
     form = ApproveRefundForm()
     user = current_user._get_current_object()
-    if not user.two_factor_enabled:
-        form.form_errors.append("Turn on two-factor sign-in to approve refunds.")
+    passkey_only = user.merchant.require_passkey_for_approvals
+    if not (user.passkeys if passkey_only else user.has_second_factor):
+        form.form_errors.append(
+            "The owners require a passkey for approvals: add one under Account to approve."
+            if passkey_only
+            else "Turn on two-factor sign-in to approve refunds."
+        )
         return _show(refund, 403, approve_form=form)
-    status = form_refused(form, user, purpose="refund_approval")
+    status = form_refused(form, user, purpose="refund_approval", passkey_only=passkey_only)
     if status:
         return _show(refund, status, approve_form=form)
     if refunds.approve(refund, user):
