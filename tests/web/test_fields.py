@@ -103,3 +103,20 @@ def test_settings_fields_stripped_with_the_shared_filter(app):
         assert form.validate(), form.errors
     assert form.display_name.data == "Acme shop"
     assert form.shop_url.data == "https://shop.example/"
+
+
+def test_a_long_list_reads_as_wtforms_writes_it_with_the_chosen_option_selected(app):
+    """The time zones' options are made once per process: a page still selects the user's zone,
+    escapes labels and carries the select's own attributes."""
+    from wtforms.widgets import Select
+
+    from portal.identity.pages.account.forms import TimeZoneForm
+
+    with app.test_request_context():
+        for zone in ("Europe/Berlin", "America/Argentina/Buenos_Aires", "UTC"):
+            form = TimeZoneForm(time_zone=zone)
+            cached = form.time_zone(data_browser_zone="")
+            assert f'<option selected value="{zone}">' in cached
+            assert cached.count("<option selected") == 1
+            form.time_zone.widget = Select()
+            assert cached == form.time_zone(data_browser_zone="")

@@ -18,7 +18,7 @@ from wtforms.widgets import CheckboxInput, ListWidget
 
 from portal.live.models import StatementFrequency
 from portal.live.rules.event_words import HEADLINES
-from portal.web.fields import PASSWORD_LENGTH, CodeField
+from portal.web.fields import PASSWORD_LENGTH, CodeField, LongListSelect
 from portal.web.formatting import time_zone_names
 
 
@@ -33,7 +33,9 @@ def _zone_choices() -> list[SelectChoice]:
 
 
 class TimeZoneForm(FlaskForm):
-    time_zone = SelectField("Time zone", choices=_zone_choices, validate_choice=True)
+    time_zone = SelectField(
+        "Time zone", choices=_zone_choices, validate_choice=True, widget=LongListSelect()
+    )
     submit = SubmitField("Save time zone")
 
     def validate(self, extra_validators: dict | None = None) -> bool:
@@ -48,7 +50,9 @@ class TimeZoneQuestionForm(TimeZoneForm):
     """Asked once after a sign-in (`_partials/_time_zone_question.html`): the browser's zone,
     which static/js/time_zone.js selects, or "Not now". `next`: the page it was asked on."""
 
-    time_zone = SelectField("Show times in", choices=_zone_choices, validate_choice=True)
+    time_zone = SelectField(
+        "Show times in", choices=_zone_choices, validate_choice=True, widget=LongListSelect()
+    )
     submit = SubmitField("Use this time zone")
     dismiss = SubmitField("Not now")
     next = HiddenField()
