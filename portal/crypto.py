@@ -1,8 +1,9 @@
 """Encryption of stored secrets under `PORTAL_TOKEN_KEYS` (the first key encrypts).
 
-The secrets are the merchants' API tokens, the users' two-factor (TOTP) secrets and the webhook
-signing secrets. Every column that holds one is named `*_encrypted`: `rotate-keys` finds them by
-that name (`encrypted_columns`), so a column added later is rotated without being listed.
+The secrets are the merchants' API tokens, the users' two-factor (TOTP) secrets, the webhook
+signing secrets and the tokens of unclaimed refund links. Every column that holds one is named
+`*_encrypted`: `rotate-keys` finds them by that name (`encrypted_columns`), so a column added
+later is rotated without being listed.
 """
 
 from __future__ import annotations

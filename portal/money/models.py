@@ -222,8 +222,11 @@ class Refund(Model):
 
     `number` counts the operation's refunds; two requests that read the same refunds race for
     the same number and only one is stored, so together they never refund more than was
-    counted. Only the SHA-256 of the claim link's token is kept. Once an address is known and
-    approved, `state` is the one-time sending of `portal.money.rules.idempotency`.
+    counted. The claim link's token is looked up by its SHA-256; while the link is unclaimed the
+    token is also kept encrypted (`portal.crypto`), so that staff can read the link on the
+    refund's page, and dropped once it is claimed, canceled or expired. An amount given in
+    another currency keeps what was typed and the rate that converted it. Once an address is
+    known and approved, `state` is the one-time sending of `portal.money.rules.idempotency`.
     """
 
     __tablename__ = "refunds"
@@ -237,6 +240,14 @@ class Refund(Model):
     currency: Mapped[str] = mapped_column(sa.String(16))
     amount: Mapped[Decimal] = mapped_column(DecimalText)
     token_hash: Mapped[str | None] = mapped_column(sa.String(64), unique=True)
+    token_encrypted: Mapped[str | None] = mapped_column(sa.Text)
+    # An amount typed in another currency (`portal.money.rules.refunds.Basis`): what was typed,
+    # in which currency, and the price of one unit of `currency` in it, read at `rate_at`.
+    basis: Mapped[str | None] = mapped_column(sa.String(16))
+    entered_amount: Mapped[Decimal | None] = mapped_column(DecimalText)
+    entered_currency: Mapped[str | None] = mapped_column(sa.String(16))
+    rate: Mapped[Decimal | None] = mapped_column(DecimalText)
+    rate_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     customer_email: Mapped[str | None] = mapped_column(sa.String(254))
     address: Mapped[str | None] = mapped_column(sa.String(255))
     typed_by_staff: Mapped[bool] = mapped_column(default=False)

@@ -1,11 +1,16 @@
 """Refunds against a real sandbox: never above the money counted, one withdrawal however many
-requests race for the same surplus, and late money refunded without confirming the sale."""
+requests race for the same surplus, late money refunded without confirming the sale, amounts at
+today's rate, the claim link kept off the session cookie, and each way a refund ends as the
+merchant and the customer see it."""
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import secrets
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
@@ -13,12 +18,14 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 from flask import Flask
+from flask.testing import FlaskClient
+from werkzeug.test import TestResponse
 
 from portal.api import MerchantApiClient
 from tests.live import test_money_events
 from tests.live.test_money_events import api, portal  # noqa: F401  (the fixtures `refunding` uses)
 from tests.support.forms import csrf_token, signed_in
-from tests.support.money import post, race, text
+from tests.support.money import flags, post, race, text
 from tests.support.portal_app import email
 from tests.support.sandbox_server import SandboxServer
 from tests.support.two_factor import signed_in_with_two_factor
@@ -58,6 +65,38 @@ def overpaid(client: MerchantApiClient, sandbox: SandboxServer, paid: str = "0.7
     operation = client.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")
     sandbox.receive(operation.id, paid)
     return operation.id
+
+
+def by_link(refunding: Refunding, **form: str) -> tuple[FlaskClient, str, str]:
+    """An owner refunds an overpaid operation's surplus by claim link: the owner's client, the
+    refund's page and the link read on it."""
+    owner = signed_in(refunding.portal, email("owner"))
+    operation_id = overpaid(refunding.api, refunding.sandbox)
+    asked = post(owner, f"/refunds/new/{operation_id}", {"basis": "surplus", **form})
+    assert asked.status_code == 302, text(asked)
+    return owner, asked.location, link_on(owner, asked.location)
+
+
+def link_on(owner: FlaskClient, refund_page: str) -> str:
+    """The claim link the refund's page shows (its path)."""
+    return re.search(r"https?://\S+?(/refund/[\w-]+)", text(owner.get(refund_page))).group(1)
+
+
+def opened(app: Flask, link: str) -> Callable[..., TestResponse]:
+    """A customer, with no session, opens the claim page; what they send when they type an
+    address twice there (from a network address, `REMOTE_ADDR`, when given)."""
+    customer = app.test_client()
+    token = csrf_token(customer, link)
+
+    def claim(address: str, **environ: str) -> TestResponse:
+        form = {"address": address, "address_again": address, "csrf_token": token}
+        return customer.post(link, data=form, environ_base=environ)
+
+    return claim
+
+
+def claim(app: Flask, link: str, address: str) -> TestResponse:
+    return opened(app, link)(address)
 
 
 def test_a_refund_above_the_money_counted_answers_422_and_sends_nothing(refunding):
@@ -141,13 +180,11 @@ def test_an_unclaimed_link_expires_after_the_owners_period_and_sends_nothing(ref
     from portal.extensions import db
     from portal.money.models import Refund
 
-    app, client, sandbox = refunding.portal, refunding.api, refunding.sandbox
+    app, sandbox = refunding.portal, refunding.sandbox
     owner = signed_in(app, email("owner"))
     saved = post(owner, "/settings/checkout/refund-link", {"refund_link_days": "3"})
     assert saved.status_code == 302
-    operation_id = overpaid(client, sandbox)
-    asked = post(owner, f"/refunds/new/{operation_id}", {"basis": "surplus"})
-    link = re.search(r"/refund/[\w-]+", text(owner.get(asked.location))).group(0)
+    _owner, _page, link = by_link(refunding)
     customer = app.test_client()
     token = csrf_token(customer, link)  # the customer opens the link, then leaves it
     with app.app_context():
@@ -171,11 +208,7 @@ def test_an_unclaimed_link_expires_after_the_owners_period_and_sends_nothing(ref
 
 def test_the_claim_page_speaks_the_customers_language(refunding):
     app = refunding.portal
-    owner = signed_in(app, email("owner"))
-    asked = post(
-        owner, f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}", {"basis": "surplus"}
-    )
-    link = re.search(r"/refund/[\w-]+", text(owner.get(asked.location))).group(0)
+    _owner, _page, link = by_link(refunding)
     customer = app.test_client()
     headings = {
         language: text(customer.get(link, headers={"Accept-Language": language}))
@@ -275,9 +308,7 @@ def test_the_customer_is_mailed_the_link_and_when_the_refund_was_sent(refunding,
     (linked,) = [m for m in mail_server.messages if m["To"] == "customer@example.com"]
     link = re.search(r"https?://\S+(/refund/[\w-]+)", linked.get_content()).group(1)
     address = fresh_address()
-    customer = app.test_client()
-    token = csrf_token(customer, link)
-    customer.post(link, data={"address": address, "address_again": address, "csrf_token": token})
+    claim(app, link, address)
     send_refunds(app)
     with app.app_context():
         mail.send_due()
@@ -285,3 +316,212 @@ def test_the_customer_is_mailed_the_link_and_when_the_refund_was_sent(refunding,
     sent = [m for m in mail_server.messages if m["To"] == "customer@example.com"][1:]
     assert [m["Subject"] for m in sent] == ["Your refund of 0.2 BTC was sent"]
     assert f"to the address {address}" in sent[0].get_content()
+
+
+def test_an_amount_at_todays_rate_is_refused_without_a_fresh_rate_and_converted_with_one(
+    refunding,
+):
+    """The reporting currency's amount goes at the rate the portal read last: none read in the
+    last minutes stores nothing; once read, the refund sends the amount at it and says so."""
+    from portal.extensions import db
+    from portal.money.models import RateRecord, Refund
+
+    app, sandbox = refunding.portal, refunding.sandbox
+    owner = signed_in(app, email("owner"))
+    operation_id = overpaid(refunding.api, sandbox)
+    with app.app_context():  # the rates were last read an hour ago
+        for record in db.session.scalars(sa.select(RateRecord)):
+            record.recorded_at -= timedelta(hours=1)
+            record.last_seen_at -= timedelta(hours=1)
+        db.session.commit()
+    address = fresh_address()
+    form = {"basis": "now", "amount": "1000", "address": address}
+
+    stale = post(owner, f"/refunds/new/{operation_id}", form)
+    sandbox.set_prices(BTC="50000")
+    test_money_events.sync(app)  # the rates are read again
+    offered = text(owner.get(f"/refunds/new/{operation_id}"))
+    asked = post(owner, f"/refunds/new/{operation_id}", form)
+
+    assert stale.status_code == 422
+    assert "There is no rate of BTC in USD from the last 15 minutes" in text(stale)
+    assert "1 BTC = 50,000.00 USD, read" in offered
+    assert asked.status_code == 302
+    shown = text(owner.get(asked.location))
+    assert "Amount 0.02 BTC" in shown
+    assert "Converted from 1,000.00 USD at today's rate, 1 BTC = 50,000.00 USD, read 20" in shown
+    with app.app_context():
+        assert db.session.scalars(sa.select(Refund.amount)).all() == [Decimal("0.02")]
+    assert send_refunds(app) == 1
+    assert [w.amount for w in refunding.api.list_operations(address=address).items] == [
+        Decimal("0.02")
+    ]
+
+
+def test_the_claim_link_is_on_the_refunds_page_and_never_in_the_session_cookie(refunding):
+    from portal.extensions import db
+    from portal.money.models import Refund
+
+    app = refunding.portal
+    owner = signed_in(app, email("owner"))
+    operation_id = overpaid(refunding.api, refunding.sandbox)
+
+    asked = post(owner, f"/refunds/new/{operation_id}", {"basis": "surplus"})
+    with owner.session_transaction() as session:
+        told = [message for _category, message in session.get("_flashes", [])]
+    link = link_on(owner, asked.location)
+    token = link.rsplit("/", 1)[1]
+    with app.app_context():
+        stored = db.session.scalars(sa.select(Refund)).one()
+        kept = (stored.token_hash, stored.token_encrypted)
+    address = fresh_address()
+    claimed = claim(app, link, address)
+    after = text(owner.get(asked.location))
+
+    assert told == ["Requested: give the customer the claim link below."]
+    assert all(token not in value for value in kept)
+    assert claimed.status_code == 303
+    assert "/refund/" not in after, "a claimed link is no longer shown"
+    with app.app_context():
+        assert db.session.scalars(sa.select(Refund.token_encrypted)).one() is None
+    assert send_refunds(app) == 1
+    assert refunding.sandbox.operations_to(address) == 1
+
+
+def test_sending_the_link_again_kills_the_old_one_and_mails_the_new_one(refunding, mail_server):
+    from portal.live.rules import mail
+
+    app = refunding.portal
+    owner, refund_page, old = by_link(refunding, email="customer@example.com")
+    late = opened(app, old)  # the customer opened the first link, and comes back to it later
+
+    again = post(owner, f"{refund_page}/link")
+    new = link_on(owner, refund_page)
+    with app.app_context():
+        mail.send_due()
+    mailed = [
+        re.search(r"https?://\S+(/refund/[\w-]+)", m.get_content()).group(1)
+        for m in mail_server.messages
+        if m["To"] == "customer@example.com"
+    ]
+    address = fresh_address()
+    dead = late(address)
+    claimed = claim(app, new, address)
+
+    assert again.status_code == 302
+    assert new != old
+    assert mailed == [old, new]
+    assert dead.status_code == 404
+    assert claimed.status_code == 303
+    assert send_refunds(app) == 1
+    assert refunding.sandbox.operations_to(address) == 1
+
+
+def test_a_canceled_refund_reads_canceled_to_the_customer_and_takes_no_claim(refunding):
+    app = refunding.portal
+    owner, refund_page, link = by_link(refunding)
+    late = opened(app, link)
+
+    canceled = post(owner, f"{refund_page}/cancel")
+    address = fresh_address()
+    claimed = late(address)
+
+    assert canceled.status_code == 302
+    assert "Status Canceled" in text(owner.get(refund_page))
+    assert "Status Canceled" in text(app.test_client().get(link))
+    assert claimed.status_code == 409
+    assert "The shop canceled this refund: nothing was sent." in text(claimed)
+    assert send_refunds(app) == 0
+    assert refunding.sandbox.operations_to(address) == 0
+
+
+def claimed_and_sent(refunding: Refunding, **fault: object) -> tuple[FlaskClient, str, str, str]:
+    """A refund by link the customer claimed, sent by the worker while the sandbox has `fault`
+    (its flags or fault): the owner's client, the refund's page, the link and the address."""
+    owner, refund_page, link = by_link(refunding)
+    address = fresh_address()
+    assert claim(refunding.portal, link, address).status_code == 303
+    with flags(refunding.sandbox, **fault):
+        assert send_refunds(refunding.portal) == 0
+    return owner, refund_page, link, address
+
+
+def test_a_refund_the_payment_service_refuses_reads_refused_and_is_never_sent_again(refunding):
+    app = refunding.portal
+    owner, refund_page, link, address = claimed_and_sent(refunding, withdrawals_allowed=False)
+
+    again = send_refunds(app)  # withdrawals are allowed again: the next tick
+
+    merchant = text(owner.get(refund_page))
+    assert "Status Refused" in merchant
+    assert "The payment service refused this refund, so nothing moved." in merchant
+    assert "Status Refused: nothing was sent" in text(app.test_client().get(link))
+    assert again == 0
+    assert refunding.sandbox.operations_to(address) == 0
+
+
+def test_a_lost_answer_is_outcome_unknown_and_the_worker_never_sends_it_again(refunding):
+    """The withdrawal is made, then the connection drops before its answer."""
+    app, sandbox = refunding.portal, refunding.sandbox
+    owner, refund_page, link, address = claimed_and_sent(refunding, fault={"mode": "reset"})
+
+    again = send_refunds(app)
+
+    assert "Status Outcome unknown" in text(owner.get(refund_page))
+    assert "It will not be sent again" in text(owner.get(refund_page))
+    assert "Outcome unknown: the shop is checking it" in text(app.test_client().get(link))
+    assert again == 0
+    assert sandbox.requests_received("POST", "/withdraw") == 1
+    assert sandbox.operations_to(address) == 1
+
+
+def test_the_claim_page_shares_the_checkout_pages_limit_per_address(refunding, monkeypatch):
+    app = refunding.portal
+    _owner, _page, link = by_link(refunding)
+    monkeypatch.setitem(app.config, "CHECKOUT_LIMIT_PER_ADDRESS", "2 per minute")
+    customer = app.test_client()
+    one, other = {"REMOTE_ADDR": "198.51.100.41"}, {"REMOTE_ADDR": "198.51.100.42"}
+    submit = opened(app, link)
+
+    seen = [customer.get(link, environ_base=one).status_code for _ in range(2)]
+    throttled = submit(fresh_address(), **one)
+    elsewhere = customer.get(link, environ_base=other)
+
+    assert seen == [200, 200]
+    assert throttled.status_code == 429
+    assert elsewhere.status_code == 200
+    assert send_refunds(app) == 0, "the throttled claim claimed nothing"
+    assert "Waiting for your address" in text(elsewhere)
+
+
+def test_the_operations_list_finds_refunded_and_partly_refunded_operations(refunding):
+    app, client, sandbox = refunding.portal, refunding.api, refunding.sandbox
+    owner = signed_in(app, email("owner"))
+    surplus_back, all_back, kept = (overpaid(client, sandbox) for _ in range(3))
+    for operation_id, form in (
+        (surplus_back, {"basis": "surplus"}),
+        (all_back, {"basis": "amount", "amount": "0.7"}),
+    ):
+        asked = post(owner, f"/refunds/new/{operation_id}", {**form, "address": fresh_address()})
+        assert asked.status_code == 302
+    assert send_refunds(app) == 2
+    test_money_events.sync(app)
+
+    offered = owner.get("/operations").get_data(as_text=True)
+    listed = {
+        state: ids_listed(owner, state) for state in ("refunded", "partly_refunded", "overpaid")
+    }
+
+    assert '<option value="refunded">Refunded</option>' in offered
+    assert '<option value="partly_refunded">Partly refunded</option>' in offered
+    assert listed == {
+        "refunded": [all_back],
+        "partly_refunded": [surplus_back],
+        "overpaid": [kept],  # the other two read refunded or partly refunded, not overpaid
+    }
+
+
+def ids_listed(owner: FlaskClient, state: str) -> list[str]:
+    """The ids of the operations the list gives for `state`, as its export has them."""
+    export = owner.get(f"/operations/export.csv?state={state}").get_data(as_text=True)
+    return [row["id"] for row in csv.DictReader(io.StringIO(export.lstrip("\ufeff")))]

@@ -34,9 +34,10 @@ def test_a_surplus_refunded_by_claim_link_sends_one_withdrawal_however_often_it_
     expect(page.get_by_label("The surplus only")).to_be_checked()
     assert_accessible(page)
     page.get_by_role("button", name="Request refund").click()
-    told = page.get_by_role("status").filter(has_text="claim link").inner_text()
-    link = LINK.search(told).group(0)
+    expect(page.get_by_role("status").filter(has_text="claim link below")).to_be_visible()
     expect(page.get_by_text("Requested: waiting for the customer's address")).to_be_visible()
+    link = LINK.search(page.locator("dt:text-is('Claim link') + dd").inner_text()).group(0)
+    assert_accessible(page)
 
     customer = browser.new_context().new_page()  # no session: anyone with the link
     late = browser.new_context().new_page()  # the same link, opened before the claim

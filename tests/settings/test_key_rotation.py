@@ -248,7 +248,8 @@ def _encrypted_columns() -> list:
 
 def _a_row_of_every_table_with_a_secret(app, shop_url: str) -> None:
     """The owner's two-factor secret, an API connection with both tokens, a webhook endpoint
-    just rotated (current and previous secret): a row in each table that holds a secret."""
+    just rotated (current and previous secret), a refund's claim link: a row in each table that
+    holds a secret."""
     from portal import crypto
     from portal.extensions import db
     from portal.identity.models import User
@@ -263,6 +264,8 @@ def _a_row_of_every_table_with_a_secret(app, shop_url: str) -> None:
     endpoint_id = factories.webhook_endpoint(app, shop_url)
     with app.app_context():
         webhooks.rotate_secret(db.session.get(WebhookEndpoint, endpoint_id))
+        claim_token = crypto.encrypt("a-claim-token")
+    factories.refund(app, OWNER, "op-refunded", token_encrypted=claim_token)
 
 
 @pytest.mark.parametrize("database", ["sqlite", "postgresql"])
@@ -287,6 +290,7 @@ def test_rotation_re_encrypts_every_encrypted_column_of_the_schema(
         "api_connections.company_token_encrypted",
         "webhook_endpoints.secret_encrypted",
         "webhook_endpoints.previous_secret_encrypted",
+        "refunds.token_encrypted",
     }, "the schema's secrets are found by their name"
 
     if database == "postgresql":

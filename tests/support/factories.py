@@ -1,6 +1,6 @@
 """The portal's own rows, made for a test in one call: a user (any role, password,
-two-factor), an API connection, a withdrawal intent, a webhook endpoint, a mail message, an
-audit event.
+two-factor), an API connection, a withdrawal intent, a refund, a webhook endpoint, a mail
+message, an audit event.
 
 Each factory takes the application, writes and commits in an application context of its own,
 and returns the new row's id (or what a test needs of it), so that it serves both tests that
@@ -11,7 +11,7 @@ are made here on purpose, bypassing the rules.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import NamedTuple
 
@@ -133,6 +133,32 @@ def withdrawal_intent(
             **fields,
         )
         return _stored(intent)
+
+
+def refund(
+    app: Flask, email: str, operation_id: str, *, amount: str = "0.1", **fields: object
+) -> int:
+    """A refund in BTC of `operation_id` the user `email` asked for, its claim link waiting for
+    the customer's address; `fields` sets the rest (token_hash, token_encrypted...)."""
+    from portal.database import utcnow
+    from portal.identity.rules.accounts import find_user
+    from portal.money.models import Refund, RefundStage
+
+    with app.app_context():
+        asker = find_user(email)
+        return _stored(
+            Refund(
+                merchant_id=asker.merchant_id,
+                operation_id=operation_id,
+                number=1,
+                user_id=asker.id,
+                currency="BTC",
+                amount=Decimal(amount),
+                stage=RefundStage.REQUESTED,
+                expires_at=utcnow() + timedelta(days=14),
+                **fields,
+            )
+        )
 
 
 def webhook_endpoint(

@@ -1,8 +1,11 @@
 """Refunds: money of one operation sent back to its customer, once, as a withdrawal.
 
 A refund is requested on an operation that received money (owners and operators), never for
-more than the money counted less what its other refunds take. The customer gives the address on
-a one-time claim link (only the token's hash is kept); an address a member of staff typed is
+more than the money counted less what its other refunds take; an amount typed in another
+currency is converted at the operation's rate or at today's recorded rate (`Conversion`). The
+customer gives the address on a one-time claim link (looked up by the token's hash; the token
+itself is kept encrypted for staff to read only while the link waits); an address a member of
+staff typed is
 sent as it is when an owner typed it, and waits for an owner's approval otherwise
 (`needs_owner_approval`). The worker sends each ready refund through the one-time machinery of
 `portal.money.rules.idempotency`, off any request thread, and books it in the ledger as a refund.
@@ -22,6 +25,7 @@ from typing import cast
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from portal import crypto
 from portal.api import ApiFailure, MerchantApiClient, Operation
 from portal.database import decimal_sum, iso_utc, utcnow
 from portal.extensions import db, rows_changed
@@ -31,7 +35,7 @@ from portal.live.models import MailMessage
 from portal.live.rules import events
 from portal.live.rules.events import EventType
 from portal.money.models import IntentState, Refund, RefundStage
-from portal.money.rules import idempotency, ledger
+from portal.money.rules import idempotency, ledger, rate_history
 from portal.money.rules.currencies import SMALLEST_AMOUNT
 from portal.money.rules.currencies import money as money_text
 from portal.payments.rules.operation_money import OperationMoney
@@ -76,10 +80,71 @@ class Basis(enum.StrEnum):
     SURPLUS = "surplus"  # what arrived above the due, less what refunds already take
     AMOUNT = "amount"  # an amount in the currency paid
     PRICED = "priced"  # an amount in the operation's own currency, at its rate when paid
+    NOW = "now"  # an amount in the merchant's reporting currency, at today's recorded rate
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """An amount typed in another currency and the rate that made it `amount`, in the currency
+    paid. For `Basis.PRICED` `rate` is the operation's (units paid per unit typed, `at` None:
+    the moment of payment); for `Basis.NOW` it is the price of one unit paid in `currency`,
+    as the portal last recorded it `at`."""
+
+    basis: Basis
+    entered: Decimal
+    currency: str
+    rate: Decimal
+    at: datetime | None
+    amount: Decimal
+
+
+def rate_now(merchant: Merchant, currency: str) -> rate_history.Rate | None:
+    """Today's price of one `currency` in the reporting currency: the rate the mirror recorded
+    last, when it is no older than `rate_history.FRESH_FOR`."""
+    connection = merchant.api_connection
+    if connection is None:
+        return None
+    now = utcnow()
+    book = rate_history.RateBook(merchant.id, connection.generation, [now])
+    return book.rate(currency, merchant.reporting_currency, now)
+
+
+def converted(
+    merchant: Merchant, basis: Basis, entered: Decimal | None, operation: Operation
+) -> Conversion | None:
+    """The typed amount in the currency paid, for the bases given in another currency; None for
+    the others and when that currency is the one paid. Refused without a usable rate."""
+    if entered is None or basis not in (Basis.PRICED, Basis.NOW):
+        return None
+    paid = operation.currency_paid
+    if basis is Basis.PRICED:
+        if operation.currency == paid:
+            return None
+        if operation.rate <= 0:
+            raise RefundRefused("The operation has no rate: give the amount in the currency paid.")
+        amount = _floor(entered * operation.rate)
+        return Conversion(basis, entered, operation.currency, operation.rate, None, amount)
+    reporting = merchant.reporting_currency
+    if reporting == paid:
+        return None
+    rate = rate_now(merchant, paid)
+    if rate is None or rate.price <= 0:
+        minutes = int(rate_history.FRESH_FOR.total_seconds() // 60)
+        raise RefundRefused(
+            f"There is no rate of {paid} in {reporting} from the last {minutes} minutes, so "
+            f"the amount cannot be converted: give it in the currency paid, or try again once "
+            "the rates were read again."
+        )
+    return Conversion(basis, entered, reporting, rate.price, rate.at, _floor(entered / rate.price))
+
+
+def _floor(amount: Decimal) -> Decimal:
+    """To the API's smallest amount, never above what was asked for."""
+    return amount.quantize(SMALLEST_AMOUNT, ROUND_FLOOR)
 
 
 def amount_for(
-    basis: Basis, entered: Decimal | None, operation: Operation, left: Refundable
+    basis: Basis, entered: Decimal | None, left: Refundable, conversion: Conversion | None
 ) -> Decimal:
     """The amount in the currency paid that a refund given by `basis` sends."""
     if basis is Basis.SURPLUS:
@@ -88,11 +153,7 @@ def amount_for(
         return left.surplus_left
     if entered is None:
         raise RefundRefused("Enter the amount to refund.")
-    if basis is Basis.AMOUNT or operation.currency == operation.currency_paid:
-        return entered
-    if operation.rate <= 0:
-        raise RefundRefused("The operation has no rate: give the amount in the currency paid.")
-    return (entered * operation.rate).quantize(SMALLEST_AMOUNT, ROUND_FLOOR)
+    return conversion.amount if conversion else entered
 
 
 def taken(merchant: Merchant, operation_id: str) -> Decimal:
@@ -131,13 +192,14 @@ def request(
     address: str | None = None,
     email: str | None = None,
     link: Callable[[str], str],
-) -> tuple[Refund, str | None]:
-    """Store a refund (its amount given by `basis`, `entered`) and, without an address, the
-    token of its claim link (the page at `link(token)`, mailed to the customer's `email`).
+) -> Refund:
+    """Store a refund (its amount given by `basis`, `entered`) and, without an address, its
+    claim link (the page at `link(token)`, mailed to the customer's `email`).
 
-    Raises RefundRefused for an operation with no money to give back or an amount above what
-    is left. Two requests racing for the same money store one: they race for the same
-    `Refund.number`, and the loser reads the refunds again before it tries once more.
+    Raises RefundRefused, storing nothing, for an operation with no money to give back, an
+    amount above what is left or one that no rate converts. Two requests racing for the same
+    money store one: they race for the same `Refund.number`, and the loser reads the refunds
+    again before it tries once more.
     """
     if money.state is None or not money.state.refundable:
         raise RefundRefused("Only an operation that received money can be refunded.")
@@ -146,12 +208,13 @@ def request(
             "The payment service counts none of this money yet, so it is not in your wallet: "
             "link the late transactions first (the operation stays paid late), then refund."
         )
+    conversion = converted(merchant, basis, entered, operation)
     for _attempt in range(ATTEMPTS):
         # The number before the amounts: a refund stored after this read takes this number too,
         # so one of the two inserts fails and its request reads the amounts again.
         number = _next_number(merchant, operation.id)
         left = refundable(merchant, operation, money)
-        amount = amount_for(basis, entered, operation, left)
+        amount = amount_for(basis, entered, left, conversion)
         if amount <= 0:
             raise RefundRefused("Enter an amount above zero.")
         if amount > left.most:
@@ -162,6 +225,8 @@ def request(
         refund, token = _new(
             merchant, user, operation, number, money.currency, amount, address, email
         )
+        if conversion:
+            _keep(refund, conversion)
         try:
             db.session.flush()
         except IntegrityError:
@@ -175,7 +240,7 @@ def request(
             parameters={"operation_id": operation.id, "amount": format(amount, "f")},
         )
         db.session.commit()
-        return refund, token
+        return refund
     raise RefundRefused("Other refunds of this operation are being made: try again.")
 
 
@@ -206,6 +271,7 @@ def _new(
         currency=currency,
         amount=amount,
         token_hash=hash_token(token) if token else None,
+        token_encrypted=crypto.encrypt(token) if token else None,
         customer_email=email or None,
         address=address,
         typed_by_staff=address is not None,
@@ -216,6 +282,21 @@ def _new(
     )
     db.session.add(refund)
     return refund, token
+
+
+def _keep(refund: Refund, conversion: Conversion) -> None:
+    refund.basis = conversion.basis.value
+    refund.entered_amount, refund.entered_currency = conversion.entered, conversion.currency
+    refund.rate, refund.rate_at = conversion.rate, conversion.at
+
+
+def link_token(refund: Refund) -> str | None:
+    """The token of the refund's claim link while it waits for the customer's address; None
+    once it no longer does (or for a link made before tokens were kept: sending it again makes
+    one that is)."""
+    if refund.stage is not RefundStage.REQUESTED or not refund.token_encrypted:
+        return None
+    return crypto.decrypt(refund.token_encrypted)
 
 
 def set_link_days(merchant: Merchant, days: int) -> None:
@@ -265,7 +346,7 @@ def _expire(refund: Refund) -> bool:
             Refund.stage == RefundStage.REQUESTED,
             Refund.expires_at <= utcnow(),
         )
-        .values(stage=RefundStage.EXPIRED, updated_at=utcnow())
+        .values(stage=RefundStage.EXPIRED, token_encrypted=None, updated_at=utcnow())
         .execution_options(synchronize_session=False)
     )
     if changed:
@@ -289,6 +370,7 @@ def claim(refund: Refund, address: str) -> bool:
             stage=RefundStage.READY,
             state=IntentState.PENDING,
             address=address,
+            token_encrypted=None,
             claimed_at=utcnow(),
             updated_at=utcnow(),
         )
@@ -335,7 +417,7 @@ def cancel(refund: Refund) -> bool:
         Refund.stage.in_(UNSENT_STAGES),
         sa.and_(Refund.stage == RefundStage.READY, Refund.state == IntentState.PENDING),
     )
-    won = _move(refund, unsent, stage=RefundStage.CANCELED, state=None)
+    won = _move(refund, unsent, stage=RefundStage.CANCELED, state=None, token_encrypted=None)
     db.session.refresh(refund)
     if won:
         _event(refund, EventType.REFUND_CANCELED)
@@ -344,9 +426,9 @@ def cancel(refund: Refund) -> bool:
     return won
 
 
-def new_link(refund: Refund, link: Callable[[str], str]) -> str | None:
+def new_link(refund: Refund, link: Callable[[str], str]) -> bool:
     """A fresh claim link for an unclaimed refund (the old one stops working), valid for the
-    merchant's period again and mailed to the customer when their e-mail is known; None when
+    merchant's period again and mailed to the customer when their e-mail is known; False when
     the refund is past its claim."""
     token = secrets.token_urlsafe(TOKEN_BYTES)
     days = refund.expires_at - refund.created_at
@@ -354,13 +436,14 @@ def new_link(refund: Refund, link: Callable[[str], str]) -> str | None:
         refund,
         Refund.stage == RefundStage.REQUESTED,
         token_hash=hash_token(token),
+        token_encrypted=crypto.encrypt(token),
         expires_at=utcnow() + days,
     )
     db.session.refresh(refund)
     if won:
         _mail_link(refund, link(token))
     db.session.commit()
-    return token if won else None
+    return won
 
 
 def _mail_link(refund: Refund, url: str) -> None:

@@ -6,7 +6,9 @@ reading, `operation_money`). The mirror keeps each operation's state as of its l
 (`MirroredOperation.state`, under the merchant's current connection: connecting elsewhere
 empties the mirror), so a list by state reads the mirror's rows, with those of the list's
 other filters and sorts its columns can answer (`MIRROR_FILTERS`, `MIRROR_SORTS`), and says
-when that sync was (`MirrorPage.as_of`).
+when that sync was (`MirrorPage.as_of`). The refund states are the portal's own (its sent
+refunds against the money counted): an operation with a sent refund is in one of them, never in
+the state the mirror keeps, and which of the two is read from its money, row by row.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from portal.api.paging import PageReader
 from portal.extensions import db
 from portal.identity.models import Merchant
 from portal.live.rules.events import current_generation
+from portal.money.models import IntentState, Refund
 from portal.money.rules.ledger import received_values
 from portal.payments.models import MirroredOperation
 from portal.payments.rules.mirror_money import mirrored_operations
@@ -41,6 +44,8 @@ MIRROR_SORTS: dict[str, Any] = {
     "currency": MirroredOperation.currency,
     "currency_paid": MirroredOperation.currency_paid,
 }
+# The states of an operation's money that its sent refunds give it.
+REFUND_STATES = (State.REFUNDED, State.PARTLY_REFUNDED)
 # The list's filters the mirror answers besides the state (the others are about amounts).
 MIRROR_FILTERS = frozenset(
     {
@@ -152,14 +157,43 @@ def mirror_page(
     query = sa.select(MirroredOperation).where(
         MirroredOperation.merchant_id == merchant_id, *_conditions(**filters)
     )
-    if state is not None:
-        query = query.where(MirroredOperation.state == state.value)
     column = MIRROR_SORTS[sort] if sort else MirroredOperation.created_at
     descending = mirror_descending(sort, sort_type)
+    refunded = sa.select(Refund.operation_id).where(
+        Refund.merchant_id == merchant_id, Refund.state == IntentState.SENT
+    )
+    if state in REFUND_STATES:
+        query = query.where(MirroredOperation.operation_id.in_(refunded))
+        return _refund_page(merchant_id, state, query, column, descending, page, per_page)
+    if state is not None:
+        query = query.where(
+            MirroredOperation.state == state.value,
+            MirroredOperation.operation_id.not_in(refunded),
+        )
     rows, total = mirror_rows(MirroredOperation, query, column, descending, page, per_page)
     operations = mirrored_operations(merchant_id, rows)
     items = tuple(operations[row.operation_id] for row in rows if row.operation_id in operations)
     return mirror_page_of(merchant_id, items, total, page, per_page)
+
+
+def _refund_page(
+    merchant_id: int,
+    state: State,
+    query: sa.Select,
+    column: Any,
+    descending: bool,
+    page: int,
+    per_page: int,
+) -> MirrorPage:
+    """A page of the operations of `query` (those with a sent refund) whose money is in
+    `state`: each one's money is read, as few as the portal's refunds made."""
+    rows = list(db.session.scalars(query.order_by(*_order(MirroredOperation, column, descending))))
+    operations = mirrored_operations(merchant_id, rows)
+    moneys = moneys_of(db.session.get_one(Merchant, merchant_id), operations.values())
+    matching = [o for o in operations.values() if moneys[o.id].state is state]
+    offset = (page - 1) * per_page
+    items = tuple(matching[offset : offset + per_page])
+    return mirror_page_of(merchant_id, items, len(matching), page, per_page)
 
 
 def mirror_list(merchant_id: int, state: str | None = None, **filters: Any) -> MirrorPage:
@@ -180,9 +214,14 @@ def mirror_rows(
     """The rows of `query`'s page sorted by `column` (ties by the order the mirror first saw
     them), and how many rows it has in all."""
     total = db.session.scalar(sa.select(sa.func.count()).select_from(query.subquery())) or 0
-    order = (column.desc(), model.id.desc()) if descending else (column, model.id)
+    order = _order(model, column, descending)
     offset = (page - 1) * per_page
     return list(db.session.scalars(query.order_by(*order).offset(offset).limit(per_page))), total
+
+
+def _order(model: Any, column: Any, descending: bool) -> tuple[Any, Any]:
+    """By `column`, ties by the order the mirror first saw the rows."""
+    return (column.desc(), model.id.desc()) if descending else (column, model.id)
 
 
 def mirror_page_of(

@@ -11,9 +11,9 @@ from portal.web.fields import AmountField, CodeField, EmailAddressField, strip
 
 
 class RefundForm(FlaskForm):
-    """How much goes back (the surplus, an amount in the currency paid, or one in the
-    operation's own currency at its rate), and to whom: a claim link, mailed when an e-mail is
-    given, or an address typed here."""
+    """How much goes back (the surplus, an amount in the currency paid, one in the operation's
+    own currency at its rate, or one in the reporting currency at today's rate), and to whom:
+    a claim link, mailed when an e-mail is given, or an address typed here."""
 
     basis = RadioField(
         "Refund",
@@ -23,6 +23,7 @@ class RefundForm(FlaskForm):
             SelectChoice(
                 Basis.PRICED.value, "An amount in the operation's currency, at the rate when paid"
             ),
+            SelectChoice(Basis.NOW.value, "An amount in the reporting currency, at today's rate"),
         ],
         default=Basis.SURPLUS.value,
     )

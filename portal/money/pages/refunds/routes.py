@@ -47,8 +47,8 @@ def claim_url(token: str) -> str:
 @bp.route("/new/<operation_id>", methods=["GET", "POST"])
 @roles(*MOVERS)
 def new(operation_id: str) -> Response:
-    """The form: how much goes back and to whom, with what the operation can still give back
-    and the estimated network fee (the merchant's)."""
+    """The form: how much goes back and to whom, with what the operation can still give back,
+    today's rate and the estimated network fee (the merchant's)."""
     operation = _operation(operation_id)
     merchant = current_user.merchant
     money = money_of(merchant, operation)
@@ -71,17 +71,19 @@ def new(operation_id: str) -> Response:
         operation=operation,
         money=money,
         left=left,
+        reporting=merchant.reporting_currency,
+        rate_now=refunds.rate_now(merchant, money.currency),
         fee=withdrawal_figures.figures(merchant, money.currency).estimated_fee,
     )
 
 
 def _request(form: RefundForm, operation: Operation, money: OperationMoney) -> Refund:
-    """The refund the form asks for; its claim link shown once to the person who asked."""
+    """The refund the form asks for; its claim link waits on the refund's page."""
     address = form.address.data or None
     shape = address_shape(money.currency)
     if address and shape and not shape.fits(address):
         raise refunds.RefundRefused(f"Enter {shape.described}.")
-    refund, token = refunds.request(
+    refund = refunds.request(
         current_user.merchant,
         current_user._get_current_object(),
         operation,
@@ -92,8 +94,8 @@ def _request(form: RefundForm, operation: Operation, money: OperationMoney) -> R
         email=form.email.data or None,
         link=claim_url,
     )
-    if token:
-        flash(f"Give the customer this claim link (shown once): {claim_url(token)}", "success")
+    if refund.token_hash:
+        flash("Requested: give the customer the claim link below.", "success")
     return refund
 
 
@@ -106,12 +108,14 @@ def _refund(refund_id: int) -> Refund:
 
 def _show(refund: Refund, status: int = 200, **forms: object) -> Response:
     forms.setdefault("approve_form", ApproveRefundForm(formdata=None))
+    token = refunds.link_token(refund)
     return page(
         "refunds/show.html",
         status,
         refund=refund,
         state=refunds.state_of(refund),
         cancelable=refunds.cancelable(refund),
+        link=claim_url(token) if token else None,
         cancel_form=CancelRefundForm(formdata=None),
         link_form=NewLinkForm(formdata=None),
         **forms,
@@ -146,11 +150,10 @@ def new_link(refund_id: int) -> Response:
     refund = _refund(refund_id)
     if not NewLinkForm().validate_on_submit():
         abort(400)
-    token = refunds.new_link(refund, claim_url)
-    if token is None:
-        flash("This refund no longer waits for the customer's address.", "info")
+    if refunds.new_link(refund, claim_url):
+        flash("A new claim link is below: the old one no longer works.", "success")
     else:
-        flash(f"A new claim link (shown once; the old one no longer works): {claim_url(token)}")
+        flash("This refund no longer waits for the customer's address.", "info")
     return redirect(url_for(".show", refund_id=refund.id))
 
 

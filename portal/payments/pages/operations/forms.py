@@ -47,13 +47,10 @@ CATEGORIES = [
     *(SelectChoice(value, name) for value, name in CATEGORY_NAMES.items()),
 ]
 
-
-# The mirror keeps the state of the money that arrived; refunds are the portal's own.
-REFUNDS = (State.REFUNDED, State.PARTLY_REFUNDED)
 NEW_STATUS = next(code for code, text in OPERATION_STATUSES.items() if text == "new")
 STATE_CHOICES = [
     SelectChoice("", "Any"),
-    *(SelectChoice(state.value, STATE_WORDS[state]) for state in State if state not in REFUNDS),
+    *(SelectChoice(state.value, STATE_WORDS[state]) for state in State),
 ]
 # The mirror keeps amounts as exact text: it can tell states, not amounts apart.
 NOT_FROM_THE_MIRROR = (
