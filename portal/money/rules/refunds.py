@@ -5,8 +5,7 @@ more than the money counted less what its other refunds take; an amount typed in
 currency is converted at the operation's rate or at today's recorded rate (`Conversion`). The
 customer gives the address on a one-time claim link (looked up by the token's hash; the token
 itself is kept encrypted for staff to read only while the link waits); an address a member of
-staff typed is
-sent as it is when an owner typed it, and waits for an owner's approval otherwise
+staff typed is sent as it is when an owner typed it, and waits for an owner's approval otherwise
 (`needs_owner_approval`). The worker sends each ready refund through the one-time machinery of
 `portal.money.rules.idempotency`, off any request thread, and books it in the ledger as a refund.
 """
