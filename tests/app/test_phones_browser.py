@@ -10,6 +10,7 @@ import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
@@ -21,6 +22,7 @@ from tests.support.browser import assert_accessible, sign_in_as
 from tests.support.layout import layout_problems
 from tests.support.money import CROSS_EXCHANGE
 from tests.support.portal_server import PortalServer
+from tests.support.sandbox_server import SandboxServer
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 800}
@@ -113,6 +115,12 @@ MONEY_FORMS: dict[str, tuple[str, dict[str, str], tuple[str, ...], dict[str, str
         {},
     ),
     "cross_exchange": ("/cross-exchanges/new", CROSS_EXCHANGE, ("Create cross exchange",), {}),
+    "voucher_payoff": (  # refused, or lost, whatever the code
+        "/vouchers/payoff",
+        {"code": "ABCD-EFGH-JKLM-NPQR"},
+        ("Pay off",),
+        {"code": "ABCD-EFGH-JKLM-NPQR"},  # no voucher has it
+    ),
     "withdrawal": (
         "/withdrawals/new",
         {"amount": "0.001", "wallet": "ETH"},
@@ -159,6 +167,15 @@ def _press(page: Page, button: str) -> None:
     expect(page.locator("main[data-pressed]")).to_have_count(0)
 
 
+def _lost(page: Page, sandbox: SandboxServer, button: str) -> None:
+    """Press the button with the sandbox resetting the connection once it has acted: the page
+    that says the outcome is unknown."""
+    sandbox.control("POST", "faults", {"mode": "reset", "methods": ["POST", "PUT"]})
+    _press(page, button)
+    sandbox.control("POST", "faults", {"mode": "none"})
+    expect(page.get_by_role("heading", name="Outcome unknown")).to_be_visible()
+
+
 def _fits_both_widths(page: Page) -> None:
     """The page as laid out at either width: whole, and no wider than the screen."""
     expect(page.locator("main h1")).to_be_visible()
@@ -198,10 +215,7 @@ def test_every_refusal_lost_answer_and_record_page_fits_the_screen(
                 _send(page, path, {**fields, **_unique(form)}, buttons[:-1])
                 if buttons[:-1]:
                     visited(page)  # the review page
-                sandbox.control("POST", "faults", {"mode": "reset", "methods": ["POST"]})
-                _press(page, buttons[-1])
-                sandbox.control("POST", "faults", {"mode": "none"})
-                expect(page.get_by_role("heading", name="Outcome unknown")).to_be_visible()
+                _lost(page, sandbox, buttons[-1])
                 visited(page)
 
             # The records a read-only portal holds none of, and the customer's pages of them.
@@ -216,6 +230,14 @@ def test_every_refusal_lost_answer_and_record_page_fits_the_screen(
             sandbox.receive(operation_id, "0.7")  # 0.2 BTC more than due: a surplus to refund
             _send(page, "/cross-exchanges/new", CROSS_EXCHANGE, ("Create cross exchange",))
             visited(page)
+            cross_exchange = urlsplit(page.url).path
+            _send(
+                page,
+                "/vouchers/new",
+                {"amount": "0.01", "currency": "BTC"},
+                MONEY_FORMS["voucher"][2],
+            )
+            voucher = urlsplit(page.url).path
             refund = f"/refunds/new/{operation_id}"
             _send(page, refund, {"basis": "amount", "amount": "0.70000001"}, ("Request refund",))
             expect(page.locator("main .form-error").first).to_be_visible()
@@ -232,6 +254,18 @@ def test_every_refusal_lost_answer_and_record_page_fits_the_screen(
                 if r.endpoint in NO_RECORD_IN_A_READ_ONLY_PORTAL
             ]
             assert walks.walk(page, app, routes, _fits_both_widths, seen) == []
+
+            # A cancellation whose answer is lost (the sandbox cancels), then refused (canceled).
+            for record, button in (
+                (voucher, "Cancel voucher"),
+                (cross_exchange, "Cancel cross exchange"),
+            ):
+                page.goto(f"{record}/cancel")
+                _lost(page, sandbox, button)
+                visited(page)
+                _send(page, f"{record}/cancel", {}, (button,))
+                expect(page.locator("main .form-error")).to_be_visible()
+                visited(page)
         finally:
             sandbox.reset()
     with _page(browser, portal, DESKTOP) as customer:  # no session: the customer's browser
