@@ -140,6 +140,7 @@ def _unique(form: str) -> dict[str, str]:
 
 
 def _fill(page: Page, fields: dict[str, str]) -> None:
+    """Type, choose or tick each field of the page's main part, found by its name."""
     for name, value in fields.items():
         field = page.locator(f'main [name="{name}"]')
         if field.first.get_attribute("type") == "radio":
@@ -191,9 +192,9 @@ def test_every_refusal_lost_answer_and_record_page_fits_the_screen(
     browser: Browser, portal: PortalServer
 ) -> None:
     """Each money form refused by the sandbox, then with its answer lost (the sandbox acts, the
-    connection is reset), then the pages of records the seeded portal has none of (a
-    withdrawal, a cross exchange, a refund, and the customer's checkout and refund claim
-    pages), at both widths."""
+    connection is reset); a refund refused; the pages of records the seeded portal has none of
+    (a withdrawal, a cross exchange, a refund, and the customer's checkout and refund claim
+    pages); cancellations lost, then refused. Each page at both widths."""
     assert set(IntentKind) <= MONEY_FORMS.keys(), "a money form the walk does not send"
     sandbox = portal.sandbox
     seen: list[str] = []
