@@ -28,6 +28,7 @@ PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 800}
 OWNER = "owner@acme.test"
 CLAIM_LINK = re.compile(r"https?://\S+/refund/[\w-]+")
+OPERATION = "#operation"  # the part of an operation's page its actions swap
 # Pages of a record that the seeded portal, which changes no data, holds none of: the
 # withdrawals, cross exchanges and refunds the portal made (and the refund form, linked only
 # from an operation that received money).
@@ -159,27 +160,27 @@ def _send(page: Page, path: str, fields: dict[str, str], buttons: tuple[str, ...
         _press(page, button)
 
 
-def _press(page: Page, button: str) -> None:
-    """Press the button and wait for the page it sends to (swapped in by htmx's boost, or a
-    new document): the main part marked before is gone."""
-    main = page.locator("main")
-    main.evaluate("main => { main.dataset.pressed = 'yes'; }")
-    main.get_by_role("button", name=button, exact=True).click()
-    expect(page.locator("main[data-pressed]")).to_have_count(0)
+def _press(page: Page, button: str, part: str = "main") -> None:
+    """Press the button in `part` of the page and wait for what it sends to take its place
+    (swapped in by htmx, or a new document): the part marked before is gone."""
+    marked = page.locator(part)
+    marked.evaluate("part => { part.dataset.pressed = 'yes'; }")
+    marked.get_by_role("button", name=button, exact=True).click()
+    expect(page.locator(f"{part}[data-pressed]")).to_have_count(0)
 
 
-def _lost(page: Page, sandbox: SandboxServer, button: str) -> None:
+def _lost(page: Page, sandbox: SandboxServer, button: str, part: str = "main") -> None:
     """Press the button with the sandbox resetting the connection once it has acted: the page
-    that says the outcome is unknown."""
+    (or part) that says the outcome is unknown."""
     sandbox.control("POST", "faults", {"mode": "reset", "methods": ["POST", "PUT"]})
-    _press(page, button)
+    _press(page, button, part)
     sandbox.control("POST", "faults", {"mode": "none"})
     expect(page.get_by_role("heading", name="Outcome unknown")).to_be_visible()
 
 
 def _fits_both_widths(page: Page) -> None:
     """The page as laid out at either width: whole, and no wider than the screen."""
-    expect(page.locator("main h1")).to_be_visible()
+    expect(page.locator("main h1").first).to_be_visible()
     for viewport in (DESKTOP, PHONE):
         page.set_viewport_size(viewport)
         assert _sideways(page) == 0, f"{page.url} scrolls sideways at {viewport['width']} px"
@@ -194,7 +195,7 @@ def test_every_refusal_lost_answer_and_record_page_fits_the_screen(
     """Each money form refused by the sandbox, then with its answer lost (the sandbox acts, the
     connection is reset); a refund refused; the pages of records the seeded portal has none of
     (a withdrawal, a cross exchange, a refund, and the customer's checkout and refund claim
-    pages); cancellations lost, then refused. Each page at both widths."""
+    pages); cancellations lost and refused. Each page at both widths."""
     assert set(IntentKind) <= MONEY_FORMS.keys(), "a money form the walk does not send"
     sandbox = portal.sandbox
     seen: list[str] = []
@@ -266,6 +267,24 @@ def test_every_refusal_lost_answer_and_record_page_fits_the_screen(
                 visited(page)
                 _send(page, f"{record}/cancel", {}, (button,))
                 expect(page.locator("main .form-error")).to_be_visible()
+                visited(page)
+
+            # An operation's cancellation, in the operation's part of its page: refused (the
+            # operation expired meanwhile), then lost.
+            for expired in (True, False):
+                _send(
+                    page,
+                    "/operations/new",
+                    {**MONEY_FORMS["operation"][1], **_unique("operation")},
+                    ("Create operation",),
+                )
+                _press(page, "Cancel operation", OPERATION)
+                if expired:
+                    sandbox.control("POST", f"operations/{page.url.rsplit('/', 1)[1]}/expire")
+                    _press(page, "Confirm cancellation", OPERATION)
+                    expect(page.locator(f"{OPERATION} .form-error")).to_be_visible()
+                else:
+                    _lost(page, sandbox, "Confirm cancellation", OPERATION)
                 visited(page)
         finally:
             sandbox.reset()
