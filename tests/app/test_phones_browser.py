@@ -245,9 +245,7 @@ def test_every_refusal_lost_answer_and_record_page_fits_the_screen(
             expect(page.locator("main .form-error").first).to_be_visible()
             visited(page)
             _send(page, refund, {}, ("Request refund",))
-            claim = CLAIM_LINK.search(
-                page.get_by_role("status").filter(has_text="claim link").inner_text()
-            ).group(0)
+            claim = CLAIM_LINK.search(page.locator("main").inner_text()).group(0)
             visited(page)
             app = walks.site()
             routes = [
@@ -278,9 +276,10 @@ def test_every_refusal_lost_answer_and_record_page_fits_the_screen(
                     {**MONEY_FORMS["operation"][1], **_unique("operation")},
                     ("Create operation",),
                 )
+                operation_id = page.url.rsplit("/", 1)[1]
                 _press(page, "Cancel operation", OPERATION)
                 if expired:
-                    sandbox.control("POST", f"operations/{page.url.rsplit('/', 1)[1]}/expire")
+                    sandbox.control("POST", f"operations/{operation_id}/expire")
                     _press(page, "Confirm cancellation", OPERATION)
                     expect(page.locator(f"{OPERATION} .form-error")).to_be_visible()
                 else:
