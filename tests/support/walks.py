@@ -89,13 +89,15 @@ def pages(app: Flask, visitor: Role | None) -> list[PageRoute]:
     return found
 
 
-def walk(page: Page, app: Flask, routes: Iterable[PageRoute], check) -> list[PageRoute]:
+def walk(
+    page: Page, app: Flask, routes: Iterable[PageRoute], check, links: Iterable[str] = ()
+) -> list[PageRoute]:
     """Open each page in the browser and `check(page)` it; the pages with a record are opened
-    through the first link to them found on the pages opened before. Returns the pages no
-    link led to."""
+    through the first link to them found on the pages opened before (or among `links`, paths
+    seen before the walk). Returns the pages no link led to."""
     adapter = app.url_map.bind("portal.test")
     waiting = [route for route in routes if route.needs_a_record]
-    links: list[str] = []
+    links = list(links)
     for route in routes:
         if not route.needs_a_record:
             links += _open(page, route.path(), check)
@@ -114,9 +116,15 @@ def _open(page: Page, path: str, check) -> list[str]:
     if answer is None or "text/html" not in answer.headers.get("content-type", ""):
         return []  # an answer for programs (`/healthz`), not a page
     check(page)
+    return links_on(page)
+
+
+def links_on(page: Page) -> list[str]:
+    """The paths of the portal's links on the page, the page's own first."""
     hrefs = page.locator("a[href]").evaluate_all("links => links.map(link => link.href)")
     here = urlsplit(page.url).netloc
-    return [urlsplit(href).path for href in hrefs if urlsplit(href).netloc == here]
+    own = [urlsplit(href).path for href in hrefs if urlsplit(href).netloc == here]
+    return [urlsplit(page.url).path, *own]
 
 
 def _link_to(adapter: MapAdapter, route: PageRoute, links: list[str]) -> str | None:
