@@ -59,6 +59,10 @@ class Merchant(Model):
     )
     # How long a refund's claim link waits for the customer's address (set by owners).
     refund_link_days: Mapped[int] = mapped_column(default=14, server_default="14")
+    # The most money may leave in one withdrawal, refund or voucher, and per UTC day, in the
+    # reporting currency, before another owner must approve (`portal.money.rules.limits`).
+    limit_per_withdrawal: Mapped[Decimal | None] = mapped_column(DecimalText)
+    limit_per_day: Mapped[Decimal | None] = mapped_column(DecimalText)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     users: Mapped[list[User]] = relationship(

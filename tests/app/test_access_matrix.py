@@ -31,6 +31,7 @@ EXCEPTIONS = {
     "withdrawals.show": OWNER,
     "withdrawals.confirm": OWNER,
     "withdrawals.limits": OWNER,
+    "withdrawals.reporting_limits": OWNER,
     "vouchers.code": OWNER,  # a voucher's code is bearer money
     "vouchers.new": OWNER,
     "vouchers.review": OWNER,
@@ -148,6 +149,7 @@ def _url(app, rule) -> str:
         "delivery_id",
         "passkey_id",
         "refund_id",
+        "approval_id",
     ):
         if name in rule.arguments:
             values[name] = "1"

@@ -20,6 +20,7 @@ import pytest
 from tests.support.attack import STATE_CHANGING, snapshot
 from tests.support.forms import PASSWORD, csrf_token
 from tests.support.forms import signed_in as signed_in_client
+from tests.support.hostile_portal import held_approval
 from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, ETH_ADDRESS, intent_key
 from tests.support.two_factor import SETUP_KEY
 
@@ -286,6 +287,13 @@ def _approve_refund(hostile) -> Case:
     return Case(client, f"{refund}/approve", {"code": totp.now()})
 
 
+def _decide_approval(hostile, decision: str) -> Case:
+    """Another owner, with two-factor on, decides a withdrawal the owner asked for."""
+    approval = held_approval(hostile.app)
+    client, _address, _user_id, totp = _throwaway(hostile, "owner", two_factor=True)
+    return Case(client, f"/approvals/{approval}/{decision}", {"code": totp.now()})
+
+
 # endpoint -> a valid request by a visitor allowed to make it
 VALID: dict[str, Callable[..., Case]] = {
     "auth.login": lambda w: _as(
@@ -441,6 +449,15 @@ VALID: dict[str, Callable[..., Case]] = {
     "refunds.cancel": lambda w: _as(w, "operator", f"{_refund(w)}/cancel"),
     "refunds.new_link": lambda w: _as(w, "operator", f"{_refund(w)}/link"),
     "refunds.approve": _approve_refund,
+    "approvals.approve": lambda w: _decide_approval(w, "approve"),
+    "approvals.reject": lambda w: _decide_approval(w, "reject"),
+    "approvals.withdraw": lambda w: _as(w, "owner", f"/approvals/{held_approval(w.app)}/withdraw"),
+    "withdrawals.reporting_limits": lambda w: _as(
+        w,
+        "other",
+        "/withdrawals/limits/reporting",
+        {"reporting-per_withdrawal": "", "reporting-per_day": ""},
+    ),
     "refund_claims.claim": _claim,
     "settings.refund_link": lambda w: _as(
         w, "other", "/settings/checkout/refund-link", {"refund_link_days": "14"}
