@@ -1,7 +1,8 @@
 """Limits and approvals by a second owner.
 
 - `merchants.limit_per_withdrawal`, `merchants.limit_per_day`: the limits in the reporting
-  currency above which money waits for another owner's approval.
+  currency above which money waits for another owner's approval; `approvals_waiting`, how many
+  wait (the menu's count, read with the signed-in session).
 - `withdrawal_limits.per_withdrawal`: a currency's own limit per withdrawal, beside its daily
   one (now optional).
 - `approvals`: a withdrawal or refund held for an owner other than the one who asked.
@@ -25,6 +26,10 @@ def upgrade():
     # would delete every row that refers to it.
     op.add_column("merchants", sa.Column("limit_per_withdrawal", sa.String(64), nullable=True))
     op.add_column("merchants", sa.Column("limit_per_day", sa.String(64), nullable=True))
+    op.add_column(
+        "merchants",
+        sa.Column("approvals_waiting", sa.Integer(), server_default="0", nullable=False),
+    )
     with op.batch_alter_table("withdrawal_limits") as batch:
         batch.add_column(sa.Column("per_withdrawal", sa.String(length=64), nullable=True))
         batch.alter_column("daily_limit", existing_type=sa.String(length=64), nullable=True)
@@ -82,5 +87,6 @@ def downgrade():
     with op.batch_alter_table("withdrawal_limits") as batch:
         batch.drop_column("per_withdrawal")
         batch.alter_column("daily_limit", existing_type=sa.String(length=64), nullable=False)
+    op.drop_column("merchants", "approvals_waiting")
     op.drop_column("merchants", "limit_per_day")
     op.drop_column("merchants", "limit_per_withdrawal")

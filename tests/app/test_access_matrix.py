@@ -43,7 +43,6 @@ EXCEPTIONS = {
     "cross_exchanges.new": MOVERS,
     "cross_exchanges.cancel": MOVERS,
     "balances.opening": OWNER,
-    "refunds.approve": OWNER,  # sends an address an operator typed
     "account.statement_mail_choice": frozenset({"owner", "accountant"}),
 }
 

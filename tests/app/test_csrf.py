@@ -280,13 +280,6 @@ def _claim(hostile) -> Case:
     return case
 
 
-def _approve_refund(hostile) -> Case:
-    """An owner with two-factor on approves an operator's refund to an address they typed."""
-    refund = _refund(hostile, "operator", {"address": BTC_ADDRESS})
-    client, _address, _user_id, totp = _throwaway(hostile, "owner", two_factor=True)
-    return Case(client, f"{refund}/approve", {"code": totp.now()})
-
-
 def _decide_approval(hostile, decision: str) -> Case:
     """Another owner, with two-factor on, decides a withdrawal the owner asked for."""
     approval = held_approval(hostile.app)
@@ -448,7 +441,6 @@ VALID: dict[str, Callable[..., Case]] = {
     ),
     "refunds.cancel": lambda w: _as(w, "operator", f"{_refund(w)}/cancel"),
     "refunds.new_link": lambda w: _as(w, "operator", f"{_refund(w)}/link"),
-    "refunds.approve": _approve_refund,
     "approvals.approve": lambda w: _decide_approval(w, "approve"),
     "approvals.reject": lambda w: _decide_approval(w, "reject"),
     "approvals.withdraw": lambda w: _as(w, "owner", f"/approvals/{held_approval(w.app)}/withdraw"),

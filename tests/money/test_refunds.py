@@ -53,6 +53,13 @@ def send_refunds(app) -> int:
         return refunds.send_due()
 
 
+def approval_of(refund_page) -> str:
+    """The approval a refund's page links to."""
+    found = re.search(r'href="(/approvals/\d+)"', refund_page.get_data(as_text=True))
+    assert found, "the refund's page links to its approval"
+    return found.group(1)
+
+
 def overpaid(client: MerchantApiClient, sandbox: SandboxServer, paid: str = "0.7") -> str:
     """An operation of 0.5 BTC paid `paid` (more)."""
     operation = client.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")
@@ -200,14 +207,14 @@ def test_an_operators_typed_address_waits_for_an_owners_fresh_code(refunding, mo
     assert asked.status_code == 302
     assert "Awaiting approval" in text(operator.get(asked.location))
     assert send_refunds(app) == 0
-    refused = post(operator, f"{asked.location}/approve")
+    approval = approval_of(operator.get(asked.location))
+    refused = post(operator, f"{approval}/approve")
 
     owner = signed_in_with_two_factor(app, email("owner"), monkeypatch)
-    used = post(owner.client, f"{asked.location}/approve", {"code": owner.sign_in_code})
+    assert "Approvals 1" in text(owner.client.get("/approvals"))
+    used = post(owner.client, f"{approval}/approve", {"code": owner.sign_in_code})
     owner.clock.advance()
-    approved = post(
-        owner.client, f"{asked.location}/approve", {"code": owner.clock.code(owner.secret)}
-    )
+    approved = post(owner.client, f"{approval}/approve", {"code": owner.clock.code(owner.secret)})
 
     assert refused.status_code == 403
     assert used.status_code == 422
@@ -236,7 +243,8 @@ def test_a_code_does_not_approve_when_the_owners_require_a_passkey(refunding, mo
     try:
         owner.clock.advance()
         code = owner.clock.code(owner.secret)
-        refused = post(owner.client, f"{asked.location}/approve", {"code": code})
+        approval = approval_of(owner.client.get(asked.location))
+        refused = post(owner.client, f"{approval}/approve", {"code": code})
         assert refused.status_code == 403
         assert "require a passkey for approvals" in text(refused)
         assert "Awaiting approval" in text(owner.client.get(asked.location))

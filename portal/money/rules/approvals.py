@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime, timedelta
+from decimal import Decimal
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
@@ -29,11 +30,11 @@ from portal.money.models import (
     ApprovalKind,
     ApprovalState,
     IntentState,
+    Refund,
     WithdrawalIntent,
 )
-from portal.money.rules import withdrawals
+from portal.money.rules import limits, refunds, withdrawals
 from portal.money.rules.currencies import money
-from portal.money.rules.limits import Check
 from portal.settings.rules.connection import api_client_for
 
 EXPIRES_AFTER = timedelta(days=7)
@@ -46,46 +47,71 @@ class Refusal(enum.StrEnum):
     NOT_WAITING = "not_waiting"  # decided, withdrawn or expired already
 
 
-def approvers(merchant: Merchant, requester: User) -> list[User]:
-    """The owners who may approve what `requester` asked for: every other owner."""
-    return [user for user in merchant.users if user.role is Role.OWNER and user.id != requester.id]
-
-
-def hold_withdrawal(intent: WithdrawalIntent, requester: User, checked: Check) -> Approval:
+def hold_withdrawal(intent: WithdrawalIntent, requester: User, checked: limits.Check) -> Approval:
     """Hold a reviewed withdrawal for another owner (its reason from `checked`), audited and
     mailed to the other owners. A second confirmation of the same intent finds it held."""
     assert checked.reason is not None  # only held money waits
-    merchant = requester.merchant
-    approval = Approval(
-        merchant_id=merchant.id,
-        kind=ApprovalKind.WITHDRAWAL,
-        withdrawal_intent_id=intent.id,
-        amount=intent.amount,
-        currency=intent.wallet,
-        address=intent.address,
-        value=checked.value,
-        value_currency=checked.value_currency,
-        reason=checked.reason.value,
-        state=ApprovalState.WAITING,
-        requested_by_id=requester.id,
-        expires_at=utcnow() + EXPIRES_AFTER,
-    )
-    db.session.add(approval)
+    approval = _new(requester, ApprovalKind.WITHDRAWAL, checked.reason, checked.value)
+    approval.withdrawal_intent_id = intent.id
+    approval.amount, approval.currency = intent.amount, intent.wallet
+    approval.address = intent.address
     try:
-        db.session.flush()
+        _ask(approval, requester)
     except IntegrityError:
         db.session.rollback()  # another confirmation held it first
         found = of_withdrawal(intent)
         assert found is not None
         return found
+    return approval
+
+
+def hold_refund(refund: Refund, requester: User) -> Approval:
+    """Put a refund that awaits an approval on the queue: an operator typed its address, or it
+    is above the owners' limits. Audited and mailed to the owners who may approve it."""
+    reason = (
+        limits.Reason.TYPED_ADDRESS
+        if requester.role is not Role.OWNER
+        else limits.check(requester.merchant, refund.currency, refund.amount).reason
+    )
+    value = limits.value_now(requester.merchant, refund.currency, refund.amount)
+    approval = _new(requester, ApprovalKind.REFUND, reason or limits.Reason.PER_WITHDRAWAL, value)
+    approval.refund_id = refund.id
+    approval.amount, approval.currency = refund.amount, refund.currency
+    approval.address = refund.address
+    _ask(approval, requester)
+    return approval
+
+
+def _new(
+    requester: User, kind: ApprovalKind, reason: limits.Reason, value: Decimal | None
+) -> Approval:
+    return Approval(
+        merchant_id=requester.merchant_id,
+        kind=kind,
+        value=value,
+        value_currency=requester.merchant.reporting_currency,
+        reason=reason.value,
+        state=ApprovalState.WAITING,
+        requested_by_id=requester.id,
+        expires_at=utcnow() + EXPIRES_AFTER,
+    )
+
+
+def _ask(approval: Approval, requester: User) -> None:
+    db.session.add(approval)
+    db.session.flush()
+    _counted(approval.merchant_id, 1)
     audit.record("approval.request", parameters=_described(approval, requester))
     _mail_owners(approval, requester)
     db.session.commit()
-    return approval
 
 
 def of_withdrawal(intent: WithdrawalIntent) -> Approval | None:
     return db.session.scalar(sa.select(Approval).where(Approval.withdrawal_intent_id == intent.id))
+
+
+def of_refund(refund: Refund) -> Approval | None:
+    return db.session.scalar(sa.select(Approval).where(Approval.refund_id == refund.id))
 
 
 def find(merchant: Merchant, approval_id: int) -> Approval | None:
@@ -106,14 +132,18 @@ def waiting(merchant: Merchant) -> list[Approval]:
 
 
 def count(merchant: Merchant) -> int:
-    """How many wait for a decision (the menu's count)."""
-    return int(
-        db.session.scalar(
-            sa.select(sa.func.count(Approval.id)).where(
-                Approval.merchant_id == merchant.id, Approval.state == ApprovalState.WAITING
-            )
-        )
-        or 0
+    """How many wait for a decision (the menu's count): kept on the merchant, which every
+    signed-in request has read already."""
+    return merchant.approvals_waiting
+
+
+def _counted(merchant_id: int, change: int) -> None:
+    """Move the merchant's count of waiting approvals, in the caller's transaction."""
+    db.session.execute(
+        sa.update(Merchant)
+        .where(Merchant.id == merchant_id)
+        .values(approvals_waiting=Merchant.approvals_waiting + change)
+        .execution_options(synchronize_session=False)
     )
 
 
@@ -156,15 +186,30 @@ def _decide(approval: Approval, user: User, state: ApprovalState, action: str) -
         .values(state=state, decided_by_id=user.id, decided_at=utcnow())
         .execution_options(synchronize_session=False)
     )
+    if won:
+        _counted(approval.merchant_id, -1)
     db.session.commit()
     db.session.refresh(approval)
     if won:
         audit.record(action, parameters=_described(approval, approval.requested_by, user))
+        _settle_refund(approval, user)
     return bool(won)
 
 
+def _settle_refund(approval: Approval, user: User) -> None:
+    """A decided refund's approval moves the refund: approved, it is ready for the worker;
+    otherwise it is canceled, and its money is free again."""
+    if approval.refund is None:
+        return
+    if approval.state is ApprovalState.APPROVED:
+        refunds.approve(approval.refund, user)
+    else:
+        refunds.cancel(approval.refund)
+
+
 def send_due() -> int:
-    """The worker's pass: send each approved withdrawal once; how many this pass sent."""
+    """The worker's pass: send each approved withdrawal once; how many this pass sent (an
+    approved refund is ready, and `refunds.send_due` sends it)."""
     due = list(
         db.session.scalars(
             sa.select(Approval.id)
@@ -213,8 +258,11 @@ def expire_due(now: datetime | None = None) -> int:
             .execution_options(synchronize_session=False)
         )
         if won:
+            _counted(approval.merchant_id, -1)
             expired += 1
             db.session.refresh(approval)
+            if approval.refund is not None:
+                refunds.cancel(approval.refund)
             requester = approval.requested_by
             if requester is not None:
                 _mail(
@@ -251,7 +299,7 @@ def _described(
 
 
 def _mail_owners(approval: Approval, requester: User) -> None:
-    for owner in approvers(requester.merchant, requester):
+    for owner in limits.other_owners(requester):
         _mail(
             owner,
             f"Approval needed: a {approval.kind.value} of {_amount(approval)}",

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from portal.database import utcnow
 from portal.extensions import db
-from portal.identity.models import Merchant
+from portal.identity.models import Merchant, Role, User
 from portal.identity.rules import audit
 from portal.money.models import WithdrawalLimit
 from portal.money.rules import rate_history
@@ -44,6 +44,13 @@ class Check:
     reason: Reason | None
     value: Decimal | None
     value_currency: str
+
+
+def other_owners(user: User) -> list[User]:
+    """The owners who may approve what `user` asked for: every other owner."""
+    return [
+        other for other in user.merchant.users if other.role is Role.OWNER and other.id != user.id
+    ]
 
 
 def own_limits(merchant: Merchant, currency: str) -> WithdrawalLimit | None:

@@ -71,7 +71,7 @@ def _alone_over_limit(wallet: str, amount: Decimal) -> dict[str, object] | None:
     (None when within the limits, or when another owner may approve)."""
     user = current_user._get_current_object()
     checked = owner_limits.check(user.merchant, wallet, amount)
-    if checked.reason is None or approvals.approvers(user.merchant, user):
+    if checked.reason is None or owner_limits.other_owners(user):
         return None
     return {"held": checked, "held_figures": withdrawal_figures.figures(user.merchant, wallet)}
 
