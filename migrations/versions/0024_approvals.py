@@ -6,6 +6,7 @@
 - `withdrawal_limits.per_withdrawal`: a currency's own limit per withdrawal, beside its daily
   one (now optional).
 - `approvals`: a withdrawal or refund held for an owner other than the one who asked.
+- `address_book`: the named addresses money may go to, each usable after its cooling-off.
 
 Revision ID: 0024
 Revises: 0023
@@ -78,9 +79,27 @@ def upgrade():
         sa.UniqueConstraint("refund_id"),
     )
     op.create_index("ix_approvals_merchant_state", "approvals", ["merchant_id", "state"])
+    op.create_table(
+        "address_book",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("merchant_id", sa.Integer(), nullable=False),
+        sa.Column("currency", sa.String(length=16), nullable=False),
+        sa.Column("address", sa.String(length=255), nullable=False),
+        sa.Column("name", sa.String(length=120), nullable=False),
+        sa.Column("added_by_id", sa.Integer(), nullable=True),
+        sa.Column("approved_by_id", sa.Integer(), nullable=True),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("usable_from", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(["merchant_id"], ["merchants.id"], ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(["added_by_id"], ["users.id"], ondelete="SET NULL"),
+        sa.ForeignKeyConstraint(["approved_by_id"], ["users.id"], ondelete="SET NULL"),
+        sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint("merchant_id", "currency", "address"),
+    )
 
 
 def downgrade():
+    op.drop_table("address_book")
     op.drop_index("ix_approvals_merchant_state", table_name="approvals")
     op.drop_table("approvals")
     op.execute(sa.text("DELETE FROM withdrawal_limits WHERE daily_limit IS NULL"))

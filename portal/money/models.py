@@ -334,6 +334,33 @@ class Approval(Model):
     refund: Mapped[Refund | None] = relationship()
 
 
+class BookAddress(Model):
+    """A named withdrawal or refund address of the merchant's address book.
+
+    Money goes only to an address of the book (a customer's claimed refund address aside), from
+    `usable_from` on: the cooling-off period after it was added, or at once when an owner other
+    than the one who added it approved it (`approved_by_id`).
+    """
+
+    __tablename__ = "address_book"
+    __table_args__ = (sa.UniqueConstraint("merchant_id", "currency", "address"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    currency: Mapped[str] = mapped_column(sa.String(16))
+    address: Mapped[str] = mapped_column(sa.String(255))
+    name: Mapped[str] = mapped_column(sa.String(120))
+    added_by_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
+    approved_by_id: Mapped[int | None] = mapped_column(
+        sa.ForeignKey("users.id", ondelete="SET NULL")
+    )
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    usable_from: Mapped[datetime] = mapped_column(UtcDateTime)
+
+    added_by: Mapped[User | None] = relationship(foreign_keys=[added_by_id])
+    approved_by: Mapped[User | None] = relationship(foreign_keys=[approved_by_id])
+
+
 # The models this module's relationships name, imported once its own are defined (they import
 # this module in turn): SQLAlchemy resolves the names when the first query configures the mappers.
 from portal.identity.models import User  # noqa: E402

@@ -32,6 +32,9 @@ EXCEPTIONS = {
     "withdrawals.confirm": OWNER,
     "withdrawals.limits": OWNER,
     "withdrawals.reporting_limits": OWNER,
+    "address_book.add": OWNER,  # operators read the book; owners change it
+    "address_book.remove": OWNER,
+    "address_book.approve": OWNER,
     "vouchers.code": OWNER,  # a voucher's code is bearer money
     "vouchers.new": OWNER,
     "vouchers.review": OWNER,
@@ -149,6 +152,7 @@ def _url(app, rule) -> str:
         "passkey_id",
         "refund_id",
         "approval_id",
+        "entry_id",
     ):
         if name in rule.arguments:
             values[name] = "1"

@@ -18,7 +18,7 @@ from portal.api import MerchantApiClient
 from tests.live import test_money_events
 from tests.live.test_money_events import api, portal  # noqa: F401  (the fixtures `refunding` uses)
 from tests.support.forms import csrf_token, signed_in
-from tests.support.money import post, race, text
+from tests.support.money import in_book, post, race, text
 from tests.support.portal_app import email
 from tests.support.sandbox_server import SandboxServer
 from tests.support.two_factor import signed_in_with_two_factor
@@ -29,6 +29,13 @@ BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
 def fresh_address() -> str:
     """A testnet Bitcoin address nobody used yet."""
     return "tb1q" + "".join(secrets.choice(BECH32) for _ in range(38))
+
+
+def booked_address(app) -> str:
+    """A fresh address in the merchant's address book, as a typed refund address must be."""
+    address = fresh_address()
+    in_book(app, "BTC", address)
+    return address
 
 
 @dataclass
@@ -71,7 +78,7 @@ def test_a_refund_above_the_money_counted_answers_422_and_sends_nothing(refundin
     app, client, sandbox = refunding.portal, refunding.api, refunding.sandbox
     operation_id = overpaid(client, sandbox)
     owner = signed_in(app, email("owner"))
-    address = fresh_address()
+    address = booked_address(refunding.portal)
     form = {"basis": "amount", "amount": "0.70000001", "address": address}
 
     answer = post(owner, f"/refunds/new/{operation_id}", form)
@@ -91,7 +98,7 @@ def test_two_parallel_requests_for_the_same_surplus_send_one(refunding):
 
     operation_id = overpaid(client, sandbox)
     owner = signed_in(app, email("owner"))
-    address = fresh_address()
+    address = booked_address(app)
     url = f"/refunds/new/{operation_id}"
     form = {"basis": "surplus", "address": address, "csrf_token": csrf_token(owner, url)}
 
@@ -118,7 +125,7 @@ def test_late_money_refunded_never_sends_operation_confirmed(refunding):
     heard = test_money_events.heard(app)  # the mirror saw it end, and the money come late
     client.link_transactions(operation.id, [late])  # counted now: the wallet holds it
     owner = signed_in(app, email("owner"))
-    address = fresh_address()
+    address = booked_address(app)
 
     asked = post(
         owner,
@@ -198,7 +205,7 @@ def test_the_claim_page_speaks_the_customers_language(refunding):
 def test_an_operators_typed_address_waits_for_an_owners_fresh_code(refunding, monkeypatch):
     app = refunding.portal
     operator = signed_in(app, email("operator"))
-    address = fresh_address()
+    address = booked_address(app)
     asked = post(
         operator,
         f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}",
@@ -234,7 +241,7 @@ def test_a_code_does_not_approve_when_the_owners_require_a_passkey(refunding, mo
     asked = post(
         operator,
         f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}",
-        {"basis": "surplus", "address": fresh_address()},
+        {"basis": "surplus", "address": booked_address(refunding.portal)},
     )
     owner = signed_in_with_two_factor(app, email("owner"), monkeypatch)
     with app.app_context():
@@ -263,7 +270,8 @@ def test_an_overpaid_operation_leaves_the_attention_list_once_refunded(refunding
     owner = signed_in(app, email("owner"))
     before = text(owner.get("/attention"))
 
-    post(owner, f"/refunds/new/{operation_id}", {"basis": "surplus", "address": fresh_address()})
+    typed = {"basis": "surplus", "address": booked_address(refunding.portal)}
+    post(owner, f"/refunds/new/{operation_id}", typed)
     after = text(owner.get("/attention"))
 
     assert f"Open operation {operation_id}" in before

@@ -148,10 +148,19 @@ def _hostile_portal_records(hostile: HostilePortal) -> None:
             cross_exchange_id=cross.location.rsplit("/", 1)[1],
             refund_id=int(refund.location.rsplit("/", 1)[1]),
             approval_id=held_approval(hostile.app),
+            entry_id=_booked_entry(),
             passkey_id=1,  # nobody's: a passkey needs an authenticator, its routes refuse this one
             filename="portal.css",
             currency="BTC",
         )
+
+
+def _booked_entry() -> int:
+    """The address book's entry of the tests' Bitcoin address."""
+    from portal.extensions import db
+    from portal.money.models import BookAddress
+
+    return db.session.scalar(db.select(BookAddress.id).where(BookAddress.address == BTC_ADDRESS))
 
 
 def held_approval(app) -> int:

@@ -16,6 +16,7 @@ from werkzeug.routing import Rule
 from tests.support import factories
 from tests.support.databases import TEST_PASSWORD_HASH_METHOD, migrated
 from tests.support.factories import MERCHANT
+from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, in_book
 from tests.support.sandbox_server import SandboxServer
 
 
@@ -56,6 +57,8 @@ def compile_url_rules_once() -> None:
 
 
 ROLES = ("owner", "operator", "accountant")
+# The addresses the tests send money to, in the merchant's address book from the start.
+BOOKED = (("BTC", BTC_ADDRESS), ("ETH", ETH_ADDRESS))
 
 
 def email(role: str) -> str:
@@ -90,12 +93,15 @@ def connected_portal(folder: Path, sandbox: SandboxServer, **config: object) -> 
                 "DATABASE_URL": f"sqlite:///{folder / 'portal.sqlite3'}",
                 "PASSWORD_HASH_METHOD": TEST_PASSWORD_HASH_METHOD,
                 "API_DOWN_SECONDS": 0,
+                "ADDRESS_COOLING_OFF_HOURS": 0,
                 **config,
             }
         )
     )
     for role in ROLES:
         factories.user(app, email(role), role)
+    for currency, address in BOOKED:
+        in_book(app, currency, address)
     with app.app_context():
         connect(
             accounts.merchant_named(MERCHANT),

@@ -21,6 +21,7 @@ from portal.money.rules import approvals, refunds, withdrawal_figures
 from portal.money.rules.currencies import address_shape
 from portal.payments.rules.operation_money import OperationMoney, money_of
 from portal.web.access import roles
+from portal.web.address_book import not_in_book
 from portal.web.api_errors import record_or_404
 from portal.web.merchant import current_api
 from portal.web.rendering import page
@@ -79,6 +80,9 @@ def _request(form: RefundForm, operation: Operation, money: OperationMoney) -> R
     shape = address_shape(money.currency)
     if address and shape and not shape.fits(address):
         raise refunds.RefundRefused(f"Enter {shape.described}.")
+    unusable = address and not_in_book(current_user.merchant, money.currency, address)
+    if unusable:
+        raise refunds.RefundRefused(unusable)
     refund, token = refunds.request(
         current_user.merchant,
         current_user._get_current_object(),

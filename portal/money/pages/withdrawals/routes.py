@@ -23,6 +23,7 @@ from portal.money.rules import limits as owner_limits
 from portal.money.rules.currencies import WITHDRAWAL_WALLETS, money
 from portal.reports.rules.csv_rows import WITHDRAWAL_COLUMNS
 from portal.web.access import roles
+from portal.web.address_book import not_in_book
 from portal.web.api_errors import Check, handle_api_error
 from portal.web.exports import local_list_download
 from portal.web.lists import local_page
@@ -53,6 +54,10 @@ def new() -> Response:
     form = WithdrawalForm(formdata=request.form if posted else request.args)
     if not (posted and form.validate()):
         return _form_page(422 if posted else 200, form)
+    unusable = not_in_book(current_user.merchant, form.wallet.data, form.address.data)
+    if unusable:
+        form.address.errors = [*form.address.errors, unusable]
+        return _form_page(422, form)
     refused = _alone_over_limit(form.wallet.data, form.amount.entered)
     if refused:
         return _form_page(422, form, **refused)
@@ -182,6 +187,9 @@ def confirm(key: str) -> Response:
     if intent.state != IntentState.PENDING or approvals.of_withdrawal(intent):
         return _already_confirmed(key)
     user = current_user._get_current_object()
+    unusable = not_in_book(current_user.merchant, intent.wallet, intent.address)
+    if status is None and unusable:  # removed from the book since the review
+        return _review(intent, 422, form=form, error=f"Not sent: {unusable}")
     alone = _alone_over_limit(intent.wallet, intent.amount)
     if status is None and alone:  # before the code: none is used up
         return _review(intent, 422, form=form, **alone)
