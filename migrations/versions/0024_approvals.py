@@ -7,6 +7,8 @@
   one (now optional).
 - `approvals`: a withdrawal or refund held for an owner other than the one who asked.
 - `address_book`: the named addresses money may go to, each usable after its cooling-off.
+- `users.owner_since`, `users.owner_by_id`: when and by whom an owner was added or promoted
+  through the portal (such an owner approves nothing for 24 hours, nor what its maker asked).
 
 Revision ID: 0024
 Revises: 0023
@@ -79,6 +81,8 @@ def upgrade():
         sa.UniqueConstraint("refund_id"),
     )
     op.create_index("ix_approvals_merchant_state", "approvals", ["merchant_id", "state"])
+    op.add_column("users", sa.Column("owner_since", sa.DateTime(timezone=True), nullable=True))
+    op.add_column("users", sa.Column("owner_by_id", sa.Integer(), nullable=True))
     op.create_table(
         "address_book",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -99,6 +103,8 @@ def upgrade():
 
 
 def downgrade():
+    op.drop_column("users", "owner_by_id")
+    op.drop_column("users", "owner_since")
     op.drop_table("address_book")
     op.drop_index("ix_approvals_merchant_state", table_name="approvals")
     op.drop_table("approvals")

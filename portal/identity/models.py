@@ -111,6 +111,11 @@ class User(UserMixin, Model):
     # Asked once, after a sign-in, which zone to show times in (or chose one at /account).
     time_zone_asked: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    # When, and by which user, an owner was added or promoted through the portal (None: made
+    # with `create-user` by whoever runs the servers, or never an owner): such an owner may not
+    # approve for 24 hours, nor ever what the one who made them asked for.
+    owner_since: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    owner_by_id: Mapped[int | None]
 
     merchant: Mapped[Merchant] = relationship(back_populates="users")
     sessions: Mapped[list[UserSession]] = relationship(

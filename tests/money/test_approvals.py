@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from tests.support import factories
-from tests.support.forms import csrf_token, signed_in
+from tests.support.forms import PASSWORD, csrf_token, signed_in
 from tests.support.money import ETH_ADDRESS, post, race, review_withdrawal, text
 from tests.support.portal_app import MERCHANT, connected_portal, email
 from tests.support.smtp import text_of
@@ -113,6 +113,7 @@ def test_a_withdrawal_above_the_limit_sends_nothing_until_another_owner_approves
     assert send_approved(portal) == 0
     page = text(second.client.get(approval))
     assert "Approved Amount 0.05 ETH Value in USD when asked 150" in page
+    assert "The address in the address book Fresh, in the address book since" in page
     assert f"by {SECOND_OWNER}" in page
 
     confirm = audit_events(portal, "withdrawal.confirm")
@@ -189,3 +190,55 @@ def test_an_amount_without_a_fresh_rate_waits_for_an_approval(portal, owner, mon
         db.session.commit()
         checked = limits.check(accounts.merchant_named(MERCHANT), "ETH", 0.01)
     assert checked.reason is limits.Reason.NO_RATE and checked.value is None
+
+
+def made_owner_by(app, maker: str, monkeypatch):
+    """A new owner added through the portal by `maker` a moment ago, signed in with a code."""
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts
+
+    with app.app_context():
+        by = accounts.find_user(maker)
+        accounts.add_user(by.merchant, SECOND_OWNER, Role.OWNER, PASSWORD, by=by)
+    return signed_in_with_two_factor(app, SECOND_OWNER, monkeypatch)
+
+
+def approve_with_a_fresh_code(new, approval: str):
+    new.clock.advance()
+    return post(new.client, approval + "/approve", {"code": new.clock.code(new.secret)})
+
+
+def test_an_owner_added_a_minute_ago_cannot_approve_until_a_day_passed(
+    portal, owner, sandbox, monkeypatch
+):
+    from portal.database import utcnow
+    from portal.money.rules import limits
+
+    factories.user(portal, "boss@acme.test", "owner")  # made by `create-user`: not held
+    new = made_owner_by(portal, "boss@acme.test", monkeypatch)
+    address, approval = held(owner)
+    refused = approve_with_a_fresh_code(new, approval)
+    assert refused.status_code == 403
+    assert "less than 24 hours ago" in text(refused)
+
+    later = utcnow() + timedelta(hours=24, minutes=1)
+    monkeypatch.setattr(limits, "utcnow", lambda: later)
+    assert approve_with_a_fresh_code(new, approval).status_code == 302
+    assert send_approved(portal) == 1 and sandbox.operations_to(address) == 1
+
+
+def test_an_owner_the_requester_made_never_approves_their_request(portal, owner, monkeypatch):
+    from portal.database import utcnow
+    from portal.money.rules import limits
+
+    new = made_owner_by(portal, email("owner"), monkeypatch)
+    later = utcnow() + timedelta(days=2)
+    monkeypatch.setattr(limits, "utcnow", lambda: later)
+    refused = post(
+        owner, "/withdrawals/new", {"amount": "0.05", "wallet": "ETH", "address": ETH_ADDRESS}
+    )
+    assert refused.status_code == 422, "the only owner who could approve is the requester's own"
+    factories.user(portal, "boss@acme.test", "owner")
+    _address, approval = held(owner)
+    assert approve_with_a_fresh_code(new, approval).status_code == 403
+    assert send_approved(portal) == 0

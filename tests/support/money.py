@@ -98,6 +98,12 @@ def in_book(app, currency: str, address: str, merchant: str = "Acme") -> None:
         address_book.add(owner, currency, address, f"{currency} {address[:8]}")
 
 
+def book_usual_addresses(app, merchant: str = "Acme") -> None:
+    """The addresses the tests send money to, in the merchant's address book."""
+    in_book(app, "BTC", BTC_ADDRESS, merchant)
+    in_book(app, "ETH", ETH_ADDRESS, merchant)
+
+
 def review_withdrawal(client, amount: str = "0.01") -> tuple[str, str]:
     """Fill in a withdrawal of ETH to a fresh address, added to the address book first; its
     address and its review page's URL."""

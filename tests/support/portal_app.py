@@ -16,7 +16,7 @@ from werkzeug.routing import Rule
 from tests.support import factories
 from tests.support.databases import TEST_PASSWORD_HASH_METHOD, migrated
 from tests.support.factories import MERCHANT
-from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, in_book
+from tests.support.money import book_usual_addresses
 from tests.support.sandbox_server import SandboxServer
 
 
@@ -57,8 +57,6 @@ def compile_url_rules_once() -> None:
 
 
 ROLES = ("owner", "operator", "accountant")
-# The addresses the tests send money to, in the merchant's address book from the start.
-BOOKED = (("BTC", BTC_ADDRESS), ("ETH", ETH_ADDRESS))
 
 
 def email(role: str) -> str:
@@ -100,8 +98,7 @@ def connected_portal(folder: Path, sandbox: SandboxServer, **config: object) -> 
     )
     for role in ROLES:
         factories.user(app, email(role), role)
-    for currency, address in BOOKED:
-        in_book(app, currency, address)
+    book_usual_addresses(app)
     with app.app_context():
         connect(
             accounts.merchant_named(MERCHANT),

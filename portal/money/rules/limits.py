@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 
 import sqlalchemy as sa
@@ -25,6 +26,8 @@ from portal.money.rules.currencies import WITHDRAWAL_WALLETS
 from portal.money.rules.withdrawal_figures import withdrawn_today
 
 ZERO = Decimal(0)
+# An owner added or promoted through the portal approves nothing for this long.
+NEW_OWNER_HOLD = timedelta(hours=24)
 
 
 class Reason(enum.StrEnum):
@@ -47,10 +50,23 @@ class Check:
 
 
 def other_owners(user: User) -> list[User]:
-    """The owners who may approve what `user` asked for: every other owner."""
+    """The owners who may approve what `user` asked for: every other owner but those `user`
+    made owners through the portal (those added in the last day approve once it passed)."""
     return [
-        other for other in user.merchant.users if other.role is Role.OWNER and other.id != user.id
+        other
+        for other in user.merchant.users
+        if other.role is Role.OWNER and other.id != user.id and other.owner_by_id != user.id
     ]
+
+
+def held_owner(owner: User, requester: User | None) -> bool:
+    """Whether `owner` may not approve what `requester` asked for: made an owner through the
+    portal in the last `NEW_OWNER_HOLD`, or by `requester`. Owners made with `create-user`
+    are not held."""
+    if owner.owner_since is None:
+        return False
+    recent = utcnow() - owner.owner_since < NEW_OWNER_HOLD
+    return recent or (requester is not None and owner.owner_by_id == requester.id)
 
 
 def own_limits(merchant: Merchant, currency: str) -> WithdrawalLimit | None:

@@ -16,11 +16,16 @@ from portal.money.pages.address_book.forms import (
     RemoveAddressForm,
 )
 from portal.money.rules import address_book
+from portal.money.rules import limits as owner_limits
 from portal.web.access import roles
 from portal.web.rendering import page
 from portal.web.step_up import form_refused
 
 OWN_ADDRESS = "You added this address: an owner other than you must approve it."
+NEW_OWNER = (
+    "You became an owner through the portal less than 24 hours ago, or the owner who added the "
+    "address made you one: another owner approves it."
+)
 NO_SECOND_FACTOR = "Turn on two-factor sign-in or add a passkey under Account to approve."
 
 
@@ -94,6 +99,9 @@ def approve(entry_id: int) -> Response:
     user = current_user._get_current_object()
     if entry.added_by_id == user.id:
         form.form_errors.append(OWN_ADDRESS)
+        return _page(403, approve_form=form)
+    if owner_limits.held_owner(user, entry.added_by):
+        form.form_errors.append(NEW_OWNER)
         return _page(403, approve_form=form)
     if not user.has_second_factor:
         form.form_errors.append(NO_SECOND_FACTOR)

@@ -10,12 +10,17 @@ from portal.identity.models import Role
 from portal.money.models import Approval
 from portal.money.pages.approvals import bp
 from portal.money.pages.approvals.forms import ApproveForm, RejectForm, WithdrawRequestForm
-from portal.money.rules import approvals, withdrawal_figures
+from portal.money.rules import address_book, approvals, withdrawal_figures
+from portal.money.rules import limits as owner_limits
 from portal.web.access import roles
 from portal.web.rendering import page
 from portal.web.step_up import form_refused
 
 OWN_REQUEST = "You asked for this yourself: an owner other than you must approve it."
+NEW_OWNER = (
+    "You became an owner through the portal less than 24 hours ago, or the person who asked "
+    "made you one: another owner approves this."
+)
 NO_SECOND_FACTOR = "Turn on two-factor sign-in or add a passkey under Account to approve."
 PASSKEY_ONLY = "The owners require a passkey for approvals: add one under Account to approve."
 
@@ -27,12 +32,22 @@ def index() -> Response:
     merchant = current_user.merchant
     return page(
         "approvals/index.html",
-        waiting=[(approval, _available(approval)) for approval in approvals.waiting(merchant)],
+        waiting=[
+            (approval, _available(approval), _place(approval))
+            for approval in approvals.waiting(merchant)
+        ],
     )
 
 
 def _available(approval: Approval) -> object:
     return withdrawal_figures.available(current_user.merchant, approval.currency)
+
+
+def _place(approval: Approval) -> address_book.Place | None:
+    """The address's place in the address book (None: no address, a claim link's refund)."""
+    if approval.address is None:
+        return None
+    return address_book.place(current_user.merchant, approval.currency, approval.address)
 
 
 def _approval(approval_id: int) -> Approval:
@@ -49,6 +64,7 @@ def _show(approval: Approval, status: int = 200, **forms: object) -> Response:
         status,
         approval=approval,
         available=_available(approval),
+        book=_place(approval),
         reject_form=RejectForm(formdata=None),
         withdraw_form=WithdrawRequestForm(formdata=None),
         **forms,
@@ -72,6 +88,9 @@ def approve(approval_id: int) -> Response:
     passkey_only = user.merchant.require_passkey_for_approvals
     if approval.requested_by_id == user.id:
         form.form_errors.append(OWN_REQUEST)
+        return _show(approval, 403, approve_form=form)
+    if owner_limits.held_owner(user, approval.requested_by):
+        form.form_errors.append(NEW_OWNER)
         return _show(approval, 403, approve_form=form)
     if not (user.passkeys if passkey_only else user.has_second_factor):
         form.form_errors.append(PASSKEY_ONLY if passkey_only else NO_SECOND_FACTOR)
