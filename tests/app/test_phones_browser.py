@@ -20,8 +20,8 @@ PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 800}
 OWNER = "owner@acme.test"
 # Pages of a record that the seeded portal, which changes no data, holds none of: the
-# withdrawals, cross exchanges and refunds the portal made (and the refund form, linked only
-# from an operation that received money).
+# withdrawals, cross exchanges, refunds and approvals the portal made (and the refund form,
+# linked only from an operation that received money).
 NO_RECORD_IN_A_READ_ONLY_PORTAL = frozenset(
     {
         "withdrawals.show",
@@ -29,6 +29,7 @@ NO_RECORD_IN_A_READ_ONLY_PORTAL = frozenset(
         "cross_exchanges.cancel",
         "refunds.show",
         "refunds.new",
+        "approvals.show",
     }
 )
 

@@ -12,7 +12,6 @@ by mail.
 
 from __future__ import annotations
 
-import enum
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -38,13 +37,6 @@ from portal.money.rules.currencies import money
 from portal.settings.rules.connection import api_client_for
 
 EXPIRES_AFTER = timedelta(days=7)
-
-
-class Refusal(enum.StrEnum):
-    """Why an owner may not decide an approval."""
-
-    OWN_REQUEST = "own_request"  # the owner asked for it: another owner must approve
-    NOT_WAITING = "not_waiting"  # decided, withdrawn or expired already
 
 
 def hold_withdrawal(intent: WithdrawalIntent, requester: User, checked: limits.Check) -> Approval:
@@ -147,18 +139,9 @@ def _counted(merchant_id: int, change: int) -> None:
     )
 
 
-def refusal(approval: Approval, owner: User) -> Refusal | None:
-    """Why `owner` may not decide `approval` (None: they may)."""
-    if approval.requested_by_id == owner.id:
-        return Refusal.OWN_REQUEST
-    if approval.state is not ApprovalState.WAITING:
-        return Refusal.NOT_WAITING
-    return None
-
-
 def approve(approval: Approval, owner: User) -> bool:
-    """`owner` (not the one who asked, checked by the caller with `refusal`) lets it go: True
-    only for the one approval that decided it."""
+    """`owner` (not the one who asked, nor one made by them, checked by the page) lets it go:
+    True only for the one approval that decided it."""
     return _decide(approval, owner, ApprovalState.APPROVED, "approval.approve")
 
 
@@ -229,7 +212,8 @@ def send_due() -> int:
             continue  # another worker took it
         merchant = db.session.get(Merchant, approval.merchant_id)
         assert merchant is not None
-        audit.act_as(audit.Actor(approval.decided_by))
+        worker = audit.current_actor()
+        audit.act_as(audit.Actor(approval.decided_by))  # the audit log's sending is theirs
         try:
             withdrawals.send(
                 intent,
@@ -238,6 +222,8 @@ def send_due() -> int:
             )
         except ApiFailure:
             continue  # kept on the intent: refused, unknown, or pending to try again
+        finally:
+            audit.act_as(worker)
         sent += 1
     return sent
 

@@ -78,6 +78,15 @@ def show(approval_id: int) -> Response:
     return _show(_approval(approval_id))
 
 
+def _decided(approval: Approval, won: bool, done: str) -> Response:
+    """Back to the approval, saying what this decision did, or that another came first."""
+    if won:
+        flash(done, "success")
+    else:
+        flash("This no longer waits for an approval. Here is where it stands.", "info")
+    return redirect(url_for(".show", approval_id=approval.id))
+
+
 @bp.post("/<int:approval_id>/approve")
 @roles(Role.OWNER)
 def approve(approval_id: int) -> Response:
@@ -98,11 +107,7 @@ def approve(approval_id: int) -> Response:
     status = form_refused(form, user, purpose="approval", passkey_only=passkey_only)
     if status:
         return _show(approval, status, approve_form=form)
-    if approvals.approve(approval, user):
-        flash("Approved: it will be sent in a moment.", "success")
-    else:
-        flash("This no longer waits for an approval. Here is where it stands.", "info")
-    return redirect(url_for(".show", approval_id=approval.id))
+    return _decided(approval, approvals.approve(approval, user), "Approved: sent in a moment.")
 
 
 @bp.post("/<int:approval_id>/reject")
@@ -114,11 +119,8 @@ def reject(approval_id: int) -> Response:
         abort(400)
     if approval.requested_by_id == current_user.id:
         abort(403)
-    if approvals.reject(approval, current_user._get_current_object()):
-        flash("Rejected: nothing will be sent.", "success")
-    else:
-        flash("This no longer waits for an approval. Here is where it stands.", "info")
-    return redirect(url_for(".show", approval_id=approval.id))
+    won = approvals.reject(approval, current_user._get_current_object())
+    return _decided(approval, won, "Rejected: nothing will be sent.")
 
 
 @bp.post("/<int:approval_id>/withdraw")
@@ -130,8 +132,5 @@ def withdraw(approval_id: int) -> Response:
         abort(400)
     if approval.requested_by_id != current_user.id:
         abort(403)
-    if approvals.withdraw(approval, current_user._get_current_object()):
-        flash("Your request was withdrawn: nothing will be sent.", "success")
-    else:
-        flash("This no longer waits for an approval. Here is where it stands.", "info")
-    return redirect(url_for(".show", approval_id=approval.id))
+    won = approvals.withdraw(approval, current_user._get_current_object())
+    return _decided(approval, won, "Your request was withdrawn: nothing will be sent.")
