@@ -65,6 +65,9 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         QUEUE_URL=None,
         # Portals that share one Redis keep their queues apart by name (default "portal").
         QUEUE_NAME=None,
+        # How long a new address of the address book waits before money may go to it, unless
+        # another owner approves it (docs/money-movements.md); 0 for development and tests.
+        ADDRESS_COOLING_OFF_HOURS=24,
         # How often the worker syncs each merchant's mirror, in seconds.
         SYNC_SECONDS=10,
         # After a request found the payment service unavailable, its pages read the mirror for

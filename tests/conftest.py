@@ -118,6 +118,7 @@ def portal_config(tmp_path) -> dict:
         "TOKEN_KEYS": Fernet.generate_key().decode(),
         "DATABASE_URL": f"sqlite:///{tmp_path / 'portal.sqlite3'}",
         "PASSWORD_HASH_METHOD": TEST_PASSWORD_HASH_METHOD,
+        "ADDRESS_COOLING_OFF_HOURS": 0,
         # A queue in memory: a test event's call to the worker goes nowhere (tests deliver).
         "QUEUE_URL": "memory://",
     }

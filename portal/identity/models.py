@@ -59,6 +59,13 @@ class Merchant(Model):
     )
     # How long a refund's claim link waits for the customer's address (set by owners).
     refund_link_days: Mapped[int] = mapped_column(default=14, server_default="14")
+    # The most money may leave in one withdrawal, refund or voucher, and per UTC day, in the
+    # reporting currency, before another owner must approve (`portal.money.rules.limits`).
+    limit_per_withdrawal: Mapped[Decimal | None] = mapped_column(DecimalText)
+    limit_per_day: Mapped[Decimal | None] = mapped_column(DecimalText)
+    # How many approvals wait (`portal.money.rules.approvals` keeps it in the same transactions
+    # as the approvals): the menu's count comes with the signed-in session's one query.
+    approvals_waiting: Mapped[int] = mapped_column(default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
     users: Mapped[list[User]] = relationship(
@@ -104,6 +111,11 @@ class User(UserMixin, Model):
     # Asked once, after a sign-in, which zone to show times in (or chose one at /account).
     time_zone_asked: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    # When, and by which user, an owner was added or promoted through the portal (None: made
+    # with `create-user` by whoever runs the servers, or never an owner): such an owner may not
+    # approve for 24 hours, nor ever what the one who made them asked for.
+    owner_since: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    owner_by_id: Mapped[int | None]
 
     merchant: Mapped[Merchant] = relationship(back_populates="users")
     sessions: Mapped[list[UserSession]] = relationship(

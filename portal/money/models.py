@@ -270,8 +270,10 @@ class Refund(Model):
 
 
 class WithdrawalLimit(Model):
-    """The most an owner lets leave one wallet per day (UTC, as the API's own daily limit
-    counts), in the wallet's currency: the API tells neither its limit nor what is left."""
+    """One currency's own limits, in its units, set by an owner: the most one withdrawal may
+    take and the most that may leave per day (UTC, as the API's own daily limit counts). They
+    override the merchant's limits in the reporting currency for this currency; the API tells
+    neither its limit nor what is left. None: no limit of that kind."""
 
     __tablename__ = "withdrawal_limits"
     __table_args__ = (sa.UniqueConstraint("merchant_id", "currency"),)
@@ -279,8 +281,95 @@ class WithdrawalLimit(Model):
     id: Mapped[int] = mapped_column(primary_key=True)
     merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
     currency: Mapped[str] = mapped_column(sa.String(16))
-    daily_limit: Mapped[Decimal] = mapped_column(DecimalText)
+    daily_limit: Mapped[Decimal | None] = mapped_column(DecimalText)
+    per_withdrawal: Mapped[Decimal | None] = mapped_column(DecimalText)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
+
+
+class ApprovalKind(enum.StrEnum):
+    """What an approval lets go: each is sent by the worker once approved."""
+
+    WITHDRAWAL = "withdrawal"
+    REFUND = "refund"
+
+
+class ApprovalState(enum.StrEnum):
+    WAITING = "waiting"  # for an owner other than the one who asked
+    APPROVED = "approved"  # the worker sends what it holds, once
+    REJECTED = "rejected"  # by another owner: nothing is sent
+    WITHDRAWN = "withdrawn"  # by the person who asked: nothing is sent
+    EXPIRED = "expired"  # nobody decided within `approvals.EXPIRES_AFTER`: nothing is sent
+
+
+class Approval(Model):
+    """Money held until an owner other than the one who asked says yes.
+
+    It holds one withdrawal intent or one refund (unique, so two confirmations of one form hold
+    it once). `value` is the amount in the reporting currency when it was asked (None: no rate);
+    `reason` why it waits. Deciding moves `state` from `waiting` with one conditional UPDATE,
+    so of many approvals at once exactly one decides.
+    """
+
+    __tablename__ = "approvals"
+    __table_args__ = (sa.Index("ix_approvals_merchant_state", "merchant_id", "state"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    kind: Mapped[ApprovalKind] = mapped_column(enum_column(ApprovalKind))
+    withdrawal_intent_id: Mapped[int | None] = mapped_column(
+        sa.ForeignKey("withdrawal_intents.id", ondelete="CASCADE"), unique=True
+    )
+    refund_id: Mapped[int | None] = mapped_column(
+        sa.ForeignKey("refunds.id", ondelete="CASCADE"), unique=True
+    )
+    amount: Mapped[Decimal] = mapped_column(DecimalText)
+    currency: Mapped[str] = mapped_column(sa.String(16))
+    address: Mapped[str | None] = mapped_column(sa.String(255))
+    value: Mapped[Decimal | None] = mapped_column(DecimalText)
+    value_currency: Mapped[str] = mapped_column(sa.String(16))
+    reason: Mapped[str] = mapped_column(sa.String(32))
+    state: Mapped[ApprovalState] = mapped_column(enum_column(ApprovalState))
+    requested_by_id: Mapped[int | None] = mapped_column(
+        sa.ForeignKey("users.id", ondelete="SET NULL")
+    )
+    decided_by_id: Mapped[int | None] = mapped_column(
+        sa.ForeignKey("users.id", ondelete="SET NULL")
+    )
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+    requested_by: Mapped[User | None] = relationship(foreign_keys=[requested_by_id])
+    decided_by: Mapped[User | None] = relationship(foreign_keys=[decided_by_id])
+    withdrawal: Mapped[WithdrawalIntent | None] = relationship()
+    refund: Mapped[Refund | None] = relationship()
+
+
+class BookAddress(Model):
+    """A named withdrawal or refund address of the merchant's address book.
+
+    Money goes only to an address of the book (a customer's claimed refund address aside), from
+    `usable_from` on: the cooling-off period after it was added, or at once when an owner other
+    than the one who added it approved it (`approved_by_id`).
+    """
+
+    __tablename__ = "address_book"
+    __table_args__ = (sa.UniqueConstraint("merchant_id", "currency", "address"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    currency: Mapped[str] = mapped_column(sa.String(16))
+    address: Mapped[str] = mapped_column(sa.String(255))
+    name: Mapped[str] = mapped_column(sa.String(120))
+    added_by_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
+    approved_by_id: Mapped[int | None] = mapped_column(
+        sa.ForeignKey("users.id", ondelete="SET NULL")
+    )
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    usable_from: Mapped[datetime] = mapped_column(UtcDateTime)
+
+    added_by: Mapped[User | None] = relationship(foreign_keys=[added_by_id])
+    approved_by: Mapped[User | None] = relationship(foreign_keys=[approved_by_id])
 
 
 # The models this module's relationships name, imported once its own are defined (they import

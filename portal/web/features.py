@@ -9,12 +9,12 @@ imports no page: it only holds what the packages declared.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from flask import Blueprint, Flask
 
-from portal.identity.models import Role
+from portal.identity.models import Merchant, Role
 
 FEATURES_EXTENSION = "portal_features"
 # Who a feature serves: `access.PUBLIC` (anyone, signed in or not) or the roles it is for.
@@ -30,7 +30,8 @@ class MenuEntry:
     label: str
     endpoint: str
     position: int  # entries are shown lowest first; leave gaps for the next one
-    counts_attention: bool = False  # shows how many items need a decision
+    # How many items wait for the user's decision (shown beside the label when any).
+    count: Callable[[Merchant], int] | None = None
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,12 @@ need attention, the sandbox banner and the banner of the read-only pages."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from flask import Flask, current_app, request, url_for
 from flask_login import current_user
 
-from portal.identity.models import Role
-from portal.payments.rules import attention
+from portal.identity.models import Merchant, Role
 from portal.settings.models import Environment
 from portal.web.access import may_open
 from portal.web.api_errors import read_only
@@ -27,8 +28,8 @@ def layout_context() -> dict[str, object]:
         return {"navigation": [], "sandbox": False, "may_open": may_open, "read_only": False}
     merchant = current_user.merchant
     navigation = [
-        (label, url, request.blueprint == blueprint, attention.count(merchant) if counted else 0)
-        for label, url, blueprint, counted in _menu(current_user.role)
+        (label, url, request.blueprint == blueprint, count(merchant) if count else 0)
+        for label, url, blueprint, count in _menu(current_user.role)
     ]
     connection = merchant.api_connection
     sandbox = connection is not None and connection.environment == Environment.SANDBOX
@@ -41,16 +42,16 @@ def layout_context() -> dict[str, object]:
     }
 
 
-def _menu(role: Role) -> tuple[tuple[str, str, str, bool], ...]:
+def _menu(role: Role) -> tuple[tuple[str, str, str, Callable[[Merchant], int] | None], ...]:
     """The entries of the features' menus that `role` may open (as their views allow), in
-    order: (label, URL, blueprint, whether it counts what needs attention). The same for every
+    order: (label, URL, blueprint, how it counts what waits for a decision). The same for every
     request of the role, so made once per application and address prefix (SCRIPT_NAME) rather
     than for every page."""
     menus = current_app.extensions.setdefault(MENUS_EXTENSION, {})
     key = role, request.script_root
     if key not in menus:
         menus[key] = tuple(
-            (entry.label, url_for(entry.endpoint), feature.name, entry.counts_attention)
+            (entry.label, url_for(entry.endpoint), feature.name, entry.count)
             for feature, entry in menu_of(current_app)
             if may_open(entry.endpoint)
         )

@@ -31,6 +31,10 @@ EXCEPTIONS = {
     "withdrawals.show": OWNER,
     "withdrawals.confirm": OWNER,
     "withdrawals.limits": OWNER,
+    "withdrawals.reporting_limits": OWNER,
+    "address_book.add": OWNER,  # operators read the book; owners change it
+    "address_book.remove": OWNER,
+    "address_book.approve": OWNER,
     "vouchers.code": OWNER,  # a voucher's code is bearer money
     "vouchers.new": OWNER,
     "vouchers.review": OWNER,
@@ -42,7 +46,6 @@ EXCEPTIONS = {
     "cross_exchanges.new": MOVERS,
     "cross_exchanges.cancel": MOVERS,
     "balances.opening": OWNER,
-    "refunds.approve": OWNER,  # sends an address an operator typed
     "account.statement_mail_choice": frozenset({"owner", "accountant"}),
 }
 
@@ -148,6 +151,8 @@ def _url(app, rule) -> str:
         "delivery_id",
         "passkey_id",
         "refund_id",
+        "approval_id",
+        "entry_id",
     ):
         if name in rule.arguments:
             values[name] = "1"

@@ -20,7 +20,8 @@ import pytest
 from tests.support.attack import STATE_CHANGING, snapshot
 from tests.support.forms import PASSWORD, csrf_token
 from tests.support.forms import signed_in as signed_in_client
-from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, ETH_ADDRESS, intent_key
+from tests.support.hostile_portal import held_approval
+from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, ETH_ADDRESS, in_book, intent_key
 from tests.support.two_factor import SETUP_KEY
 
 # Every state-changing route of url_map, three ways, as a form and as htmx.
@@ -279,11 +280,31 @@ def _claim(hostile) -> Case:
     return case
 
 
-def _approve_refund(hostile) -> Case:
-    """An owner with two-factor on approves an operator's refund to an address they typed."""
-    refund = _refund(hostile, "operator", {"address": BTC_ADDRESS})
+def _booked(hostile) -> int:
+    """A new address of Acme's book, added by the owner: its entry's id."""
+    from portal.extensions import db
+    from portal.money.models import BookAddress
+
+    address = "0x" + uuid.uuid4().hex + uuid.uuid4().hex[:8]
+    in_book(hostile.app, "ETH", address)
+    with hostile.app.app_context():
+        return db.session.scalar(db.select(BookAddress.id).where(BookAddress.address == address))
+
+
+def _approve_address(hostile) -> Case:
+    """Another owner, with two-factor on, approves an address before its cooling-off ends
+    (the hostile portal's is 0: the approval then changes nothing, and its audit event is the
+    change)."""
+    entry = _booked(hostile)
     client, _address, _user_id, totp = _throwaway(hostile, "owner", two_factor=True)
-    return Case(client, f"{refund}/approve", {"code": totp.now()})
+    return Case(client, f"/address-book/{entry}/approve", {"code": totp.now()})
+
+
+def _decide_approval(hostile, decision: str) -> Case:
+    """Another owner, with two-factor on, decides a withdrawal the owner asked for."""
+    approval = held_approval(hostile.app)
+    client, _address, _user_id, totp = _throwaway(hostile, "owner", two_factor=True)
+    return Case(client, f"/approvals/{approval}/{decision}", {"code": totp.now()})
 
 
 # endpoint -> a valid request by a visitor allowed to make it
@@ -440,7 +461,23 @@ VALID: dict[str, Callable[..., Case]] = {
     ),
     "refunds.cancel": lambda w: _as(w, "operator", f"{_refund(w)}/cancel"),
     "refunds.new_link": lambda w: _as(w, "operator", f"{_refund(w)}/link"),
-    "refunds.approve": _approve_refund,
+    "approvals.approve": lambda w: _decide_approval(w, "approve"),
+    "approvals.reject": lambda w: _decide_approval(w, "reject"),
+    "approvals.withdraw": lambda w: _as(w, "owner", f"/approvals/{held_approval(w.app)}/withdraw"),
+    "address_book.add": lambda w: _as(
+        w,
+        "owner",
+        "/address-book",
+        {"currency": "ETH", "address": "0x" + uuid.uuid4().hex + "0" * 8, "name": "CSRF"},
+    ),
+    "address_book.remove": lambda w: _as(w, "owner", f"/address-book/{_booked(w)}/remove"),
+    "address_book.approve": _approve_address,
+    "withdrawals.reporting_limits": lambda w: _as(
+        w,
+        "other",
+        "/withdrawals/limits/reporting",
+        {"reporting-per_withdrawal": "", "reporting-per_day": ""},
+    ),
     "refund_claims.claim": _claim,
     "settings.refund_link": lambda w: _as(
         w, "other", "/settings/checkout/refund-link", {"refund_link_days": "14"}

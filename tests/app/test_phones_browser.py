@@ -30,8 +30,8 @@ OWNER = "owner@acme.test"
 CLAIM_LINK = re.compile(r"https?://\S+/refund/[\w-]+")
 OPERATION = "#operation"  # the part of an operation's page its actions swap
 # Pages of a record that the seeded portal, which changes no data, holds none of: the
-# withdrawals, cross exchanges and refunds the portal made (and the refund form, linked only
-# from an operation that received money).
+# withdrawals, cross exchanges, refunds and approvals the portal made (and the refund form,
+# linked only from an operation that received money).
 NO_RECORD_IN_A_READ_ONLY_PORTAL = frozenset(
     {
         "withdrawals.show",
@@ -39,6 +39,7 @@ NO_RECORD_IN_A_READ_ONLY_PORTAL = frozenset(
         "cross_exchanges.cancel",
         "refunds.show",
         "refunds.new",
+        "approvals.show",
     }
 )
 

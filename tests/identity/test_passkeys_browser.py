@@ -19,6 +19,7 @@ from tests.support import factories
 from tests.support.browser import sign_in_as
 from tests.support.browser_portal import watched_page
 from tests.support.forms import PASSWORD
+from tests.support.money import in_book
 from tests.support.portal_server import PortalServer, run_portal
 
 SIGN_IN_CHALLENGE = "**/login/two-factor/challenge"
@@ -78,8 +79,10 @@ def sign_in_to_second_step(page: Page, email: str) -> None:
 
 
 def pending_withdrawal(portal: PortalServer, email: str) -> tuple[str, str]:
-    """A withdrawal of ETH to a fresh address, reviewed by `email`: its key and address."""
+    """A withdrawal of ETH to a fresh address of the address book, reviewed by `email`: its key
+    and address."""
     key, address = uuid.uuid4().hex, "0x" + uuid.uuid4().hex + uuid.uuid4().hex[:8]
+    in_book(portal.app, "ETH", address)
     factories.withdrawal_intent(
         portal.app, email, key, amount="0.01", wallet="ETH", address=address
     )

@@ -46,7 +46,7 @@ def menu_for(role: Role) -> list[str | re.Pattern[str]]:
     """The labels of the registry's menu entries whose feature serves `role`, in order; the
     needs-attention entry with how many items wait, once the mirror has any."""
     return [
-        re.compile(rf"^{re.escape(entry.label)}( \d+)?$") if entry.counts_attention else entry.label
+        re.compile(rf"^{re.escape(entry.label)}( \d+)?$") if entry.count else entry.label
         for feature, entry in menu_of(walks.site())
         if role in feature.serves
     ]

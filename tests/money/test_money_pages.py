@@ -15,8 +15,10 @@ from tests.support.htmx import HTMX
 from tests.support.money import (
     BTC_ADDRESS,
     ETH_ADDRESS,
+    book_usual_addresses,
     connect,
     flags,
+    in_book,
     intent_key,
     post,
     submit,
@@ -35,6 +37,7 @@ def portal_config(portal_config):
 @pytest.fixture
 def owner(app, accounts, module_sandbox):
     connect(app, module_sandbox)
+    book_usual_addresses(app)
     return signed_in(app, accounts.owner)
 
 
@@ -68,6 +71,7 @@ def _review(client, amount: str, wallet: str, address: str) -> str:
 
 def test_withdrawal_review_confirm_and_list(app, owner, module_sandbox):
     address = "0x" + "ab" * 20
+    in_book(app, "ETH", address)
     review = _review(owner, "0.5", "ETH", address)
     page = text(owner.get(review))
     assert f"You are about to withdraw 0.5 ETH from your ETH wallet to the address {address}" in (

@@ -8,12 +8,21 @@ import pytest
 
 from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
-from tests.support.money import BTC_ADDRESS, ETH_ADDRESS, connect, post, submit, text
+from tests.support.money import (
+    BTC_ADDRESS,
+    ETH_ADDRESS,
+    book_usual_addresses,
+    connect,
+    post,
+    submit,
+    text,
+)
 
 
 @pytest.fixture
 def owner(app, accounts, module_sandbox):
     connect(app, module_sandbox)
+    book_usual_addresses(app)
     return signed_in(app, accounts.owner)
 
 

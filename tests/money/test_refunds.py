@@ -25,7 +25,7 @@ from portal.api import MerchantApiClient
 from tests.live import test_money_events
 from tests.live.test_money_events import api, portal  # noqa: F401  (the fixtures `refunding` uses)
 from tests.support.forms import csrf_token, signed_in
-from tests.support.money import flags, post, race, text
+from tests.support.money import flags, in_book, post, race, text
 from tests.support.portal_app import email
 from tests.support.sandbox_server import SandboxServer
 from tests.support.two_factor import signed_in_with_two_factor
@@ -36,6 +36,13 @@ BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
 def fresh_address() -> str:
     """A testnet Bitcoin address nobody used yet."""
     return "tb1q" + "".join(secrets.choice(BECH32) for _ in range(38))
+
+
+def booked_address(app) -> str:
+    """A fresh address in the merchant's address book, as a typed refund address must be."""
+    address = fresh_address()
+    in_book(app, "BTC", address)
+    return address
 
 
 @dataclass
@@ -58,6 +65,13 @@ def send_refunds(app) -> int:
 
     with app.app_context():
         return refunds.send_due()
+
+
+def approval_of(refund_page) -> str:
+    """The approval a refund's page links to."""
+    found = re.search(r'href="(/approvals/\d+)"', refund_page.get_data(as_text=True))
+    assert found, "the refund's page links to its approval"
+    return found.group(1)
 
 
 def overpaid(client: MerchantApiClient, sandbox: SandboxServer, paid: str = "0.7") -> str:
@@ -103,7 +117,7 @@ def test_a_refund_above_the_money_counted_answers_422_and_sends_nothing(refundin
     app, client, sandbox = refunding.portal, refunding.api, refunding.sandbox
     operation_id = overpaid(client, sandbox)
     owner = signed_in(app, email("owner"))
-    address = fresh_address()
+    address = booked_address(refunding.portal)
     form = {"basis": "amount", "amount": "0.70000001", "address": address}
 
     answer = post(owner, f"/refunds/new/{operation_id}", form)
@@ -123,7 +137,7 @@ def test_two_parallel_requests_for_the_same_surplus_send_one(refunding):
 
     operation_id = overpaid(client, sandbox)
     owner = signed_in(app, email("owner"))
-    address = fresh_address()
+    address = booked_address(app)
     url = f"/refunds/new/{operation_id}"
     form = {"basis": "surplus", "address": address, "csrf_token": csrf_token(owner, url)}
 
@@ -150,7 +164,7 @@ def test_late_money_refunded_never_sends_operation_confirmed(refunding):
     heard = test_money_events.heard(app)  # the mirror saw it end, and the money come late
     client.link_transactions(operation.id, [late])  # counted now: the wallet holds it
     owner = signed_in(app, email("owner"))
-    address = fresh_address()
+    address = booked_address(app)
 
     asked = post(
         owner,
@@ -224,7 +238,7 @@ def test_the_claim_page_speaks_the_customers_language(refunding):
 def test_an_operators_typed_address_waits_for_an_owners_fresh_code(refunding, monkeypatch):
     app = refunding.portal
     operator = signed_in(app, email("operator"))
-    address = fresh_address()
+    address = booked_address(app)
     asked = post(
         operator,
         f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}",
@@ -233,14 +247,14 @@ def test_an_operators_typed_address_waits_for_an_owners_fresh_code(refunding, mo
     assert asked.status_code == 302
     assert "Awaiting approval" in text(operator.get(asked.location))
     assert send_refunds(app) == 0
-    refused = post(operator, f"{asked.location}/approve")
+    approval = approval_of(operator.get(asked.location))
+    refused = post(operator, f"{approval}/approve")
 
     owner = signed_in_with_two_factor(app, email("owner"), monkeypatch)
-    used = post(owner.client, f"{asked.location}/approve", {"code": owner.sign_in_code})
+    assert "Approvals 1" in text(owner.client.get("/approvals"))
+    used = post(owner.client, f"{approval}/approve", {"code": owner.sign_in_code})
     owner.clock.advance()
-    approved = post(
-        owner.client, f"{asked.location}/approve", {"code": owner.clock.code(owner.secret)}
-    )
+    approved = post(owner.client, f"{approval}/approve", {"code": owner.clock.code(owner.secret)})
 
     assert refused.status_code == 403
     assert used.status_code == 422
@@ -260,7 +274,7 @@ def test_a_code_does_not_approve_when_the_owners_require_a_passkey(refunding, mo
     asked = post(
         operator,
         f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}",
-        {"basis": "surplus", "address": fresh_address()},
+        {"basis": "surplus", "address": booked_address(refunding.portal)},
     )
     owner = signed_in_with_two_factor(app, email("owner"), monkeypatch)
     with app.app_context():
@@ -269,7 +283,8 @@ def test_a_code_does_not_approve_when_the_owners_require_a_passkey(refunding, mo
     try:
         owner.clock.advance()
         code = owner.clock.code(owner.secret)
-        refused = post(owner.client, f"{asked.location}/approve", {"code": code})
+        approval = approval_of(owner.client.get(asked.location))
+        refused = post(owner.client, f"{approval}/approve", {"code": code})
         assert refused.status_code == 403
         assert "require a passkey for approvals" in text(refused)
         assert "Awaiting approval" in text(owner.client.get(asked.location))
@@ -288,7 +303,8 @@ def test_an_overpaid_operation_leaves_the_attention_list_once_refunded(refunding
     owner = signed_in(app, email("owner"))
     before = text(owner.get("/attention"))
 
-    post(owner, f"/refunds/new/{operation_id}", {"basis": "surplus", "address": fresh_address()})
+    typed = {"basis": "surplus", "address": booked_address(refunding.portal)}
+    post(owner, f"/refunds/new/{operation_id}", typed)
     after = text(owner.get("/attention"))
 
     assert f"Open operation {operation_id}" in before
@@ -334,7 +350,7 @@ def test_an_amount_at_todays_rate_is_refused_without_a_fresh_rate_and_converted_
             record.recorded_at -= timedelta(hours=1)
             record.last_seen_at -= timedelta(hours=1)
         db.session.commit()
-    address = fresh_address()
+    address = booked_address(app)
     form = {"basis": "now", "amount": "1000", "address": address}
 
     stale = post(owner, f"/refunds/new/{operation_id}", form)
@@ -502,7 +518,8 @@ def test_the_operations_list_finds_refunded_and_partly_refunded_operations(refun
         (surplus_back, {"basis": "surplus"}),
         (all_back, {"basis": "amount", "amount": "0.7"}),
     ):
-        asked = post(owner, f"/refunds/new/{operation_id}", {**form, "address": fresh_address()})
+        form = {**form, "address": booked_address(app)}
+        asked = post(owner, f"/refunds/new/{operation_id}", form)
         assert asked.status_code == 302
     assert send_refunds(app) == 2
     test_money_events.sync(app)

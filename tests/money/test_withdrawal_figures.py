@@ -137,7 +137,9 @@ def test_an_owner_sets_a_limit_with_a_fresh_code_and_the_form_counts_today_again
     assert refused.status_code == 422 and limit(portal) is None, "no code, no limit"
     assert set_limit(owner, "0.25", **{"limit-code": clock.code(secret, 1)}).status_code == 302
     assert limit(portal) == Decimal("0.25")
-    assert limit_events(portal) == [{"wallet": "BTC", "daily_limit": "0.25"}]
+    assert limit_events(portal) == [
+        {"wallet": "BTC", "daily_limit": "0.25", "per_withdrawal": "none"}
+    ]
     page = text(owner.get("/withdrawals/new"))
     assert "Withdrawn today (UTC) 0.1 BTC of the 0.25 BTC limit you set (0.15 BTC left)" in page
 

@@ -147,10 +147,35 @@ def _hostile_portal_records(hostile: HostilePortal) -> None:
             user_id=accounts.find_user(email("accountant")).id,
             cross_exchange_id=cross.location.rsplit("/", 1)[1],
             refund_id=int(refund.location.rsplit("/", 1)[1]),
+            approval_id=held_approval(hostile.app),
+            entry_id=_booked_entry(),
             passkey_id=1,  # nobody's: a passkey needs an authenticator, its routes refuse this one
             filename="portal.css",
             currency="BTC",
         )
+
+
+def _booked_entry() -> int:
+    """The address book's entry of the tests' Bitcoin address."""
+    from portal.extensions import db
+    from portal.money.models import BookAddress
+
+    return db.session.scalar(db.select(BookAddress.id).where(BookAddress.address == BTC_ADDRESS))
+
+
+def held_approval(app) -> int:
+    """A withdrawal the owner reviewed and confirmed above a limit: its approval's id."""
+    from decimal import Decimal
+
+    from portal.identity.rules import accounts
+    from portal.money.rules import approvals, limits, withdrawals
+
+    with app.app_context():
+        owner = accounts.find_user(email("owner"))
+        key = withdrawals.create(owner.merchant, owner, Decimal("0.001"), "BTC", BTC_ADDRESS)
+        intent = withdrawals.find(owner.merchant, key)
+        checked = limits.Check(limits.Reason.PER_WITHDRAWAL, None, "USD")
+        return approvals.hold_withdrawal(intent, owner, checked).id
 
 
 @pytest.fixture(scope="session")

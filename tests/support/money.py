@@ -86,9 +86,30 @@ def race(app, client, url: str, data: dict, times: int) -> list[int]:
     return statuses
 
 
+def in_book(app, currency: str, address: str, merchant: str = "Acme") -> None:
+    """`address` in the merchant's address book, added by its first owner (usable at once: the
+    tests' cooling-off is 0)."""
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts
+    from portal.money.rules import address_book
+
+    with app.app_context():
+        owner = next(u for u in accounts.merchant_named(merchant).users if u.role is Role.OWNER)
+        address_book.add(owner, currency, address, f"{currency} {address[:8]}")
+
+
+def book_usual_addresses(app, merchant: str = "Acme") -> None:
+    """The addresses the tests send money to, in the merchant's address book."""
+    in_book(app, "BTC", BTC_ADDRESS, merchant)
+    in_book(app, "ETH", ETH_ADDRESS, merchant)
+
+
 def review_withdrawal(client, amount: str = "0.01") -> tuple[str, str]:
-    """Fill in a withdrawal of ETH to a fresh address; its address and its review page's URL."""
+    """Fill in a withdrawal of ETH to a fresh address, added to the address book first; its
+    address and its review page's URL."""
     address = "0x" + uuid.uuid4().hex + uuid.uuid4().hex[:8]
+    book = {"currency": "ETH", "address": address, "name": "Fresh"}
+    assert post(client, "/address-book", book).status_code == 302
     review = post(
         client, "/withdrawals/new", {"amount": amount, "wallet": "ETH", "address": address}
     )

@@ -16,6 +16,7 @@ from werkzeug.routing import Rule
 from tests.support import factories
 from tests.support.databases import TEST_PASSWORD_HASH_METHOD, migrated
 from tests.support.factories import MERCHANT
+from tests.support.money import book_usual_addresses
 from tests.support.sandbox_server import SandboxServer
 
 
@@ -90,12 +91,14 @@ def connected_portal(folder: Path, sandbox: SandboxServer, **config: object) -> 
                 "DATABASE_URL": f"sqlite:///{folder / 'portal.sqlite3'}",
                 "PASSWORD_HASH_METHOD": TEST_PASSWORD_HASH_METHOD,
                 "API_DOWN_SECONDS": 0,
+                "ADDRESS_COOLING_OFF_HOURS": 0,
                 **config,
             }
         )
     )
     for role in ROLES:
         factories.user(app, email(role), role)
+    book_usual_addresses(app)
     with app.app_context():
         connect(
             accounts.merchant_named(MERCHANT),

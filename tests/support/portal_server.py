@@ -136,6 +136,7 @@ def run_portal(
         "PORTAL_SECRET_KEY": "test-server-secret",
         "PORTAL_TOKEN_KEYS": token_keys,
         "PORTAL_PASSWORD_HASH_METHOD": TEST_PASSWORD_HASH_METHOD,
+        "PORTAL_ADDRESS_COOLING_OFF_HOURS": "0",
     }
     with connected_portal(instance, sandbox, TOKEN_KEYS=token_keys) as app:
         server = PortalServer(url, env, sandbox, app)

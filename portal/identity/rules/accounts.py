@@ -118,13 +118,20 @@ def merchant_named(name: str, *, create: bool = False) -> Merchant | None:
 
 
 def add_user(
-    merchant: Merchant, email: str, role: Role, password: str, *, chosen_by_other: bool = False
+    merchant: Merchant,
+    email: str,
+    role: Role,
+    password: str,
+    *,
+    chosen_by_other: bool = False,
+    by: User | None = None,
 ) -> User:
     """A new user of `merchant`; emails are unique across the portal (they are the login).
 
     An address of another merchant's user gets `CANNOT_ADD`, which names no merchant and does
     not say that the address is registered: one merchant must not learn who uses another.
     A password `chosen_by_other` (an owner typed it) is replaced by the user at first sign-in.
+    An owner added `by` a user of the portal is held from approving for a while (`owner_since`).
     """
     if not looks_like_email(email):
         raise AccountError(Refusal.NOT_AN_EMAIL, email)
@@ -140,6 +147,8 @@ def add_user(
         role=role,
         must_choose_password=chosen_by_other,
     )
+    if role is Role.OWNER and by is not None:
+        user.owner_since, user.owner_by_id = utcnow(), by.id
     user.set_password(password)
     db.session.add(user)
     db.session.commit()
@@ -156,6 +165,8 @@ def change_user(user: User, *, by: User, role: Role, password: str | None) -> No
         raise AccountError(Refusal.OWN_ROLE)
     if user.id == by.id and password:
         raise AccountError(Refusal.OWN_SIGN_IN)
+    if role is Role.OWNER and user.role is not Role.OWNER:
+        user.owner_since, user.owner_by_id = utcnow(), by.id
     user.role = role
     if password:
         change_password(user, password, chosen_by_other=True)

@@ -58,7 +58,7 @@ def invite(merchant: Merchant, email: str, role: Role, *, by: User) -> User:
 
     `accounts.AccountError` as for adding a user (a bad or taken address).
     """
-    user = accounts.add_user(merchant, email, role, secrets.token_urlsafe(32))
+    user = accounts.add_user(merchant, email, role, secrets.token_urlsafe(32), by=by)
     _mail_invitation(user, by)
     return user
 

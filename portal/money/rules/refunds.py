@@ -5,9 +5,10 @@ more than the money counted less what its other refunds take; an amount typed in
 currency is converted at the operation's rate or at today's recorded rate (`Conversion`). The
 customer gives the address on a one-time claim link (looked up by the token's hash; the token
 itself is kept encrypted for staff to read only while the link waits); an address a member of
-staff typed is sent as it is when an owner typed it, and waits for an owner's approval otherwise
-(`needs_owner_approval`). The worker sends each ready refund through the one-time machinery of
-`portal.money.rules.idempotency`, off any request thread, and books it in the ledger as a refund.
+staff typed is sent as it is when an owner typed it within the owners' limits, and waits on the
+approvals of `portal.money.rules.approvals` otherwise (`needs_owner_approval`). The worker sends
+each ready refund through the one-time machinery of `portal.money.rules.idempotency`, off any
+request thread, and books it in the ledger as a refund.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from portal.live.models import MailMessage
 from portal.live.rules import events
 from portal.live.rules.events import EventType
 from portal.money.models import IntentState, Refund, RefundStage
-from portal.money.rules import idempotency, ledger, rate_history
+from portal.money.rules import idempotency, ledger, limits, rate_history
 from portal.money.rules.currencies import SMALLEST_AMOUNT
 from portal.money.rules.currencies import money as money_text
 from portal.payments.rules.operation_money import OperationMoney
@@ -170,10 +171,24 @@ def refundable(merchant: Merchant, operation: Operation, money: OperationMoney) 
     return Refundable(money.currency, money.received, taken(merchant, operation.id), money.surplus)
 
 
-def needs_owner_approval(user: User, address: str | None) -> bool:
-    """The one rule of approvals for refunds: an address a member of staff typed (not the
-    customer's own) is sent only by an owner's say; an owner typing it says so."""
-    return address is not None and user.role is not Role.OWNER
+def needs_owner_approval(
+    user: User, address: str | None, currency: str, amount: Decimal
+) -> limits.Reason | None:
+    """The one rule of approvals for refunds, and why (None: none needed): an address a member
+    of staff typed (not the customer's own) waits for an owner when an operator typed it, or
+    for another owner when it is above the owners' limits (`portal.money.rules.limits`).
+    Raises RefundRefused above the limits when no other owner could approve."""
+    if address is None:
+        return None
+    if user.role is not Role.OWNER:
+        return limits.Reason.TYPED_ADDRESS
+    reason = limits.check(user.merchant, currency, amount).reason
+    if reason is not None and not limits.other_owners(user):
+        raise RefundRefused(
+            "This refund is above the owners' limits, so another owner must approve it, and you "
+            "are the only owner: nothing was sent. Add a second owner or change the limits."
+        )
+    return reason
 
 
 def hash_token(token: str) -> str:
@@ -259,7 +274,7 @@ def _new(
     if address:
         stage = (
             RefundStage.AWAITING_APPROVAL
-            if needs_owner_approval(user, address)
+            if needs_owner_approval(user, address, currency, amount)
             else RefundStage.READY
         )
     refund = Refund(
@@ -383,7 +398,8 @@ def claim(refund: Refund, address: str) -> bool:
 
 
 def approve(refund: Refund, owner: User) -> bool:
-    """An owner lets an address typed by an operator be sent; True when this approval did."""
+    """An owner's approval (`portal.money.rules.approvals` decided it) lets the refund be sent;
+    True when this approval did."""
     assert owner.role is Role.OWNER  # the page allows owners only
     won = _move(
         refund,

@@ -19,7 +19,6 @@ import sqlalchemy as sa
 from portal.database import decimal_sum, utcnow
 from portal.extensions import db
 from portal.identity.models import Merchant
-from portal.identity.rules import audit
 from portal.money.models import IntentState, LedgerEntry, WithdrawalIntent, WithdrawalLimit
 from portal.money.rules import ledger
 from portal.money.rules.balances import balance_of
@@ -56,11 +55,6 @@ class WalletFigures:
         if self.available is None:
             return None
         return max(self.available - (self.estimated_fee or ZERO), ZERO)
-
-    def over_limit(self, amount: Decimal) -> bool:
-        """Whether `amount` is more than the owner's limit leaves for today."""
-        left = self.left_today
-        return left is not None and amount > left
 
 
 def available(merchant: Merchant, currency: str) -> Decimal | None:
@@ -123,26 +117,6 @@ def daily_limit(merchant: Merchant, currency: str) -> Decimal | None:
             WithdrawalLimit.merchant_id == merchant.id, WithdrawalLimit.currency == currency
         )
     )
-
-
-def set_daily_limit(merchant: Merchant, currency: str, limit: Decimal | None) -> None:
-    """Set the wallet's daily limit, or clear it with None; committed with its audit event."""
-    found = db.session.scalar(
-        sa.select(WithdrawalLimit).where(
-            WithdrawalLimit.merchant_id == merchant.id, WithdrawalLimit.currency == currency
-        )
-    )
-    if limit is None:
-        if found is not None:
-            db.session.delete(found)
-    elif found is None:
-        db.session.add(
-            WithdrawalLimit(merchant_id=merchant.id, currency=currency, daily_limit=limit)
-        )
-    else:
-        found.daily_limit = limit
-    shown = "none" if limit is None else format(limit, "f")
-    audit.record("withdrawal_limit.change", parameters={"wallet": currency, "daily_limit": shown})
 
 
 def _last_network_fee(merchant: Merchant, currency: str) -> Decimal | None:

@@ -2,7 +2,9 @@
 
 A reviewed form is a `pending` intent; confirming claims and settles it through
 `portal.money.rules.idempotency` (a conditional UPDATE that one confirmation wins; never retried,
-`unknown` after a lost answer).
+`unknown` after a lost answer). An intent held for another owner's approval
+(`portal.money.rules.approvals`) is claimed by the worker once approved, never by a
+confirmation.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from portal.api import MerchantApiClient
 from portal.extensions import db
 from portal.identity.models import Merchant, User
 from portal.identity.rules import audit
-from portal.money.models import IntentState, WithdrawalIntent
+from portal.money.models import Approval, ApprovalState, IntentState, WithdrawalIntent
 from portal.money.rules import idempotency
 
 
@@ -56,23 +58,42 @@ def confirmed(merchant: Merchant) -> sa.Select:
     )
 
 
-def claim(intent: WithdrawalIntent, user: User) -> bool:
-    """Move the intent from pending to sending; True only for the one caller that did it."""
+def claim(intent: WithdrawalIntent, user: User | None, *, approved: bool = False) -> bool:
+    """Move the intent from pending to sending; True only for the one caller that did it.
+
+    A confirmation (`approved` False) claims only an intent no approval holds; the worker
+    (`approved` True) only one another owner approved: the same statement checks it."""
+    held = sa.exists().where(Approval.withdrawal_intent_id == WithdrawalIntent.id)
+    if approved:
+        held = held.where(Approval.state == ApprovalState.APPROVED)
     won = idempotency.take_pending(
-        WithdrawalIntent, WithdrawalIntent.id == intent.id, user_id=user.id
+        WithdrawalIntent,
+        WithdrawalIntent.id == intent.id,
+        held if approved else ~held,
+        user_id=user.id if user else None,
     )
     db.session.commit()
     db.session.refresh(intent)
     return won
 
 
-def send(intent: WithdrawalIntent, api: MerchantApiClient) -> None:
-    """Send a claimed intent once and keep the outcome on it (and in the audit log).
+def send(
+    intent: WithdrawalIntent,
+    api: MerchantApiClient,
+    parameters: dict[str, object] | None = None,
+) -> None:
+    """Send a claimed intent once and keep the outcome on it (and in the audit log, with
+    `parameters` when given: an approved one names both people).
 
     Re-raises the API's failure for the page to explain. A request that surely never left
     (connection refused) puts the intent back to pending, so the person may confirm again.
     """
-    parameters = {"amount": intent.amount, "wallet": intent.wallet, "address": intent.address}
+    parameters = {
+        "amount": intent.amount,
+        "wallet": intent.wallet,
+        "address": intent.address,
+        **(parameters or {}),
+    }
     with (
         idempotency.settling(intent),
         audit.recorded("withdrawal.confirm", parameters) as details,

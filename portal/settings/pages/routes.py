@@ -282,6 +282,7 @@ def users() -> Response:
             Role(form.role.data),
             form.password.data,
             chosen_by_other=True,
+            by=_owner(),
         )
     except accounts.AccountError as refusal:
         error = refusal_sentence(refusal, current_user.merchant)

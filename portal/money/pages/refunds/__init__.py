@@ -1,5 +1,6 @@
 """Refunds: owners and operators refund an operation's money by a claim link (or to an address
-they type); its page cancels it, sends the link again or, for an owner, approves it."""
+they type); its page cancels it or sends the link again; one that waits for an owner is decided on
+/approvals."""
 
 from flask import Blueprint
 

@@ -7,7 +7,7 @@ from wtforms import RadioField, SelectChoice, StringField, SubmitField
 from wtforms.validators import Length, Optional
 
 from portal.money.rules.refunds import Basis
-from portal.web.fields import AmountField, CodeField, EmailAddressField, strip
+from portal.web.fields import AmountField, EmailAddressField, strip
 
 
 class RefundForm(FlaskForm):
@@ -43,10 +43,3 @@ class CancelRefundForm(FlaskForm):
 
 class NewLinkForm(FlaskForm):
     submit = SubmitField("Send link again")
-
-
-class ApproveRefundForm(FlaskForm):
-    """An owner's approval, with a fresh code from the authenticator app."""
-
-    code = CodeField()
-    submit = SubmitField("Approve")

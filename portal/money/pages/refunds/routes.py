@@ -10,22 +10,21 @@ from werkzeug.wrappers import Response
 
 from portal.api import ErrorCode, Operation
 from portal.identity.models import Role
-from portal.money.models import Refund
+from portal.money.models import Refund, RefundStage
 from portal.money.pages.refunds import bp
 from portal.money.pages.refunds.forms import (
-    ApproveRefundForm,
     CancelRefundForm,
     NewLinkForm,
     RefundForm,
 )
-from portal.money.rules import refunds, withdrawal_figures
+from portal.money.rules import approvals, refunds, withdrawal_figures
 from portal.money.rules.currencies import address_shape
 from portal.payments.rules.operation_money import OperationMoney, money_of
 from portal.web.access import roles
+from portal.web.address_book import not_in_book
 from portal.web.api_errors import record_or_404
 from portal.web.merchant import current_api
 from portal.web.rendering import page
-from portal.web.step_up import form_refused
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
 
@@ -83,6 +82,9 @@ def _request(form: RefundForm, operation: Operation, money: OperationMoney) -> R
     shape = address_shape(money.currency)
     if address and shape and not shape.fits(address):
         raise refunds.RefundRefused(f"Enter {shape.described}.")
+    unusable = address and not_in_book(current_user.merchant, money.currency, address)
+    if unusable:
+        raise refunds.RefundRefused(unusable)
     refund = refunds.request(
         current_user.merchant,
         current_user._get_current_object(),
@@ -96,6 +98,8 @@ def _request(form: RefundForm, operation: Operation, money: OperationMoney) -> R
     )
     if refund.token_hash:
         flash("Requested: give the customer the claim link below.", "success")
+    if refund.stage is RefundStage.AWAITING_APPROVAL:
+        approvals.hold_refund(refund, current_user._get_current_object())
     return refund
 
 
@@ -107,7 +111,6 @@ def _refund(refund_id: int) -> Refund:
 
 
 def _show(refund: Refund, status: int = 200, **forms: object) -> Response:
-    forms.setdefault("approve_form", ApproveRefundForm(formdata=None))
     token = refunds.link_token(refund)
     return page(
         "refunds/show.html",
@@ -118,6 +121,7 @@ def _show(refund: Refund, status: int = 200, **forms: object) -> Response:
         link=claim_url(token) if token else None,
         cancel_form=CancelRefundForm(formdata=None),
         link_form=NewLinkForm(formdata=None),
+        approval=approvals.of_refund(refund),
         **forms,
     )
 
@@ -154,30 +158,4 @@ def new_link(refund_id: int) -> Response:
         flash("A new claim link is below: the old one no longer works.", "success")
     else:
         flash("This refund no longer waits for the customer's address.", "info")
-    return redirect(url_for(".show", refund_id=refund.id))
-
-
-@bp.post("/<int:refund_id>/approve")
-@roles(Role.OWNER)
-def approve(refund_id: int) -> Response:
-    """An owner lets an address an operator typed be sent, with a fresh second factor: a
-    passkey when the owners require one for approvals."""
-    refund = _refund(refund_id)
-    form = ApproveRefundForm()
-    user = current_user._get_current_object()
-    passkey_only = user.merchant.require_passkey_for_approvals
-    if not (user.passkeys if passkey_only else user.has_second_factor):
-        form.form_errors.append(
-            "The owners require a passkey for approvals: add one under Account to approve."
-            if passkey_only
-            else "Turn on two-factor sign-in to approve refunds."
-        )
-        return _show(refund, 403, approve_form=form)
-    status = form_refused(form, user, purpose="refund_approval", passkey_only=passkey_only)
-    if status:
-        return _show(refund, status, approve_form=form)
-    if refunds.approve(refund, user):
-        flash("Approved: the refund will be sent in a moment.", "success")
-    else:
-        flash("This refund no longer waits for an approval.", "info")
     return redirect(url_for(".show", refund_id=refund.id))

@@ -43,10 +43,22 @@ class ConfirmWithdrawalForm(FlaskForm):
 
 
 class WithdrawalLimitForm(FlaskForm):
-    """The most that may leave a wallet per UTC day, set by an owner; empty clears it. An owner
-    with two-factor on confirms it with a fresh code: a stolen session must not lift it."""
+    """A currency's own limits, in its units, in place of those in the reporting currency; empty
+    clears one. An owner with two-factor on confirms it with a fresh code: a stolen session
+    must not lift it."""
 
     wallet = WalletField("Currency")
+    per_withdrawal = AmountField("Limit per withdrawal", validators=[Optional()])
     daily_limit = AmountField("Daily limit", validators=[Optional()])
     code = CodeField()
     save_limit = SubmitField("Save limit")
+
+
+class ReportingLimitsForm(FlaskForm):
+    """The limits in the reporting currency, for every currency without limits of its own;
+    above them money waits for another owner's approval. Empty: no limit."""
+
+    per_withdrawal = AmountField("Limit per withdrawal", validators=[Optional()])
+    per_day = AmountField("Limit per day (UTC)", validators=[Optional()])
+    code = CodeField()
+    save_limits = SubmitField("Save limits")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from flask import abort, flash, redirect, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
@@ -12,13 +14,16 @@ from portal.money.models import IntentState, WithdrawalIntent
 from portal.money.pages.withdrawals import bp
 from portal.money.pages.withdrawals.forms import (
     ConfirmWithdrawalForm,
+    ReportingLimitsForm,
     WithdrawalForm,
     WithdrawalLimitForm,
 )
-from portal.money.rules import withdrawal_figures, withdrawals
+from portal.money.rules import approvals, withdrawal_figures, withdrawals
+from portal.money.rules import limits as owner_limits
 from portal.money.rules.currencies import WITHDRAWAL_WALLETS, money
 from portal.reports.rules.csv_rows import WITHDRAWAL_COLUMNS
 from portal.web.access import roles
+from portal.web.address_book import not_in_book
 from portal.web.api_errors import Check, handle_api_error
 from portal.web.exports import local_list_download
 from portal.web.lists import local_page
@@ -40,17 +45,22 @@ def index() -> Response:
 @bp.route("/new", methods=["GET", "POST"])
 @roles(Role.OWNER)
 def new() -> Response:
-    """The form; a valid one within the owners' daily limit becomes a pending intent, reviewed
-    on its own page. A Max button (`max`: its wallet) only fills the amount in."""
+    """The form; a valid one becomes a pending intent, reviewed on its own page, unless it is
+    above the owners' limits and no other owner could approve it. A Max button (`max`: its
+    wallet) only fills the amount in."""
     posted = request.method == "POST"
     if posted and "max" in request.form:
         return _form_page(200, _filled_to_most(request.form["max"]))
     form = WithdrawalForm(formdata=request.form if posted else request.args)
     if not (posted and form.validate()):
         return _form_page(422 if posted else 200, form)
-    wallet = withdrawal_figures.figures(current_user.merchant, form.wallet.data)
-    if wallet.over_limit(form.amount.entered):
-        return _form_page(422, form, over_limit=wallet)
+    unusable = not_in_book(current_user.merchant, form.wallet.data, form.address.data)
+    if unusable:
+        form.address.errors = [*form.address.errors, unusable]
+        return _form_page(422, form)
+    refused = _alone_over_limit(form.wallet.data, form.amount.entered)
+    if refused:
+        return _form_page(422, form, **refused)
     key = withdrawals.create(
         current_user.merchant,
         current_user,
@@ -59,6 +69,16 @@ def new() -> Response:
         form.address.data,
     )
     return redirect(url_for("withdrawals.show", key=key))
+
+
+def _alone_over_limit(wallet: str, amount: Decimal) -> dict[str, object] | None:
+    """What the page says of an amount above a limit when no other owner could approve it
+    (None when within the limits, or when another owner may approve)."""
+    user = current_user._get_current_object()
+    checked = owner_limits.check(user.merchant, wallet, amount)
+    if checked.reason is None or owner_limits.other_owners(user):
+        return None
+    return {"held": checked, "held_figures": withdrawal_figures.figures(user.merchant, wallet)}
 
 
 def _filled_to_most(wallet: str) -> WithdrawalForm:
@@ -77,6 +97,15 @@ def _form_page(status: int, form: WithdrawalForm, **shown: object) -> Response:
     """The new withdrawal page: its form, every wallet's figures and the daily limit form."""
     merchant = current_user.merchant
     shown.setdefault("limit_form", WithdrawalLimitForm(prefix="limit", formdata=None))
+    shown.setdefault(
+        "reporting_form",
+        ReportingLimitsForm(
+            prefix="reporting",
+            formdata=None,
+            per_withdrawal=merchant.limit_per_withdrawal,
+            per_day=merchant.limit_per_day,
+        ),
+    )
     wallets = {
         currency: withdrawal_figures.figures(merchant, currency) for currency in WITHDRAWAL_WALLETS
     }
@@ -86,19 +115,33 @@ def _form_page(status: int, form: WithdrawalForm, **shown: object) -> Response:
 @bp.post("/limits")
 @roles(Role.OWNER)
 def limits() -> Response:
-    """Set or clear a wallet's daily limit; an owner with two-factor on confirms with a fresh
-    code, so a stolen session cannot lift the limit and then withdraw."""
+    """Set or clear a currency's own limits; an owner with two-factor on confirms with a fresh
+    code, so a stolen session cannot lift a limit and then withdraw."""
     form = WithdrawalLimitForm(prefix="limit")
     status = form_refused(form, current_user._get_current_object(), purpose="withdrawal_limit")
     if status:
         return _form_page(status, WithdrawalForm(formdata=None), limit_form=form)
     wallet, limit = form.wallet.data, form.daily_limit.data
-    withdrawal_figures.set_daily_limit(current_user.merchant, wallet, limit)
+    owner_limits.set_own_limits(current_user.merchant, wallet, form.per_withdrawal.data, limit)
     if limit is None:
-        flash(f"The {wallet} wallet has no daily limit now.", "success")
+        flash(f"The {wallet} wallet has no daily limit of its own now.", "success")
     else:
         flash(f"The {wallet} wallet's daily limit is now {money(limit, wallet)}.", "success")
     return redirect(url_for("withdrawals.new", wallet=wallet))
+
+
+@bp.post("/limits/reporting")
+@roles(Role.OWNER)
+def reporting_limits() -> Response:
+    """Set or clear the limits in the reporting currency, confirmed with a fresh code."""
+    form = ReportingLimitsForm(prefix="reporting")
+    user = current_user._get_current_object()
+    status = form_refused(form, user, purpose="withdrawal_limit")
+    if status:
+        return _form_page(status, WithdrawalForm(formdata=None), reporting_form=form)
+    owner_limits.set_limits(user.merchant, form.per_withdrawal.data, form.per_day.data)
+    flash(f"The limits in {user.merchant.reporting_currency} are saved.", "success")
+    return redirect(url_for("withdrawals.new"))
 
 
 def _intent(key: str) -> WithdrawalIntent:
@@ -111,8 +154,15 @@ def _intent(key: str) -> WithdrawalIntent:
 @bp.route("/<key>")
 @roles(Role.OWNER)
 def show(key: str) -> Response:
-    """The review page while pending, then what became of the withdrawal."""
-    return page("withdrawals/show.html", intent=_intent(key), form=ConfirmWithdrawalForm())
+    """The review page while pending (or its approval while one holds it), then what became
+    of the withdrawal."""
+    return _review(_intent(key))
+
+
+def _review(intent: WithdrawalIntent, status: int = 200, **shown: object) -> Response:
+    shown.setdefault("form", ConfirmWithdrawalForm())
+    held = approvals.of_withdrawal(intent)
+    return page("withdrawals/show.html", status, intent=intent, approval=held, **shown)
 
 
 def _already_confirmed(key: str) -> Response:
@@ -126,22 +176,36 @@ def confirm(key: str) -> Response:
     """Send the intent once; any other confirmation (double click, resend) only sees it.
 
     A user with two-factor sign-in on confirms with a fresh code (not even the one that signed
-    them in); a wrong or used code sends nothing and leaves the intent pending.
+    them in); a wrong or used code sends nothing and leaves the intent pending. An amount above
+    the owners' limits is held for another owner's approval (the worker sends it once
+    approved), or refused when there is no other owner.
     """
     intent = _intent(key)
     form = ConfirmWithdrawalForm()
     # Only the code can be invalid (too long; CSRF is checked before any view): a field error.
     status = None if form.validate() else 422
-    if intent.state != IntentState.PENDING:
+    if intent.state != IntentState.PENDING or approvals.of_withdrawal(intent):
         return _already_confirmed(key)
     user = current_user._get_current_object()
-    wallet = withdrawal_figures.figures(user.merchant, intent.wallet)
-    if status is None and wallet.over_limit(intent.amount):  # before the code: none is used up
-        return page("withdrawals/show.html", 422, intent=intent, form=form, over_limit=wallet)
+    unusable = not_in_book(current_user.merchant, intent.wallet, intent.address)
+    if status is None and unusable:  # removed from the book since the review
+        return _review(intent, 422, form=form, error=f"Not sent: {unusable}")
+    alone = _alone_over_limit(intent.wallet, intent.amount)
+    if status is None and alone:  # before the code: none is used up
+        return _review(intent, 422, form=form, **alone)
     if status is None:
         status = step_up_refused(form.code, user, purpose="withdrawal")
     if status:
-        return page("withdrawals/show.html", status, intent=intent, form=form)
+        return _review(intent, status, form=form)
+    checked = owner_limits.check(user.merchant, intent.wallet, intent.amount)
+    if checked.reason is not None:
+        approvals.hold_withdrawal(intent, user, checked)
+        flash(
+            "Above the limits: this withdrawal waits for the approval of another owner, who "
+            "was mailed. Nothing is sent before.",
+            "info",
+        )
+        return redirect(url_for("withdrawals.show", key=key))
     api = current_api()
     if not withdrawals.claim(intent, user):
         return _already_confirmed(key)
@@ -155,13 +219,7 @@ def confirm(key: str) -> Response:
             failure, retry, Check("the operations list", url_for("operations.index"))
         )
         if intent.state == IntentState.PENDING:  # nothing left: the review may be confirmed again
-            return page(
-                "withdrawals/show.html",
-                refused.status,
-                intent=intent,
-                form=form,
-                error=refused.error,
-            )
+            return _review(intent, refused.status, form=form, error=refused.error)
         return _form_page(refused.status, retry, error=refused.error, refused=intent)
     flash("The withdrawal was sent.", "success")
     return redirect(url_for("withdrawals.show", key=key))

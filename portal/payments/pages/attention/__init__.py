@@ -2,6 +2,7 @@
 
 from flask import Blueprint
 
+from portal.payments.rules import attention
 from portal.web.features import EVERY_ROLE, Feature, MenuEntry
 
 bp = Blueprint("attention", __name__)
@@ -9,7 +10,7 @@ feature = Feature(
     bp,
     None,
     EVERY_ROLE,
-    MenuEntry("Needs attention", "attention.index", 20, counts_attention=True),
+    MenuEntry("Needs attention", "attention.index", 20, count=attention.count),
 )
 
 from portal.payments.pages.attention import routes  # noqa: E402, F401  (registers the views on bp)

@@ -1,0 +1,136 @@
+"""The approvals queue, one approval's page, and its decisions."""
+
+from __future__ import annotations
+
+from flask import abort, flash, redirect, url_for
+from flask_login import current_user
+from werkzeug.wrappers import Response
+
+from portal.identity.models import Role
+from portal.money.models import Approval
+from portal.money.pages.approvals import bp
+from portal.money.pages.approvals.forms import ApproveForm, RejectForm, WithdrawRequestForm
+from portal.money.rules import address_book, approvals, withdrawal_figures
+from portal.money.rules import limits as owner_limits
+from portal.web.access import roles
+from portal.web.rendering import page
+from portal.web.step_up import form_refused
+
+OWN_REQUEST = "You asked for this yourself: an owner other than you must approve it."
+NEW_OWNER = (
+    "You became an owner through the portal less than 24 hours ago, or the person who asked "
+    "made you one: another owner approves this."
+)
+NO_SECOND_FACTOR = "Turn on two-factor sign-in or add a passkey under Account to approve."
+PASSKEY_ONLY = "The owners require a passkey for approvals: add one under Account to approve."
+
+
+@bp.route("")
+@roles(Role.OWNER)
+def index() -> Response:
+    """What waits for a decision, oldest first, each with its figures."""
+    merchant = current_user.merchant
+    return page(
+        "approvals/index.html",
+        waiting=[
+            (approval, _available(approval), _place(approval))
+            for approval in approvals.waiting(merchant)
+        ],
+    )
+
+
+def _available(approval: Approval) -> object:
+    return withdrawal_figures.available(current_user.merchant, approval.currency)
+
+
+def _place(approval: Approval) -> address_book.Place | None:
+    """The address's place in the address book (None: no address, a claim link's refund)."""
+    if approval.address is None:
+        return None
+    return address_book.place(current_user.merchant, approval.currency, approval.address)
+
+
+def _approval(approval_id: int) -> Approval:
+    found = approvals.find(current_user.merchant, approval_id)
+    if found is None:
+        abort(404)
+    return found
+
+
+def _show(approval: Approval, status: int = 200, **forms: object) -> Response:
+    forms.setdefault("approve_form", ApproveForm(formdata=None))
+    return page(
+        "approvals/show.html",
+        status,
+        approval=approval,
+        available=_available(approval),
+        book=_place(approval),
+        reject_form=RejectForm(formdata=None),
+        withdraw_form=WithdrawRequestForm(formdata=None),
+        **forms,
+    )
+
+
+@bp.route("/<int:approval_id>")
+@roles(Role.OWNER)
+def show(approval_id: int) -> Response:
+    """The amount, its value, the wallet's balance and the address, with the decisions."""
+    return _show(_approval(approval_id))
+
+
+def _decided(approval: Approval, won: bool, done: str) -> Response:
+    """Back to the approval, saying what this decision did, or that another came first."""
+    if won:
+        flash(done, "success")
+    else:
+        flash("This no longer waits for an approval. Here is where it stands.", "info")
+    return redirect(url_for(".show", approval_id=approval.id))
+
+
+@bp.post("/<int:approval_id>/approve")
+@roles(Role.OWNER)
+def approve(approval_id: int) -> Response:
+    """Another owner lets it go, with a fresh second factor; never the one who asked (403)."""
+    approval = _approval(approval_id)
+    form = ApproveForm()
+    user = current_user._get_current_object()
+    passkey_only = user.merchant.require_passkey_for_approvals
+    if approval.requested_by_id == user.id:
+        form.form_errors.append(OWN_REQUEST)
+        return _show(approval, 403, approve_form=form)
+    if owner_limits.held_owner(user, approval.requested_by):
+        form.form_errors.append(NEW_OWNER)
+        return _show(approval, 403, approve_form=form)
+    if not (user.passkeys if passkey_only else user.has_second_factor):
+        form.form_errors.append(PASSKEY_ONLY if passkey_only else NO_SECOND_FACTOR)
+        return _show(approval, 403, approve_form=form)
+    status = form_refused(form, user, purpose="approval", passkey_only=passkey_only)
+    if status:
+        return _show(approval, status, approve_form=form)
+    return _decided(approval, approvals.approve(approval, user), "Approved: sent in a moment.")
+
+
+@bp.post("/<int:approval_id>/reject")
+@roles(Role.OWNER)
+def reject(approval_id: int) -> Response:
+    """Another owner refuses it: nothing is sent."""
+    approval = _approval(approval_id)
+    if not RejectForm().validate_on_submit():
+        abort(400)
+    if approval.requested_by_id == current_user.id:
+        abort(403)
+    won = approvals.reject(approval, current_user._get_current_object())
+    return _decided(approval, won, "Rejected: nothing will be sent.")
+
+
+@bp.post("/<int:approval_id>/withdraw")
+@roles(Role.OWNER)
+def withdraw(approval_id: int) -> Response:
+    """The owner who asked takes the request back: nothing is sent."""
+    approval = _approval(approval_id)
+    if not WithdrawRequestForm().validate_on_submit():
+        abort(400)
+    if approval.requested_by_id != current_user.id:
+        abort(403)
+    won = approvals.withdraw(approval, current_user._get_current_object())
+    return _decided(approval, won, "Your request was withdrawn: nothing will be sent.")

@@ -1,0 +1,302 @@
+"""Approvals by a second owner: money above the owners' limits waits for an owner other than
+the one who asked, and nothing reaches the API before one says yes.
+
+An approval holds one withdrawal intent (or one refund). Deciding moves it from `waiting` with
+one conditional UPDATE, so of any number of approvals at once exactly one decides. An approved
+withdrawal is then sent by the worker (`send_due`) through the one-time machinery of
+`portal.money.rules.idempotency`: its claim of the intent wins once, whatever else runs. A
+request nobody decides expires after `EXPIRES_AFTER`; the person who asked may withdraw it.
+Every step is in the audit log, naming who asked and who decided, and the owners hear of it
+by mail.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from portal.api import ApiFailure
+from portal.database import utcnow
+from portal.extensions import db, rows_changed
+from portal.identity.models import Merchant, Role, User
+from portal.identity.rules import audit
+from portal.live.rules import outbox
+from portal.money.models import (
+    Approval,
+    ApprovalKind,
+    ApprovalState,
+    IntentState,
+    Refund,
+    WithdrawalIntent,
+)
+from portal.money.rules import limits, refunds, withdrawals
+from portal.money.rules.currencies import money
+from portal.settings.rules.connection import api_client_for
+
+EXPIRES_AFTER = timedelta(days=7)
+
+
+def hold_withdrawal(intent: WithdrawalIntent, requester: User, checked: limits.Check) -> Approval:
+    """Hold a reviewed withdrawal for another owner (its reason from `checked`), audited and
+    mailed to the other owners. A second confirmation of the same intent finds it held."""
+    assert checked.reason is not None  # only held money waits
+    approval = _new(requester, ApprovalKind.WITHDRAWAL, checked.reason, checked.value)
+    approval.withdrawal_intent_id = intent.id
+    approval.amount, approval.currency = intent.amount, intent.wallet
+    approval.address = intent.address
+    try:
+        _ask(approval, requester)
+    except IntegrityError:
+        db.session.rollback()  # another confirmation held it first
+        found = of_withdrawal(intent)
+        assert found is not None
+        return found
+    return approval
+
+
+def hold_refund(refund: Refund, requester: User) -> Approval:
+    """Put a refund that awaits an approval on the queue: an operator typed its address, or it
+    is above the owners' limits. Audited and mailed to the owners who may approve it."""
+    reason = (
+        limits.Reason.TYPED_ADDRESS
+        if requester.role is not Role.OWNER
+        else limits.check(requester.merchant, refund.currency, refund.amount).reason
+    )
+    value = limits.value_now(requester.merchant, refund.currency, refund.amount)
+    approval = _new(requester, ApprovalKind.REFUND, reason or limits.Reason.PER_WITHDRAWAL, value)
+    approval.refund_id = refund.id
+    approval.amount, approval.currency = refund.amount, refund.currency
+    approval.address = refund.address
+    _ask(approval, requester)
+    return approval
+
+
+def _new(
+    requester: User, kind: ApprovalKind, reason: limits.Reason, value: Decimal | None
+) -> Approval:
+    return Approval(
+        merchant_id=requester.merchant_id,
+        kind=kind,
+        value=value,
+        value_currency=requester.merchant.reporting_currency,
+        reason=reason.value,
+        state=ApprovalState.WAITING,
+        requested_by_id=requester.id,
+        expires_at=utcnow() + EXPIRES_AFTER,
+    )
+
+
+def _ask(approval: Approval, requester: User) -> None:
+    db.session.add(approval)
+    db.session.flush()
+    _counted(approval.merchant_id, 1)
+    audit.record("approval.request", parameters=_described(approval, requester))
+    _mail_owners(approval, requester)
+    db.session.commit()
+
+
+def of_withdrawal(intent: WithdrawalIntent) -> Approval | None:
+    return db.session.scalar(sa.select(Approval).where(Approval.withdrawal_intent_id == intent.id))
+
+
+def of_refund(refund: Refund) -> Approval | None:
+    return db.session.scalar(sa.select(Approval).where(Approval.refund_id == refund.id))
+
+
+def find(merchant: Merchant, approval_id: int) -> Approval | None:
+    return db.session.scalar(
+        sa.select(Approval).where(Approval.id == approval_id, Approval.merchant_id == merchant.id)
+    )
+
+
+def waiting(merchant: Merchant) -> list[Approval]:
+    """What waits for a decision, oldest first."""
+    return list(
+        db.session.scalars(
+            sa.select(Approval)
+            .where(Approval.merchant_id == merchant.id, Approval.state == ApprovalState.WAITING)
+            .order_by(Approval.created_at, Approval.id)
+        )
+    )
+
+
+def count(merchant: Merchant) -> int:
+    """How many wait for a decision (the menu's count): kept on the merchant, which every
+    signed-in request has read already."""
+    return merchant.approvals_waiting
+
+
+def _counted(merchant_id: int, change: int) -> None:
+    """Move the merchant's count of waiting approvals, in the caller's transaction."""
+    db.session.execute(
+        sa.update(Merchant)
+        .where(Merchant.id == merchant_id)
+        .values(approvals_waiting=Merchant.approvals_waiting + change)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def approve(approval: Approval, owner: User) -> bool:
+    """`owner` (not the one who asked, nor one made by them, checked by the page) lets it go:
+    True only for the one approval that decided it."""
+    return _decide(approval, owner, ApprovalState.APPROVED, "approval.approve")
+
+
+def reject(approval: Approval, owner: User) -> bool:
+    """`owner` refuses it: nothing is sent. True only for the one decision that did."""
+    return _decide(approval, owner, ApprovalState.REJECTED, "approval.reject")
+
+
+def withdraw(approval: Approval, requester: User) -> bool:
+    """The person who asked takes the request back: nothing is sent."""
+    if approval.requested_by_id != requester.id:
+        return False
+    return _decide(approval, requester, ApprovalState.WITHDRAWN, "approval.withdraw")
+
+
+def _decide(approval: Approval, user: User, state: ApprovalState, action: str) -> bool:
+    assert state is ApprovalState.WITHDRAWN or approval.requested_by_id != user.id
+    won = rows_changed(
+        sa.update(Approval)
+        .where(
+            Approval.id == approval.id,
+            Approval.state == ApprovalState.WAITING,
+            Approval.expires_at > utcnow(),
+        )
+        .values(state=state, decided_by_id=user.id, decided_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    if won:
+        _counted(approval.merchant_id, -1)
+    db.session.commit()
+    db.session.refresh(approval)
+    if won:
+        audit.record(action, parameters=_described(approval, approval.requested_by, user))
+        _settle_refund(approval, user)
+    return bool(won)
+
+
+def _settle_refund(approval: Approval, user: User) -> None:
+    """A decided refund's approval moves the refund: approved, it is ready for the worker;
+    otherwise it is canceled, and its money is free again."""
+    if approval.refund is None:
+        return
+    if approval.state is ApprovalState.APPROVED:
+        refunds.approve(approval.refund, user)
+    else:
+        refunds.cancel(approval.refund)
+
+
+def send_due() -> int:
+    """The worker's pass: send each approved withdrawal once; how many this pass sent (an
+    approved refund is ready, and `refunds.send_due` sends it)."""
+    due = list(
+        db.session.scalars(
+            sa.select(Approval.id)
+            .join(WithdrawalIntent, WithdrawalIntent.id == Approval.withdrawal_intent_id)
+            .where(
+                Approval.state == ApprovalState.APPROVED,
+                WithdrawalIntent.state == IntentState.PENDING,
+            )
+        )
+    )
+    sent = 0
+    for approval_id in due:
+        approval = db.session.get(Approval, approval_id)
+        assert approval is not None and approval.withdrawal is not None
+        intent = approval.withdrawal
+        if not withdrawals.claim(intent, approval.requested_by, approved=True):
+            continue  # another worker took it
+        merchant = db.session.get(Merchant, approval.merchant_id)
+        assert merchant is not None
+        worker = audit.current_actor()
+        audit.act_as(audit.Actor(approval.decided_by))  # the audit log's sending is theirs
+        try:
+            withdrawals.send(
+                intent,
+                api_client_for(merchant),
+                parameters=_described(approval, approval.requested_by, approval.decided_by),
+            )
+        except ApiFailure:
+            continue  # kept on the intent: refused, unknown, or pending to try again
+        finally:
+            audit.act_as(worker)
+        sent += 1
+    return sent
+
+
+def expire_due(now: datetime | None = None) -> int:
+    """Expire what waited longer than `EXPIRES_AFTER`, mailing who asked; how many."""
+    moment = now or utcnow()
+    expired = 0
+    for approval in db.session.scalars(
+        sa.select(Approval).where(
+            Approval.state == ApprovalState.WAITING, Approval.expires_at <= moment
+        )
+    ).all():
+        won = rows_changed(
+            sa.update(Approval)
+            .where(Approval.id == approval.id, Approval.state == ApprovalState.WAITING)
+            .values(state=ApprovalState.EXPIRED, decided_at=moment)
+            .execution_options(synchronize_session=False)
+        )
+        if won:
+            _counted(approval.merchant_id, -1)
+            expired += 1
+            db.session.refresh(approval)
+            if approval.refund is not None:
+                refunds.cancel(approval.refund)
+            requester = approval.requested_by
+            if requester is not None:
+                _mail(
+                    requester,
+                    f"Your {approval.kind.value} of {_amount(approval)} expired unapproved",
+                    f"Nobody approved your {approval.kind.value} of {_amount(approval)} within "
+                    f"{EXPIRES_AFTER.days} days, so nothing was sent. Ask again if it is still "
+                    "needed.\n",
+                )
+        db.session.commit()
+    return expired
+
+
+def _amount(approval: Approval) -> str:
+    return money(approval.amount, approval.currency)
+
+
+def _described(
+    approval: Approval, requester: User | None, decider: User | None = None
+) -> dict[str, object]:
+    """An approval in the audit log: what, how much, and both people."""
+    described: dict[str, object] = {
+        "approval": approval.id,
+        "kind": approval.kind.value,
+        "amount": approval.amount,
+        "currency": approval.currency,
+        "address": approval.address,
+        "reason": approval.reason,
+        "requested_by": requester.email if requester else None,
+    }
+    if decider is not None:
+        described["decided_by"] = decider.email
+    return described
+
+
+def _mail_owners(approval: Approval, requester: User) -> None:
+    for owner in limits.other_owners(requester):
+        _mail(
+            owner,
+            f"Approval needed: a {approval.kind.value} of {_amount(approval)}",
+            f"{requester.email} asks to send {_amount(approval)} to {approval.address}. It "
+            "waits for the approval of an owner other than the one who asked; nothing is sent "
+            f"before. Approve or reject it here:\n"
+            f"{outbox.portal_link(f'/approvals/{approval.id}')}\n\n"
+            f"Without a decision it expires on {approval.expires_at:%Y-%m-%d %H:%M} UTC.\n",
+        )
+
+
+def _mail(user: User, subject: str, body: str) -> None:
+    if outbox.enabled():
+        outbox.queue(user.email, subject, body, user_id=user.id)
