@@ -20,7 +20,7 @@ from portal.money.models import IntentKind
 from tests.support import walks
 from tests.support.browser import assert_accessible, sign_in_as
 from tests.support.layout import layout_problems
-from tests.support.money import CROSS_EXCHANGE
+from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, in_book
 from tests.support.portal_server import PortalServer
 from tests.support.sandbox_server import SandboxServer
 
@@ -132,13 +132,15 @@ MONEY_FORMS: dict[str, tuple[str, dict[str, str], tuple[str, ...], dict[str, str
 }
 
 
-def _unique(form: str) -> dict[str, str]:
-    """The fields a form needs new each time: an order number, an address never paid to."""
+def _unique(portal: PortalServer, form: str) -> dict[str, str]:
+    """The fields a form needs new each time: an order number, an address never paid to (put in
+    the address book, so that only the payment service refuses it)."""
     unique = uuid.uuid4().hex
-    return {
-        "operation": {"order_id": f"walk-{unique[:8]}"},
-        "withdrawal": {"address": "0x" + unique + unique[:8]},
-    }.get(form, {})
+    if form == "withdrawal":
+        address = "0x" + unique + unique[:8]
+        in_book(portal.app, MONEY_FORMS[form][1]["wallet"], address)
+        return {"address": address}
+    return {"order_id": f"walk-{unique[:8]}"} if form == "operation" else {}
 
 
 def _fill(page: Page, fields: dict[str, str]) -> None:
@@ -195,8 +197,9 @@ def test_every_refusal_lost_answer_and_record_page_fits_the_screen(
 ) -> None:
     """Each money form refused by the sandbox, then with its answer lost (the sandbox acts, the
     connection is reset); a refund refused; the pages of records the seeded portal has none of
-    (a withdrawal, a cross exchange, a refund, and the customer's checkout and refund claim
-    pages); cancellations lost and refused. Each page at both widths."""
+    (a withdrawal, a cross exchange, a refund, an approval, and the customer's checkout and
+    refund claim pages); cancellations lost and refused; a transaction's link and rejection
+    refused and lost. Each page at both widths."""
     assert set(IntentKind) <= MONEY_FORMS.keys(), "a money form the walk does not send"
     sandbox = portal.sandbox
     seen: list[str] = []
@@ -210,19 +213,19 @@ def test_every_refusal_lost_answer_and_record_page_fits_the_screen(
         try:
             for form, (path, fields, buttons, refused) in MONEY_FORMS.items():
                 sandbox.control("POST", "flags", {"exchange_daily_limit": 1000 if refused else 0})
-                _send(page, path, {**fields, **_unique(form), **refused}, buttons)
+                _send(page, path, {**fields, **_unique(portal, form), **refused}, buttons)
                 expect(page.locator("main").locator(".form-error, .errors").first).to_be_visible()
                 visited(page)
 
                 sandbox.control("POST", "flags", {"exchange_daily_limit": 1000})
-                _send(page, path, {**fields, **_unique(form)}, buttons[:-1])
+                _send(page, path, {**fields, **_unique(portal, form)}, buttons[:-1])
                 if buttons[:-1]:
                     visited(page)  # the review page
                 _lost(page, sandbox, buttons[-1])
                 visited(page)
 
             # The records a read-only portal holds none of, and the customer's pages of them.
-            order = _unique("operation")
+            order = _unique(portal, "operation")
             _send(
                 page,
                 "/operations/new",
@@ -247,6 +250,12 @@ def test_every_refusal_lost_answer_and_record_page_fits_the_screen(
             visited(page)
             _send(page, refund, {}, ("Request refund",))
             claim = CLAIM_LINK.search(page.locator("main").inner_text()).group(0)
+            visited(page)
+            with _page(browser, portal, DESKTOP) as operator:  # a refund waiting for approval
+                sign_in_as(operator, "operator@acme.test")
+                typed = {"basis": "amount", "amount": "0.1", "address": BTC_ADDRESS}
+                _send(operator, refund, typed, ("Request refund",))
+            page.goto("/approvals")
             visited(page)
             app = walks.site()
             routes = [
@@ -274,7 +283,7 @@ def test_every_refusal_lost_answer_and_record_page_fits_the_screen(
                 _send(
                     page,
                     "/operations/new",
-                    {**MONEY_FORMS["operation"][1], **_unique("operation")},
+                    {**MONEY_FORMS["operation"][1], **_unique(portal, "operation")},
                     ("Create operation",),
                 )
                 operation_id = page.url.rsplit("/", 1)[1]
@@ -285,6 +294,35 @@ def test_every_refusal_lost_answer_and_record_page_fits_the_screen(
                     expect(page.locator(f"{OPERATION} .form-error")).to_be_visible()
                 else:
                     _lost(page, sandbox, "Confirm cancellation", OPERATION)
+                visited(page)
+
+            # Linking (an underpayment) and rejecting a transaction, in the operation's part of
+            # its page: refused (the underpayment not accepted, no reason given), then lost.
+            refused = f"{OPERATION} :is(.form-error, .errors)"
+            for linking in (True, False):
+                _send(
+                    page,
+                    "/operations/new",
+                    {**MONEY_FORMS["operation"][1], **_unique(portal, "operation")},
+                    ("Create operation",),
+                )
+                transaction = sandbox.receive(page.url.rsplit("/", 1)[1], "0.25", "undefined")
+                page.reload()
+                page.get_by_role("checkbox", name=f"Select transaction {transaction}").check()
+                if linking:
+                    _press(page, "Link selected", OPERATION)
+                    _press(page, "Confirm link", OPERATION)
+                    expect(page.locator(refused).first).to_be_visible()
+                    visited(page)
+                    page.get_by_label(re.compile("Yes, accept an underpayment")).check()
+                    _lost(page, sandbox, "Confirm link", OPERATION)
+                else:
+                    _press(page, "Reject selected", OPERATION)
+                    expect(page.locator(refused).first).to_be_visible()
+                    visited(page)
+                    _fill(page, {"reason": "Paid twice"})
+                    _press(page, "Reject selected", OPERATION)
+                    _lost(page, sandbox, "Confirm rejection", OPERATION)
                 visited(page)
         finally:
             sandbox.reset()

@@ -161,6 +161,32 @@ def refund(
         )
 
 
+def book_address(app: Flask, currency: str, address: str, *, merchant: str = MERCHANT) -> int:
+    """`address` in the merchant's address book, usable at once, as its first owner added it:
+    stored without the audit entry and the owners' mail of `address_book.add`, which its own
+    tests check (tests/money/test_address_book.py)."""
+    from portal.database import utcnow
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts
+    from portal.money.models import BookAddress
+
+    with app.app_context():
+        owners = accounts.merchant_named(merchant).users
+        owner = next(u for u in owners if u.role is Role.OWNER)
+        now = utcnow()
+        return _stored(
+            BookAddress(
+                merchant_id=owner.merchant_id,
+                currency=currency,
+                address=address,
+                name=f"{currency} {address[:8]}",
+                added_by_id=owner.id,
+                created_at=now,
+                usable_from=now,
+            )
+        )
+
+
 def webhook_endpoint(
     app: Flask,
     url: str,

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterator
 from urllib.parse import urlencode
 
+from tests.support import factories
 from tests.support.forms import csrf_token
 from tests.support.sandbox_server import SandboxServer
 
@@ -87,15 +88,8 @@ def race(app, client, url: str, data: dict, times: int) -> list[int]:
 
 
 def in_book(app, currency: str, address: str, merchant: str = "Acme") -> None:
-    """`address` in the merchant's address book, added by its first owner (usable at once: the
-    tests' cooling-off is 0)."""
-    from portal.identity.models import Role
-    from portal.identity.rules import accounts
-    from portal.money.rules import address_book
-
-    with app.app_context():
-        owner = next(u for u in accounts.merchant_named(merchant).users if u.role is Role.OWNER)
-        address_book.add(owner, currency, address, f"{currency} {address[:8]}")
+    """`address` in the merchant's address book, usable at once."""
+    factories.book_address(app, currency, address, merchant=merchant)
 
 
 def book_usual_addresses(app, merchant: str = "Acme") -> None:
