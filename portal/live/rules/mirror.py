@@ -66,6 +66,7 @@ from portal.live.rules import events
 from portal.live.rules.events import EventType
 from portal.money.rules import ledger, rate_history
 from portal.payments.models import MirroredOperation, MirroredTransaction
+from portal.payments.rules import attention
 from portal.payments.rules.mirror_money import (
     TRANSACTION_COLUMNS,
     mirrored_operations,
@@ -373,6 +374,8 @@ def _outcome(
         )
     if values["operations_watermark"] is None:  # an empty account: mirrored all the same
         values["operations_watermark"] = started_at
+    # Counted once here rather than by the pages: the menu of each reads this figure.
+    values["attention_count"] = sum(attention.counts(state.merchant_id, synced=started_at).values())
     return values
 
 

@@ -36,6 +36,8 @@ TRANSACTION_COLUMNS = (
 # Operations looked up with one query (SQLite allows 999 parameters per statement), and read
 # again at once by `restate`.
 LOOKUP_CHUNK = 500
+# Statuses of an operation that money can still reach late, to be linked or rejected.
+CLOSED = ("expired", "canceled")
 # The largest payment tolerance a merchant may set, in percent of the due.
 MAX_TOLERANCE = Decimal(10)
 
@@ -80,13 +82,25 @@ def mirrored_transaction(row: MirroredTransaction) -> Transaction:
 def restate_row(
     row: MirroredOperation, operation: Operation, tolerance_percent: Decimal
 ) -> OperationMoney:
-    """Set the row's state and difference from `operation` (`mirrored_operations`); an ended
-    status is remembered, since money linked after it is late whatever the API says next."""
+    """Set the row's state, difference and late transactions from `operation`
+    (`mirrored_operations`); an ended status is remembered, since money linked after it is late
+    whatever the API says next."""
     if row.status in ENDED_STATUSES:
         row.ended_status = row.status
     money = operation_money(operation, tolerance_percent, ended_before=row.ended_status is not None)
     row.state, row.difference = money.state, money.difference
+    row.late_transactions = late_transactions(operation)
     return money
+
+
+def late_transactions(operation: Operation) -> int | None:
+    """How many transactions of an expired or canceled operation are neither linked nor
+    rejected: money that came late and waits for a person to link or reject it (the attention
+    list); None when there is none, so that the index of these operations holds only them."""
+    if operation.status not in CLOSED:
+        return None
+    waiting = sum(1 for t in operation.transactions if t.status != "rejected" and not t.linked)
+    return waiting or None
 
 
 def restate(merchant: Merchant) -> int:
