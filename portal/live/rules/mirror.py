@@ -572,6 +572,7 @@ class _Sync:
     # Of the page being written: operations whose amount paid changed, the money of each.
     repaid: set[str] = field(default_factory=set)
     moneys: dict[str, OperationMoney] = field(default_factory=dict)
+    written: dict[str, Operation] = field(default_factory=dict)  # their records, as read
     counting: threading.Lock = field(default_factory=threading.Lock)  # paging's workers count
 
     def everything(self, client: MerchantApiClient) -> None:
@@ -702,6 +703,7 @@ class _Sync:
             self._record([self._with_money(change) for change in changes])
             self.moneys.clear()
             self.repaid.clear()
+            self.written.clear()
             self._insert_new()
         db.session.commit()
         self.operations_seen = _later(
@@ -807,6 +809,7 @@ class _Sync:
             OPERATION_COLUMNS,
             operation_id=operation.id,
         )
+        self.written[operation.id] = operation
         self.report.operations += 1
         return changes
 
@@ -818,7 +821,7 @@ class _Sync:
         money is booked in the ledger (`portal.money.rules.ledger.book_operations`)."""
         changes = []
         rows = list(self._chunked(MirroredOperation, MirroredOperation.operation_id, operation_ids))
-        operations = mirrored_operations(self.merchant_id, rows)
+        operations = mirrored_operations(self.merchant_id, rows, self.written)
         moneys = []
         for row in rows:
             operation = operations.get(row.operation_id)

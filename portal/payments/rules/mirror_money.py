@@ -8,7 +8,7 @@ merchant's operations when the merchant's payment tolerance changes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from decimal import Decimal
 
@@ -43,27 +43,33 @@ MAX_TOLERANCE = Decimal(10)
 
 
 def mirrored_operations(
-    merchant_id: int, rows: Sequence[MirroredOperation]
+    merchant_id: int,
+    rows: Sequence[MirroredOperation],
+    read: Mapping[str, Operation] | None = None,
 ) -> dict[str, Operation]:
     """Each row's operation as the API last wrote it, with the transactions the mirror holds for
     it now (a transaction can change without its operation's record), by id; a row whose record
-    this portal cannot read is left out (kept as the API wrote it, there is no money to read)."""
+    this portal cannot read is left out (kept as the API wrote it, there is no money to read).
+    `read`: operations whose record was just written from them (the sync's page), which need
+    not be read again from their records."""
     transactions: dict[str | None, list[Transaction]] = {}
     ids = [row.operation_id for row in rows]
+    columns = [getattr(MirroredTransaction, name) for name in TRANSACTION_COLUMNS]
     for start in range(0, len(ids), LOOKUP_CHUNK):
-        for mirrored in db.session.scalars(
-            sa.select(MirroredTransaction).where(
+        for transaction_id, *values in db.session.execute(
+            sa.select(MirroredTransaction.transaction_id, *columns).where(
                 MirroredTransaction.merchant_id == merchant_id,
                 MirroredTransaction.operation_id.in_(ids[start : start + LOOKUP_CHUNK]),
             )
         ):
-            transactions.setdefault(mirrored.operation_id, []).append(
-                mirrored_transaction(mirrored)
-            )
+            named = dict(zip(TRANSACTION_COLUMNS, values, strict=True))
+            transaction = Transaction(**named, id=transaction_id)
+            transactions.setdefault(transaction.operation_id, []).append(transaction)
     operations = {}
     for row in rows:
+        operation = read.get(row.operation_id) if read else None
         try:
-            operation = parse_record(Operation, row.record)
+            operation = operation or parse_record(Operation, row.record)
         except MalformedAnswer:
             continue
         operations[row.operation_id] = replace(
