@@ -341,8 +341,11 @@ def needs_attention(merchant_id: int) -> list[Group]:
 
 
 def _operation_item(row: MirroredOperation) -> OperationItem:
-    """The operation with the state the mirror keeps, and its due read from the API's record."""
+    """The operation with the state the mirror keeps, and its due (`amount_due`): its amount
+    when paid in its own currency, else read from the API's record, which holds the rate."""
     state = State(row.state) if row.state else None
+    if row.currency == row.currency_paid:
+        return OperationItem(row, state, row.amount, row.difference)
     try:  # the due does not depend on the transactions: read without them (half the time)
         due = amount_due(parse_record(Operation, {**row.record, "transactions": []}))
     except MalformedAnswer:  # a record the portal cannot read: no due to show
