@@ -7,9 +7,9 @@ portal (an application of this process served over real HTTP by werkzeug's threa
 connected to a bundled sandbox) answers signed-in `GET /search?q=...` for fragments of each
 kind: an order number, an operation id, an address, a transaction hash and a transaction id
 (every id-shaped text also asks the sandbox for a voucher with that id, as a real search does).
-Prints the median and p95 of each kind, and of `/attention`. The mirror is marked synced once,
-so the menu's count of what needs attention is counted at the first request and then reused,
-as between two syncs.
+Prints the median and p95 of each kind, and of `/attention` (whose groups' sizes it prints
+too); the target of each median is 50 ms. The mirror is marked synced once, with the menu's
+count of what needs attention counted as a sync counts it.
 
     .venv/bin/python bench/search.py [--operations 100000] [--requests 40]
 """
@@ -59,7 +59,15 @@ def rows(count: int, randomness: random.Random) -> Iterator[tuple[dict, list[dic
         created = now - timedelta(seconds=randomness.randrange(90 * 86400))
         status = randomness.choices(list(STATUSES), list(STATUSES.values()))[0]
         currency = randomness.choice(["BTC", "ETH", "USDT", "LTC"])
-        amount = f"{randomness.randrange(1, 10**6) / 10**4:.4f}"
+        due = randomness.randrange(1, 10**6)
+        amount = f"{due / 10**4:.4f}"
+        # What the attention list shows beside late and undecided money: a quarter of the new
+        # operations partly paid, 5 % of the confirmed ones paid 10 % more or less than due.
+        paid = amount if status == "confirmed" else None
+        if status == "new" and randomness.random() < 0.25:
+            paid = f"{due / 2 / 10**4:.4f}"
+        elif status == "confirmed" and randomness.random() < 0.05:
+            paid = f"{due * randomness.choice([0.9, 1.1]) / 10**4:.4f}"
         operation = {
             "id": str(number),
             "application_id": "1",
@@ -68,7 +76,7 @@ def rows(count: int, randomness: random.Random) -> Iterator[tuple[dict, list[dic
             "order_id": f"ORD-{randomness.randrange(10**9):09d}-{uuid.uuid4().hex[:6]}",
             "amount": amount,
             "fee": "0.01",
-            "amount_paid": amount if status == "confirmed" else None,
+            "amount_paid": paid,
             "rate": "1",
             "currency": currency,
             "currency_paid": currency,
@@ -82,15 +90,15 @@ def rows(count: int, randomness: random.Random) -> Iterator[tuple[dict, list[dic
         transactions = []
         # Paid operations have 1 to 4 transactions (1.5 per operation in all); 1 % of the
         # expired ones got a payment after all, too late.
-        paid = status == "confirmed" or (status == "expired" and randomness.random() < 0.01)
-        for _ in range(randomness.choice([1, 2, 3, 4]) if paid else 0):
+        late = status == "expired" and randomness.random() < 0.01
+        for _ in range(randomness.choice([1, 2, 3, 4]) if paid or late else 0):
             transaction_id += 1
             state = "undefined" if randomness.random() < 0.02 else "confirmed"
             transactions.append(
                 {
                     "id": str(transaction_id),
                     "tx_id": uuid.uuid4().hex + uuid.uuid4().hex,
-                    "amount": amount,
+                    "amount": paid or amount,
                     "status": state,
                     "linked": False,
                     "reject_reason": None,
@@ -109,6 +117,7 @@ def fill(app, count: int) -> dict[str, list[str]]:
     from portal.identity.rules.accounts import merchant_named
     from portal.live.models import MirrorState
     from portal.payments.models import MirroredOperation, MirroredTransaction
+    from portal.payments.rules import attention
 
     randomness = random.Random(7)
     kept: dict[str, list[str]] = {
@@ -146,11 +155,18 @@ def fill(app, count: int) -> dict[str, list[str]]:
         # Synced once: the menu's count of what needs attention is counted at the first page,
         # then read again until the next sync (in production every PORTAL_SYNC_SECONDS).
         db.session.add(MirrorState(merchant_id=merchant_id, last_sync_at=datetime.now(UTC)))
+        db.session.flush()
+        attention.recount(merchant_id)
         db.session.commit()
+        groups = attention.counts(merchant_id)
+        print("attention list: " + ", ".join(f"{r.value} {n:,}" for r, n in groups.items()))
         if db.engine.dialect.name == "postgresql":
-            with db.engine.begin() as connection:
-                connection.execute(sa.text("ANALYZE mirrored_operations"))
-                connection.execute(sa.text("ANALYZE mirrored_transactions"))
+            # What autovacuum does soon after a fill this size: the statistics, and the
+            # visibility map that lets a count read an index without visiting the rows.
+            with db.engine.connect() as connection:
+                connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+                connection.execute(sa.text("VACUUM ANALYZE mirrored_operations"))
+                connection.execute(sa.text("VACUUM ANALYZE mirrored_transactions"))
     return kept
 
 
@@ -209,7 +225,7 @@ def measure(name: str, database_url: str, sandbox, folder: Path, arguments) -> N
                 times = sorted(timed(target) for _ in range(arguments.requests))
                 p95 = times[int(len(times) * 0.95) - 1]
                 median = statistics.median(times)
-                verdict = "ok" if kind == "attention page" or median < TARGET_MS else "SLOW"
+                verdict = "ok" if median < TARGET_MS else "SLOW"
                 print(f"{kind:<18} {median:8.1f} {p95:8.1f}  {verdict}")
                 figure(
                     f"{kind} at {arguments.operations:,} operations ({name})",

@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.sqlite.base import SQLiteCompiler
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import GenericFunction
@@ -87,3 +88,14 @@ class decimal_sum(GenericFunction[str]):
 def _numeric_sum(element: decimal_sum, compiler: SQLCompiler, **kw: Any) -> str:
     column = compiler.process(element.clauses, **kw)
     return f"COALESCE(CAST(sum(CAST({column} AS NUMERIC)) AS TEXT), '0')"
+
+
+def _sqlite_from_hint(
+    _compiler: SQLCompiler, _table: sa.FromClause, text: str | None
+) -> str | None:
+    """SQLite's hints follow the table they are about (`Select.with_hint(table, "INDEXED BY
+    ix_...", "sqlite")`): SQLAlchemy's SQLite dialect would leave them out."""
+    return text
+
+
+SQLiteCompiler.get_from_hint_text = _sqlite_from_hint  # type: ignore[method-assign, assignment]

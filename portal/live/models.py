@@ -33,9 +33,9 @@ class MirrorState(Model):
     # When the first sync of this connection finished: the attention list shows money that
     # arrived since (or in the last 30 days), not a new connection's whole history.
     first_sync_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
-    # When someone last decided on an attention item through the portal: the menu's count of
-    # the attention list changes then too, not only at a sync.
-    decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    # How many items wait on the attention list, counted by each sync and each decision
+    # (`attention.recount`): the menu of every page reads it with the signed-in session.
+    attention_count: Mapped[int] = mapped_column(default=0, server_default="0")
     last_full_sync_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     full_sync_requested_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     last_error: Mapped[str | None] = mapped_column(sa.Text)

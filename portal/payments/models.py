@@ -88,6 +88,10 @@ class MirroredOperation(Model):
     # The last ended status the mirror saw (expired, canceled, failed): money linked afterwards
     # is late even though the API then says `confirmed`.
     ended_status: Mapped[str | None] = mapped_column(sa.String(32))
+    # How many of an expired or canceled operation's transactions are neither linked nor
+    # rejected, None when none (`mirror_money.late_transactions`): the attention list finds
+    # the few with any in an index of them alone.
+    late_transactions: Mapped[int | None]
 
 
 class MirroredTransaction(Model):
@@ -145,8 +149,9 @@ class Decision(Model):
 
 
 # --- Search and the attention list over the mirror ------------------------------------------
-# What the attention list counts on every page: undecided transactions, operations by status;
-# each index holds every column its count reads (the rows' `record` is large).
+# What the attention list counts (`portal.payments.rules.attention`): undecided transactions,
+# operations by status and by money state, and those with late transactions; each
+# index holds every column its count reads and the order it lists (the rows' `record` is large).
 sa.Index(
     "ix_mirrored_operations_merchant_status",
     MirroredOperation.merchant_id,
@@ -159,7 +164,17 @@ sa.Index(
     "ix_mirrored_operations_merchant_state",
     MirroredOperation.merchant_id,
     MirroredOperation.state,
+    MirroredOperation.status,
     MirroredOperation.updated_at,
+    MirroredOperation.operation_id,
+    MirroredOperation.amount_paid,
+)
+sa.Index(
+    "ix_mirrored_operations_merchant_late",
+    MirroredOperation.merchant_id,
+    MirroredOperation.operation_id,
+    sqlite_where=MirroredOperation.late_transactions.is_not(None),
+    postgresql_where=MirroredOperation.late_transactions.is_not(None),
 )
 sa.Index(
     "ix_mirrored_transactions_merchant_status",
@@ -167,6 +182,7 @@ sa.Index(
     MirroredTransaction.status,
     MirroredTransaction.linked,
     MirroredTransaction.operation_id,
+    MirroredTransaction.created_at,
 )
 sa.Index(
     "ix_mirrored_transactions_merchant_operation_status",

@@ -13,7 +13,7 @@ import pytest
 from portal.api import MerchantApiClient
 from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
-from tests.support.mirror import merchant_id, mirror_operations
+from tests.support.mirror import merchant_id, mirror_operations, sync_now
 from tests.support.portal_app import email
 
 
@@ -211,3 +211,36 @@ def test_money_linked_to_an_ended_operation_is_late(app, operator, api, sandbox)
         )
     assert ended == "expired"
     assert ">Paid late</span>" in done.text
+
+
+def test_late_money_waits_on_the_list_until_it_is_linked_and_the_mirror_syncs(
+    app, operator, api, sandbox
+):
+    """Money that reached an expired operation is on the list as the sync finds it; once linked
+    and synced, its operation waits to be settled instead. The menu's count, kept by each
+    sync, agrees with the page's."""
+    operation = new_operation(api, "0.1")
+    sandbox.control("POST", f"operations/{operation.id}/expire")
+    late = sandbox.receive(operation.id, "0.1", "undefined")
+
+    def after_a_sync() -> tuple[str, int, int]:
+        sync_now(app)
+        page = operator.get("/attention").get_data(as_text=True)
+        menu = re.search(r"Needs attention(?: <span[^>]*>(\d+)</span>)?</a>", page)
+        headings = re.findall(r'<h2 id="reason-[a-z]+">[^<]*\((\d+)\)</h2>', page)
+        return page, int(menu.group(1) or 0), sum(int(total) for total in headings)
+
+    page, menu, listed = after_a_sync()
+    late_part = page.split('id="reason-late"')[1].split("</section>")[0]
+    assert f"Transaction {late}" in late_part
+    assert menu == listed
+    operator.post(
+        f"/operations/{operation.id}/link-transactions",
+        data={"transaction_id": [late], "confirm": "1"},
+    )
+    page, menu_after, listed_after = after_a_sync()
+    assert f"Transaction {late}" not in page
+    # Linked late, the operation is paid late: now to be settled, as the difference group says.
+    difference = page.split('id="reason-difference"')[1].split("</section>")[0]
+    assert f"Open operation {operation.id}" in difference and "Paid late" in difference
+    assert menu_after == listed_after == listed

@@ -83,6 +83,7 @@ def operation_columns(merchant_id: int, record: dict) -> dict:
     reads from it (no payment tolerance)."""
     from portal.api import Operation
     from portal.api.records import parse_record
+    from portal.payments.rules.mirror_money import late_transactions
     from portal.payments.rules.operation_money import ENDED_STATUSES, operation_money
 
     operation = parse_record(Operation, record)
@@ -100,6 +101,7 @@ def operation_columns(merchant_id: int, record: dict) -> dict:
         "state": money.state,
         "difference": money.difference,
         "ended_status": operation.status if operation.status in ENDED_STATUSES else None,
+        "late_transactions": late_transactions(operation),
     }
 
 
@@ -121,12 +123,13 @@ def transaction_columns(merchant_id: int, operation_id: str, record: dict) -> di
 
 def mirror(app, record: dict, merchant: str = MERCHANT) -> dict:
     """Insert the operation `record` and its transactions into `merchant`'s mirror, and mark
-    the mirror synced now."""
+    the mirror synced now, with the menu's count counted again as a sync counts it."""
     from portal.database import utcnow
     from portal.extensions import db
     from portal.identity.rules.accounts import merchant_named
     from portal.live.models import MirrorState
     from portal.payments.models import MirroredOperation, MirroredTransaction
+    from portal.payments.rules import attention
 
     with app.app_context():
         merchant_id = merchant_named(merchant).id
@@ -135,8 +138,10 @@ def mirror(app, record: dict, merchant: str = MERCHANT) -> dict:
             columns = transaction_columns(merchant_id, record["id"], raw)
             db.session.add(MirroredTransaction(**columns))
         state = db.session.get(MirrorState, merchant_id) or MirrorState(merchant_id=merchant_id)
-        state.last_sync_at = utcnow()  # as the sync marks it: the menu's count follows it
+        state.last_sync_at = utcnow()
         db.session.add(state)
+        db.session.flush()
+        attention.recount(merchant_id)
         db.session.commit()
     return record
 

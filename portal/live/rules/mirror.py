@@ -66,6 +66,7 @@ from portal.live.rules import events
 from portal.live.rules.events import EventType
 from portal.money.rules import ledger, rate_history
 from portal.payments.models import MirroredOperation, MirroredTransaction
+from portal.payments.rules import attention
 from portal.payments.rules.mirror_money import (
     TRANSACTION_COLUMNS,
     mirrored_operations,
@@ -373,6 +374,8 @@ def _outcome(
         )
     if values["operations_watermark"] is None:  # an empty account: mirrored all the same
         values["operations_watermark"] = started_at
+    # Counted once here rather than by the pages: the menu of each reads this figure.
+    values["attention_count"] = sum(attention.counts(state.merchant_id, synced=started_at).values())
     return values
 
 
@@ -569,6 +572,7 @@ class _Sync:
     # Of the page being written: operations whose amount paid changed, the money of each.
     repaid: set[str] = field(default_factory=set)
     moneys: dict[str, OperationMoney] = field(default_factory=dict)
+    written: dict[str, Operation] = field(default_factory=dict)  # their records, as read
     counting: threading.Lock = field(default_factory=threading.Lock)  # paging's workers count
 
     def everything(self, client: MerchantApiClient) -> None:
@@ -699,6 +703,7 @@ class _Sync:
             self._record([self._with_money(change) for change in changes])
             self.moneys.clear()
             self.repaid.clear()
+            self.written.clear()
             self._insert_new()
         db.session.commit()
         self.operations_seen = _later(
@@ -804,6 +809,7 @@ class _Sync:
             OPERATION_COLUMNS,
             operation_id=operation.id,
         )
+        self.written[operation.id] = operation
         self.report.operations += 1
         return changes
 
@@ -815,7 +821,7 @@ class _Sync:
         money is booked in the ledger (`portal.money.rules.ledger.book_operations`)."""
         changes = []
         rows = list(self._chunked(MirroredOperation, MirroredOperation.operation_id, operation_ids))
-        operations = mirrored_operations(self.merchant_id, rows)
+        operations = mirrored_operations(self.merchant_id, rows, self.written)
         moneys = []
         for row in rows:
             operation = operations.get(row.operation_id)

@@ -26,12 +26,13 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 import sqlalchemy as sa
+from sqlalchemy.orm import defer
 
 from portal.api import Operation
 from portal.api.records import parse_record
 from portal.api.wire import MalformedAnswer
 from portal.database import utcnow
-from portal.extensions import db
+from portal.extensions import Model, db
 from portal.identity.models import Merchant
 from portal.live.models import MirrorState
 from portal.live.rules.events import current_generation
@@ -44,9 +45,10 @@ HISTORY_WITHIN = timedelta(days=30)
 # What `DIFFERENCE` and `PAYMENT` hold, by the operation's state.
 WRONG_AMOUNT = tuple(state.value for state in State if state.needs_attention)
 PAID_SHORT_OR_UNCONFIRMED = (State.PARTLY_PAID.value, State.PAID_UNCONFIRMED.value)
-CLOSED = ("expired", "canceled")
 # The items shown of each reason, newest first; the count says how many there are in all.
 SHOWN = 50
+NEWEST_TRANSACTIONS = (MirroredTransaction.created_at.desc(), MirroredTransaction.id.desc())
+NEWEST_OPERATIONS = (MirroredOperation.updated_at.desc(), MirroredOperation.id.desc())
 
 
 class Reason(enum.StrEnum):
@@ -105,122 +107,192 @@ class _Scope:
     merchant_id: int
     now: datetime
     generation: int  # the current connection's: older decisions belong to another mirror
-    synced: datetime | None  # the mirror's last sync: a handled decision before it is known
     since: datetime  # the oldest money `DIFFERENCE` shows
+    # Handled decisions the mirror has not synced since (a few at most): the operations they
+    # are about, those handled whole (a cancel), and the transactions linked or rejected.
+    handled_operations: frozenset[str]
+    handled_whole: frozenset[str]
+    handled_transactions: frozenset[tuple[str, str]]
 
     @classmethod
-    def of(cls, merchant_id: int) -> _Scope:
+    def of(cls, merchant_id: int, synced: datetime | None = None) -> _Scope:
+        """The scope as of now; `synced`: the mirror's last sync when its state does not say it
+        yet (a sync counting as it ends)."""
         now = utcnow()
         state = db.session.get(MirrorState, merchant_id)
         first = state.first_sync_at if state and state.first_sync_at else now
+        synced = synced or (state.last_sync_at if state else None)
+        generation = current_generation(merchant_id)
+        handled = sa.select(Decision.operation_id, Decision.transaction_id).where(
+            Decision.merchant_id == merchant_id,
+            Decision.connection_generation == generation,
+            Decision.kind == DecisionKind.HANDLED,
+        )
+        if synced is not None:
+            handled = handled.where(Decision.created_at >= synced)
+        pairs = db.session.execute(handled).all()
         return cls(
             merchant_id,
             now,
-            current_generation(merchant_id),
-            state.last_sync_at if state else None,
+            generation,
             min(first, now - HISTORY_WITHIN),
+            frozenset(operation for operation, _ in pairs),
+            frozenset(operation for operation, transaction in pairs if transaction is None),
+            frozenset((operation, transaction) for operation, transaction in pairs if transaction),
         )
 
-    def decided(self, kind: DecisionKind) -> sa.Select:
-        """The merchant's decisions of `kind` about the row's operation, for an EXISTS."""
-        return sa.select(Decision.id).where(
-            Decision.merchant_id == self.merchant_id,
-            Decision.connection_generation == self.generation,
-            Decision.kind == kind,
-            Decision.operation_id == MirroredOperation.operation_id,
-        )
+    def operation_not_handled(self) -> sa.ColumnElement[bool]:
+        if not self.handled_operations:
+            return sa.true()
+        return MirroredOperation.operation_id.not_in(self.handled_operations)
 
-    def handled(self) -> sa.Select:
-        """Handled decisions the mirror has not synced since."""
-        decisions = self.decided(DecisionKind.HANDLED)
-        if self.synced is None:
-            return decisions
-        return decisions.where(Decision.created_at >= self.synced)
-
-    def operation_handled(self) -> sa.ColumnElement[bool]:
-        return self.handled().exists()
-
-    def transaction_handled(self) -> sa.ColumnElement[bool]:
-        """The transaction, or its whole operation (a cancel), was handled."""
-        return (
-            self.handled()
-            .where(
-                Decision.operation_id == MirroredTransaction.operation_id,
+    def transaction_not_handled(self) -> sa.ColumnElement[bool]:
+        """Neither the transaction nor its whole operation (a cancel) was handled."""
+        conditions = []
+        if self.handled_whole:
+            conditions.append(
                 sa.or_(
-                    Decision.transaction_id.is_(None),
-                    Decision.transaction_id == MirroredTransaction.transaction_id,
-                ),
+                    MirroredTransaction.operation_id.is_(None),
+                    MirroredTransaction.operation_id.not_in(self.handled_whole),
+                )
             )
-            .exists()
-        )
+        if self.handled_transactions:
+            conditions.append(
+                sa.tuple_(
+                    MirroredTransaction.operation_id, MirroredTransaction.transaction_id
+                ).not_in(self.handled_transactions)
+            )
+        return sa.and_(sa.true(), *conditions)
 
     def settled(self) -> sa.ColumnElement[bool]:
         """Settled at the amount received now (both stored as the same exact text)."""
-        return (
-            self.decided(DecisionKind.SETTLED)
-            .where(Decision.received == MirroredOperation.amount_paid)
-            .exists()
+        return sa.exists().where(
+            Decision.merchant_id == self.merchant_id,
+            Decision.connection_generation == self.generation,
+            Decision.kind == DecisionKind.SETTLED,
+            Decision.operation_id == MirroredOperation.operation_id,
+            Decision.received == MirroredOperation.amount_paid,
         )
+
+
+def _late_operations(merchant_id: int) -> sa.Select:
+    """The ids of the expired or canceled operations that money still waits on (the mirror
+    keeps how many of their transactions do, `mirror_money.late_transactions`): a few, read
+    from their own index."""
+    return _read_by(
+        sa.select(MirroredOperation.operation_id).where(
+            MirroredOperation.merchant_id == merchant_id,
+            MirroredOperation.late_transactions.is_not(None),
+        ),
+        MirroredOperation,
+        "ix_mirrored_operations_merchant_late",
+    )
 
 
 def _selections(scope: _Scope) -> dict[Reason, sa.Select]:
-    """For each reason, the rows it takes (transactions with their operation, or operations)."""
+    """For each reason, the ids of the rows it takes (transactions or operations), newest
+    first. Each reads one table through an index that holds every column it filters on and
+    its order (a count reads no table row); the rows shown are read by their ids
+    (`_transaction_rows`, `_operation_rows`)."""
     merchant_id = scope.merchant_id
-    transactions = sa.select(
-        MirroredTransaction,
-        MirroredOperation.currency_paid,
-        MirroredOperation.status,
-        MirroredOperation.order_id,
-    ).where(MirroredTransaction.merchant_id == merchant_id, ~scope.transaction_handled())
-    operations = sa.select(MirroredOperation).where(
-        MirroredOperation.merchant_id == merchant_id, ~scope.operation_handled()
+    transactions = sa.select(MirroredTransaction.id).where(
+        MirroredTransaction.merchant_id == merchant_id,
+        MirroredTransaction.linked.is_(False),
+        scope.transaction_not_handled(),
     )
-    newest_operations = (MirroredOperation.updated_at.desc(), MirroredOperation.id.desc())
+    operations = sa.select(MirroredOperation.id).where(
+        MirroredOperation.merchant_id == merchant_id, scope.operation_not_handled()
+    )
     return {
-        Reason.UNDECIDED: transactions.outerjoin(MirroredOperation, _operation_of_transaction())
-        .where(
-            MirroredTransaction.status == "undefined",
-            MirroredTransaction.linked.is_(False),
-            sa.or_(MirroredOperation.status.is_(None), MirroredOperation.status.not_in(CLOSED)),
-        )
-        .order_by(MirroredTransaction.created_at.desc(), MirroredTransaction.id.desc()),
-        # From the operations closed (a covering index), to their transactions: the planner
-        # would otherwise read every transaction of the merchant.
-        Reason.LATE: transactions.join(MirroredOperation, _operation_of_transaction())
-        .where(
-            MirroredTransaction.operation_id.in_(
-                sa.select(MirroredOperation.operation_id).where(
-                    MirroredOperation.merchant_id == merchant_id,
-                    MirroredOperation.status.in_(CLOSED),
-                )
+        # Not of a closed operation: those are `LATE`.
+        Reason.UNDECIDED: _read_by(
+            transactions.where(
+                MirroredTransaction.status == "undefined",
+                sa.or_(
+                    MirroredTransaction.operation_id.is_(None),
+                    MirroredTransaction.operation_id.not_in(_late_operations(merchant_id)),
+                ),
             ),
-            MirroredOperation.status.in_(CLOSED),
-            MirroredTransaction.status != "rejected",
-            MirroredTransaction.linked.is_(False),
-        )
-        .order_by(MirroredTransaction.created_at.desc(), MirroredTransaction.id.desc()),
-        Reason.PAYMENT: operations.where(
-            MirroredOperation.status == "new",
-            MirroredOperation.state.in_(PAID_SHORT_OR_UNCONFIRMED),
-        ).order_by(*newest_operations),
-        Reason.DIFFERENCE: operations.where(
-            MirroredOperation.state.in_(WRONG_AMOUNT),
-            # An operation that ended is on the list by its late transactions or its failure.
-            MirroredOperation.status.not_in(ENDED_STATUSES),
-            MirroredOperation.updated_at >= scope.since,
-            ~scope.settled(),
-            ~_refunding(),
-        ).order_by(*newest_operations),
-        Reason.FAILED: operations.where(
-            MirroredOperation.status == "failed",
-            MirroredOperation.updated_at >= scope.now - FAILED_WITHIN,
-        ).order_by(*newest_operations),
+            MirroredTransaction,
+            "ix_mirrored_transactions_merchant_status",
+        ).order_by(*NEWEST_TRANSACTIONS),
+        Reason.LATE: _read_by(
+            transactions.where(
+                MirroredTransaction.operation_id.in_(_late_operations(merchant_id)),
+                MirroredTransaction.status != "rejected",
+            ),
+            MirroredTransaction,
+            "ix_mirrored_transactions_merchant_operation_status",
+        ).order_by(*NEWEST_TRANSACTIONS),
+        # A partly paid or unconfirmed payment's operation is `new` (`operation_money`).
+        Reason.PAYMENT: _read_by(
+            operations.where(
+                MirroredOperation.state.in_(PAID_SHORT_OR_UNCONFIRMED),
+                MirroredOperation.status == "new",
+            ),
+            MirroredOperation,
+            "ix_mirrored_operations_merchant_state",
+        ).order_by(*NEWEST_OPERATIONS),
+        Reason.DIFFERENCE: _read_by(
+            operations.where(
+                MirroredOperation.state.in_(WRONG_AMOUNT),
+                # An operation that ended is on the list by its late transactions or failure.
+                MirroredOperation.status.not_in(ENDED_STATUSES),
+                MirroredOperation.updated_at >= scope.since,
+                ~scope.settled(),
+                ~_refunding(),
+            ),
+            MirroredOperation,
+            "ix_mirrored_operations_merchant_state",
+        ).order_by(*NEWEST_OPERATIONS),
+        Reason.FAILED: _read_by(
+            operations.where(
+                MirroredOperation.status == "failed",
+                MirroredOperation.updated_at >= scope.now - FAILED_WITHIN,
+            ),
+            MirroredOperation,
+            "ix_mirrored_operations_merchant_status",
+        ).order_by(*NEWEST_OPERATIONS),
     }
 
 
-def counts(merchant_id: int) -> dict[Reason, int]:
-    """How many items of each reason, in one query."""
-    selections = _selections(_Scope.of(merchant_id))
+def _read_by(selection: sa.Select, model: type[Model], index: str) -> sa.Select:
+    """`selection` read through `index` on SQLite, whose planner (without statistics) would
+    rather walk the whole table in the order listed, by its index of `updated_at`, for the
+    newest `SHOWN`: slow when few rows match. PostgreSQL's planner has statistics."""
+    return selection.with_hint(model.__table__, f"INDEXED BY {index}", "sqlite")
+
+
+def _transaction_rows(ids: sa.Select) -> sa.Select:
+    """The transactions of `ids` with what their operations tell, newest first."""
+    return (
+        sa.select(
+            MirroredTransaction,
+            MirroredOperation.currency_paid,
+            MirroredOperation.status,
+            MirroredOperation.order_id,
+        )
+        .outerjoin(MirroredOperation, _operation_of_transaction())
+        .where(MirroredTransaction.id.in_(ids))
+        .order_by(*NEWEST_TRANSACTIONS)
+        .options(defer(MirroredTransaction.record, raiseload=True))  # the list shows columns
+    )
+
+
+def _operation_rows(ids: sa.Select) -> sa.Select:
+    return (
+        sa.select(MirroredOperation)
+        .where(MirroredOperation.id.in_(ids))
+        .order_by(*NEWEST_OPERATIONS)
+    )
+
+
+def counts(merchant_id: int, synced: datetime | None = None) -> dict[Reason, int]:
+    """How many items of each reason, in one query; `synced` as `_Scope.of`."""
+    return _counts(_selections(_Scope.of(merchant_id, synced)))
+
+
+def _counts(selections: dict[Reason, sa.Select]) -> dict[Reason, int]:
     totals = [
         sa.select(sa.func.count())
         .select_from(selection.order_by(None).subquery())
@@ -232,50 +304,50 @@ def counts(merchant_id: int) -> dict[Reason, int]:
     return {reason: row._mapping[reason.value] for reason in selections}
 
 
-# merchant id -> (the mirror's last sync and the last decision, the count then): per process,
-# for the menu.
-_counted: dict[int, tuple[tuple[datetime, datetime | None], int]] = {}
+def recount(merchant_id: int) -> None:
+    """Count everything that waits for a decision again and keep it on the mirror's state, for
+    the menu (a sync keeps its own count, `portal.live.rules.mirror`). The caller commits."""
+    db.session.execute(
+        sa.update(MirrorState)
+        .where(MirrorState.merchant_id == merchant_id)
+        .values(attention_count=sum(counts(merchant_id).values()))
+        .execution_options(synchronize_session=False)
+    )
 
 
 def count(merchant: Merchant) -> int:
-    """Everything that waits for a decision: the figure in the menu of every page.
-
-    Counting reads indexes, but at 100,000 operations it still takes tens of milliseconds, and
-    the figure can only change when the mirror syncs or someone decides: it is counted once per
-    sync and decision (and process), and 0 before the first sync. When the mirror last synced
-    comes with the merchant (the signed-in session's query, `accounts.WITH_USER`). The attention
-    page itself always counts afresh.
-    """
-    synced = merchant.last_synced_at
-    if synced is None or merchant.mirror_state is None:
-        return 0
-    decided = merchant.mirror_state.decided_at
-    counted = _counted.get(merchant.id)
-    if counted is None or counted[0] != (synced, decided):
-        counted = (synced, decided), sum(counts(merchant.id).values())
-        _counted[merchant.id] = counted
-    return counted[1]
+    """Everything that waits for a decision: the figure in the menu of every page, as the last
+    sync or decision counted it (`recount`), read with the signed-in session: no query of its
+    own. The attention page itself always counts afresh."""
+    state = merchant.mirror_state
+    return state.attention_count if state is not None and state.last_sync_at else 0
 
 
 def needs_attention(merchant_id: int) -> list[Group]:
     """Each reason with its newest `SHOWN` items and how many there are in all."""
-    totals = counts(merchant_id)
+    selections = _selections(_Scope.of(merchant_id))
+    totals = _counts(selections)
     groups = []
-    for reason, selection in _selections(_Scope.of(merchant_id)).items():
-        rows = db.session.execute(selection.limit(SHOWN)).all()
-        if reason in (Reason.UNDECIDED, Reason.LATE):
-            items: list = [TransactionItem(*row) for row in rows]
+    for reason, selection in selections.items():
+        shown = selection.limit(SHOWN)
+        if not totals[reason]:
+            items: list = []
+        elif reason in (Reason.UNDECIDED, Reason.LATE):
+            items = [TransactionItem(*row) for row in db.session.execute(_transaction_rows(shown))]
         else:
-            items = [_operation_item(row[0]) for row in rows]
+            items = [_operation_item(row) for row in db.session.scalars(_operation_rows(shown))]
         groups.append(Group(reason, totals[reason], items))
     return groups
 
 
 def _operation_item(row: MirroredOperation) -> OperationItem:
-    """The operation with the state the mirror keeps, and its due read from the API's record."""
+    """The operation with the state the mirror keeps, and its due (`amount_due`): its amount
+    when paid in its own currency, else read from the API's record, which holds the rate."""
     state = State(row.state) if row.state else None
-    try:
-        due = amount_due(parse_record(Operation, row.record))
+    if row.currency == row.currency_paid:
+        return OperationItem(row, state, row.amount, row.difference)
+    try:  # the due does not depend on the transactions: read without them (half the time)
+        due = amount_due(parse_record(Operation, {**row.record, "transactions": []}))
     except MalformedAnswer:  # a record the portal cannot read: no due to show
         due = None
     return OperationItem(row, state, due, row.difference)
@@ -285,7 +357,7 @@ def settleable(merchant_id: int, operation_id: str) -> MirroredOperation | None:
     """The operation if it is on the list to be settled (`DIFFERENCE`), else None."""
     selection = _selections(_Scope.of(merchant_id))[Reason.DIFFERENCE]
     return db.session.scalars(
-        selection.where(MirroredOperation.operation_id == operation_id)
+        _operation_rows(selection.where(MirroredOperation.operation_id == operation_id))
     ).first()
 
 

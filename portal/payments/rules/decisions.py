@@ -13,13 +13,11 @@ from decimal import Decimal
 
 import sqlalchemy as sa
 
-from portal.database import utcnow
 from portal.extensions import db
 from portal.identity.rules import audit
-from portal.live.models import MirrorState
 from portal.live.rules.events import current_generation
 from portal.payments.models import Decision, DecisionKind, MirroredOperation
-from portal.payments.rules.attention import settleable
+from portal.payments.rules.attention import recount, settleable
 from portal.payments.rules.operation_money import ENDED_STATUSES
 
 
@@ -47,7 +45,6 @@ def record_handled(
         )
         for transaction_id in ([*transaction_ids] if transaction_ids else [None])
     )
-    _decided(merchant_id)
     if status_before in ENDED_STATUSES:
         db.session.execute(
             sa.update(MirroredOperation)
@@ -58,6 +55,7 @@ def record_handled(
             )
             .values(ended_status=status_before)
         )
+    recount(merchant_id)
 
 
 def record_settled(
@@ -76,17 +74,7 @@ def record_settled(
             user_id=user_id,
         )
     )
-    _decided(merchant_id)
-
-
-def _decided(merchant_id: int) -> None:
-    """Note on the mirror's state that the attention list changed without a sync: the menu's
-    count, read with the signed-in session, is counted again (`attention.count`)."""
-    db.session.execute(
-        sa.update(MirrorState)
-        .where(MirrorState.merchant_id == merchant_id)
-        .values(decided_at=utcnow())
-    )
+    recount(merchant_id)  # the menu's count changes without a sync
 
 
 NOT_SETTLEABLE = "This operation no longer waits to be settled: the list shows where it stands."

@@ -8,7 +8,7 @@ merchant's operations when the merchant's payment tolerance changes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from decimal import Decimal
 
@@ -36,32 +36,40 @@ TRANSACTION_COLUMNS = (
 # Operations looked up with one query (SQLite allows 999 parameters per statement), and read
 # again at once by `restate`.
 LOOKUP_CHUNK = 500
+# Statuses of an operation that money can still reach late, to be linked or rejected.
+CLOSED = ("expired", "canceled")
 # The largest payment tolerance a merchant may set, in percent of the due.
 MAX_TOLERANCE = Decimal(10)
 
 
 def mirrored_operations(
-    merchant_id: int, rows: Sequence[MirroredOperation]
+    merchant_id: int,
+    rows: Sequence[MirroredOperation],
+    read: Mapping[str, Operation] | None = None,
 ) -> dict[str, Operation]:
     """Each row's operation as the API last wrote it, with the transactions the mirror holds for
     it now (a transaction can change without its operation's record), by id; a row whose record
-    this portal cannot read is left out (kept as the API wrote it, there is no money to read)."""
+    this portal cannot read is left out (kept as the API wrote it, there is no money to read).
+    `read`: operations whose record was just written from them (the sync's page), which need
+    not be read again from their records."""
     transactions: dict[str | None, list[Transaction]] = {}
     ids = [row.operation_id for row in rows]
+    columns = [getattr(MirroredTransaction, name) for name in TRANSACTION_COLUMNS]
     for start in range(0, len(ids), LOOKUP_CHUNK):
-        for mirrored in db.session.scalars(
-            sa.select(MirroredTransaction).where(
+        for transaction_id, *values in db.session.execute(
+            sa.select(MirroredTransaction.transaction_id, *columns).where(
                 MirroredTransaction.merchant_id == merchant_id,
                 MirroredTransaction.operation_id.in_(ids[start : start + LOOKUP_CHUNK]),
             )
         ):
-            transactions.setdefault(mirrored.operation_id, []).append(
-                mirrored_transaction(mirrored)
-            )
+            named = dict(zip(TRANSACTION_COLUMNS, values, strict=True))
+            transaction = Transaction(**named, id=transaction_id)
+            transactions.setdefault(transaction.operation_id, []).append(transaction)
     operations = {}
     for row in rows:
+        operation = read.get(row.operation_id) if read else None
         try:
-            operation = parse_record(Operation, row.record)
+            operation = operation or parse_record(Operation, row.record)
         except MalformedAnswer:
             continue
         operations[row.operation_id] = replace(
@@ -80,13 +88,25 @@ def mirrored_transaction(row: MirroredTransaction) -> Transaction:
 def restate_row(
     row: MirroredOperation, operation: Operation, tolerance_percent: Decimal
 ) -> OperationMoney:
-    """Set the row's state and difference from `operation` (`mirrored_operations`); an ended
-    status is remembered, since money linked after it is late whatever the API says next."""
+    """Set the row's state, difference and late transactions from `operation`
+    (`mirrored_operations`); an ended status is remembered, since money linked after it is late
+    whatever the API says next."""
     if row.status in ENDED_STATUSES:
         row.ended_status = row.status
     money = operation_money(operation, tolerance_percent, ended_before=row.ended_status is not None)
     row.state, row.difference = money.state, money.difference
+    row.late_transactions = late_transactions(operation)
     return money
+
+
+def late_transactions(operation: Operation) -> int | None:
+    """How many transactions of an expired or canceled operation are neither linked nor
+    rejected: money that came late and waits for a person to link or reject it (the attention
+    list); None when there is none, so that the index of these operations holds only them."""
+    if operation.status not in CLOSED:
+        return None
+    waiting = sum(1 for t in operation.transactions if t.status != "rejected" and not t.linked)
+    return waiting or None
 
 
 def restate(merchant: Merchant) -> int:

@@ -23,6 +23,7 @@ from portal.payments.pages.attention.forms import SettleForm
 from portal.payments.rules import attention, decisions
 from portal.web.access import ALL_ROLES, may_open, roles
 from portal.web.api_errors import read_only
+from portal.web.lists import record_url
 from portal.web.rendering import render_page, wants_fragment
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
@@ -44,8 +45,22 @@ def _queue(status: int = 200, **context: object) -> Response:
         may_settle=may_open("attention.settle"),
         focus=focus if isinstance(focus, str) and ITEM_ID.fullmatch(focus) else None,
         sync_seconds=current_app.config["SYNC_SECONDS"],
+        urls=_item_urls(),
         **context,
     )
+
+
+def _item_urls() -> dict[str, object]:
+    """The addresses of the list's items, each built once for the page's up to 250 items."""
+    operation = "operation_id"
+    return {
+        "transaction": record_url("transactions.detail", "transaction_id"),
+        "operation": record_url("operations.detail", operation),
+        "link": record_url("operations.link_transactions", operation),
+        "reject": record_url("operations.reject_transactions", operation),
+        "refund": record_url("refunds.new", operation),
+        "settle": record_url("attention.settle", operation),
+    }
 
 
 @bp.get("/attention")
