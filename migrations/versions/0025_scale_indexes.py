@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0025"
-down_revision = "0022"
+down_revision = "0024"
 branch_labels = None
 depends_on = None
 
