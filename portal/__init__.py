@@ -12,10 +12,9 @@ from flask import Flask
 
 from portal import cli
 from portal.config import load_config
-from portal.extensions import csrf, db, htmx, limiter, login_manager, migrate
+from portal.extensions import csrf, db, htmx, limiter, login_manager
 from portal.identity.rules import attempts
 from portal.live.worker import queue
-from portal.payments.models import is_modelled
 from portal.payments.pages import rows, state_badges
 from portal.web import (
     access,
@@ -46,13 +45,6 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     security.init_app(app)
     db.init_app(app)
-    migrate.init_app(
-        app,
-        db,
-        directory=str(ROOT / "migrations"),
-        render_as_batch=True,
-        include_name=is_modelled,  # `flask db migrate` leaves the search indexes of 0014 alone
-    )
     login_manager.init_app(app)
     htmx.init_app(app)
     sessions.init_app(app)  # who acts, before any hook may load the user

@@ -8,11 +8,11 @@ from __future__ import annotations
 import logging
 
 import click
-import flask_migrate
 from flask import Flask, current_app
 from flask.cli import with_appcontext
 from flask.logging import default_handler
 
+from portal import schema
 from portal.crypto import TokenKeyError, rotate_every_column
 from portal.demo import demo
 from portal.extensions import db
@@ -39,7 +39,7 @@ from portal.web.users import refusal_sentence
 @with_appcontext
 def create_user(email: str, merchant_name: str, role: str, password: str) -> None:
     """Create a user of a merchant."""
-    flask_migrate.upgrade()
+    schema.upgrade()
     merchant = accounts.merchant_named(merchant_name, create=True)
     try:
         user = accounts.add_user(merchant, email, Role(role), password)
@@ -60,7 +60,7 @@ def connect_api(
     merchant_name: str, base_url: str, environment: str, token: str, company_token: str | None
 ) -> None:
     """Check API credentials against the API, then store them encrypted for a merchant."""
-    flask_migrate.upgrade()
+    schema.upgrade()
     merchant = accounts.merchant_named(merchant_name)
     if merchant is None:
         raise click.ClickException(f"No merchant is named {merchant_name!r}; see create-user.")
@@ -81,7 +81,7 @@ def connect_api(
 def rotate_keys() -> None:
     """Re-encrypt every stored secret (every `*_encrypted` column: API tokens, two-factor and
     webhook secrets) under the first key; nothing changes when one cannot be decrypted."""
-    flask_migrate.upgrade()
+    schema.upgrade()
     try:
         counts = rotate_every_column()
     except TokenKeyError as error:
@@ -112,7 +112,7 @@ def _log_lines() -> None:
 def worker(threads: int) -> None:
     """Run the background worker: the mirror's syncs, webhooks and e-mail. Stop with Ctrl+C or
     SIGTERM: tasks under way finish first."""
-    flask_migrate.upgrade()
+    schema.upgrade()
     _log_lines()
     from portal.live.worker import tasks  # registers the tasks with the queue
 
@@ -127,7 +127,7 @@ def worker(threads: int) -> None:
 def resync(merchant_name: str | None) -> None:
     """Read every operation and transaction of the merchant(s) again and note the differences
     as events; when a worker is syncing a merchant right now, its next tick does it."""
-    flask_migrate.upgrade()
+    schema.upgrade()
     _log_lines()
     if merchant_name is None:
         merchant_ids = mirror.connected_merchant_ids()
@@ -159,3 +159,4 @@ def resync(merchant_name: str | None) -> None:
 def init_app(app: Flask) -> None:
     for command in (create_user, connect_api, rotate_keys, demo, worker, resync):
         app.cli.add_command(command)
+    app.cli.add_command(schema.MigrationCommands("db", help="Perform database migrations."))

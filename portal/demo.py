@@ -15,12 +15,12 @@ from decimal import Decimal
 from pathlib import Path
 
 import click
-import flask_migrate
 import requests
 from flask import Flask, current_app
 from flask.cli import with_appcontext
 from werkzeug.serving import run_simple
 
+from portal import schema
 from portal.database import utcnow
 from portal.extensions import db
 from portal.identity.models import Merchant, Role, User
@@ -183,7 +183,7 @@ def _stop_on_sigterm() -> None:
 def demo(host: str, port: int, sandbox_port: int) -> None:
     """Start the sandbox, connect a demo merchant to it and serve the portal."""
     _stop_on_sigterm()
-    flask_migrate.upgrade()
+    schema.upgrade()
     # Flask annotates `current_app` as the application; it is a proxy to it, with this method.
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     address = public_url(app, host, port)

@@ -11,7 +11,6 @@ from flask_babel import Babel
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from flask_login import LoginManager
-from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf.csrf import CSRFProtect
 from htmx_flask import Htmx
@@ -29,7 +28,6 @@ if TYPE_CHECKING:
     Model = Base
 else:
     Model = db.Model
-migrate = Migrate()
 login_manager = LoginManager()
 csrf = CSRFProtect()
 htmx = Htmx()

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from cryptography.fernet import Fernet
 
 from tests.support import factories
 from tests.support.forms import PASSWORD
+from tests.support.sandbox_server import ROOT
 
 
 def test_create_user_creates_the_merchant(runner, client):
@@ -54,6 +58,37 @@ def test_create_user_on_a_database_without_tables(portal_config, tmp_path):
     runner = create_app(portal_config).test_cli_runner()
     args = ["create-user", "a@b.test", "--merchant", "B", "--role", "owner", "--password", PASSWORD]
     assert runner.invoke(args=args).exit_code == 0
+
+
+def test_flask_db_migrates_a_database_without_tables(portal_config, tmp_path):
+    """`flask db` runs Flask-Migrate's commands, imported only when it runs."""
+    import sqlalchemy as sa
+
+    from portal import create_app
+    from portal.extensions import db
+
+    portal_config["DATABASE_URL"] = f"sqlite:///{tmp_path / 'empty.sqlite3'}"
+    app = create_app(portal_config)
+    assert app.test_cli_runner().invoke(args=["db", "upgrade"]).exit_code == 0
+    with app.app_context():
+        assert {"alembic_version", "users"} <= set(sa.inspect(db.engine).get_table_names())
+        db.engine.dispose()
+
+
+def test_a_process_that_serves_pages_imports_neither_alembic_nor_webauthn(portal_config):
+    """Migrating is for `flask db` and the commands, passkeys for their ceremonies: gunicorn's
+    workers, `flask run` and the worker start without the third of a CPU-second that importing
+    Alembic and py_webauthn costs."""
+    script = (
+        "import sys; from portal import create_app; "
+        f"create_app({portal_config!r}).test_client().get('/login'); "
+        "print(sorted({'alembic', 'flask_migrate', 'webauthn'} & set(sys.modules)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
 
 
 def test_connect_api_needs_an_existing_merchant(runner):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support import factories
 from tests.support.forms import csrf_token, sign_in
+from tests.support.statements import statements_of
 
 
 @pytest.fixture
@@ -28,6 +30,15 @@ def test_the_list_shows_only_this_merchants_users(owner, accounts):
     page = owner.get("/settings/users").get_data(as_text=True)
     assert accounts.operator in page
     assert accounts.other_owner not in page
+
+
+def test_the_list_reads_every_users_passkeys_at_once(app, owner):
+    """Whether each user has a second factor comes from one query, not one per user."""
+    owner.get("/settings/users")  # the first page after signing in asks for a time zone
+    few = statements_of(app, owner, "/settings/users")
+    for number in range(5):
+        factories.user(app, f"berlin-{number}@acme.test", "accountant")
+    assert len(statements_of(app, owner, "/settings/users")) == len(few), few
 
 
 def test_another_merchants_user_is_not_found(app, owner, accounts):

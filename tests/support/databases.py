@@ -28,9 +28,7 @@ SQLITE = "sqlite:///"
 @functools.cache
 def _migrated_template() -> Path:
     """A SQLite file made by the migrations, once per process (per xdist worker)."""
-    import flask_migrate
-
-    from portal import create_app
+    from portal import create_app, schema
     from portal.extensions import db
 
     folder = tempfile.TemporaryDirectory(
@@ -47,23 +45,25 @@ def _migrated_template() -> Path:
         }
     )
     with app.app_context():
-        flask_migrate.upgrade()
+        schema.upgrade()
         db.engine.dispose()
     return template
 
 
 def migrated(app: Flask) -> Flask:
     """Give `app` the schema of the migrations: a copy of the migrated file for a SQLite file not
-    made yet, the migrations themselves for any other database."""
-    import flask_migrate
+    made yet, the migrations themselves for any other database. Flask-Migrate is bound to it,
+    as `flask db` and the commands bind it, for the tests that migrate it themselves."""
+    from portal import schema
 
+    schema.bind(app)
     url = app.config["SQLALCHEMY_DATABASE_URI"]
     path = Path(url.removeprefix(SQLITE))
     if url.startswith(SQLITE) and not path.exists():
         shutil.copyfile(_migrated_template(), path)
     else:
         with app.app_context():
-            flask_migrate.upgrade()
+            schema.upgrade()
     return app
 
 

@@ -11,7 +11,7 @@ from typing import Literal, overload
 
 import sqlalchemy as sa
 from flask import current_app
-from sqlalchemy.orm import joinedload
+from sqlalchemy.orm import joinedload, selectinload
 
 from portal.database import utcnow
 from portal.extensions import db
@@ -97,6 +97,19 @@ def user_of(merchant_id: int, user_id: int) -> User | None:
     """The user with this id if they belong to the merchant; None for anyone else's."""
     return db.session.scalar(
         sa.select(User).where(User.id == user_id, User.merchant_id == merchant_id)
+    )
+
+
+def users_of(merchant: Merchant) -> list[User]:
+    """The merchant's users by address, each with their passkeys (the users page shows whether
+    each has a second factor): two queries, however many users there are."""
+    return list(
+        db.session.scalars(
+            sa.select(User)
+            .where(User.merchant_id == merchant.id)
+            .options(selectinload(User.passkeys))
+            .order_by(User.email)
+        )
     )
 
 

@@ -20,29 +20,21 @@ import ipaddress
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
-import webauthn
 from flask import current_app
-from webauthn.helpers import (
-    bytes_to_base64url,
-    parse_authentication_credential_json,
-    parse_client_data_json,
-    parse_registration_credential_json,
-)
-from webauthn.helpers.exceptions import WebAuthnException
-from webauthn.helpers.structs import (
-    AuthenticatorSelectionCriteria,
-    PublicKeyCredentialDescriptor,
-    ResidentKeyRequirement,
-    UserVerificationRequirement,
-)
 
 from portal.database import utcnow
 from portal.extensions import db, rows_changed
 from portal.identity.models import Passkey, PasskeyChallenge, User
 from portal.identity.rules import audit, two_factor
+
+# py_webauthn is imported by the functions of a ceremony, not here: importing it costs a sixth
+# of a CPU-second at every start of a process, whose requests seldom hold a ceremony.
+if TYPE_CHECKING:
+    from webauthn.helpers.structs import PublicKeyCredentialDescriptor
 
 RP_NAME = "Merchant Portal"
 CHALLENGE_SECONDS = 300
@@ -107,6 +99,8 @@ def _party() -> RelyingParty:
 
 def _new_challenge(user: User, action: str) -> bytes:
     """A random challenge stored for `user` and `action`; the user's expired ones go."""
+    from webauthn.helpers import bytes_to_base64url  # a ceremony's import (see the top)
+
     now = utcnow()
     db.session.execute(
         sa.delete(PasskeyChallenge).where(
@@ -129,6 +123,9 @@ def _new_challenge(user: User, action: str) -> bytes:
 def _use_challenge(user: User, client_data_json: bytes, action: str, purpose: str) -> bytes:
     """The challenge the browser signed, once: deleted if it was made for `user` and `action`
     and has not expired; else EXPIRED (audited under `purpose`)."""
+    from webauthn.helpers import bytes_to_base64url, parse_client_data_json  # see the top
+    from webauthn.helpers.exceptions import WebAuthnException
+
     try:
         challenge = parse_client_data_json(client_data_json).challenge
     except (WebAuthnException, ValueError):
@@ -152,6 +149,13 @@ def _use_challenge(user: User, client_data_json: bytes, action: str, purpose: st
 
 def registration_options(user: User) -> str:
     """The options for `navigator.credentials.create`, as JSON; the user's passkeys excluded."""
+    import webauthn  # a ceremony's imports (see the top)
+    from webauthn.helpers.structs import (
+        AuthenticatorSelectionCriteria,
+        ResidentKeyRequirement,
+        UserVerificationRequirement,
+    )
+
     party = _party()
     options = webauthn.generate_registration_options(
         rp_id=party.id,
@@ -171,6 +175,10 @@ def registration_options(user: User) -> str:
 def register(user: User, credential: str, name: str) -> list[str] | None:
     """Store the passkey the browser made for the registration challenge; returns new recovery
     codes for a user who had no other way back in (no authenticator app, no codes), else None."""
+    import webauthn  # a ceremony's imports (see the top)
+    from webauthn.helpers import bytes_to_base64url, parse_registration_credential_json
+    from webauthn.helpers.exceptions import WebAuthnException
+
     try:
         parsed = parse_registration_credential_json(credential)
     except (WebAuthnException, ValueError):
@@ -233,6 +241,9 @@ def forget_all(user: User, *, by: User) -> None:
 
 
 def _descriptors(user: User) -> list[PublicKeyCredentialDescriptor]:
+    import webauthn  # a ceremony's imports (see the top)
+    from webauthn.helpers.structs import PublicKeyCredentialDescriptor
+
     return [
         PublicKeyCredentialDescriptor(id=webauthn.base64url_to_bytes(key.credential_id))
         for key in user.passkeys
@@ -241,6 +252,9 @@ def _descriptors(user: User) -> list[PublicKeyCredentialDescriptor]:
 
 def assertion_options(user: User, action: str) -> str:
     """The options for `navigator.credentials.get`, as JSON, with a challenge for `action`."""
+    import webauthn  # a ceremony's imports (see the top)
+    from webauthn.helpers.structs import UserVerificationRequirement
+
     party = _party()
     options = webauthn.generate_authentication_options(
         rp_id=party.id,
@@ -255,6 +269,10 @@ def check_assertion(user: User, credential: str | None, *, action: str, purpose:
     """Accept the browser's answer to a challenge made for `user` and `action` (once), signed
     by one of the user's passkeys with user verification; raises `PasskeyRefused` otherwise.
     `purpose` names the check in the audit log, as for codes."""
+    import webauthn  # a ceremony's imports (see the top)
+    from webauthn.helpers import parse_authentication_credential_json
+    from webauthn.helpers.exceptions import WebAuthnException
+
     if not credential:
         raise PasskeyRefused(Reason.MISSING)
     try:

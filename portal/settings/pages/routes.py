@@ -399,6 +399,7 @@ def _users_page(
     requirement_form: RequireTwoFactorForm | None = None,
 ) -> Response:
     merchant = current_user.merchant
+    users = accounts.users_of(merchant)
     return page(
         "settings/users.html",
         status,
@@ -411,8 +412,8 @@ def _users_page(
             required=merchant.require_two_factor,
             passkey_for_approvals=merchant.require_passkey_for_approvals,
         ),
-        users=merchant.users,
-        invited=one_time_links.invitation_expiries(user.id for user in merchant.users),
+        users=users,
+        invited=one_time_links.invitation_expiries(user.id for user in users),
         now=utcnow(),
     )
 
