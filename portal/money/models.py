@@ -372,6 +372,54 @@ class BookAddress(Model):
     approved_by: Mapped[User | None] = relationship(foreign_keys=[approved_by_id])
 
 
+class ControlKind(enum.StrEnum):
+    """Which control a change relaxes."""
+
+    LIMITS = "limits"  # the limits in the reporting currency
+    OWN_LIMITS = "own_limits"  # one currency's own limits (`currency`)
+    OWNER = "owner"  # `user` becomes an owner
+    COOLING_OFF = "cooling_off"  # the address book's cooling-off (`hours`)
+
+
+class ControlChange(Model):
+    """A relaxed control no owner makes alone (`portal.money.rules.controls`).
+
+    It waits for an owner other than the one who asked, or, when there is none, takes effect at
+    `due_at`. `before` and `after` say in words what changes from what to what; the new values
+    are in `per_withdrawal`, `per_day`, `hours` or `user_id`, by `kind`. Deciding moves `state`
+    from `waiting` with one conditional UPDATE, so the change is applied once.
+    """
+
+    __tablename__ = "control_changes"
+    __table_args__ = (sa.Index("ix_control_changes_merchant_state", "merchant_id", "state"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    kind: Mapped[ControlKind] = mapped_column(enum_column(ControlKind))
+    currency: Mapped[str | None] = mapped_column(sa.String(16))
+    per_withdrawal: Mapped[Decimal | None] = mapped_column(DecimalText)
+    per_day: Mapped[Decimal | None] = mapped_column(DecimalText)
+    hours: Mapped[Decimal | None] = mapped_column(DecimalText)
+    user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="CASCADE"))
+    before: Mapped[str] = mapped_column(sa.String(255))
+    after: Mapped[str] = mapped_column(sa.String(255))
+    state: Mapped[ApprovalState] = mapped_column(enum_column(ApprovalState))
+    requested_by_id: Mapped[int | None] = mapped_column(
+        sa.ForeignKey("users.id", ondelete="SET NULL")
+    )
+    decided_by_id: Mapped[int | None] = mapped_column(
+        sa.ForeignKey("users.id", ondelete="SET NULL")
+    )
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    due_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+    user: Mapped[User | None] = relationship(foreign_keys=[user_id])
+    requested_by: Mapped[User | None] = relationship(foreign_keys=[requested_by_id])
+    decided_by: Mapped[User | None] = relationship(foreign_keys=[decided_by_id])
+
+
 # The models this module's relationships name, imported once its own are defined (they import
 # this module in turn): SQLAlchemy resolves the names when the first query configures the mappers.
 from portal.identity.models import User  # noqa: E402

@@ -1,0 +1,73 @@
+"""Controls no owner relaxes alone.
+
+- `merchants.address_cooling_off_hours`: the merchant's own cooling-off of new addresses
+  (None: the `PORTAL_ADDRESS_COOLING_OFF_HOURS` setting).
+- `control_changes`: a raised or removed limit, a new owner or a shorter cooling-off, waiting
+  for another owner's approval or, with a single owner, for its time.
+
+Revision ID: 0025
+Revises: 0024
+Create Date: 2026-11-27
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0025"
+down_revision = "0024"
+branch_labels = None
+depends_on = None
+
+
+def upgrade():
+    op.add_column(
+        "merchants", sa.Column("address_cooling_off_hours", sa.String(64), nullable=True)
+    )
+    op.create_table(
+        "control_changes",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("merchant_id", sa.Integer(), nullable=False),
+        sa.Column(
+            "kind",
+            sa.Enum(
+                "limits", "own_limits", "owner", "cooling_off",
+                name="controlkind", native_enum=False, create_constraint=True, length=20,
+            ),
+            nullable=False,
+        ),
+        sa.Column("currency", sa.String(length=16), nullable=True),
+        sa.Column("per_withdrawal", sa.String(length=64), nullable=True),
+        sa.Column("per_day", sa.String(length=64), nullable=True),
+        sa.Column("hours", sa.String(length=64), nullable=True),
+        sa.Column("user_id", sa.Integer(), nullable=True),
+        sa.Column("before", sa.String(length=255), nullable=False),
+        sa.Column("after", sa.String(length=255), nullable=False),
+        sa.Column(
+            "state",
+            sa.Enum(
+                "waiting", "approved", "rejected", "withdrawn", "expired",
+                name="approvalstate", native_enum=False, create_constraint=True, length=20,
+            ),
+            nullable=False,
+        ),
+        sa.Column("requested_by_id", sa.Integer(), nullable=True),
+        sa.Column("decided_by_id", sa.Integer(), nullable=True),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("due_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("decided_at", sa.DateTime(timezone=True), nullable=True),
+        sa.ForeignKeyConstraint(["merchant_id"], ["merchants.id"], ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(["user_id"], ["users.id"], ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(["requested_by_id"], ["users.id"], ondelete="SET NULL"),
+        sa.ForeignKeyConstraint(["decided_by_id"], ["users.id"], ondelete="SET NULL"),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    op.create_index(
+        "ix_control_changes_merchant_state", "control_changes", ["merchant_id", "state"]
+    )
+
+
+def downgrade():
+    op.drop_index("ix_control_changes_merchant_state", table_name="control_changes")
+    op.drop_table("control_changes")
+    op.drop_column("merchants", "address_cooling_off_hours")
