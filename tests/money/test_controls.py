@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 
 from tests.money.test_approvals import SECOND_OWNER, audit_events, second_owner, sync
-from tests.support.money import ETH_ADDRESS, apply_due, post, text
+from tests.support.money import ETH_ADDRESS, apply_due, post, submit, text
 from tests.support.portal_app import MERCHANT, connected_portal, email
 from tests.support.smtp import text_of
 
@@ -147,3 +147,13 @@ def test_a_shorter_cooling_off_waits_a_longer_one_is_at_once(portal, owner):
     assert "Cooling-off of new addresses: 0 hours" in text(owner.get("/approvals"))
     assert apply_due(portal, timedelta(hours=48, minutes=1)) == 1
     assert merchant_value(portal, "address_cooling_off_hours") == 0
+
+
+def test_the_daily_limit_counts_the_vouchers_made_today(portal, owner):
+    own = {"limit-wallet": "ETH", "limit-per_withdrawal": "", "limit-daily_limit": "0.05"}
+    assert post(owner, "/withdrawals/limits", own).status_code == 302
+    made = submit(owner, "/vouchers/new", {"amount": "0.04", "currency": "ETH"})
+    assert made.status_code == 302, text(made)
+    refused = post(owner, "/withdrawals/new", {**WITHDRAWAL, "amount": "0.02"})
+    assert refused.status_code == 422, "0.04 ETH left as a voucher today: 0.02 more is over 0.05"
+    assert post(owner, "/withdrawals/new", {**WITHDRAWAL, "amount": "0.01"}).status_code == 302
