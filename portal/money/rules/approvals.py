@@ -62,7 +62,7 @@ def hold_refund(refund: Refund, requester: User) -> Approval:
     is above the owners' limits. Audited and mailed to the owners who may approve it."""
     reason = (
         limits.Reason.TYPED_ADDRESS
-        if requester.role is not Role.OWNER
+        if requester.role is not Role.OWNER and refund.typed_by_staff
         else limits.check(requester.merchant, refund.currency, refund.amount).reason
     )
     value = limits.value_now(requester.merchant, refund.currency, refund.amount)
@@ -72,6 +72,26 @@ def hold_refund(refund: Refund, requester: User) -> Approval:
     approval.address = refund.address
     _ask(approval, requester)
     return approval
+
+
+def claim_refund(refund: Refund, address: str) -> bool:
+    """The customer's address for a claim link's refund, once (`refunds.claim`): above the
+    owners' limits, valued now, the claimed refund then waits for an owner other than the one
+    who asked for it."""
+    merchant = db.session.get(Merchant, refund.merchant_id)
+    requester = db.session.get(User, refund.user_id) if refund.user_id else None
+    assert merchant is not None
+    held = limits.check(merchant, refund.currency, refund.amount).reason is not None
+    won = refunds.claim(refund, address, held=held)
+    if won and held:
+        hold_refund(refund, requester or _any_owner(merchant))
+    return won
+
+
+def _any_owner(merchant: Merchant) -> User:
+    """Who stands for the requester of a refund whose requester was removed: any owner may
+    then approve it but the one named."""
+    return next(user for user in merchant.users if user.role is Role.OWNER)
 
 
 def _new(
