@@ -2,6 +2,8 @@
 
 - `merchants.address_cooling_off_hours`: the merchant's own cooling-off of new addresses
   (None: the `PORTAL_ADDRESS_COOLING_OFF_HOURS` setting).
+- `approvals.voucher_intent_id`, kind `voucher`: a voucher above the limits waits for another
+  owner's approval as a withdrawal does, its form's idempotency key held `pending`.
 - `control_changes`: a raised or removed limit, a new owner or a shorter cooling-off, waiting
   for another owner's approval or, with a single owner, for its time.
 
@@ -19,7 +21,30 @@ branch_labels = None
 depends_on = None
 
 
+OLD_KINDS = ("withdrawal", "refund")
+NEW_KINDS = (*OLD_KINDS, "voucher")
+
+
+def _kinds(values):
+    return sa.Enum(
+        *values, name="approvalkind", native_enum=False, create_constraint=True, length=20
+    )
+
+
 def upgrade():
+    with op.batch_alter_table("approvals") as batch:
+        batch.add_column(sa.Column("voucher_intent_id", sa.Integer(), nullable=True))
+        batch.create_unique_constraint("uq_approvals_voucher_intent_id", ["voucher_intent_id"])
+        batch.create_foreign_key(
+            "fk_approvals_voucher_intent_id",
+            "form_intents",
+            ["voucher_intent_id"],
+            ["id"],
+            ondelete="CASCADE",
+        )
+        batch.alter_column(
+            "kind", existing_type=_kinds(OLD_KINDS), type_=_kinds(NEW_KINDS), nullable=False
+        )
     op.add_column(
         "merchants", sa.Column("address_cooling_off_hours", sa.String(64), nullable=True)
     )
@@ -68,6 +93,14 @@ def upgrade():
 
 
 def downgrade():
+    op.execute(sa.text("DELETE FROM approvals WHERE kind = 'voucher'"))
+    with op.batch_alter_table("approvals") as batch:
+        batch.alter_column(
+            "kind", existing_type=_kinds(NEW_KINDS), type_=_kinds(OLD_KINDS), nullable=False
+        )
+        batch.drop_constraint("fk_approvals_voucher_intent_id", type_="foreignkey")
+        batch.drop_constraint("uq_approvals_voucher_intent_id", type_="unique")
+        batch.drop_column("voucher_intent_id")
     op.drop_index("ix_control_changes_merchant_state", table_name="control_changes")
     op.drop_table("control_changes")
     op.drop_column("merchants", "address_cooling_off_hours")

@@ -291,6 +291,7 @@ class ApprovalKind(enum.StrEnum):
 
     WITHDRAWAL = "withdrawal"
     REFUND = "refund"
+    VOUCHER = "voucher"
 
 
 class ApprovalState(enum.StrEnum):
@@ -304,10 +305,10 @@ class ApprovalState(enum.StrEnum):
 class Approval(Model):
     """Money held until an owner other than the one who asked says yes.
 
-    It holds one withdrawal intent or one refund (unique, so two confirmations of one form hold
-    it once). `value` is the amount in the reporting currency when it was asked (None: no rate);
-    `reason` why it waits. Deciding moves `state` from `waiting` with one conditional UPDATE,
-    so of many approvals at once exactly one decides.
+    It holds one withdrawal intent, one refund or one voucher's form (unique, so two
+    confirmations of one form hold it once). `value` is the amount in the reporting currency
+    when it was asked (None: no rate); `reason` why it waits. Deciding moves `state` from
+    `waiting` with one conditional UPDATE, so of many approvals at once exactly one decides.
     """
 
     __tablename__ = "approvals"
@@ -321,6 +322,10 @@ class Approval(Model):
     )
     refund_id: Mapped[int | None] = mapped_column(
         sa.ForeignKey("refunds.id", ondelete="CASCADE"), unique=True
+    )
+    # A voucher's form, its idempotency key held `pending` until the worker creates it.
+    voucher_intent_id: Mapped[int | None] = mapped_column(
+        sa.ForeignKey("form_intents.id", ondelete="CASCADE"), unique=True
     )
     amount: Mapped[Decimal] = mapped_column(DecimalText)
     currency: Mapped[str] = mapped_column(sa.String(16))
@@ -343,6 +348,7 @@ class Approval(Model):
     decided_by: Mapped[User | None] = relationship(foreign_keys=[decided_by_id])
     withdrawal: Mapped[WithdrawalIntent | None] = relationship()
     refund: Mapped[Refund | None] = relationship()
+    voucher: Mapped[IdempotencyKey | None] = relationship()
 
 
 class BookAddress(Model):

@@ -9,8 +9,14 @@ from decimal import Decimal
 
 import pytest
 
-from tests.money.test_approvals import SECOND_OWNER, audit_events, second_owner, sync
-from tests.support.money import ETH_ADDRESS, apply_due, post, submit, text
+from tests.money.test_approvals import (
+    SECOND_OWNER,
+    audit_events,
+    second_owner,
+    send_approved,
+    sync,
+)
+from tests.support.money import ETH_ADDRESS, apply_due, intent_key, post, submit, text
 from tests.support.portal_app import MERCHANT, connected_portal, email
 from tests.support.smtp import text_of
 
@@ -152,8 +158,41 @@ def test_a_shorter_cooling_off_waits_a_longer_one_is_at_once(portal, owner):
 def test_the_daily_limit_counts_the_vouchers_made_today(portal, owner):
     own = {"limit-wallet": "ETH", "limit-per_withdrawal": "", "limit-daily_limit": "0.05"}
     assert post(owner, "/withdrawals/limits", own).status_code == 302
-    made = submit(owner, "/vouchers/new", {"amount": "0.04", "currency": "ETH"})
+    made = submit(owner, "/vouchers/new", {"amount": "0.03", "currency": "ETH"})
     assert made.status_code == 302, text(made)
-    refused = post(owner, "/withdrawals/new", {**WITHDRAWAL, "amount": "0.02"})
-    assert refused.status_code == 422, "0.04 ETH left as a voucher today: 0.02 more is over 0.05"
+    refused = post(owner, "/withdrawals/new", {**WITHDRAWAL, "amount": "0.03"})
+    assert refused.status_code == 422, "0.03 ETH left as a voucher today: 0.03 more is over 0.05"
     assert post(owner, "/withdrawals/new", {**WITHDRAWAL, "amount": "0.01"}).status_code == 302
+
+
+def test_a_voucher_above_the_limit_is_created_once_after_another_owner_approves(
+    portal, owner, sandbox, monkeypatch
+):
+    second = second_owner(portal, monkeypatch)
+    made_before = sandbox.requests_received("POST", "/vouchers")
+    form = {"amount": "0.05", "currency": "ETH", "intent": intent_key(owner, "/vouchers/new")}
+    held = post(owner, "/vouchers/new", form)
+    assert held.status_code == 302 and held.location.startswith("/approvals/")
+    assert post(owner, "/vouchers/new", form).location == held.location, "the same form"
+    assert send_approved(portal) == 0
+    assert sandbox.requests_received("POST", "/vouchers") == made_before
+    page = text(second.client.get(held.location))
+    assert "Amount 0.05 ETH Value in USD when asked 150" in page
+    assert post(owner, held.location + "/approve").status_code == 403
+
+    second.clock.advance()
+    code = {"code": second.clock.code(second.secret)}
+    assert post(second.client, held.location + "/approve", code).status_code == 302
+    assert send_approved(portal) == 1
+    assert send_approved(portal) == 0
+    assert sandbox.requests_received("POST", "/vouchers") == made_before + 1
+    assert "Voucher" in text(second.client.get(held.location))
+    assert audit_events(portal, "voucher.create")[-1]["decided_by"] == SECOND_OWNER
+
+
+def test_a_single_owner_is_refused_a_voucher_above_the_limit(portal, owner, sandbox):
+    made_before = sandbox.requests_received("POST", "/vouchers")
+    refused = submit(owner, "/vouchers/new", {"amount": "0.05", "currency": "ETH"})
+    assert refused.status_code == 422
+    assert "you are the only owner" in text(refused)
+    assert sandbox.requests_received("POST", "/vouchers") == made_before

@@ -12,6 +12,8 @@ by mail.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -28,11 +30,13 @@ from portal.money.models import (
     Approval,
     ApprovalKind,
     ApprovalState,
+    IdempotencyKey,
+    IntentKind,
     IntentState,
     Refund,
     WithdrawalIntent,
 )
-from portal.money.rules import limits, refunds, withdrawals
+from portal.money.rules import idempotency, limits, refunds, withdrawals
 from portal.money.rules.currencies import money
 from portal.settings.rules.connection import api_client_for
 
@@ -55,6 +59,35 @@ def hold_withdrawal(intent: WithdrawalIntent, requester: User, checked: limits.C
         assert found is not None
         return found
     return approval
+
+
+def hold_voucher(
+    requester: User, key: str, amount: Decimal, currency: str, checked: limits.Check
+) -> Approval:
+    """Hold a reviewed voucher for another owner: its form's idempotency key is kept `pending`
+    (nothing reaches the API) until the worker creates it once approved. The same form sent
+    again finds it held."""
+    assert checked.reason is not None  # only held money waits
+    parameters = {"amount": format(amount, "f"), "currency": currency}
+    intent = idempotency.reserve(requester.merchant, requester, IntentKind.VOUCHER, key, parameters)
+    found = of_voucher(intent)
+    if found is not None:
+        return found
+    approval = _new(requester, ApprovalKind.VOUCHER, checked.reason, checked.value)
+    approval.voucher_intent_id = intent.id
+    approval.amount, approval.currency = amount, currency
+    try:
+        _ask(approval, requester)
+    except IntegrityError:
+        db.session.rollback()  # the same form, sent twice at once, held it first
+        found = of_voucher(intent)
+        assert found is not None
+        return found
+    return approval
+
+
+def of_voucher(intent: IdempotencyKey) -> Approval | None:
+    return db.session.scalar(sa.select(Approval).where(Approval.voucher_intent_id == intent.id))
 
 
 def hold_refund(refund: Refund, requester: User) -> Approval:
@@ -211,8 +244,23 @@ def _settle_refund(approval: Approval, user: User) -> None:
 
 
 def send_due() -> int:
-    """The worker's pass: send each approved withdrawal once; how many this pass sent (an
-    approved refund is ready, and `refunds.send_due` sends it)."""
+    """The worker's pass: send each approved withdrawal and create each approved voucher, once;
+    how many this pass sent (an approved refund is ready, and `refunds.send_due` sends it)."""
+    return _send_withdrawals() + _create_vouchers()
+
+
+@contextmanager
+def _as_decider(approval: Approval) -> Iterator[None]:
+    """The audit log's sending in the block is the approver's; the worker's name comes back."""
+    worker = audit.current_actor()
+    audit.act_as(audit.Actor(approval.decided_by))
+    try:
+        yield
+    finally:
+        audit.act_as(worker)
+
+
+def _send_withdrawals() -> int:
     due = list(
         db.session.scalars(
             sa.select(Approval.id)
@@ -232,20 +280,57 @@ def send_due() -> int:
             continue  # another worker took it
         merchant = db.session.get(Merchant, approval.merchant_id)
         assert merchant is not None
-        worker = audit.current_actor()
-        audit.act_as(audit.Actor(approval.decided_by))  # the audit log's sending is theirs
         try:
-            withdrawals.send(
-                intent,
-                api_client_for(merchant),
-                parameters=_described(approval, approval.requested_by, approval.decided_by),
-            )
+            with _as_decider(approval):
+                withdrawals.send(
+                    intent,
+                    api_client_for(merchant),
+                    parameters=_described(approval, approval.requested_by, approval.decided_by),
+                )
         except ApiFailure:
             continue  # kept on the intent: refused, unknown, or pending to try again
-        finally:
-            audit.act_as(worker)
         sent += 1
     return sent
+
+
+def _create_vouchers() -> int:
+    due = list(
+        db.session.scalars(
+            sa.select(Approval.id)
+            .join(IdempotencyKey, IdempotencyKey.id == Approval.voucher_intent_id)
+            .where(
+                Approval.state == ApprovalState.APPROVED,
+                IdempotencyKey.state == IntentState.PENDING,
+            )
+        )
+    )
+    made = 0
+    for approval_id in due:
+        approval = db.session.get(Approval, approval_id)
+        assert approval is not None and approval.voucher is not None
+        intent = approval.voucher
+        won = idempotency.take_pending(IdempotencyKey, IdempotencyKey.id == intent.id)
+        db.session.commit()
+        if not won:
+            continue  # another worker took it
+        db.session.refresh(intent)
+        merchant = db.session.get(Merchant, approval.merchant_id)
+        assert merchant is not None
+        parameters = _described(approval, approval.requested_by, approval.decided_by)
+        try:
+            with (
+                _as_decider(approval),
+                idempotency.settling(intent),
+                audit.recorded("voucher.create", parameters) as details,
+            ):
+                voucher = api_client_for(merchant).create_voucher(
+                    approval.amount, approval.currency
+                )
+                details["voucher_id"] = intent.record_id = voucher.id
+        except ApiFailure:
+            continue  # kept on the intent: refused, unknown, or pending to try again
+        made += 1
+    return made
 
 
 def expire_due(now: datetime | None = None) -> int:
@@ -309,12 +394,18 @@ def _mail_owners(approval: Approval, requester: User) -> None:
         _mail(
             owner,
             f"Approval needed: a {approval.kind.value} of {_amount(approval)}",
-            f"{requester.email} asks to send {_amount(approval)} to {approval.address}. It "
+            f"{requester.email} asks to send {_amount(approval)} {_to(approval)}. It "
             "waits for the approval of an owner other than the one who asked; nothing is sent "
             f"before. Approve or reject it here:\n"
             f"{outbox.portal_link(f'/approvals/{approval.id}')}\n\n"
             f"Without a decision it expires on {approval.expires_at:%Y-%m-%d %H:%M} UTC.\n",
         )
+
+
+def _to(approval: Approval) -> str:
+    if approval.address is None:
+        return "as a voucher, whose code pays out to whoever has it"
+    return f"to {approval.address}"
 
 
 def _mail(user: User, subject: str, body: str) -> None:
