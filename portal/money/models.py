@@ -406,7 +406,9 @@ class ControlChange(Model):
     per_withdrawal: Mapped[Decimal | None] = mapped_column(DecimalText)
     per_day: Mapped[Decimal | None] = mapped_column(DecimalText)
     hours: Mapped[Decimal | None] = mapped_column(DecimalText)
-    user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="CASCADE"))
+    # SET NULL: a change for a removed user still waits, counted, until canceled or applied
+    # (applying it then changes nothing).
+    user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
     before: Mapped[str] = mapped_column(sa.String(255))
     after: Mapped[str] = mapped_column(sa.String(255))
     state: Mapped[ApprovalState] = mapped_column(enum_column(ApprovalState))

@@ -68,8 +68,8 @@ def change_limits(
 def change_own_limits(
     user: User, currency: str, per_withdrawal: Decimal | None, per_day: Decimal | None
 ) -> ControlChange | None:
-    """A currency's own limits, as `change_limits`. Removing them raises the currency's limits
-    to the merchant's, so it waits unless those are at least as tight."""
+    """A currency's own limits, as `change_limits`: removing one waits too, whatever the
+    merchant's limits that then apply to the currency."""
     merchant = user.merchant
     own = limits.own_limits(merchant, currency)
     before = (own.per_withdrawal, own.daily_limit) if own else (None, None)
