@@ -19,6 +19,7 @@ from decimal import Decimal
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import InstrumentedAttribute
 
 from portal.api import ApiFailure
 from portal.database import utcnow
@@ -260,17 +261,22 @@ def _as_decider(approval: Approval) -> Iterator[None]:
         audit.act_as(worker)
 
 
-def _send_withdrawals() -> int:
-    due = list(
+def _approved_unsent(
+    model: type[WithdrawalIntent] | type[IdempotencyKey],
+    held: InstrumentedAttribute[int | None],
+) -> list[int]:
+    """The approved approvals whose intent of `model` (by the column `held`) is still pending."""
+    return list(
         db.session.scalars(
             sa.select(Approval.id)
-            .join(WithdrawalIntent, WithdrawalIntent.id == Approval.withdrawal_intent_id)
-            .where(
-                Approval.state == ApprovalState.APPROVED,
-                WithdrawalIntent.state == IntentState.PENDING,
-            )
+            .join(model, model.id == held)
+            .where(Approval.state == ApprovalState.APPROVED, model.state == IntentState.PENDING)
         )
     )
+
+
+def _send_withdrawals() -> int:
+    due = _approved_unsent(WithdrawalIntent, Approval.withdrawal_intent_id)
     sent = 0
     for approval_id in due:
         approval = db.session.get(Approval, approval_id)
@@ -294,16 +300,7 @@ def _send_withdrawals() -> int:
 
 
 def _create_vouchers() -> int:
-    due = list(
-        db.session.scalars(
-            sa.select(Approval.id)
-            .join(IdempotencyKey, IdempotencyKey.id == Approval.voucher_intent_id)
-            .where(
-                Approval.state == ApprovalState.APPROVED,
-                IdempotencyKey.state == IntentState.PENDING,
-            )
-        )
-    )
+    due = _approved_unsent(IdempotencyKey, Approval.voucher_intent_id)
     made = 0
     for approval_id in due:
         approval = db.session.get(Approval, approval_id)
