@@ -60,6 +60,8 @@ def test_a_single_owner_raising_the_limit_waits_48_hours_and_every_owner_is_mail
     raised = owner.get(set_limit(owner, "1000").headers["Location"])
     assert "you are the only owner, so relaxing a control waits 48 hours" in text(raised)
     assert post(owner, "/withdrawals/new", WITHDRAWAL).status_code == 422, "still 100 USD"
+    limits_page = text(owner.get("/withdrawals/new"))
+    assert "Waiting to take effect" in limits_page and "Cancel the change" in limits_page
     waiting = text(owner.get("/approvals"))
     assert "Approvals 1" in waiting
     assert "per withdrawal 100.00 USD, per day none" in waiting
@@ -128,6 +130,7 @@ def test_adding_an_owner_needs_another_owners_approval(portal, owner, monkeypatc
     new = {"email": "partner@acme.test", "role": "owner", "password": "a long password 1"}
     added = owner.get(post(owner, "/settings/users", new).headers["Location"])
     assert "partner@acme.test becomes an owner once an owner other than you" in text(added)
+    assert "partner@acme.test: accountant → partner@acme.test: owner" in text(added)
     with portal.app_context():
         assert accounts.find_user("partner@acme.test").role is Role.ACCOUNTANT
     waiting = text(second.client.get("/approvals"))
@@ -151,6 +154,7 @@ def test_a_shorter_cooling_off_waits_a_longer_one_is_at_once(portal, owner):
     assert post(owner, "/address-book/cooling-off", {"hours": "0"}).status_code == 302
     assert merchant_value(portal, "address_cooling_off_hours") == 24
     assert "Cooling-off of new addresses: 0 hours" in text(owner.get("/approvals"))
+    assert "Cooling-off of new addresses: 0 hours" in text(owner.get("/address-book"))
     assert apply_due(portal, timedelta(hours=48, minutes=1)) == 1
     assert merchant_value(portal, "address_cooling_off_hours") == 0
 

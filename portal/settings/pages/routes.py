@@ -431,6 +431,7 @@ def _users_page(
             passkey_for_approvals=merchant.require_passkey_for_approvals,
         ),
         users=merchant.users,
+        pending=controls.waiting(merchant),
         invited=one_time_links.invitation_expiries(user.id for user in merchant.users),
         now=utcnow(),
     )

@@ -45,6 +45,7 @@ def _page(status: int = 200, **forms: object) -> Response:
         entries=address_book.entries(current_user.merchant),
         remove_form=RemoveAddressForm(formdata=None),
         cooling_hours=hours,
+        pending=controls.waiting(current_user.merchant),
         now=utcnow(),
         **forms,
     )

@@ -110,7 +110,10 @@ def _form_page(status: int, form: WithdrawalForm, **shown: object) -> Response:
     wallets = {
         currency: withdrawal_figures.figures(merchant, currency) for currency in WITHDRAWAL_WALLETS
     }
-    return page("withdrawals/new.html", status, form=form, wallets=wallets, **shown)
+    pending = controls.waiting(merchant)
+    return page(
+        "withdrawals/new.html", status, form=form, wallets=wallets, pending=pending, **shown
+    )
 
 
 @bp.post("/limits")
