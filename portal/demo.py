@@ -186,6 +186,9 @@ def demo(host: str, port: int, sandbox_port: int) -> None:
     schema.upgrade()
     # Flask annotates `current_app` as the application; it is a proxy to it, with this method.
     app = current_app._get_current_object()  # type: ignore[attr-defined]
+    if "PORTAL_ADDRESS_COOLING_OFF_HOURS" not in os.environ:
+        # A demo's new addresses may be used at once: its withdrawals work the minute it starts.
+        app.config["ADDRESS_COOLING_OFF_HOURS"] = 0
     address = public_url(app, host, port)
     with running_sandbox(Path(app.instance_path), host, sandbox_port) as credentials:
         logins = demo_logins()

@@ -63,6 +63,9 @@ class Merchant(Model):
     # reporting currency, before another owner must approve (`portal.money.rules.limits`).
     limit_per_withdrawal: Mapped[Decimal | None] = mapped_column(DecimalText)
     limit_per_day: Mapped[Decimal | None] = mapped_column(DecimalText)
+    # Hours before a new address of the address book may be used (None: the
+    # `PORTAL_ADDRESS_COOLING_OFF_HOURS` setting); owners change it (`portal.money.rules.controls`).
+    address_cooling_off_hours: Mapped[Decimal | None] = mapped_column(DecimalText)
     # How many approvals wait (`portal.money.rules.approvals` keeps it in the same transactions
     # as the approvals): the menu's count comes with the signed-in session's one query.
     approvals_waiting: Mapped[int] = mapped_column(default=0, server_default="0")

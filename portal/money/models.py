@@ -291,6 +291,7 @@ class ApprovalKind(enum.StrEnum):
 
     WITHDRAWAL = "withdrawal"
     REFUND = "refund"
+    VOUCHER = "voucher"
 
 
 class ApprovalState(enum.StrEnum):
@@ -304,10 +305,10 @@ class ApprovalState(enum.StrEnum):
 class Approval(Model):
     """Money held until an owner other than the one who asked says yes.
 
-    It holds one withdrawal intent or one refund (unique, so two confirmations of one form hold
-    it once). `value` is the amount in the reporting currency when it was asked (None: no rate);
-    `reason` why it waits. Deciding moves `state` from `waiting` with one conditional UPDATE,
-    so of many approvals at once exactly one decides.
+    It holds one withdrawal intent, one refund or one voucher's form (unique, so two
+    confirmations of one form hold it once). `value` is the amount in the reporting currency
+    when it was asked (None: no rate); `reason` why it waits. Deciding moves `state` from
+    `waiting` with one conditional UPDATE, so of many approvals at once exactly one decides.
     """
 
     __tablename__ = "approvals"
@@ -321,6 +322,10 @@ class Approval(Model):
     )
     refund_id: Mapped[int | None] = mapped_column(
         sa.ForeignKey("refunds.id", ondelete="CASCADE"), unique=True
+    )
+    # A voucher's form, its idempotency key held `pending` until the worker creates it.
+    voucher_intent_id: Mapped[int | None] = mapped_column(
+        sa.ForeignKey("form_intents.id", ondelete="CASCADE"), unique=True
     )
     amount: Mapped[Decimal] = mapped_column(DecimalText)
     currency: Mapped[str] = mapped_column(sa.String(16))
@@ -343,6 +348,7 @@ class Approval(Model):
     decided_by: Mapped[User | None] = relationship(foreign_keys=[decided_by_id])
     withdrawal: Mapped[WithdrawalIntent | None] = relationship()
     refund: Mapped[Refund | None] = relationship()
+    voucher: Mapped[IdempotencyKey | None] = relationship()
 
 
 class BookAddress(Model):
@@ -370,6 +376,56 @@ class BookAddress(Model):
 
     added_by: Mapped[User | None] = relationship(foreign_keys=[added_by_id])
     approved_by: Mapped[User | None] = relationship(foreign_keys=[approved_by_id])
+
+
+class ControlKind(enum.StrEnum):
+    """Which control a change relaxes."""
+
+    LIMITS = "limits"  # the limits in the reporting currency
+    OWN_LIMITS = "own_limits"  # one currency's own limits (`currency`)
+    OWNER = "owner"  # `user` becomes an owner
+    COOLING_OFF = "cooling_off"  # the address book's cooling-off (`hours`)
+
+
+class ControlChange(Model):
+    """A relaxed control no owner makes alone (`portal.money.rules.controls`).
+
+    It waits for an owner other than the one who asked, or, when there is none, takes effect at
+    `due_at`. `before` and `after` say in words what changes from what to what; the new values
+    are in `per_withdrawal`, `per_day`, `hours` or `user_id`, by `kind`. Deciding moves `state`
+    from `waiting` with one conditional UPDATE, so the change is applied once.
+    """
+
+    __tablename__ = "control_changes"
+    __table_args__ = (sa.Index("ix_control_changes_merchant_state", "merchant_id", "state"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    kind: Mapped[ControlKind] = mapped_column(enum_column(ControlKind))
+    currency: Mapped[str | None] = mapped_column(sa.String(16))
+    per_withdrawal: Mapped[Decimal | None] = mapped_column(DecimalText)
+    per_day: Mapped[Decimal | None] = mapped_column(DecimalText)
+    hours: Mapped[Decimal | None] = mapped_column(DecimalText)
+    # SET NULL: a change for a removed user still waits, counted, until canceled or applied
+    # (applying it then changes nothing).
+    user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
+    before: Mapped[str] = mapped_column(sa.String(255))
+    after: Mapped[str] = mapped_column(sa.String(255))
+    state: Mapped[ApprovalState] = mapped_column(enum_column(ApprovalState))
+    requested_by_id: Mapped[int | None] = mapped_column(
+        sa.ForeignKey("users.id", ondelete="SET NULL")
+    )
+    decided_by_id: Mapped[int | None] = mapped_column(
+        sa.ForeignKey("users.id", ondelete="SET NULL")
+    )
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    due_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+    user: Mapped[User | None] = relationship(foreign_keys=[user_id])
+    requested_by: Mapped[User | None] = relationship(foreign_keys=[requested_by_id])
+    decided_by: Mapped[User | None] = relationship(foreign_keys=[decided_by_id])
 
 
 # The models this module's relationships name, imported once its own are defined (they import

@@ -35,6 +35,7 @@ EXCEPTIONS = {
     "address_book.add": OWNER,  # operators read the book; owners change it
     "address_book.remove": OWNER,
     "address_book.approve": OWNER,
+    "address_book.cooling_off": OWNER,
     "vouchers.code": OWNER,  # a voucher's code is bearer money
     "vouchers.new": OWNER,
     "vouchers.review": OWNER,
@@ -152,6 +153,7 @@ def _url(app, rule) -> str:
         "passkey_id",
         "refund_id",
         "approval_id",
+        "change_id",
         "entry_id",
     ):
         if name in rule.arguments:

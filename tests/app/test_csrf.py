@@ -307,6 +307,26 @@ def _decide_approval(hostile, decision: str) -> Case:
     return Case(client, f"/approvals/{approval}/{decision}", {"code": totp.now()})
 
 
+def _relaxed(hostile) -> int:
+    """The owner asks that a new accountant become an owner: the waiting change's id."""
+    from portal.extensions import db
+    from portal.identity.models import User
+    from portal.identity.rules import accounts
+    from portal.money.rules import controls
+
+    _client, _address, user_id, _totp = _throwaway(hostile, "accountant", signed_in=False)
+    with hostile.app.app_context():
+        owner = accounts.find_user(hostile.email("owner"))
+        return controls.make_owner(db.session.get(User, user_id), owner).id
+
+
+def _approve_change(hostile) -> Case:
+    """Another owner, with two-factor on, approves a relaxed control the owner asked for."""
+    change = _relaxed(hostile)
+    client, _address, _user_id, totp = _throwaway(hostile, "owner", two_factor=True)
+    return Case(client, f"/approvals/changes/{change}/approve", {"code": totp.now()})
+
+
 # endpoint -> a valid request by a visitor allowed to make it
 VALID: dict[str, Callable[..., Case]] = {
     "auth.login": lambda w: _as(
@@ -472,6 +492,13 @@ VALID: dict[str, Callable[..., Case]] = {
     ),
     "address_book.remove": lambda w: _as(w, "owner", f"/address-book/{_booked(w)}/remove"),
     "address_book.approve": _approve_address,
+    "address_book.cooling_off": lambda w: _as(
+        w, "owner", "/address-book/cooling-off", {"hours": "0"}
+    ),
+    "approvals.approve_change": _approve_change,
+    "approvals.cancel_change": lambda w: _as(
+        w, "owner", f"/approvals/changes/{_relaxed(w)}/cancel"
+    ),
     "withdrawals.reporting_limits": lambda w: _as(
         w,
         "other",

@@ -470,10 +470,10 @@ USER_CHANGES = {
         {"email": "thief@acme.test", "role": "owner", "password": NEW_PASSWORD},
         lambda app, a: _exists(app, "thief@acme.test"),
     ),
-    "change a role": UserChange(
+    "change a role": UserChange(  # to owner would wait for another owner (money/test_controls)
         "/settings/users/{operator}",
-        {"role": "owner"},
-        lambda app, a: _user(app, a.operator).role.value == "owner",
+        {"role": "accountant"},
+        lambda app, a: _user(app, a.operator).role.value == "accountant",
     ),
     "set a password": UserChange(
         "/settings/users/{operator}",

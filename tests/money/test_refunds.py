@@ -542,3 +542,29 @@ def ids_listed(owner: FlaskClient, state: str) -> list[str]:
     """The ids of the operations the list gives for `state`, as its export has them."""
     export = owner.get(f"/operations/export.csv?state={state}").get_data(as_text=True)
     return [row["id"] for row in csv.DictReader(io.StringIO(export.lstrip("\ufeff")))]
+
+
+def test_a_claimed_refund_above_the_limits_awaits_an_owner_other_than_the_requester(
+    refunding, monkeypatch
+):
+    from tests.support import factories
+
+    app = refunding.portal
+    factories.user(app, "second-owner@acme.test", "owner")
+    owner, refund_page, link = by_link(refunding)
+    limits = {"reporting-per_withdrawal": "1", "reporting-per_day": ""}
+    assert post(owner, "/withdrawals/limits/reporting", limits).status_code == 302
+    address = fresh_address()
+
+    assert claim(app, link, address).status_code == 303
+    assert "Awaiting approval" in text(app.test_client().get(link))
+    assert send_refunds(app) == 0 and refunding.sandbox.operations_to(address) == 0
+    approval = approval_of(owner.get(refund_page))
+    assert post(owner, f"{approval}/approve").status_code == 403, "the requester's own"
+
+    second = signed_in_with_two_factor(app, "second-owner@acme.test", monkeypatch)
+    second.clock.advance()
+    code = {"code": second.clock.code(second.secret)}
+    assert post(second.client, f"{approval}/approve", code).status_code == 302
+    assert send_refunds(app) == 1
+    assert refunding.sandbox.operations_to(address) == 1

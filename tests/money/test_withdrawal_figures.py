@@ -5,13 +5,14 @@ limit an owner set, which the portal enforces before anything reaches the paymen
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 
 from portal.api import MerchantApiClient
 from tests.support.forms import signed_in
-from tests.support.money import BTC_ADDRESS, flags, post, text
+from tests.support.money import BTC_ADDRESS, apply_due, flags, post, text
 from tests.support.portal_app import MERCHANT, connected_portal, email
 from tests.support.two_factor import enable_for, freeze, sign_in_with_code
 
@@ -145,6 +146,8 @@ def test_an_owner_sets_a_limit_with_a_fresh_code_and_the_form_counts_today_again
 
     clock.advance(2)
     assert set_limit(owner, "", **{"limit-code": clock.code(secret)}).status_code == 302
+    assert limit(portal) == Decimal("0.25"), "removing a limit alone waits 48 hours"
+    assert apply_due(portal, timedelta(hours=48, minutes=1)) == 1
     assert limit(portal) is None
     assert "Withdrawn today (UTC) 0.1 BTC; no limit set" in text(owner.get("/withdrawals/new"))
 
@@ -174,6 +177,7 @@ def test_a_withdrawal_over_what_the_limit_leaves_is_refused_before_anything_is_s
     assert sandbox.requests_received("POST", "/withdraw") == sent_before
 
     assert set_limit(owner, "0.3").status_code == 302
+    assert apply_due(portal, timedelta(hours=48, minutes=1)) == 1  # raised alone: 48 hours
     assert post(owner, review + "/confirm").status_code == 302  # sent; no sync since
     again = post(owner, "/withdrawals/new", {**form, "amount": "0.1"})
     assert again.status_code == 422, "what the portal sent counts before a sync books it"

@@ -149,10 +149,22 @@ def _hostile_portal_records(hostile: HostilePortal) -> None:
             refund_id=int(refund.location.rsplit("/", 1)[1]),
             approval_id=held_approval(hostile.app),
             entry_id=_booked_entry(),
+            change_id=_relaxed_control(),
             passkey_id=1,  # nobody's: a passkey needs an authenticator, its routes refuse this one
             filename="portal.css",
             currency="BTC",
         )
+
+
+def _relaxed_control() -> int:
+    """A waiting change: the owner asks that a new accountant become an owner."""
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts
+    from portal.money.rules import controls
+
+    owner = accounts.find_user(email("owner"))
+    added = accounts.add_user(owner.merchant, "pending-owner@acme.test", Role.ACCOUNTANT, PASSWORD)
+    return controls.make_owner(added, owner).id
 
 
 def _booked_entry() -> int:

@@ -8,6 +8,7 @@ import re
 import threading
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from urllib.parse import urlencode
 
 from tests.support import factories
@@ -154,3 +155,13 @@ def flags(sandbox: SandboxServer, **values: object) -> Iterator[None]:
         yield
     finally:
         sandbox.reset()
+
+
+def apply_due(app, after: timedelta) -> int:
+    """The worker's pass over relaxed controls (limits raised, new owners, a shorter
+    cooling-off), as it runs `after` from now."""
+    from portal.database import utcnow
+    from portal.money.rules import controls
+
+    with app.app_context():
+        return controls.apply_due(utcnow() + after)

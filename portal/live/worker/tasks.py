@@ -21,7 +21,7 @@ from huey import crontab
 
 from portal.live.rules import mail, mirror, webhooks
 from portal.live.worker.queue import DELIVERIES, MAIL, SYNCS, huey, in_app_context
-from portal.money.rules import approvals, refunds
+from portal.money.rules import approvals, controls, refunds
 from portal.reports.rules import statement_mail
 
 
@@ -73,13 +73,14 @@ def deliver_webhooks() -> None:
 @DELIVERIES
 @in_app_context
 def send_refunds() -> None:
-    """Send each refund that is ready and each approved withdrawal, once, and expire the claim
-    links and approval requests not used in time: off any request thread, so a slow payment
-    service never holds a page."""
+    """Send each refund that is ready and each approved withdrawal, once, expire the claim
+    links and approval requests not used in time, and apply the relaxed controls whose delay
+    passed: off any request thread, so a slow payment service never holds a page."""
     refunds.expire_due()
     refunds.send_due()
     approvals.expire_due()
     approvals.send_due()
+    controls.apply_due()
 
 
 @huey.task()

@@ -43,8 +43,13 @@ class AddressRefused(Exception):
     """An address the book cannot take, in words for the person who typed it."""
 
 
-def cooling_off() -> timedelta:
-    return timedelta(hours=float(current_app.config["ADDRESS_COOLING_OFF_HOURS"]))
+def cooling_off(merchant: Merchant) -> timedelta:
+    """How long a new address of `merchant` waits: the owners' own setting, else
+    `PORTAL_ADDRESS_COOLING_OFF_HOURS` (`portal.money.rules.controls` changes it)."""
+    hours = merchant.address_cooling_off_hours
+    if hours is None:
+        return timedelta(hours=float(current_app.config["ADDRESS_COOLING_OFF_HOURS"]))
+    return timedelta(hours=float(hours))
 
 
 def entries(merchant: Merchant) -> list[BookAddress]:
@@ -90,7 +95,7 @@ def add(user: User, currency: str, address: str, name: str) -> BookAddress:
         name=name,
         added_by_id=user.id,
         created_at=now,
-        usable_from=now + cooling_off(),
+        usable_from=now + cooling_off(user.merchant),
     )
     db.session.add(entry)
     try:

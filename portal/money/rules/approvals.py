@@ -12,11 +12,14 @@ by mail.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from decimal import Decimal
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import InstrumentedAttribute
 
 from portal.api import ApiFailure
 from portal.database import utcnow
@@ -28,11 +31,13 @@ from portal.money.models import (
     Approval,
     ApprovalKind,
     ApprovalState,
+    IdempotencyKey,
+    IntentKind,
     IntentState,
     Refund,
     WithdrawalIntent,
 )
-from portal.money.rules import limits, refunds, withdrawals
+from portal.money.rules import idempotency, limits, refunds, withdrawals
 from portal.money.rules.currencies import money
 from portal.settings.rules.connection import api_client_for
 
@@ -57,12 +62,41 @@ def hold_withdrawal(intent: WithdrawalIntent, requester: User, checked: limits.C
     return approval
 
 
+def hold_voucher(
+    requester: User, key: str, amount: Decimal, currency: str, checked: limits.Check
+) -> Approval:
+    """Hold a reviewed voucher for another owner: its form's idempotency key is kept `pending`
+    (nothing reaches the API) until the worker creates it once approved. The same form sent
+    again finds it held."""
+    assert checked.reason is not None  # only held money waits
+    parameters = {"amount": format(amount, "f"), "currency": currency}
+    intent = idempotency.reserve(requester.merchant, requester, IntentKind.VOUCHER, key, parameters)
+    found = of_voucher(intent)
+    if found is not None:
+        return found
+    approval = _new(requester, ApprovalKind.VOUCHER, checked.reason, checked.value)
+    approval.voucher_intent_id = intent.id
+    approval.amount, approval.currency = amount, currency
+    try:
+        _ask(approval, requester)
+    except IntegrityError:
+        db.session.rollback()  # the same form, sent twice at once, held it first
+        found = of_voucher(intent)
+        assert found is not None
+        return found
+    return approval
+
+
+def of_voucher(intent: IdempotencyKey) -> Approval | None:
+    return db.session.scalar(sa.select(Approval).where(Approval.voucher_intent_id == intent.id))
+
+
 def hold_refund(refund: Refund, requester: User) -> Approval:
     """Put a refund that awaits an approval on the queue: an operator typed its address, or it
     is above the owners' limits. Audited and mailed to the owners who may approve it."""
     reason = (
         limits.Reason.TYPED_ADDRESS
-        if requester.role is not Role.OWNER
+        if requester.role is not Role.OWNER and refund.typed_by_staff
         else limits.check(requester.merchant, refund.currency, refund.amount).reason
     )
     value = limits.value_now(requester.merchant, refund.currency, refund.amount)
@@ -72,6 +106,26 @@ def hold_refund(refund: Refund, requester: User) -> Approval:
     approval.address = refund.address
     _ask(approval, requester)
     return approval
+
+
+def claim_refund(refund: Refund, address: str) -> bool:
+    """The customer's address for a claim link's refund, once (`refunds.claim`): above the
+    owners' limits, valued now, the claimed refund then waits for an owner other than the one
+    who asked for it."""
+    merchant = db.session.get(Merchant, refund.merchant_id)
+    requester = db.session.get(User, refund.user_id) if refund.user_id else None
+    assert merchant is not None
+    held = limits.check(merchant, refund.currency, refund.amount).reason is not None
+    won = refunds.claim(refund, address, held=held)
+    if won and held:
+        hold_refund(refund, requester or _any_owner(merchant))
+    return won
+
+
+def _any_owner(merchant: Merchant) -> User:
+    """Who stands for the requester of a refund whose requester was removed: any owner may
+    then approve it but the one named."""
+    return next(user for user in merchant.users if user.role is Role.OWNER)
 
 
 def _new(
@@ -191,18 +245,38 @@ def _settle_refund(approval: Approval, user: User) -> None:
 
 
 def send_due() -> int:
-    """The worker's pass: send each approved withdrawal once; how many this pass sent (an
-    approved refund is ready, and `refunds.send_due` sends it)."""
-    due = list(
+    """The worker's pass: send each approved withdrawal and create each approved voucher, once;
+    how many this pass sent (an approved refund is ready, and `refunds.send_due` sends it)."""
+    return _send_withdrawals() + _create_vouchers()
+
+
+@contextmanager
+def _as_decider(approval: Approval) -> Iterator[None]:
+    """The audit log's sending in the block is the approver's; the worker's name comes back."""
+    worker = audit.current_actor()
+    audit.act_as(audit.Actor(approval.decided_by))
+    try:
+        yield
+    finally:
+        audit.act_as(worker)
+
+
+def _approved_unsent(
+    model: type[WithdrawalIntent] | type[IdempotencyKey],
+    held: InstrumentedAttribute[int | None],
+) -> list[int]:
+    """The approved approvals whose intent of `model` (by the column `held`) is still pending."""
+    return list(
         db.session.scalars(
             sa.select(Approval.id)
-            .join(WithdrawalIntent, WithdrawalIntent.id == Approval.withdrawal_intent_id)
-            .where(
-                Approval.state == ApprovalState.APPROVED,
-                WithdrawalIntent.state == IntentState.PENDING,
-            )
+            .join(model, model.id == held)
+            .where(Approval.state == ApprovalState.APPROVED, model.state == IntentState.PENDING)
         )
     )
+
+
+def _send_withdrawals() -> int:
+    due = _approved_unsent(WithdrawalIntent, Approval.withdrawal_intent_id)
     sent = 0
     for approval_id in due:
         approval = db.session.get(Approval, approval_id)
@@ -212,20 +286,48 @@ def send_due() -> int:
             continue  # another worker took it
         merchant = db.session.get(Merchant, approval.merchant_id)
         assert merchant is not None
-        worker = audit.current_actor()
-        audit.act_as(audit.Actor(approval.decided_by))  # the audit log's sending is theirs
         try:
-            withdrawals.send(
-                intent,
-                api_client_for(merchant),
-                parameters=_described(approval, approval.requested_by, approval.decided_by),
-            )
+            with _as_decider(approval):
+                withdrawals.send(
+                    intent,
+                    api_client_for(merchant),
+                    parameters=_described(approval, approval.requested_by, approval.decided_by),
+                )
         except ApiFailure:
             continue  # kept on the intent: refused, unknown, or pending to try again
-        finally:
-            audit.act_as(worker)
         sent += 1
     return sent
+
+
+def _create_vouchers() -> int:
+    due = _approved_unsent(IdempotencyKey, Approval.voucher_intent_id)
+    made = 0
+    for approval_id in due:
+        approval = db.session.get(Approval, approval_id)
+        assert approval is not None and approval.voucher is not None
+        intent = approval.voucher
+        won = idempotency.take_pending(IdempotencyKey, IdempotencyKey.id == intent.id)
+        db.session.commit()
+        if not won:
+            continue  # another worker took it
+        db.session.refresh(intent)
+        merchant = db.session.get(Merchant, approval.merchant_id)
+        assert merchant is not None
+        parameters = _described(approval, approval.requested_by, approval.decided_by)
+        try:
+            with (
+                _as_decider(approval),
+                idempotency.settling(intent),
+                audit.recorded("voucher.create", parameters) as details,
+            ):
+                voucher = api_client_for(merchant).create_voucher(
+                    approval.amount, approval.currency
+                )
+                details["voucher_id"] = intent.record_id = voucher.id
+        except ApiFailure:
+            continue  # kept on the intent: refused, unknown, or pending to try again
+        made += 1
+    return made
 
 
 def expire_due(now: datetime | None = None) -> int:
@@ -289,12 +391,18 @@ def _mail_owners(approval: Approval, requester: User) -> None:
         _mail(
             owner,
             f"Approval needed: a {approval.kind.value} of {_amount(approval)}",
-            f"{requester.email} asks to send {_amount(approval)} to {approval.address}. It "
+            f"{requester.email} asks to send {_amount(approval)} {_to(approval)}. It "
             "waits for the approval of an owner other than the one who asked; nothing is sent "
             f"before. Approve or reject it here:\n"
             f"{outbox.portal_link(f'/approvals/{approval.id}')}\n\n"
             f"Without a decision it expires on {approval.expires_at:%Y-%m-%d %H:%M} UTC.\n",
         )
+
+
+def _to(approval: Approval) -> str:
+    if approval.address is None:
+        return "as a voucher, whose code pays out to whoever has it"
+    return f"to {approval.address}"
 
 
 def _mail(user: User, subject: str, body: str) -> None:

@@ -118,6 +118,30 @@ def _of(merchant: Merchant, kind: IntentKind, key: str) -> list[sa.ColumnElement
     ]
 
 
+def reserve(
+    merchant: Merchant, user: User, kind: IntentKind, key: str, parameters: Mapping[str, object]
+) -> IdempotencyKey:
+    """The form's intent under `key`, inserted `pending` unless a form with it came before:
+    held for an approval, nothing sent (the worker claims it once approved). Committed."""
+    now = utcnow()
+    db.session.execute(
+        _insert_unless_taken().values(
+            merchant_id=merchant.id,
+            kind=kind,
+            key=key,
+            user_id=user.id,
+            parameters=dict(parameters),
+            state=IntentState.PENDING,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+    db.session.commit()
+    intent = find(merchant, kind, key)
+    assert intent is not None  # inserted, or there before
+    return intent
+
+
 def find(merchant: Merchant, kind: IntentKind, key: str) -> IdempotencyKey | None:
     """The merchant's intent of this kind under `key`, if a form with it was ever sent."""
     return db.session.scalar(sa.select(IdempotencyKey).where(*_of(merchant, kind, key)))

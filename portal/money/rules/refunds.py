@@ -182,6 +182,12 @@ def needs_owner_approval(
         return None
     if user.role is not Role.OWNER:
         return limits.Reason.TYPED_ADDRESS
+    return _within_reach(user, currency, amount)
+
+
+def _within_reach(user: User, currency: str, amount: Decimal) -> limits.Reason | None:
+    """Why an owner's refund waits for another owner (None: it does not); RefundRefused when
+    it is above the limits and no other owner could approve it."""
     reason = limits.check(user.merchant, currency, amount).reason
     if reason is not None and not limits.other_owners(user):
         raise RefundRefused(
@@ -236,6 +242,8 @@ def request(
                 f"At most {money_text(left.most, left.currency)} of this operation can be "
                 "refunded: the money counted less what its other refunds take."
             )
+        if address is None and user.role is Role.OWNER:
+            _within_reach(user, money.currency, amount)  # a claimed one above them will wait
         refund, token = _new(
             merchant, user, operation, number, money.currency, amount, address, email
         )
@@ -370,9 +378,10 @@ def _expire(refund: Refund) -> bool:
     return bool(changed)
 
 
-def claim(refund: Refund, address: str) -> bool:
+def claim(refund: Refund, address: str, *, held: bool = False) -> bool:
     """Give the refund the customer's address, once: True only for the one claim that did; a
-    second claim, a double click or a late one changes nothing."""
+    second claim, a double click or a late one changes nothing. A `held` one (above the
+    owners' limits) then awaits an approval instead of being sent."""
     won = rows_changed(
         sa.update(Refund)
         .where(
@@ -381,8 +390,8 @@ def claim(refund: Refund, address: str) -> bool:
             Refund.expires_at > utcnow(),
         )
         .values(
-            stage=RefundStage.READY,
-            state=IntentState.PENDING,
+            stage=RefundStage.AWAITING_APPROVAL if held else RefundStage.READY,
+            state=None if held else IntentState.PENDING,
             address=address,
             token_encrypted=None,
             claimed_at=utcnow(),

@@ -19,7 +19,14 @@ import sqlalchemy as sa
 from portal.database import decimal_sum, utcnow
 from portal.extensions import db
 from portal.identity.models import Merchant
-from portal.money.models import IntentState, LedgerEntry, WithdrawalIntent, WithdrawalLimit
+from portal.money.models import (
+    IdempotencyKey,
+    IntentKind,
+    IntentState,
+    LedgerEntry,
+    WithdrawalIntent,
+    WithdrawalLimit,
+)
 from portal.money.rules import ledger
 from portal.money.rules.balances import balance_of
 from portal.payments.models import MirroredOperation
@@ -79,10 +86,11 @@ def figures(merchant: Merchant, currency: str) -> WalletFigures:
 
 
 def withdrawn_today(merchant: Merchant, currency: str) -> Decimal:
-    """What left the wallet as withdrawals since 00:00 UTC: the ledger's withdrawals (made
-    anywhere, as the mirror saw them), and those the portal sent that no sync has booked yet
-    (so a second withdrawal right after a first one still counts it). Network fees are not in
-    it. Summed by the database."""
+    """What left the wallet since 00:00 UTC as withdrawals, refunds and vouchers (the owners'
+    daily limits count them all): the ledger's (made anywhere, as the mirror saw them), and
+    the withdrawals and vouchers the portal made that no sync has booked yet (so a second one
+    right after a first still counts it; a refund is booked as it is sent). Network fees and
+    returned vouchers are not in it."""
     midnight = utcnow().replace(hour=0, minute=0, second=0, microsecond=0)
     booked = sa.select(LedgerEntry.operation_id).where(
         LedgerEntry.merchant_id == merchant.id,
@@ -93,7 +101,7 @@ def withdrawn_today(merchant: Merchant, currency: str) -> Decimal:
         sa.select(decimal_sum(LedgerEntry.amount)).where(
             LedgerEntry.merchant_id == merchant.id,
             LedgerEntry.connection_generation == _generation(merchant),
-            LedgerEntry.kind == ledger.Kind.WITHDRAWAL,
+            LedgerEntry.kind.in_(LEAVING),
             LedgerEntry.currency == currency,
             LedgerEntry.occurred_at >= midnight,
         )
@@ -107,7 +115,44 @@ def withdrawn_today(merchant: Merchant, currency: str) -> Decimal:
             WithdrawalIntent.operation_id.not_in(booked),
         )
     )
-    return -Decimal(seen or 0) + Decimal(not_booked or 0)
+    return (
+        -Decimal(seen or 0)
+        + Decimal(not_booked or 0)
+        + _vouchers_not_booked(merchant, currency, midnight)
+    )
+
+
+# What the owners' daily limits count as money leaving a wallet.
+LEAVING = (ledger.Kind.WITHDRAWAL, ledger.Kind.REFUND, ledger.Kind.VOUCHER)
+
+
+def _vouchers_not_booked(merchant: Merchant, currency: str, since: datetime) -> Decimal:
+    """The vouchers the portal made since `since` that no sync booked yet (their amounts are in
+    the form's parameters, as text)."""
+    made = db.session.execute(
+        sa.select(IdempotencyKey.record_id, IdempotencyKey.parameters).where(
+            IdempotencyKey.merchant_id == merchant.id,
+            IdempotencyKey.kind == IntentKind.VOUCHER,
+            IdempotencyKey.state == IntentState.SENT,
+            IdempotencyKey.updated_at >= since,
+        )
+    ).all()
+    keys = [f"{ledger.Kind.VOUCHER.value}:{record_id}" for record_id, _asked in made]
+    booked = set(
+        db.session.scalars(
+            sa.select(LedgerEntry.key).where(
+                LedgerEntry.merchant_id == merchant.id, LedgerEntry.key.in_(keys)
+            )
+        )
+    )
+    return sum(
+        (
+            Decimal(str(asked["amount"]))
+            for key, (_id, asked) in zip(keys, made, strict=True)
+            if key not in booked and asked.get("currency") == currency
+        ),
+        ZERO,
+    )
 
 
 def daily_limit(merchant: Merchant, currency: str) -> Decimal | None:

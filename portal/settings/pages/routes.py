@@ -19,7 +19,7 @@ from portal.database import utcnow
 from portal.identity.models import Role, User
 from portal.identity.rules import accounts, audit, one_time_links, passkeys, two_factor
 from portal.live.rules import outbox
-from portal.money.rules import refunds
+from portal.money.rules import controls, refunds
 from portal.money.rules.reporting import Revalued, change_reporting_currency, choosable
 from portal.payments.rules.mirror_money import set_tolerance
 from portal.payments.rules.shops import save_settings
@@ -48,6 +48,7 @@ from portal.settings.rules.connection import (
 )
 from portal.web.access import roles
 from portal.web.api_errors import unless_unavailable
+from portal.web.controls import waits_words
 from portal.web.merchant import current_api
 from portal.web.rendering import page
 from portal.web.step_up import audit_refused, form_refused, step_up_refused
@@ -275,11 +276,12 @@ def users() -> Response:
     status = form_refused(form, _owner(), purpose="users")
     if status:
         return _users_page(status, form=form)
+    role = Role(form.role.data)
     try:
         user = accounts.add_user(
             current_user.merchant,
             form.email.data,
-            Role(form.role.data),
+            _role_now(role),
             form.password.data,
             chosen_by_other=True,
             by=_owner(),
@@ -291,7 +293,22 @@ def users() -> Response:
         return _users_page(422, form=form)
     audit.record("user.add", parameters={"email": user.email, "role": user.role.value})
     flash(f"{user.email} can now sign in as {user.role.label.lower()}.", "success")
+    _owner_asked(user, role)
     return redirect(url_for("settings.users"))
+
+
+def _role_now(role: Role) -> Role:
+    """The role a new user gets at once: an owner is an accountant (who reads, and moves no
+    money) until another owner approves, or the delay passed (`controls.make_owner`)."""
+    return Role.ACCOUNTANT if role is Role.OWNER else role
+
+
+def _owner_asked(user: User, role: Role) -> None:
+    """Ask for `user` to become an owner when that is the role chosen, saying how it goes on."""
+    if role is not Role.OWNER or user.role is Role.OWNER:
+        return
+    change = controls.make_owner(user, _owner())
+    flash(waits_words(change, f"{user.email} becomes an owner"), "info")
 
 
 @bp.route("/users/invite", methods=["POST"])
@@ -302,9 +319,10 @@ def invite_user() -> Response:
     status = 422 if not outbox.enabled() else form_refused(form, _owner(), purpose="users")
     if status:
         return _users_page(status, invite_form=form)
+    role = Role(form.role.data)
     try:
         user = one_time_links.invite(
-            current_user.merchant, form.email.data, Role(form.role.data), by=_owner()
+            current_user.merchant, form.email.data, _role_now(role), by=_owner()
         )
     except accounts.AccountError as refusal:
         error = refusal_sentence(refusal, current_user.merchant)
@@ -314,6 +332,7 @@ def invite_user() -> Response:
     parameters = {"email": user.email, "role": user.role.value, "invited": "yes"}
     audit.record("user.add", parameters=parameters)
     flash(f"An invitation is on its way to {user.email}; the link works for 7 days.", "success")
+    _owner_asked(user, role)
     return redirect(url_for("settings.users"))
 
 
@@ -413,6 +432,7 @@ def _users_page(
             passkey_for_approvals=merchant.require_passkey_for_approvals,
         ),
         users=users,
+        pending=controls.waiting(merchant),
         invited=one_time_links.invitation_expiries(user.id for user in users),
         now=utcnow(),
     )
@@ -435,9 +455,13 @@ def edit_user(user_id: int) -> Response:
     status = form_refused(form, _owner(), purpose="users")
     if status:
         return page("settings/edit_user.html", status, form=form, user=user)
+    role = Role(form.role.data)
     try:
         accounts.change_user(
-            user, by=current_user, role=Role(form.role.data), password=form.password.data
+            user,
+            by=current_user,
+            role=user.role if role is Role.OWNER else role,
+            password=form.password.data,
         )
     except accounts.AccountError as refusal:
         error = refusal_sentence(refusal, current_user.merchant)
@@ -455,6 +479,7 @@ def edit_user(user_id: int) -> Response:
         two_factor.disable(user, by=current_user)
         accounts.revoke_sessions(user)
     flash(f"The changes to {user.email} are saved.", "success")
+    _owner_asked(user, role)
     return redirect(url_for("settings.users"))
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from flask_wtf import FlaskForm
 from wtforms import StringField, SubmitField
-from wtforms.validators import InputRequired, Length
+from wtforms.validators import InputRequired, Length, NumberRange
 
 from portal.money.pages.withdrawals.forms import WalletField
-from portal.web.fields import AddressField, CodeField, strip
+from portal.web.fields import AddressField, AmountField, CodeField, strip
 
 
 class AddAddressForm(FlaskForm):
@@ -33,3 +33,18 @@ class ApproveAddressForm(FlaskForm):
 
     code = CodeField()
     submit = SubmitField("Approve now")
+
+
+class CoolingOffForm(FlaskForm):
+    """How long a new address waits; a shorter wait needs another owner (or 48 hours)."""
+
+    hours = AmountField(
+        "Cooling-off of new addresses, in hours",
+        zero=True,
+        validators=[
+            InputRequired("Enter the hours, 0 for none."),
+            NumberRange(max=8760, message="Enter at most 8760 hours (a year)."),
+        ],
+    )
+    code = CodeField()
+    save_cooling_off = SubmitField("Save cooling-off")

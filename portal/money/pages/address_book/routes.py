@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from flask import abort, flash, redirect, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
@@ -13,11 +15,13 @@ from portal.money.pages.address_book import bp
 from portal.money.pages.address_book.forms import (
     AddAddressForm,
     ApproveAddressForm,
+    CoolingOffForm,
     RemoveAddressForm,
 )
-from portal.money.rules import address_book
+from portal.money.rules import address_book, controls
 from portal.money.rules import limits as owner_limits
 from portal.web.access import roles
+from portal.web.controls import waits_words
 from portal.web.rendering import page
 from portal.web.step_up import form_refused
 
@@ -32,12 +36,16 @@ NO_SECOND_FACTOR = "Turn on two-factor sign-in or add a passkey under Account to
 def _page(status: int = 200, **forms: object) -> Response:
     forms.setdefault("add_form", AddAddressForm(formdata=None))
     forms.setdefault("approve_form", ApproveAddressForm(formdata=None))
+    hours = address_book.cooling_off(current_user.merchant).total_seconds() / 3600
+    shown = Decimal(str(hours)).normalize()
+    forms.setdefault("cooling_form", CoolingOffForm(formdata=None, hours=shown))
     return page(
         "address_book/index.html",
         status,
         entries=address_book.entries(current_user.merchant),
         remove_form=RemoveAddressForm(formdata=None),
-        cooling_hours=address_book.cooling_off().total_seconds() / 3600,
+        cooling_hours=hours,
+        pending=controls.waiting(current_user.merchant),
         now=utcnow(),
         **forms,
     )
@@ -113,4 +121,23 @@ def approve(entry_id: int) -> Response:
         flash(f"{entry.name} may be used now.", "success")
     else:
         flash(f"{entry.name} may be used already.", "info")
+    return redirect(url_for(".index"))
+
+
+@bp.post("/cooling-off")
+@roles(Role.OWNER)
+def cooling_off() -> Response:
+    """Set how long a new address waits, with a fresh second factor: longer at once, shorter
+    once another owner approves (or after 48 hours for a single owner)."""
+    form = CoolingOffForm()
+    user = current_user._get_current_object()
+    status = form_refused(form, user, purpose="cooling_off")
+    if status:
+        return _page(status, cooling_form=form)
+    hours = form.hours.entered
+    change = controls.change_cooling_off(user, hours)
+    if change is None:
+        flash(f"New addresses now wait {hours:f} hours.", "success")
+    else:
+        flash(waits_words(change, f"New addresses wait {hours:f} hours"), "info")
     return redirect(url_for(".index"))

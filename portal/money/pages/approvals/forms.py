@@ -21,3 +21,7 @@ class RejectForm(FlaskForm):
 
 class WithdrawRequestForm(FlaskForm):
     submit = SubmitField("Withdraw the request")
+
+
+class CancelChangeForm(FlaskForm):
+    submit = SubmitField("Cancel the change")

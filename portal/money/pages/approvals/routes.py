@@ -6,11 +6,16 @@ from flask import abort, flash, redirect, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from portal.identity.models import Role
-from portal.money.models import Approval
+from portal.identity.models import Role, User
+from portal.money.models import Approval, ControlChange
 from portal.money.pages.approvals import bp
-from portal.money.pages.approvals.forms import ApproveForm, RejectForm, WithdrawRequestForm
-from portal.money.rules import address_book, approvals, withdrawal_figures
+from portal.money.pages.approvals.forms import (
+    ApproveForm,
+    CancelChangeForm,
+    RejectForm,
+    WithdrawRequestForm,
+)
+from portal.money.rules import address_book, approvals, controls, withdrawal_figures
 from portal.money.rules import limits as owner_limits
 from portal.web.access import roles
 from portal.web.rendering import page
@@ -29,13 +34,22 @@ PASSKEY_ONLY = "The owners require a passkey for approvals: add one under Accoun
 @roles(Role.OWNER)
 def index() -> Response:
     """What waits for a decision, oldest first, each with its figures."""
+    return _index()
+
+
+def _index(status: int = 200, **forms: object) -> Response:
     merchant = current_user.merchant
+    forms.setdefault("approve_form", ApproveForm(formdata=None))
     return page(
         "approvals/index.html",
+        status,
         waiting=[
             (approval, _available(approval), _place(approval))
             for approval in approvals.waiting(merchant)
         ],
+        changes=controls.waiting(merchant),
+        cancel_form=CancelChangeForm(formdata=None),
+        **forms,
     )
 
 
@@ -93,21 +107,31 @@ def approve(approval_id: int) -> Response:
     """Another owner lets it go, with a fresh second factor; never the one who asked (403)."""
     approval = _approval(approval_id)
     form = ApproveForm()
-    user = current_user._get_current_object()
-    passkey_only = user.merchant.require_passkey_for_approvals
-    if approval.requested_by_id == user.id:
-        form.form_errors.append(OWN_REQUEST)
-        return _show(approval, 403, approve_form=form)
-    if owner_limits.held_owner(user, approval.requested_by):
-        form.form_errors.append(NEW_OWNER)
-        return _show(approval, 403, approve_form=form)
-    if not (user.passkeys if passkey_only else user.has_second_factor):
-        form.form_errors.append(PASSKEY_ONLY if passkey_only else NO_SECOND_FACTOR)
-        return _show(approval, 403, approve_form=form)
-    status = form_refused(form, user, purpose="approval", passkey_only=passkey_only)
+    status = _approval_refused(form, approval.requested_by_id, approval.requested_by)
     if status:
         return _show(approval, status, approve_form=form)
+    user = current_user._get_current_object()
     return _decided(approval, approvals.approve(approval, user), "Approved: sent in a moment.")
+
+
+def _approval_refused(
+    form: ApproveForm, requested_by_id: int | None, requester: User | None
+) -> int | None:
+    """The status refusing the current owner's approval of what `requester` asked for (the
+    reason on the form), or None: never the requester's own (403), nor an owner new or made
+    by them (403), nor without a fresh second factor."""
+    user = current_user._get_current_object()
+    passkey_only = user.merchant.require_passkey_for_approvals
+    if requested_by_id == user.id:
+        form.form_errors.append(OWN_REQUEST)
+        return 403
+    if owner_limits.held_owner(user, requester):
+        form.form_errors.append(NEW_OWNER)
+        return 403
+    if not (user.passkeys if passkey_only else user.has_second_factor):
+        form.form_errors.append(PASSKEY_ONLY if passkey_only else NO_SECOND_FACTOR)
+        return 403
+    return form_refused(form, user, purpose="approval", passkey_only=passkey_only)
 
 
 @bp.post("/<int:approval_id>/reject")
@@ -134,3 +158,43 @@ def withdraw(approval_id: int) -> Response:
         abort(403)
     won = approvals.withdraw(approval, current_user._get_current_object())
     return _decided(approval, won, "Your request was withdrawn: nothing will be sent.")
+
+
+def _change(change_id: int) -> ControlChange:
+    found = controls.find(current_user.merchant, change_id)
+    if found is None:
+        abort(404)
+    return found
+
+
+def _change_decided(won: bool, done: str) -> Response:
+    if won:
+        flash(done, "success")
+    else:
+        flash("This change no longer waits: it was decided, canceled or has expired.", "info")
+    return redirect(url_for(".index"))
+
+
+@bp.post("/changes/<int:change_id>/approve")
+@roles(Role.OWNER)
+def approve_change(change_id: int) -> Response:
+    """Another owner applies a relaxed control now, with a fresh second factor; never the one
+    who asked (403)."""
+    change = _change(change_id)
+    form = ApproveForm()
+    status = _approval_refused(form, change.requested_by_id, change.requested_by)
+    if status:
+        return _index(status, approve_form=form)
+    user = current_user._get_current_object()
+    return _change_decided(controls.approve(change, user), f"Approved: {change.after}.")
+
+
+@bp.post("/changes/<int:change_id>/cancel")
+@roles(Role.OWNER)
+def cancel_change(change_id: int) -> Response:
+    """Any owner keeps the control as it is (canceling relaxes nothing)."""
+    change = _change(change_id)
+    if not CancelChangeForm().validate_on_submit():
+        abort(400)
+    won = controls.cancel(change, current_user._get_current_object())
+    return _change_decided(won, f"Canceled: {change.before} stays.")

@@ -12,7 +12,7 @@ from werkzeug.wrappers import Response
 from portal.money.models import Refund
 from portal.money.pages.refund_claims import bp
 from portal.money.pages.refund_claims.forms import ClaimForm
-from portal.money.rules import refunds
+from portal.money.rules import approvals, refunds
 from portal.money.rules.currencies import address_shape
 from portal.web.access import public
 from portal.web.rendering import page
@@ -39,7 +39,7 @@ def claim(token: str) -> Response:
         return _page(refund, form)
     if not form.validate() or not _fits(form, refund.currency):
         return _page(refund, form, 422)
-    if refunds.claim(refund, form.address.data):
+    if approvals.claim_refund(refund, form.address.data):
         flash(gettext("Thank you: your refund will be sent to this address."), "success")
         return redirect(url_for(".claim", token=token), 303)
     return _page(refund, ClaimForm(formdata=None), 409, already=True)

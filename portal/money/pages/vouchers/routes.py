@@ -22,7 +22,8 @@ from portal.money.pages.vouchers.forms import (
     RevealCodeForm,
     VoucherFilters,
 )
-from portal.money.rules import vouchers
+from portal.money.rules import approvals, vouchers
+from portal.money.rules import limits as owner_limits
 from portal.money.rules.currencies import exchange_currencies
 from portal.reports.rules.csv_rows import VOUCHER_COLUMNS
 from portal.web.access import ALL_ROLES, roles
@@ -36,6 +37,14 @@ from portal.web.rendering import page, render_page
 from portal.web.step_up import form_refused, step_up_refused
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
+ALONE = (
+    "Not created: this voucher is above the owners' limits, so another owner must approve it, "
+    "and you are the only owner. Add a second owner or change the limits."
+)
+HELD = (
+    "The voucher is above the owners' limits: it waits for an owner other than you, and is "
+    "created once approved. Nothing was sent."
+)
 VOUCHER = IdempotentForm(
     IntentKind.VOUCHER,
     form_endpoint="vouchers.new",
@@ -128,9 +137,17 @@ def create() -> Response:
     try:
         refuse_used(VOUCHER, form.intent.data)  # a form sent before needs no new code
         user = current_user._get_current_object()
+        checked = owner_limits.check(user.merchant, currency, amount)
+        alone = checked.reason is not None and not owner_limits.other_owners(user)
+        if alone:  # before the code: none is used up
+            return page("vouchers/review.html", 422, form=form, error=ALONE)
         status = step_up_refused(form.code, user, purpose="voucher")
         if status:
             return page("vouchers/review.html", status, form=form)
+        if checked.reason is not None:
+            held = approvals.hold_voucher(user, form.intent.data, amount, currency, checked)
+            flash(HELD, "info")
+            return redirect(url_for("approvals.show", approval_id=held.id))
         parameters = {"amount": amount, "currency": currency}
         create = partial(current_api().create_voucher, amount, currency)
         voucher = send(VOUCHER, form.intent.data, parameters, create)

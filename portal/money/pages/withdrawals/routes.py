@@ -18,13 +18,14 @@ from portal.money.pages.withdrawals.forms import (
     WithdrawalForm,
     WithdrawalLimitForm,
 )
-from portal.money.rules import approvals, withdrawal_figures, withdrawals
+from portal.money.rules import approvals, controls, withdrawal_figures, withdrawals
 from portal.money.rules import limits as owner_limits
 from portal.money.rules.currencies import WITHDRAWAL_WALLETS, money
 from portal.reports.rules.csv_rows import WITHDRAWAL_COLUMNS
 from portal.web.access import roles
 from portal.web.address_book import not_in_book
 from portal.web.api_errors import Check, handle_api_error
+from portal.web.controls import waits_words
 from portal.web.exports import local_list_download
 from portal.web.lists import local_page
 from portal.web.merchant import current_api
@@ -109,7 +110,10 @@ def _form_page(status: int, form: WithdrawalForm, **shown: object) -> Response:
     wallets = {
         currency: withdrawal_figures.figures(merchant, currency) for currency in WITHDRAWAL_WALLETS
     }
-    return page("withdrawals/new.html", status, form=form, wallets=wallets, **shown)
+    pending = controls.waiting(merchant)
+    return page(
+        "withdrawals/new.html", status, form=form, wallets=wallets, pending=pending, **shown
+    )
 
 
 @bp.post("/limits")
@@ -122,8 +126,11 @@ def limits() -> Response:
     if status:
         return _form_page(status, WithdrawalForm(formdata=None), limit_form=form)
     wallet, limit = form.wallet.data, form.daily_limit.data
-    owner_limits.set_own_limits(current_user.merchant, wallet, form.per_withdrawal.data, limit)
-    if limit is None:
+    user = current_user._get_current_object()
+    change = controls.change_own_limits(user, wallet, form.per_withdrawal.data, limit)
+    if change is not None:
+        flash(waits_words(change, f"The {wallet} wallet's new limits apply"), "info")
+    elif limit is None:
         flash(f"The {wallet} wallet has no daily limit of its own now.", "success")
     else:
         flash(f"The {wallet} wallet's daily limit is now {money(limit, wallet)}.", "success")
@@ -139,8 +146,12 @@ def reporting_limits() -> Response:
     status = form_refused(form, user, purpose="withdrawal_limit")
     if status:
         return _form_page(status, WithdrawalForm(formdata=None), reporting_form=form)
-    owner_limits.set_limits(user.merchant, form.per_withdrawal.data, form.per_day.data)
-    flash(f"The limits in {user.merchant.reporting_currency} are saved.", "success")
+    change = controls.change_limits(user, form.per_withdrawal.data, form.per_day.data)
+    currency = user.merchant.reporting_currency
+    if change is None:
+        flash(f"The limits in {currency} are saved.", "success")
+    else:
+        flash(waits_words(change, f"The new limits in {currency} apply"), "info")
     return redirect(url_for("withdrawals.new"))
 
 

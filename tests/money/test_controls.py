@@ -1,0 +1,202 @@
+"""Controls no owner relaxes alone, against a real sandbox and SMTP server: raising a limit,
+making someone an owner and shortening the address book's cooling-off wait for another owner's
+approval, or 48 hours with a single owner (every owner mailed at once); tightening is at once."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+
+from tests.money.test_approvals import (
+    SECOND_OWNER,
+    audit_events,
+    second_owner,
+    send_approved,
+    sync,
+)
+from tests.support.money import ETH_ADDRESS, apply_due, intent_key, post, submit, text
+from tests.support.portal_app import MERCHANT, connected_portal, email
+from tests.support.smtp import text_of
+
+WITHDRAWAL = {"amount": "0.05", "wallet": "ETH", "address": ETH_ADDRESS}  # 150 USD
+
+
+@pytest.fixture
+def portal(tmp_path, sandbox, mail_server):
+    sandbox.set_prices(BTC="60000", ETH="3000")
+    with connected_portal(tmp_path, sandbox, SYNC_SECONDS=0, SMTP_URL=mail_server.url) as app:
+        sync(app)
+        yield app
+
+
+@pytest.fixture
+def owner(portal):
+    from tests.support.forms import signed_in
+
+    client = signed_in(portal, email("owner"))
+    assert set_limit(client, "100").status_code == 302  # from none: tighter, at once
+    return client
+
+
+def set_limit(client, per_withdrawal: str):
+    form = {"reporting-per_withdrawal": per_withdrawal, "reporting-per_day": ""}
+    return post(client, "/withdrawals/limits/reporting", form)
+
+
+def merchant_value(app, name: str):
+    from portal.identity.rules import accounts
+
+    with app.app_context():
+        return getattr(accounts.merchant_named(MERCHANT), name)
+
+
+def test_a_single_owner_raising_the_limit_waits_48_hours_and_every_owner_is_mailed(
+    portal, owner, mail_server
+):
+    from portal.live.rules import mail
+
+    raised = owner.get(set_limit(owner, "1000").headers["Location"])
+    assert "you are the only owner, so relaxing a control waits 48 hours" in text(raised)
+    assert post(owner, "/withdrawals/new", WITHDRAWAL).status_code == 422, "still 100 USD"
+    limits_page = text(owner.get("/withdrawals/new"))
+    assert "Waiting to take effect" in limits_page and "Cancel the change" in limits_page
+    waiting = text(owner.get("/approvals"))
+    assert "Approvals 1" in waiting
+    assert "per withdrawal 100.00 USD, per day none" in waiting
+    assert "per withdrawal 1,000.00 USD, per day none" in waiting
+    with portal.app_context():
+        mail.send_due()
+    told = [m for m in mail_server.messages if "A control is relaxed" in m["Subject"]]
+    assert [m["To"] for m in told] == [email("owner")]
+    assert "takes effect on" in text_of(told[0])
+
+    assert apply_due(portal, timedelta(hours=47)) == 0
+    assert merchant_value(portal, "limit_per_withdrawal") == 100
+    assert apply_due(portal, timedelta(hours=48, minutes=1)) == 1
+    assert merchant_value(portal, "limit_per_withdrawal") == 1000
+    assert post(owner, "/withdrawals/new", WITHDRAWAL).status_code == 302
+    assert apply_due(portal, timedelta(hours=49)) == 0, "applied once"
+
+    assert set_limit(owner, "50").status_code == 302
+    assert merchant_value(portal, "limit_per_withdrawal") == 50, "tighter: at once"
+
+
+def test_removing_a_currencys_own_limit_waits_and_any_owner_cancels_it(portal, owner):
+    from portal.identity.rules import accounts
+    from portal.money.rules import controls, limits
+
+    own = {"limit-wallet": "ETH", "limit-per_withdrawal": "0.01", "limit-daily_limit": ""}
+    assert post(owner, "/withdrawals/limits", own).status_code == 302
+    cleared = {**own, "limit-per_withdrawal": ""}
+    assert post(owner, "/withdrawals/limits", cleared).status_code == 302
+    with portal.app_context():
+        found = limits.own_limits(accounts.merchant_named(MERCHANT), "ETH")
+        assert found is not None and found.per_withdrawal == Decimal("0.01")
+        change = controls.waiting(accounts.merchant_named(MERCHANT))[0]
+    cancel = post(owner, f"/approvals/changes/{change.id}/cancel")
+    assert cancel.status_code == 302
+    assert "Nothing waits for an approval" in text(owner.get("/approvals"))
+    assert apply_due(portal, timedelta(hours=49)) == 0
+
+
+def test_with_two_owners_raising_the_limit_waits_for_the_other_owners_approval(
+    portal, owner, monkeypatch
+):
+    second = second_owner(portal, monkeypatch)
+    raised = owner.get(set_limit(owner, "1000").headers["Location"])
+    assert "once an owner other than you approves it under Approvals" in text(raised)
+    assert apply_due(portal, timedelta(days=3)) == 0, "no delay stands in for the other owner"
+    page = second.client.get("/approvals").get_data(as_text=True)
+    change = page.split('action="/approvals/changes/')[1].split("/")[0]
+    approve = f"/approvals/changes/{change}/approve"
+
+    own = post(owner, approve)
+    assert own.status_code == 403 and "an owner other than you must approve it" in text(own)
+    second.clock.advance()
+    assert post(second.client, approve, {"code": second.clock.code(second.secret)}).status_code
+    assert merchant_value(portal, "limit_per_withdrawal") == 1000
+    approved = audit_events(portal, "control.approve")
+    assert approved[-1]["requested_by"] == email("owner")
+    assert approved[-1]["decided_by"] == SECOND_OWNER
+
+
+def test_adding_an_owner_needs_another_owners_approval(portal, owner, monkeypatch):
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts
+
+    second = second_owner(portal, monkeypatch)
+    new = {"email": "partner@acme.test", "role": "owner", "password": "a long password 1"}
+    added = owner.get(post(owner, "/settings/users", new).headers["Location"])
+    assert "partner@acme.test becomes an owner once an owner other than you" in text(added)
+    assert "partner@acme.test: accountant → partner@acme.test: owner" in text(added)
+    with portal.app_context():
+        assert accounts.find_user("partner@acme.test").role is Role.ACCOUNTANT
+    waiting = text(second.client.get("/approvals"))
+    assert "partner@acme.test: accountant" in waiting and "partner@acme.test: owner" in waiting
+    change = second.client.get("/approvals").get_data(as_text=True)
+    change_id = change.split('action="/approvals/changes/')[1].split("/")[0]
+    second.clock.advance()
+    code = {"code": second.clock.code(second.secret)}
+    assert post(second.client, f"/approvals/changes/{change_id}/approve", code).status_code == 302
+    with portal.app_context():
+        made = accounts.find_user("partner@acme.test")
+        assert made.role is Role.OWNER and made.owner_since is not None
+        assert made.owner_by_id == accounts.find_user(email("owner")).id
+
+
+def test_a_shorter_cooling_off_waits_a_longer_one_is_at_once(portal, owner):
+    longer = post(owner, "/address-book/cooling-off", {"hours": "24"})
+    assert longer.status_code == 302
+    assert merchant_value(portal, "address_cooling_off_hours") == 24
+    assert "may be used 24 hours after it was added" in text(owner.get("/address-book"))
+    assert post(owner, "/address-book/cooling-off", {"hours": "0"}).status_code == 302
+    assert merchant_value(portal, "address_cooling_off_hours") == 24
+    assert "Cooling-off of new addresses: 0 hours" in text(owner.get("/approvals"))
+    assert "Cooling-off of new addresses: 0 hours" in text(owner.get("/address-book"))
+    assert apply_due(portal, timedelta(hours=48, minutes=1)) == 1
+    assert merchant_value(portal, "address_cooling_off_hours") == 0
+
+
+def test_the_daily_limit_counts_the_vouchers_made_today(portal, owner):
+    own = {"limit-wallet": "ETH", "limit-per_withdrawal": "", "limit-daily_limit": "0.05"}
+    assert post(owner, "/withdrawals/limits", own).status_code == 302
+    made = submit(owner, "/vouchers/new", {"amount": "0.03", "currency": "ETH"})
+    assert made.status_code == 302, text(made)
+    refused = post(owner, "/withdrawals/new", {**WITHDRAWAL, "amount": "0.03"})
+    assert refused.status_code == 422, "0.03 ETH left as a voucher today: 0.03 more is over 0.05"
+    assert post(owner, "/withdrawals/new", {**WITHDRAWAL, "amount": "0.01"}).status_code == 302
+
+
+def test_a_voucher_above_the_limit_is_created_once_after_another_owner_approves(
+    portal, owner, sandbox, monkeypatch
+):
+    second = second_owner(portal, monkeypatch)
+    made_before = sandbox.requests_received("POST", "/vouchers")
+    form = {"amount": "0.05", "currency": "ETH", "intent": intent_key(owner, "/vouchers/new")}
+    held = post(owner, "/vouchers/new", form)
+    assert held.status_code == 302 and held.location.startswith("/approvals/")
+    assert post(owner, "/vouchers/new", form).location == held.location, "the same form"
+    assert send_approved(portal) == 0
+    assert sandbox.requests_received("POST", "/vouchers") == made_before
+    page = text(second.client.get(held.location))
+    assert "Amount 0.05 ETH Value in USD when asked 150" in page
+    assert post(owner, held.location + "/approve").status_code == 403
+
+    second.clock.advance()
+    code = {"code": second.clock.code(second.secret)}
+    assert post(second.client, held.location + "/approve", code).status_code == 302
+    assert send_approved(portal) == 1
+    assert send_approved(portal) == 0
+    assert sandbox.requests_received("POST", "/vouchers") == made_before + 1
+    assert "Voucher" in text(second.client.get(held.location))
+    assert audit_events(portal, "voucher.create")[-1]["decided_by"] == SECOND_OWNER
+
+
+def test_a_single_owner_is_refused_a_voucher_above_the_limit(portal, owner, sandbox):
+    made_before = sandbox.requests_received("POST", "/vouchers")
+    refused = submit(owner, "/vouchers/new", {"amount": "0.05", "currency": "ETH"})
+    assert refused.status_code == 422
+    assert "you are the only owner" in text(refused)
+    assert sandbox.requests_received("POST", "/vouchers") == made_before
