@@ -40,7 +40,10 @@ def claim(token: str) -> Response:
     if not form.validate() or not _fits(form, refund.currency):
         return _page(refund, form, 422)
     if approvals.claim_refund(refund, form.address.data):
-        flash(gettext("Thank you: your refund will be sent to this address."), "success")
+        flash(
+            gettext("Thank you: we have your address. Below is where your refund stands."),
+            "success",
+        )
         return redirect(url_for(".claim", token=token), 303)
     return _page(refund, ClaimForm(formdata=None), 409, already=True)
 
