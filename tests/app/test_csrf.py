@@ -22,6 +22,7 @@ from tests.support.forms import PASSWORD, csrf_token
 from tests.support.forms import signed_in as signed_in_client
 from tests.support.hostile_portal import held_approval
 from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, ETH_ADDRESS, in_book, intent_key
+from tests.support.sandbox_server import free_port
 from tests.support.two_factor import SETUP_KEY
 
 # Every state-changing route of url_map, three ways, as a form and as htmx.
@@ -93,6 +94,20 @@ def _as(hostile, visitor: str, url: str, data: dict | None = None) -> Case:
     if visitor == "anonymous":
         return Case(hostile.app.test_client(), url, data or {}, anonymous=True)
     return Case(hostile.fresh_client(visitor), url, data or {})
+
+
+def _spare_endpoint(hostile) -> int:
+    """A webhook endpoint of its own to switch off: the merchant's first stays on, for the
+    cases that send it a test event whichever case ran before."""
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.live.rules import webhooks
+
+    with hostile.app.app_context():
+        url = f"http://127.0.0.1:{free_port()}/spare"
+        spare = webhooks.add_endpoint(accounts.merchant_named("Acme"), url, ["operation.confirmed"])
+        db.session.commit()
+        return spare.id
 
 
 def _form(hostile, visitor: str, url: str, data: dict) -> Case:
@@ -440,7 +455,9 @@ VALID: dict[str, Callable[..., Case]] = {
     "settings.notifications_secret": lambda w: _as(
         w, "owner", "/settings/notifications/secret", {"password": PASSWORD}
     ),
-    "settings.notifications_switch": lambda w: _as(w, "owner", "/settings/notifications/switch"),
+    "settings.notifications_switch": lambda w: _as(
+        w, "owner", f"/settings/notifications/switch?endpoint_id={_spare_endpoint(w)}"
+    ),
     "settings.notifications_replay": lambda w: _as(
         w,
         "owner",

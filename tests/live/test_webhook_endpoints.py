@@ -130,6 +130,24 @@ def test_an_endpoint_answering_410_is_switched_off_its_owners_mailed_and_it_can_
     assert sorted(shop.event_ids()) == sorted([gone, gone, waiting]), "both went, once each"
 
 
+def test_an_endpoint_switched_off_is_sent_no_test_event_and_the_page_says_why(app, owner, shop):
+    configure(owner, shop.url, "operation.confirmed")
+    (endpoint,) = endpoint_ids(app)
+    assert post(owner, "switch", endpoint).status_code == 302
+
+    refused = owner.post(
+        f"{PAGE}/test?endpoint_id={endpoint}",
+        data={"csrf_token": csrf_token(owner, PAGE)},
+        follow_redirects=True,
+    )
+
+    assert "This endpoint is off: switch it on to send it a test event." in refused.get_data(
+        as_text=True
+    )
+    deliver(app)
+    assert shop.event_ids() == [], "nothing queued, so nothing sent"
+
+
 def test_the_log_shows_what_was_sent_signatures_masked_and_the_answer_s_first_4_kb(
     app, owner, shop
 ):

@@ -5,9 +5,11 @@ Everything that mails someone adds a message here; `portal.live.rules.mail` send
 
 from __future__ import annotations
 
+import sqlalchemy as sa
 from flask import current_app
 
 from portal.extensions import db
+from portal.identity.models import Role, User
 from portal.identity.rules.accounts import looks_like_email
 from portal.live.models import MailMessage
 
@@ -59,3 +61,15 @@ def queue(
         )
     )
     return True
+
+
+def queue_to_owners(merchant_id: int, subject: str, body: str) -> None:
+    """The same message to each owner of the merchant, for what every owner must know of (a
+    control, an address or an endpoint changed); the caller commits. Nothing without e-mail."""
+    if not enabled():
+        return
+    owners = db.session.scalars(
+        sa.select(User).where(User.merchant_id == merchant_id, User.role == Role.OWNER)
+    )
+    for owner in owners:
+        queue(owner.email, subject, body, user_id=owner.id)

@@ -44,7 +44,7 @@ from portal.api.deadline import DeadlinePassed, within
 from portal.api.session import PortalSession, WatchedAdapter, pinned_to
 from portal.database import iso_utc
 from portal.extensions import db, rows_changed
-from portal.identity.models import Merchant, Role, User
+from portal.identity.models import Merchant
 from portal.identity.rules import attempts
 from portal.live.models import (
     DeliveryState,
@@ -326,8 +326,8 @@ def rotate_legacy_secrets() -> int:
     for endpoint in _each_taken(WebhookEndpoint, legacy, {"legacy_secret": False}):
         _replace_secret(endpoint)
         until = endpoint.previous_secret_until
-        _mail_owners(
-            endpoint,
+        outbox.queue_to_owners(
+            endpoint.merchant_id,
             "Your webhook signing secret was replaced",
             f"The portal replaced the signing secret of the webhook endpoint {endpoint.url}: "
             "the new one has the form every Standard Webhooks library loads "
@@ -363,15 +363,6 @@ def _each_taken(
             yield row
         else:
             db.session.rollback()
-
-
-def _mail_owners(endpoint: WebhookEndpoint, subject: str, body: str) -> None:
-    """Queue a mail about the endpoint to each owner of its merchant; the caller commits."""
-    owners = db.session.scalars(
-        sa.select(User).where(User.merchant_id == endpoint.merchant_id, User.role == Role.OWNER)
-    )
-    for owner in owners:
-        outbox.queue(owner.email, subject, body, user_id=owner.id)
 
 
 def previous_signs_until(endpoint: WebhookEndpoint, now: datetime | None = None) -> datetime | None:
@@ -683,8 +674,8 @@ def _switch_off_gone(endpoint: WebhookEndpoint) -> None:
     (its deliveries wait, as those of an endpoint switched off by hand); the owners are
     mailed. The caller commits."""
     endpoint.enabled = False
-    _mail_owners(
-        endpoint,
+    outbox.queue_to_owners(
+        endpoint.merchant_id,
         "A webhook endpoint was switched off",
         f"The webhook endpoint {endpoint.url} answered 410 Gone, so the portal stopped sending "
         "it events. Its deliveries wait; switch it on again in Settings → Notifications once "

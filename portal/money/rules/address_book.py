@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from portal.database import utcnow
 from portal.extensions import db, rows_changed
-from portal.identity.models import Merchant, Role, User
+from portal.identity.models import Merchant, User
 from portal.identity.rules import audit
 from portal.live.rules import outbox
 from portal.money.models import BookAddress
@@ -104,8 +104,8 @@ def add(user: User, currency: str, address: str, name: str) -> BookAddress:
         db.session.rollback()
         raise AddressRefused(f"This {currency} address is in the address book already.") from None
     audit.record("address_book.add", parameters=_described(entry))
-    _mail_owners(
-        user,
+    outbox.queue_to_owners(
+        user.merchant_id,
         f"{_article(currency)} {currency} address was added to the address book",
         f"{user.email} added the {currency} address {address} ({name}). Money may go to it "
         f"from {entry.usable_from:%Y-%m-%d %H:%M} UTC, or earlier if another owner approves "
@@ -120,8 +120,8 @@ def remove(entry: BookAddress, user: User) -> None:
     described = _described(entry)
     db.session.delete(entry)
     audit.record("address_book.remove", parameters=described)
-    _mail_owners(
-        user,
+    outbox.queue_to_owners(
+        user.merchant_id,
         f"{_article(entry.currency)} {entry.currency} address was removed from the address book",
         f"{user.email} removed the {entry.currency} address {entry.address} ({entry.name}).\n",
     )
@@ -157,11 +157,3 @@ def _described(entry: BookAddress) -> dict[str, object]:
         "name": entry.name,
         "usable_from": entry.usable_from.isoformat(),
     }
-
-
-def _mail_owners(user: User, subject: str, body: str) -> None:
-    if not outbox.enabled():
-        return
-    for owner in user.merchant.users:
-        if owner.role is Role.OWNER:
-            outbox.queue(owner.email, subject, body, user_id=owner.id)

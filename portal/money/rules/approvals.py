@@ -31,6 +31,7 @@ from portal.money.models import (
     Approval,
     ApprovalKind,
     ApprovalState,
+    ControlChange,
     IdempotencyKey,
     IntentKind,
     IntentState,
@@ -146,7 +147,7 @@ def _new(
 def _ask(approval: Approval, requester: User) -> None:
     db.session.add(approval)
     db.session.flush()
-    _counted(approval.merchant_id, 1)
+    count_waiting(approval.merchant_id, 1)
     audit.record("approval.request", parameters=_described(approval, requester))
     _mail_owners(approval, requester)
     db.session.commit()
@@ -183,14 +184,41 @@ def count(merchant: Merchant) -> int:
     return merchant.approvals_waiting
 
 
-def _counted(merchant_id: int, change: int) -> None:
-    """Move the merchant's count of waiting approvals, in the caller's transaction."""
+def count_waiting(merchant_id: int, change: int) -> None:
+    """Move the merchant's count of requests waiting on `/approvals` (money here, controls in
+    `portal.money.rules.controls`), in the caller's transaction."""
     db.session.execute(
         sa.update(Merchant)
         .where(Merchant.id == merchant_id)
         .values(approvals_waiting=Merchant.approvals_waiting + change)
         .execution_options(synchronize_session=False)
     )
+
+
+def decided_once(
+    request: Approval | ControlChange,
+    state: ApprovalState,
+    decider: User | None,
+    moment: datetime,
+    *,
+    unless_expired: bool = True,
+) -> bool:
+    """Move a waiting request to `state` by one conditional update, so that of two decisions at
+    the same instant one wins (with `unless_expired`, none once it expired); the count follows,
+    in the caller's transaction. Whether this one won."""
+    model = type(request)
+    still_waiting = [model.id == request.id, model.state == ApprovalState.WAITING]
+    if unless_expired:
+        still_waiting.append(model.expires_at > moment)
+    won = rows_changed(
+        sa.update(model)
+        .where(*still_waiting)
+        .values(state=state, decided_by_id=decider.id if decider else None, decided_at=moment)
+        .execution_options(synchronize_session=False)
+    )
+    if won:
+        count_waiting(request.merchant_id, -1)
+    return bool(won)
 
 
 def approve(approval: Approval, owner: User) -> bool:
@@ -213,18 +241,7 @@ def withdraw(approval: Approval, requester: User) -> bool:
 
 def _decide(approval: Approval, user: User, state: ApprovalState, action: str) -> bool:
     assert state is ApprovalState.WITHDRAWN or approval.requested_by_id != user.id
-    won = rows_changed(
-        sa.update(Approval)
-        .where(
-            Approval.id == approval.id,
-            Approval.state == ApprovalState.WAITING,
-            Approval.expires_at > utcnow(),
-        )
-        .values(state=state, decided_by_id=user.id, decided_at=utcnow())
-        .execution_options(synchronize_session=False)
-    )
-    if won:
-        _counted(approval.merchant_id, -1)
+    won = decided_once(approval, state, user, utcnow())
     db.session.commit()
     db.session.refresh(approval)
     if won:
@@ -339,14 +356,7 @@ def expire_due(now: datetime | None = None) -> int:
             Approval.state == ApprovalState.WAITING, Approval.expires_at <= moment
         )
     ).all():
-        won = rows_changed(
-            sa.update(Approval)
-            .where(Approval.id == approval.id, Approval.state == ApprovalState.WAITING)
-            .values(state=ApprovalState.EXPIRED, decided_at=moment)
-            .execution_options(synchronize_session=False)
-        )
-        if won:
-            _counted(approval.merchant_id, -1)
+        if decided_once(approval, ApprovalState.EXPIRED, None, moment, unless_expired=False):
             expired += 1
             db.session.refresh(approval)
             if approval.refund is not None:

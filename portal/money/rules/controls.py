@@ -17,13 +17,12 @@ from decimal import Decimal
 import sqlalchemy as sa
 
 from portal.database import utcnow
-from portal.extensions import db, rows_changed
+from portal.extensions import db
 from portal.identity.models import Merchant, Role, User
 from portal.identity.rules import audit
 from portal.live.rules import outbox
 from portal.money.models import ApprovalState, ControlChange, ControlKind
-from portal.money.rules import address_book, limits
-from portal.money.rules.approvals import EXPIRES_AFTER
+from portal.money.rules import address_book, approvals, limits
 from portal.money.rules.currencies import money
 
 # A relaxed control with no other owner to approve it takes effect this long after it was asked.
@@ -135,13 +134,13 @@ def _ask(user: User, change: ControlChange) -> ControlChange:
     change.requested_by_id = user.id
     change.state = ApprovalState.WAITING
     change.created_at = now
-    change.expires_at = now + EXPIRES_AFTER
+    change.expires_at = now + approvals.EXPIRES_AFTER
     alone = not limits.other_owners(user)
     if alone:
         change.due_at = now + DELAY
     db.session.add(change)
     db.session.flush()
-    _counted(user.merchant_id, 1)
+    approvals.count_waiting(user.merchant_id, 1)
     audit.record("control.request", parameters=_described(change))
     link = outbox.portal_link("/approvals")
     if alone:
@@ -154,22 +153,13 @@ def _ask(user: User, change: ControlChange) -> ControlChange:
             "It takes effect once an owner other than the one who asked approves it; "
             f"approve, reject or cancel it here:\n{link}\n"
         )
-    _mail_owners(
-        user.merchant,
+    outbox.queue_to_owners(
+        user.merchant_id,
         f"A control is relaxed: {change.after}",
         f"{user.email} asks to change {change.before} to {change.after}. {ending}",
     )
     db.session.commit()
     return change
-
-
-def _counted(merchant_id: int, change: int) -> None:
-    db.session.execute(
-        sa.update(Merchant)
-        .where(Merchant.id == merchant_id)
-        .values(approvals_waiting=Merchant.approvals_waiting + change)
-        .execution_options(synchronize_session=False)
-    )
 
 
 def waiting(merchant: Merchant) -> list[ControlChange]:
@@ -215,19 +205,7 @@ def _decide(
     action: str,
     now: datetime | None = None,
 ) -> bool:
-    moment = now or utcnow()
-    won = rows_changed(
-        sa.update(ControlChange)
-        .where(
-            ControlChange.id == change.id,
-            ControlChange.state == ApprovalState.WAITING,
-            ControlChange.expires_at > moment,
-        )
-        .values(state=state, decided_by_id=user.id if user else None, decided_at=moment)
-        .execution_options(synchronize_session=False)
-    )
-    if won:
-        _counted(change.merchant_id, -1)
+    won = approvals.decided_once(change, state, user, now or utcnow())
     db.session.commit()
     db.session.refresh(change)
     if won:
@@ -259,7 +237,7 @@ def _apply(change: ControlChange) -> None:
 
 def apply_due(now: datetime | None = None) -> int:
     """The worker's pass: apply each change whose delay passed, expire each undecided one
-    older than `EXPIRES_AFTER`; how many were applied."""
+    older than `approvals.EXPIRES_AFTER`; how many were applied."""
     moment = now or utcnow()
     applied = 0
     due = db.session.scalars(
@@ -279,14 +257,7 @@ def apply_due(now: datetime | None = None) -> int:
         )
     ).all()
     for change in stale:
-        won = rows_changed(
-            sa.update(ControlChange)
-            .where(ControlChange.id == change.id, ControlChange.state == ApprovalState.WAITING)
-            .values(state=ApprovalState.EXPIRED, decided_at=moment)
-            .execution_options(synchronize_session=False)
-        )
-        if won:
-            _counted(change.merchant_id, -1)
+        approvals.decided_once(change, ApprovalState.EXPIRED, None, moment, unless_expired=False)
         db.session.commit()
     return applied
 
@@ -305,11 +276,3 @@ def _described(change: ControlChange, decider: User | None = None) -> dict[str, 
     if decider is not None:
         described["decided_by"] = decider.email
     return described
-
-
-def _mail_owners(merchant: Merchant, subject: str, body: str) -> None:
-    if not outbox.enabled():
-        return
-    for owner in merchant.users:
-        if owner.role is Role.OWNER:
-            outbox.queue(owner.email, subject, body, user_id=owner.id)

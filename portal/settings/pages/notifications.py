@@ -294,7 +294,12 @@ def notifications_test() -> Response:
     never waits for the shop. (A bare button: the CSRF token is checked before any view.)"""
     endpoint = _chosen()
     if endpoint is None or not endpoint.enabled:
-        flash("Save a webhook URL first.", "error")
+        flash(
+            "Save a webhook URL first."
+            if endpoint is None
+            else "This endpoint is off: switch it on to send it a test event.",
+            "error",
+        )
         return _back(endpoint)
     try:
         delivery = webhooks.send_test_event(endpoint)
