@@ -73,22 +73,20 @@ def _sideways(page: Page) -> int:
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
 @pytest.mark.parametrize("visitor", [Role.OWNER, None], ids=["owner", "signed-out"])
 def test_every_page_is_accessible_and_fits_the_screen(
-    browser: Browser, seeded_portal: PortalServer, viewport: dict, visitor: Role | None
+    browser: Browser, seeded_portal: PortalServer, visitor: Role | None
 ) -> None:
     """Every page of every registered feature that the owner (or someone signed out) may
-    open, as tests/support/walks.py computes them; a record's page through a link to it."""
+    open, as tests/support/walks.py computes them; a record's page through a link to it. Each
+    page is opened once and checked at a desktop's width, then at a phone's."""
 
     def check(page: Page) -> None:
         expect(page.locator("main h1")).to_be_visible()
-        assert_accessible(page)
-        assert _sideways(page) == 0, f"{page.url} scrolls sideways at {viewport['width']} px"
-        assert layout_problems(page) == [], f"{page.url} at {viewport['width']} px"
+        _fits_both_widths(page, accessible=True)
 
     app = walks.site()
-    with _page(browser, seeded_portal, viewport) as page:
+    with _page(browser, seeded_portal, DESKTOP) as page:
         if visitor is not None:
             sign_in_as(page, OWNER)
         unreached = walks.walk(page, app, walks.pages(app, visitor), check)
@@ -181,11 +179,15 @@ def _lost(page: Page, sandbox: SandboxServer, button: str, part: str = "main") -
     expect(page.get_by_role("heading", name="Outcome unknown")).to_be_visible()
 
 
-def _fits_both_widths(page: Page) -> None:
-    """The page as laid out at either width: whole, and no wider than the screen."""
+def _fits_both_widths(page: Page, *, accessible: bool = False) -> None:
+    """The page as laid out at either width: whole, no wider than the screen, and, if asked,
+    with no serious accessibility violation (what axe finds changes with the width: the menu
+    folds on a phone)."""
     expect(page.locator("main h1").first).to_be_visible()
     for viewport in (DESKTOP, PHONE):
         page.set_viewport_size(viewport)
+        if accessible:
+            assert_accessible(page)
         assert _sideways(page) == 0, f"{page.url} scrolls sideways at {viewport['width']} px"
         assert layout_problems(page) == [], f"{page.url} at {viewport['width']} px"
     page.set_viewport_size(DESKTOP)
