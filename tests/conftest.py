@@ -5,12 +5,14 @@ from __future__ import annotations
 import gc
 import os
 import uuid
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from cryptography.fernet import Fernet
+from flask import Flask
 
 from tests.support import factories
 from tests.support.databases import TEST_PASSWORD_HASH_METHOD, postgres_schema
@@ -125,12 +127,16 @@ def portal_config(tmp_path) -> dict:
 
 
 @pytest.fixture
-def app(portal_config):
-    """The portal with its schema made by the migrations."""
+def app(request, portal_config):
+    """The portal with its schema made by the migrations, and the users of `accounts` when the
+    test uses them (stored with the schema: see `tests/support/databases.py`)."""
     from portal import create_app
     from portal.extensions import db
 
-    application = ready_portal(create_app(portal_config))
+    with_accounts = "accounts" in request.fixturenames
+    application = ready_portal(create_app(portal_config), with_accounts=with_accounts)
+    if with_accounts:
+        _APPS_WITH_ACCOUNTS.add(application)
     yield application
     with application.app_context():
         db.engine.dispose()
@@ -146,26 +152,15 @@ def runner(app):
     return app.test_cli_runner()
 
 
-@dataclass
-class Accounts:
-    """Two merchants: Acme with one user per role, and Other with an owner."""
-
-    owner: str = "owner@acme.test"
-    operator: str = "operator@acme.test"
-    accountant: str = "accountant@acme.test"
-    other_owner: str = "owner@other.test"
-
-    def by_role(self, role: str) -> str:
-        return getattr(self, role)
+# The applications `app` made with the users of `accounts` already stored.
+_APPS_WITH_ACCOUNTS: weakref.WeakSet[Flask] = weakref.WeakSet()
 
 
 @pytest.fixture
-def accounts(app) -> Accounts:
-    made = Accounts()
-    for role in ("owner", "operator", "accountant"):
-        factories.user(app, made.by_role(role), role)
-    factories.user(app, made.other_owner, "owner", merchant="Other")
-    return made
+def accounts(app) -> factories.Accounts:
+    """Acme's users, one per role, and Other's owner (`tests/support/factories.py`); stored by
+    `app` when the test named this fixture, by the factory when it asked for it on the way."""
+    return factories.Accounts() if app in _APPS_WITH_ACCOUNTS else factories.accounts(app)
 
 
 @pytest.fixture

@@ -26,44 +26,58 @@ SQLITE = "sqlite:///"
 
 
 @functools.cache
-def _migrated_template() -> Path:
-    """A SQLite file made by the migrations, once per process (per xdist worker)."""
+def _template(*, with_accounts: bool) -> Path:
+    """A SQLite file made by the migrations, once per process (per xdist worker); with the
+    users of `factories.Accounts` stored too, for the many tests that sign them in (storing
+    them took most of such a test's set-up)."""
     from portal import create_app, schema
     from portal.extensions import db
+    from tests.support import factories
 
     folder = tempfile.TemporaryDirectory(
         prefix="portal-migrated-", dir=os.environ.get("PYTEST_DEBUG_TEMPROOT")
     )
     atexit.register(folder.cleanup)
     template = Path(folder.name) / "migrated.sqlite3"
+    if with_accounts:
+        shutil.copyfile(_template(with_accounts=False), template)
     app = create_app(
         {
             "TESTING": True,
             "SECRET_KEY": "template",
             "TOKEN_KEYS": Fernet.generate_key().decode(),
             "DATABASE_URL": f"{SQLITE}{template}",
+            "PASSWORD_HASH_METHOD": TEST_PASSWORD_HASH_METHOD,
         }
     )
+    if with_accounts:
+        factories.accounts(app)
+    else:
+        with app.app_context():
+            schema.upgrade()
     with app.app_context():
-        schema.upgrade()
         db.engine.dispose()
     return template
 
 
-def migrated(app: Flask) -> Flask:
+def migrated(app: Flask, *, with_accounts: bool = False) -> Flask:
     """Give `app` the schema of the migrations: a copy of the migrated file for a SQLite file not
-    made yet, the migrations themselves for any other database. Flask-Migrate is bound to it,
-    as `flask db` and the commands bind it, for the tests that migrate it themselves."""
+    made yet, the migrations themselves for any other database; and, if asked, the users of
+    `factories.Accounts`. Flask-Migrate is bound to it, as `flask db` and the commands bind it,
+    for the tests that migrate it themselves."""
     from portal import schema
+    from tests.support import factories
 
     schema.bind(app)
     url = app.config["SQLALCHEMY_DATABASE_URI"]
     path = Path(url.removeprefix(SQLITE))
     if url.startswith(SQLITE) and not path.exists():
-        shutil.copyfile(_migrated_template(), path)
-    else:
-        with app.app_context():
-            schema.upgrade()
+        shutil.copyfile(_template(with_accounts=with_accounts), path)
+        return app
+    with app.app_context():
+        schema.upgrade()
+    if with_accounts:
+        factories.accounts(app)
     return app
 
 

@@ -11,6 +11,7 @@ are made here on purpose, bypassing the rules.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import NamedTuple
@@ -32,6 +33,28 @@ def _stored(row) -> int:
     db.session.add(row)
     db.session.commit()
     return row.id
+
+
+@dataclass(frozen=True)
+class Accounts:
+    """Two merchants: Acme with one user per role, and Other with an owner."""
+
+    owner: str = "owner@acme.test"
+    operator: str = "operator@acme.test"
+    accountant: str = "accountant@acme.test"
+    other_owner: str = "owner@other.test"
+
+    def by_role(self, role: str) -> str:
+        return getattr(self, role)
+
+
+def accounts(app: Flask) -> Accounts:
+    """The users of `Accounts`, stored."""
+    made = Accounts()
+    for role in ("owner", "operator", "accountant"):
+        user(app, made.by_role(role), role)
+    user(app, made.other_owner, "owner", merchant="Other")
+    return made
 
 
 class NewUser(NamedTuple):

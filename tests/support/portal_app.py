@@ -63,10 +63,11 @@ def email(role: str) -> str:
     return f"{role}@acme.test"
 
 
-def ready_portal(app: Flask) -> Flask:
-    """`app` with its schema (see `migrated`) and the process's compiled templates."""
+def ready_portal(app: Flask, *, with_accounts: bool = False) -> Flask:
+    """`app` with its schema (see `migrated`), the users of `factories.Accounts` if asked, and
+    the process's compiled templates."""
     app.jinja_env.bytecode_cache = COMPILED_TEMPLATES
-    return migrated(app)
+    return migrated(app, with_accounts=with_accounts)
 
 
 @contextmanager
