@@ -17,7 +17,7 @@ from tests.support import factories
 from tests.support.forms import PASSWORD, csrf_token, sign_in
 from tests.support.mirror_rows import transaction_record
 from tests.support.polling import wait_for
-from tests.support.shop import Received
+from tests.support.shop import Received, run_shop
 from tests.support.worker import portal_process
 
 PAGE = "/settings/notifications"
@@ -175,6 +175,40 @@ def test_a_slow_shop_is_given_up_on_after_the_timeout_and_sent_the_same_event_ag
     shop.delay = 0
     wait_for(lambda: deliver(app) >= 0 and shop.event_ids().count(sent) == 2, timeout=5)
     assert sorted(shop.event_ids()) == sorted([sent, sent, later])
+
+
+def test_a_turn_under_way_for_another_portals_endpoint_of_the_same_id_holds_back_nothing(
+    app, owner, shop, portal_config, tmp_path
+):
+    """Two portals served by one process (as the tests' are) both have an endpoint 1: a turn
+    still waiting on one portal's slow shop does not make the other skip its own endpoint."""
+    from portal import create_app
+    from portal.live.rules import webhooks
+    from tests.support.portal_app import ready_portal
+
+    other = ready_portal(
+        create_app(
+            portal_config
+            | {
+                "DATABASE_URL": f"sqlite:///{tmp_path / 'other.sqlite3'}",
+                "WEBHOOK_TIMEOUT_SECONDS": 5,
+            }
+        ),
+        with_accounts=True,
+    )
+    other_owner = other.test_client()
+    sign_in(other_owner, factories.Accounts().owner)
+    with run_shop() as slow_shop:
+        configure(other_owner, slow_shop.url, "operation.confirmed")
+        record(other, "operation.confirmed", "op-slow")
+        slow_shop.delay = 2
+        with other.app_context():
+            webhooks.deliver_due(wait=False)  # its turn waits on the slow shop
+        slow_shop.wait_for(1)
+        configure(owner, shop.url, "operation.confirmed")
+        sent = record(app, "operation.confirmed", "op-1")
+        assert deliver(app) == 1
+        assert shop.event_ids() == [sent]
 
 
 def test_events_of_an_operation_arrive_in_order(app, owner, shop):

@@ -120,11 +120,12 @@ ENDPOINTS_AT_ONCE = 4
 
 log = logging.getLogger(__name__)
 # This process's delivery threads, the endpoints whose turn is under way on them, and when
-# each endpoint's last turn began (the longest waiting go first).
+# each endpoint's last turn began (the longest waiting go first). An endpoint is known by its
+# database and id: a process serving several portals (the tests') keeps their turns apart.
 _threads: list[ThreadPoolExecutor] = []
-_turns: set[int] = set()
+_turns: set[tuple[str, int]] = set()
 _turns_lock = threading.Lock()
-_served_at: dict[int, float] = {}
+_served_at: dict[tuple[str, int], float] = {}
 # Set when the worker stops: each turn ends after the POST under way.
 _stopping = threading.Event()
 
@@ -731,7 +732,14 @@ def _endpoints_due(now: datetime) -> list[int]:
         sa.select(WebhookDelivery.endpoint_id).join(WebhookEndpoint).where(_is_due(now)).distinct()
     ).all()
     db.session.rollback()  # no transaction held open while the shops answer
-    return sorted(endpoint_ids, key=lambda endpoint: (_served_at.get(endpoint, 0.0), endpoint))
+    return sorted(
+        endpoint_ids, key=lambda endpoint: (_served_at.get(_endpoint_key(endpoint), 0.0), endpoint)
+    )
+
+
+def _endpoint_key(endpoint_id: int) -> tuple[str, int]:
+    """An endpoint among every portal this process serves: its database and its id."""
+    return str(db.engine.url), endpoint_id
 
 
 def deliver_due(budget_seconds: float | None = None, *, wait: bool = True) -> int:
@@ -752,21 +760,22 @@ def deliver_due(budget_seconds: float | None = None, *, wait: bool = True) -> in
     deadline = time.monotonic() + (interval if budget_seconds is None else budget_seconds)
     app = current_app._get_current_object()  # type: ignore[attr-defined]
 
-    def turn(endpoint_id: int) -> int:
+    def turn(endpoint_id: int, key: tuple[str, int]) -> int:
         try:
             with app.app_context():
                 return _deliver_to(endpoint_id, deadline)
         finally:
             with _turns_lock:
-                _turns.discard(endpoint_id)
+                _turns.discard(key)
 
     turns = []
     for endpoint_id in _endpoints_due(utcnow()):
+        key = _endpoint_key(endpoint_id)
         with _turns_lock:
-            if endpoint_id in _turns:
+            if key in _turns:
                 continue
-            _turns.add(endpoint_id)
-        turns.append(_delivery_threads().submit(turn, endpoint_id))
+            _turns.add(key)
+        turns.append(_delivery_threads().submit(turn, endpoint_id, key))
     if wait:
         return sum(done.result() for done in turns)
     for done in turns:
@@ -805,7 +814,7 @@ def _deliver_to(endpoint_id: int, deadline: float) -> int:
     many the shop took."""
     if time.monotonic() >= deadline:
         return 0  # its turn came too late: served first in the next pass
-    _served_at[endpoint_id] = time.monotonic()
+    _served_at[_endpoint_key(endpoint_id)] = time.monotonic()
     owner = uuid.uuid4().hex
     delivered = 0
     try:
