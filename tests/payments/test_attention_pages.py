@@ -23,6 +23,7 @@ from tests.support.mirror_rows import (
 )
 from tests.support.money import post
 from tests.support.portal_app import email
+from tests.support.statements import statements_of
 
 REASONS = ("undecided", "late", "payment", "difference", "failed")
 
@@ -117,6 +118,26 @@ def test_each_reason_appears_and_what_needs_nothing_does_not(acme):
     assert re.search(r"<time [^>]*>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC</time>", page)
     # The accountant reads: no button, no form posting anywhere.
     assert "<button" not in page.split('<main id="main">')[1]
+
+
+def test_the_five_reasons_are_read_in_two_queries(acme):
+    """Every query waits for the database server: the page reads the items of the five reasons
+    and how many each holds in one query for the transactions and one for the operations,
+    beside the signed-in session's query and the one of decisions the mirror has not seen."""
+    mirror(acme, operation_record(transactions=[transaction_record(status="undefined")]))
+    mirror(acme, operation_record(status="expired", transactions=[transaction_record()]))
+    mirror(acme, operation_record(amount_paid="0.2", transactions=[transaction_record("0.2")]))
+    over = transaction_record("0.75")
+    mirror(acme, operation_record("0.5", amount_paid="0.75", transactions=[over]))
+    mirror(acme, operation_record(status="failed"))
+    client = signed_in(acme, email("operator"))
+    client.get("/")  # the first page after signing in asks, once, for a time zone (a write)
+    statements = statements_of(acme, client, "/attention")
+    page = client.get("/attention").get_data(as_text=True)
+    for reason in REASONS:
+        assert "Open operation" in section(page, reason), reason
+    assert len([statement for statement in statements if "mirrored_" in statement]) == 2
+    assert len(statements) == 4, statements
 
 
 def test_newest_first_and_in_the_users_zone(acme):
