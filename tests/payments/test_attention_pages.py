@@ -148,6 +148,26 @@ def test_the_five_reasons_are_read_in_two_queries(each_database, acme):
     assert len(statements) == 4, statements
 
 
+def test_a_due_in_another_currency_is_read_from_the_operations_rate(each_database, acme):
+    """An operation priced in USD and paid in USDT is due at its rate: the list reads the API's
+    record of such an operation only (the others' due is their amount)."""
+    priced = mirror(
+        acme,
+        operation_record(
+            "30000",
+            "USD",
+            amount_paid="0.2",
+            rate="0.0000121",
+            currency_paid="USDT",
+            transactions=[transaction_record("0.2")],
+        ),
+    )
+    page = signed_in(acme, email("operator")).get("/attention").get_data(as_text=True)
+    payment = section(page, "payment")
+    assert f"Open operation {priced['id']}" in payment
+    assert "0.363 USDT" in payment and "at the operation's rate" in payment
+
+
 def test_newest_first_and_in_the_users_zone(acme):
     from portal.extensions import db
     from portal.identity.models import User

@@ -290,10 +290,20 @@ def _transaction_rows(shown: sa.Subquery) -> sa.Select:
 
 
 def _operation_rows(shown: sa.Subquery) -> sa.Select:
+    """The operations of `shown` (`_newest`), newest first, with their reason and its count, and
+    the API's record only of those paid in another currency (`_operation_item`): the list shows
+    columns, and reading a record is most of the cost of a row."""
+    in_another_currency = MirroredOperation.currency != MirroredOperation.currency_paid
     return (
-        sa.select(MirroredOperation, shown.c.reason, shown.c.total)
+        sa.select(
+            MirroredOperation,
+            sa.case((in_another_currency, MirroredOperation.record)),
+            shown.c.reason,
+            shown.c.total,
+        )
         .join(shown, MirroredOperation.id == shown.c.id)
         .order_by(*NEWEST_OPERATIONS)
+        .options(defer(MirroredOperation.record, raiseload=True))
     )
 
 
@@ -361,20 +371,20 @@ def needs_attention(merchant_id: int) -> list[Group]:
         totals[Reason(reason)] = total
         items[Reason(reason)].append(TransactionItem(transaction, currency, status, order_id))
     operations = _operation_rows(_newest(selections, OF_OPERATIONS))
-    for operation, reason, total in db.session.execute(operations):
+    for operation, record, reason, total in db.session.execute(operations):
         totals[Reason(reason)] = total
-        items[Reason(reason)].append(_operation_item(operation))
+        items[Reason(reason)].append(_operation_item(operation, record))
     return [Group(reason, totals[reason], items[reason]) for reason in selections]
 
 
-def _operation_item(row: MirroredOperation) -> OperationItem:
+def _operation_item(row: MirroredOperation, record: dict | None) -> OperationItem:
     """The operation with the state the mirror keeps, and its due (`amount_due`): its amount
-    when paid in its own currency, else read from the API's record, which holds the rate."""
+    when paid in its own currency, else read from the API's `record`, which holds the rate."""
     state = State(row.state) if row.state else None
     if row.currency == row.currency_paid:
         return OperationItem(row, state, row.amount, row.difference)
     try:  # the due does not depend on the transactions: read without them (half the time)
-        due = amount_due(parse_record(Operation, {**row.record, "transactions": []}))
+        due = amount_due(parse_record(Operation, {**(record or {}), "transactions": []}))
     except MalformedAnswer:  # a record the portal cannot read: no due to show
         due = None
     return OperationItem(row, state, due, row.difference)
