@@ -42,8 +42,10 @@ BENCHES: list[tuple[str, list[str]]] = [
 ]
 
 
-def machine(postgres: str | None) -> list[tuple[str, str]]:
-    """What the figures were measured on; `postgres`: the server's version, when measured."""
+def machine(postgres: str | None, load_before: str) -> list[tuple[str, str]]:
+    """What the figures were measured on; `postgres`: the server's version, when measured;
+    `load_before`: the load average as the run began (other work on the machine slows every
+    figure)."""
     cpuinfo = Path("/proc/cpuinfo").read_text()
     model = next(
         (line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if "model name" in line),
@@ -57,10 +59,15 @@ def machine(postgres: str | None) -> list[tuple[str, str]]:
         ("system", f"{platform.system()} {platform.release()} ({distribution()})"),
         ("Python", platform.python_version()),
         ("SQLite", sqlite3.sqlite_version),
+        ("load average (1, 5, 15 min)", f"{load_before} before the run, {load_average()} after"),
     ]
     if postgres:
         described.append(("PostgreSQL", postgres))
     return described
+
+
+def load_average() -> str:
+    return ", ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def distribution() -> str:
@@ -108,6 +115,7 @@ def main() -> None:
     arguments = parser.parse_args()
     chosen = set(arguments.only.split(",")) if arguments.only else None
     postgres = postgres_version(POSTGRES) if POSTGRES else None
+    load_before = load_average()
     rows: list[tuple[str, str]] = []
     for script, script_arguments in BENCHES:
         if chosen is None or script in chosen:
@@ -115,7 +123,7 @@ def main() -> None:
                 (f"{script}: {name}", value)
                 for name, value in figures_in(run(script, script_arguments))
             ]
-    rows = [*machine(postgres), ("", ""), *rows]
+    rows = [*machine(postgres, load_before), ("", ""), *rows]
     width = max(len(name) for name, _ in rows)
     print("\n=== Every figure, side by side")
     for name, value in rows:
