@@ -293,7 +293,9 @@ def _operation_rows(shown: sa.Subquery) -> sa.Select:
     """The operations of `shown` (`_newest`), newest first, with their reason and its count, and
     the API's record only of those paid in another currency (`_operation_item`): the list shows
     columns, and reading a record is most of the cost of a row."""
-    in_another_currency = MirroredOperation.currency != MirroredOperation.currency_paid
+    in_another_currency = MirroredOperation.currency.is_distinct_from(
+        MirroredOperation.currency_paid
+    )
     return (
         sa.select(
             MirroredOperation,
