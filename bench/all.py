@@ -2,7 +2,9 @@
 
 Runs the benches one after the other, so that none measures another's load, echoes what each
 printed, then prints the machine and the figures each marked with `bench.figures.figure`.
-With PORTAL_TEST_DATABASE_URL set, the benches that can also measure PostgreSQL do.
+With PORTAL_TEST_DATABASE_URL set, the benches that can also measure PostgreSQL do; when that
+PostgreSQL cannot be reached, no bench runs and the run exits with 1 (a run meant to measure
+PostgreSQL must not pass as one that skipped it).
 docs/performance.md records a run.
 
     .venv/bin/python bench/all.py [--only load_test.py,search.py,...]
@@ -40,8 +42,10 @@ BENCHES: list[tuple[str, list[str]]] = [
 ]
 
 
-def machine() -> list[tuple[str, str]]:
-    """What the figures were measured on."""
+def machine(postgres: str | None, load_before: str) -> list[tuple[str, str]]:
+    """What the figures were measured on; `postgres`: the server's version, when measured;
+    `load_before`: the load average as the run began (other work on the machine slows every
+    figure)."""
     cpuinfo = Path("/proc/cpuinfo").read_text()
     model = next(
         (line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if "model name" in line),
@@ -55,10 +59,15 @@ def machine() -> list[tuple[str, str]]:
         ("system", f"{platform.system()} {platform.release()} ({distribution()})"),
         ("Python", platform.python_version()),
         ("SQLite", sqlite3.sqlite_version),
+        ("load average (1, 5, 15 min)", f"{load_before} before the run, {load_average()} after"),
     ]
-    if POSTGRES:
-        described.append(("PostgreSQL", postgres_version(POSTGRES)))
+    if postgres:
+        described.append(("PostgreSQL", postgres))
     return described
+
+
+def load_average() -> str:
+    return ", ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def distribution() -> str:
@@ -70,12 +79,15 @@ def distribution() -> str:
 
 
 def postgres_version(url: str) -> str:
+    """The server's version; ends the run (exit status 1) when it cannot be reached."""
     import sqlalchemy
 
-    engine = sqlalchemy.create_engine(url)
+    engine = sqlalchemy.create_engine(url, connect_args={"connect_timeout": 10})
     try:
         with engine.connect() as connection:
             return str(connection.exec_driver_sql("SHOW server_version").scalar())
+    except sqlalchemy.exc.OperationalError as error:
+        sys.exit(f"PORTAL_TEST_DATABASE_URL is set but PostgreSQL cannot be reached: {error.orig}")
     finally:
         engine.dispose()
 
@@ -102,6 +114,8 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated scripts to run (default: all)")
     arguments = parser.parse_args()
     chosen = set(arguments.only.split(",")) if arguments.only else None
+    postgres = postgres_version(POSTGRES) if POSTGRES else None
+    load_before = load_average()
     rows: list[tuple[str, str]] = []
     for script, script_arguments in BENCHES:
         if chosen is None or script in chosen:
@@ -109,7 +123,7 @@ def main() -> None:
                 (f"{script}: {name}", value)
                 for name, value in figures_in(run(script, script_arguments))
             ]
-    rows = [*machine(), ("", ""), *rows]
+    rows = [*machine(postgres, load_before), ("", ""), *rows]
     width = max(len(name) for name, _ in rows)
     print("\n=== Every figure, side by side")
     for name, value in rows:

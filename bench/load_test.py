@@ -1,31 +1,35 @@
 """Load: simulated people browsing the portal under gunicorn, with locust, on loopback only.
 
 Starts the seeded sandbox (2,000 operations), the portal under gunicorn and its background
-worker (mirroring the merchant every 10 s, as in production) as real processes on 127.0.0.1,
-waits for the worker's first sync (the dashboard reads the mirror), then runs locust (as a
-library, headless) against the portal. Each simulated user signs in as the owner, operator
-or accountant (with the CSRF token of the sign-in form; their passwords are hashed with the
-production default, scrypt, so a sign-in costs what it costs in production), then, with a
-pause between pages, browses `/operations` with various filters, sorts and pages, opens
-operations taken from those lists, looks at `/transactions`, `/rates` and the dashboard, and
-now and then downloads `/operations/export.csv?status=1`.
+worker (mirroring the merchant every 10 s, as in production) as real processes on 127.0.0.1.
+The mirror first holds `--mirrored` operations more (100,000 by default, filled as
+`bench/search.py` fills it, with every group of the attention list), then the worker's first
+sync adds the sandbox's. Then locust runs (as a library, headless) against the portal. Each
+simulated user signs in as the owner, operator or accountant (with the CSRF token of the
+sign-in form; their passwords are hashed with the production default, scrypt, so a sign-in
+costs what it costs in production), then, with a pause between pages, browses `/operations`
+with various filters, sorts and pages, opens operations taken from those lists, looks at
+`/transactions`, `/rates`, the dashboard and `/attention`, searches the mirror for a piece of
+an order number, an id, an address or a hash, opens `/balances` and the statement (`/reports`;
+an operator, who may open neither, opens `/attention` instead), and now and then downloads
+`/operations/export.csv?status=1`.
 
 Two phases are measured apart, each with its own figures:
 - signing in: the users are spawned (10 per second), each signing in as it starts;
 - browsing: `--duration` seconds with all of them signed in. The target is for
   this phase at 200 users: no failure and p95 under 300 ms.
-With `--saturation`, the run then adds `--step` users at a time (or takes them away, when p95
-is already past 300 ms), measuring each level for `--step-duration` seconds, until p95 crosses
-300 ms (or a request fails): the saturation point lies between the last two levels.
+Then (unless `--no-saturation`) the run adds `--step` users at a time (or takes them away, when
+p95 is already past 300 ms), measuring each level for `--step-duration` seconds, until p95
+crosses 300 ms (or a request fails): the saturation point lies between the last two levels.
 
 For each phase: requests, failures (each listed), throughput, p50/p95 of each kind of page
 (locust's percentiles: whole milliseconds below 100 ms, two significant digits above), and the
 CPU seconds that the portal's web processes, its worker, the sandbox and the load generator
-used (on two cores in all).
+used (on two cores in all), and the machine's load average as the phase ends.
 Exits with 1 when any request failed or the target p95 was passed at `--users`.
 
     .venv/bin/python bench/load_test.py [--users 200] [--duration 60] [--workers 4]
-        [--saturation [--step 50 --step-duration 30 --max-users 600]]
+        [--mirrored 100000] [--no-saturation | --step 50 --step-duration 30 --max-users 600]
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from locust.runners import LocalRunner
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.figures import figure
+from bench.search import fill, fragment
 from tests.support.forms import CSRF_FIELD, PASSWORD
 from tests.support.polling import wait_for
 from tests.support.portal_app import ROLES
@@ -58,11 +63,17 @@ from tests.support.sandbox_server import run_sandbox
 from tests.support.worker import running_worker
 
 OPERATIONS = 2000
+# The ids of the operations and transactions filled into the mirror begin here, far from the
+# sandbox's own (which the worker mirrors beside them).
+FILLED_FROM = 10**7
 SPAWN_RATE = 10  # users started per second
 TARGET_P95_MS = 300
 SIGN_IN = "/login (sign in)"
 # One user per role whose password has the production hash (the test users' hash is cheap).
-EMAILS = tuple(f"load-{role}@acme.test" for role in ROLES)
+EMAILS = {role: f"load-{role}@acme.test" for role in ROLES}
+# Who may open `/balances` and `/reports` (the pages' features).
+BOOKKEEPERS = {"owner", "accountant"}
+STATEMENT_PERIODS = ("last-month", "this-month", "7-days", "yesterday")
 PRODUCTION_HASH = "scrypt"  # portal/config.py's default PASSWORD_HASH_METHOD
 SYNC_SECONDS = 10  # the worker's production default (PORTAL_SYNC_SECONDS)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -86,11 +97,13 @@ class PortalUser(HttpUser):
     """Someone of Acme reading the portal: lists, records, rates and an export now and then."""
 
     wait_time = between(1, 3)  # replaced from the command line
-    emails: Iterator[str] = iter(())  # replaced: the next user's email, the roles in turn
+    roles: Iterator[str] = iter(())  # replaced: the next user's role, the roles in turn
+    searches: tuple[str, ...] = ()  # replaced: pieces of the mirror's values to search for
     started = 0  # users whose sign-in has been answered (or failed)
 
     def on_start(self) -> None:
         self.operation_ids: list[str] = []
+        self.role = next(self.roles)
         try:
             self.sign_in()
         finally:
@@ -102,7 +115,7 @@ class PortalUser(HttpUser):
             if not match:
                 page.failure(f"no CSRF token on the sign-in form (HTTP {page.status_code})")
                 return
-        form = {"email": next(self.emails), "password": PASSWORD, "csrf_token": match.group(1)}
+        form = {"email": EMAILS[self.role], "password": PASSWORD, "csrf_token": match.group(1)}
         with self.client.post(
             "/login", data=form, name=SIGN_IN, allow_redirects=False, catch_response=True
         ) as answer:
@@ -151,6 +164,28 @@ class PortalUser(HttpUser):
     @task(2)
     def dashboard(self) -> None:
         self.page("/", "/")
+
+    @task(3)
+    def attention(self) -> None:
+        self.page("/attention", "/attention")
+
+    @task(3)
+    def search(self) -> None:
+        self.page("/search", "/search", {"q": random.choice(self.searches)})
+
+    @task(2)
+    def balances(self) -> None:
+        if self.role not in BOOKKEEPERS:
+            self.attention()
+            return
+        self.page("/balances", "/balances")
+
+    @task(2)
+    def statement(self) -> None:
+        if self.role not in BOOKKEEPERS:
+            self.attention()
+            return
+        self.page("/reports", "/reports", {"period": random.choice(STATEMENT_PERIODS)})
 
     @task(1)
     def export(self) -> None:
@@ -216,6 +251,12 @@ class Phase:
     table: list[str]
     errors: list[str]
     cpu: dict[str, float]
+    load_average: float  # of the last minute, as the phase ended
+
+    @property
+    def portal_cpu_ms(self) -> float:
+        """The portal's CPU time a request."""
+        return self.cpu["portal"] / max(self.requests, 1) * 1000
 
     @property
     def throughput(self) -> float:
@@ -232,6 +273,10 @@ class Phase:
                 f"{name} {seconds:.1f} s ({seconds / self.seconds:.2f} cores)"
                 for name, seconds in self.cpu.items()
             )
+        )
+        print(
+            f"portal CPU {self.portal_cpu_ms:.1f} ms a request; "
+            f"load average {self.load_average:.2f} (1 min)"
         )
         print(*self.table, sep="\n")
         for error in self.errors:
@@ -269,6 +314,7 @@ def measure(environment: Environment, meter: CpuMeter, title: str, users: int, w
             for error in stats.errors.values()
         ],
         cpu={name: cpu_after[name] - cpu_before[name] for name in cpu_after},
+        load_average=os.getloadavg()[0],
     )
 
 
@@ -283,8 +329,19 @@ def spawn(runner: LocalRunner, users: int) -> None:
 def add_load_users(server: PortalServer) -> None:
     """One user per role with a production-hashed password."""
     server.app.config["PASSWORD_HASH_METHOD"] = PRODUCTION_HASH
-    for role, address in zip(ROLES, EMAILS, strict=True):
+    for role, address in EMAILS.items():
         server.add_user(address, role)
+
+
+def search_texts(kept: dict[str, list[str]]) -> tuple[str, ...]:
+    """Pieces of the mirror's values, as people type them: 64 of each kind (`bench/search.py`)."""
+    randomness = random.Random(11)
+    return tuple(
+        fragment(randomness.choice(values), randomness)
+        for values in kept.values()
+        if values
+        for _ in range(64)
+    )
 
 
 def first_sync_done(server: PortalServer) -> bool:
@@ -305,7 +362,7 @@ def run(
 ) -> int:
     """The signing-in phase, the browsing phase, then the saturation steps if asked for."""
     PortalUser.wait_time = between(*think)
-    PortalUser.emails = (EMAILS[n % len(EMAILS)] for n in range(10**6))
+    PortalUser.roles = (ROLES[n % len(ROLES)] for n in range(10**6))
     environment = Environment(user_classes=[PortalUser], host=server.url)
     runner = environment.create_local_runner()
     meter = CpuMeter(server.process.pid, worker, server.sandbox.process.pid)
@@ -318,9 +375,11 @@ def run(
         phase.print()
     signing_in, browsing = phases
     figure(
-        f"{users} users browsing",
+        f"{users} users browsing, {arguments.mirrored:,} operations mirrored",
         f"{browsing.requests} requests, {browsing.failures} failures, "
-        f"{browsing.throughput:.1f} requests/s, p95 {browsing.p95_ms:.0f} ms",
+        f"{browsing.throughput:.1f} requests/s, p95 {browsing.p95_ms:.0f} ms, "
+        f"portal CPU {browsing.portal_cpu_ms:.1f} ms a request, "
+        f"load average {browsing.load_average:.2f}",
     )
     figure(
         f"{users} users signing in",
@@ -394,7 +453,15 @@ def main() -> None:
     parser.add_argument(
         "--think", default="1,3", help="pause between pages, seconds: MIN,MAX (default 1,3)"
     )
-    parser.add_argument("--saturation", action="store_true", help="then find the saturation")
+    parser.add_argument(
+        "--saturation",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="then find the saturation point (default)",
+    )
+    parser.add_argument(
+        "--mirrored", type=int, default=100_000, help="operations filled into the mirror"
+    )
     parser.add_argument("--step", type=int, default=50, help="users added per level")
     parser.add_argument("--step-duration", type=float, default=30.0, help="seconds per level")
     parser.add_argument("--max-users", type=int, default=600)
@@ -402,8 +469,8 @@ def main() -> None:
     low, high = (float(value) for value in arguments.think.split(","))
     print(
         f"portal under gunicorn with {arguments.workers} workers (threads per gunicorn.conf.py), "
-        f"sandbox with {OPERATIONS:,} operations, all on 127.0.0.1; pause {low:g}-{high:g} s "
-        f"between pages; {os.cpu_count()} CPUs"
+        f"sandbox with {OPERATIONS:,} operations, {arguments.mirrored:,} more in the mirror, "
+        f"all on 127.0.0.1; pause {low:g}-{high:g} s between pages; {os.cpu_count()} CPUs"
     )
     with (
         tempfile.TemporaryDirectory() as folder,
@@ -411,6 +478,9 @@ def main() -> None:
         run_portal(Path(folder), sandbox, gunicorn=True, workers=arguments.workers) as server,
     ):
         add_load_users(server)
+        started = time.perf_counter()
+        PortalUser.searches = search_texts(fill(server.app, arguments.mirrored, FILLED_FROM))
+        print(f"mirror filled in {time.perf_counter() - started:.0f} s")
         with running_worker(server.app, Path(folder) / "worker", sync_seconds=SYNC_SECONDS) as (
             worker
         ):

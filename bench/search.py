@@ -51,11 +51,12 @@ def _stamp(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
 
-def rows(count: int, randomness: random.Random) -> Iterator[tuple[dict, list[dict]]]:
-    """Operations over the last 90 days, each with 0 to 3 transactions (1.5 on average)."""
+def rows(count: int, randomness: random.Random, first: int) -> Iterator[tuple[dict, list[dict]]]:
+    """Operations over the last 90 days, each with 0 to 3 transactions (1.5 on average); ids
+    (of operations and of transactions) from `first` on."""
     now = datetime.now(UTC)
-    transaction_id = 0
-    for number in range(1, count + 1):
+    transaction_id = first - 1
+    for number in range(first, first + count):
         created = now - timedelta(seconds=randomness.randrange(90 * 86400))
         status = randomness.choices(list(STATUSES), list(STATUSES.values()))[0]
         currency = randomness.choice(["BTC", "ETH", "USDT", "LTC"])
@@ -109,8 +110,9 @@ def rows(count: int, randomness: random.Random) -> Iterator[tuple[dict, list[dic
         yield {**operation, "transactions": transactions}, transactions
 
 
-def fill(app, count: int) -> dict[str, list[str]]:
-    """The merchant's mirror, filled in batches; returns the values fragments are cut from."""
+def fill(app, count: int, first: int = 1) -> dict[str, list[str]]:
+    """The merchant's mirror, filled in batches with ids from `first` on (beside what a sync
+    mirrored, when it did), then synced once; returns the values fragments are cut from."""
     import sqlalchemy as sa
 
     from portal.extensions import db
@@ -138,7 +140,7 @@ def fill(app, count: int) -> dict[str, list[str]]:
             operations.clear()
             transactions.clear()
 
-        for record, raw_transactions in rows(count, randomness):
+        for record, raw_transactions in rows(count, randomness, first):
             operations.append(operation_columns(merchant_id, record))
             if randomness.random() < 0.001:
                 kept["order number"].append(record["order_id"])
@@ -152,10 +154,11 @@ def fill(app, count: int) -> dict[str, list[str]]:
             if len(operations) >= BATCH:
                 flush()
         flush()
-        # Synced once: the menu's count of what needs attention is counted at the first page,
-        # then read again until the next sync (in production every PORTAL_SYNC_SECONDS).
-        db.session.add(MirrorState(merchant_id=merchant_id, last_sync_at=datetime.now(UTC)))
-        db.session.flush()
+        # Synced once: the menu's count of what needs attention is counted as a sync ends, then
+        # read again until the next sync (in production every PORTAL_SYNC_SECONDS).
+        if db.session.get(MirrorState, merchant_id) is None:
+            db.session.add(MirrorState(merchant_id=merchant_id, last_sync_at=datetime.now(UTC)))
+            db.session.flush()
         attention.recount(merchant_id)
         db.session.commit()
         groups = attention.counts(merchant_id)

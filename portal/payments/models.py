@@ -151,7 +151,9 @@ class Decision(Model):
 # --- Search and the attention list over the mirror ------------------------------------------
 # What the attention list counts (`portal.payments.rules.attention`): undecided transactions,
 # operations by status and by money state, and those with late transactions; each
-# index holds every column its count reads and the order it lists (the rows' `record` is large).
+# index holds every column its count reads and the order it lists (the rows' `record` is large),
+# and the ids it lists (SQLite's indexes hold them anyway; PostgreSQL's carry them, migration
+# 0030).
 sa.Index(
     "ix_mirrored_operations_merchant_status",
     MirroredOperation.merchant_id,
@@ -159,6 +161,7 @@ sa.Index(
     MirroredOperation.updated_at,
     MirroredOperation.operation_id,
     MirroredOperation.amount_paid,
+    postgresql_include=["id"],
 )
 sa.Index(
     "ix_mirrored_operations_merchant_state",
@@ -168,6 +171,7 @@ sa.Index(
     MirroredOperation.updated_at,
     MirroredOperation.operation_id,
     MirroredOperation.amount_paid,
+    postgresql_include=["id"],
 )
 sa.Index(
     "ix_mirrored_operations_merchant_late",
@@ -183,6 +187,7 @@ sa.Index(
     MirroredTransaction.linked,
     MirroredTransaction.operation_id,
     MirroredTransaction.created_at,
+    postgresql_include=["id"],
 )
 sa.Index(
     "ix_mirrored_transactions_merchant_operation_status",
@@ -190,6 +195,7 @@ sa.Index(
     MirroredTransaction.operation_id,
     MirroredTransaction.status,
     MirroredTransaction.linked,
+    postgresql_include=["created_at", "id"],
 )
 # Migration 0014 adds, on SQLite, FTS5 tables (trigram) over the searched columns, kept by
 # triggers, and on PostgreSQL trigram indexes of lower-cased columns: no models, so a

@@ -23,6 +23,7 @@ from tests.support.mirror_rows import (
 )
 from tests.support.money import post
 from tests.support.portal_app import email
+from tests.support.statements import statements_of
 
 REASONS = ("undecided", "late", "payment", "difference", "failed")
 
@@ -117,6 +118,54 @@ def test_each_reason_appears_and_what_needs_nothing_does_not(acme):
     assert re.search(r"<time [^>]*>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC</time>", page)
     # The accountant reads: no button, no form posting anywhere.
     assert "<button" not in page.split('<main id="main">')[1]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def each_database(request, portal_config):
+    """The portal on SQLite, then on PostgreSQL (asked for before `acme`)."""
+    if request.param == "postgresql":
+        portal_config["DATABASE_URL"] = request.getfixturevalue("postgres_url")
+    return portal_config
+
+
+def test_the_five_reasons_are_read_in_two_queries(each_database, acme):
+    """Every query waits for the database server: the page reads the items of the five reasons
+    and how many each holds in one query for the transactions and one for the operations,
+    beside the signed-in session's query and the one of decisions the mirror has not seen."""
+    mirror(acme, operation_record(transactions=[transaction_record(status="undefined")]))
+    mirror(acme, operation_record(status="expired", transactions=[transaction_record()]))
+    mirror(acme, operation_record(amount_paid="0.2", transactions=[transaction_record("0.2")]))
+    over = transaction_record("0.75")
+    mirror(acme, operation_record("0.5", amount_paid="0.75", transactions=[over]))
+    mirror(acme, operation_record(status="failed"))
+    client = signed_in(acme, email("operator"))
+    client.get("/")  # the first page after signing in asks, once, for a time zone (a write)
+    statements = statements_of(acme, client, "/attention")
+    page = client.get("/attention").get_data(as_text=True)
+    for reason in REASONS:
+        assert "Open operation" in section(page, reason), reason
+    assert len([statement for statement in statements if "mirrored_" in statement]) == 2
+    assert len(statements) == 4, statements
+
+
+def test_a_due_in_another_currency_is_read_from_the_operations_rate(each_database, acme):
+    """An operation priced in USD and paid in USDT is due at its rate: the list reads the API's
+    record of such an operation only (the others' due is their amount)."""
+    priced = mirror(
+        acme,
+        operation_record(
+            "30000",
+            "USD",
+            amount_paid="0.2",
+            rate="0.0000121",
+            currency_paid="USDT",
+            transactions=[transaction_record("0.2")],
+        ),
+    )
+    page = signed_in(acme, email("operator")).get("/attention").get_data(as_text=True)
+    payment = section(page, "payment")
+    assert f"Open operation {priced['id']}" in payment
+    assert "0.363 USDT" in payment and "at the operation's rate" in payment
 
 
 def test_newest_first_and_in_the_users_zone(acme):

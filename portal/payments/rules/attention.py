@@ -35,7 +35,6 @@ from portal.database import utcnow
 from portal.extensions import Model, db
 from portal.identity.models import Merchant
 from portal.live.models import MirrorState
-from portal.live.rules.events import current_generation
 from portal.money.models import IntentState, Refund, RefundStage
 from portal.payments.models import Decision, DecisionKind, MirroredOperation, MirroredTransaction
 from portal.payments.rules.operation_money import ENDED_STATUSES, State, amount_due
@@ -57,6 +56,11 @@ class Reason(enum.StrEnum):
     PAYMENT = "payment"
     DIFFERENCE = "difference"
     FAILED = "failed"
+
+
+# The reasons whose items are transactions; the others' are operations.
+OF_TRANSACTIONS = (Reason.UNDECIDED, Reason.LATE)
+OF_OPERATIONS = (Reason.PAYMENT, Reason.DIFFERENCE, Reason.FAILED)
 
 
 @dataclass(frozen=True)
@@ -117,12 +121,15 @@ class _Scope:
     @classmethod
     def of(cls, merchant_id: int, synced: datetime | None = None) -> _Scope:
         """The scope as of now; `synced`: the mirror's last sync when its state does not say it
-        yet (a sync counting as it ends)."""
+        yet (a sync counting as it ends). The mirror's state and the connection come with the
+        signed-in session (no query in a request); the handled decisions are one query."""
         now = utcnow()
         state = db.session.get(MirrorState, merchant_id)
         first = state.first_sync_at if state and state.first_sync_at else now
         synced = synced or (state.last_sync_at if state else None)
-        generation = current_generation(merchant_id)
+        merchant = db.session.get(Merchant, merchant_id)
+        connection = merchant.api_connection if merchant else None
+        generation = connection.generation if connection else 0  # 0 while it has none
         handled = sa.select(Decision.operation_id, Decision.transaction_id).where(
             Decision.merchant_id == merchant_id,
             Decision.connection_generation == generation,
@@ -263,43 +270,75 @@ def _read_by(selection: sa.Select, model: type[Model], index: str) -> sa.Select:
     return selection.with_hint(model.__table__, f"INDEXED BY {index}", "sqlite")
 
 
-def _transaction_rows(ids: sa.Select) -> sa.Select:
-    """The transactions of `ids` with what their operations tell, newest first."""
+def _transaction_rows(shown: sa.Subquery) -> sa.Select:
+    """The transactions of `shown` (`_newest`) with what their operations tell, and their
+    reason and its count, newest first."""
     return (
         sa.select(
             MirroredTransaction,
             MirroredOperation.currency_paid,
             MirroredOperation.status,
             MirroredOperation.order_id,
+            shown.c.reason,
+            shown.c.total,
         )
+        .join(shown, MirroredTransaction.id == shown.c.id)
         .outerjoin(MirroredOperation, _operation_of_transaction())
-        .where(MirroredTransaction.id.in_(ids))
         .order_by(*NEWEST_TRANSACTIONS)
         .options(defer(MirroredTransaction.record, raiseload=True))  # the list shows columns
     )
 
 
-def _operation_rows(ids: sa.Select) -> sa.Select:
+def _operation_rows(shown: sa.Subquery) -> sa.Select:
+    """The operations of `shown` (`_newest`), newest first, with their reason and its count, and
+    the API's record only of those paid in another currency (`_operation_item`): the list shows
+    columns, and reading a record is most of the cost of a row."""
+    in_another_currency = MirroredOperation.currency.is_distinct_from(
+        MirroredOperation.currency_paid
+    )
     return (
-        sa.select(MirroredOperation)
-        .where(MirroredOperation.id.in_(ids))
+        sa.select(
+            MirroredOperation,
+            sa.case((in_another_currency, MirroredOperation.record)),
+            shown.c.reason,
+            shown.c.total,
+        )
+        .join(shown, MirroredOperation.id == shown.c.id)
         .order_by(*NEWEST_OPERATIONS)
+        .options(defer(MirroredOperation.record, raiseload=True))
+    )
+
+
+def _newest(selections: dict[Reason, sa.Select], reasons: tuple[Reason, ...]) -> sa.Subquery:
+    """The ids of the newest `SHOWN` rows of each of `reasons` (all of one table), each with its
+    reason and how many rows the reason takes in all: the lists and their counts in one
+    statement (a round trip to the database costs more than most of these reads). A reason
+    without rows has no line: its count is 0."""
+    return sa.union_all(
+        *(
+            sa.select(
+                sa.literal(reason.value, sa.String).label("reason"),
+                shown.c.id,
+                _count(selections[reason]).label("total"),
+            )
+            for reason in reasons
+            for shown in [selections[reason].limit(SHOWN).subquery()]
+        )
+    ).subquery()
+
+
+def _count(selection: sa.Select) -> sa.ScalarSelect[int]:
+    return (
+        sa.select(sa.func.count())
+        .select_from(selection.order_by(None).subquery())
+        .scalar_subquery()
     )
 
 
 def counts(merchant_id: int, synced: datetime | None = None) -> dict[Reason, int]:
     """How many items of each reason, in one query; `synced` as `_Scope.of`."""
-    return _counts(_selections(_Scope.of(merchant_id, synced)))
-
-
-def _counts(selections: dict[Reason, sa.Select]) -> dict[Reason, int]:
-    totals = [
-        sa.select(sa.func.count())
-        .select_from(selection.order_by(None).subquery())
-        .scalar_subquery()
-        .label(reason.value)
-        for reason, selection in selections.items()
-    ]
+    selections = _selections(_Scope.of(merchant_id, synced))
+    totals = [_count(selection).label(reason.value) for reason, selection in selections.items()]
     row = db.session.execute(sa.select(*totals)).one()
     return {reason: row._mapping[reason.value] for reason in selections}
 
@@ -324,30 +363,30 @@ def count(merchant: Merchant) -> int:
 
 
 def needs_attention(merchant_id: int) -> list[Group]:
-    """Each reason with its newest `SHOWN` items and how many there are in all."""
+    """Each reason with its newest `SHOWN` items and how many there are in all: the
+    transactions' reasons in one query, the operations' in another."""
     selections = _selections(_Scope.of(merchant_id))
-    totals = _counts(selections)
-    groups = []
-    for reason, selection in selections.items():
-        shown = selection.limit(SHOWN)
-        if not totals[reason]:
-            items: list = []
-        elif reason in (Reason.UNDECIDED, Reason.LATE):
-            items = [TransactionItem(*row) for row in db.session.execute(_transaction_rows(shown))]
-        else:
-            items = [_operation_item(row) for row in db.session.scalars(_operation_rows(shown))]
-        groups.append(Group(reason, totals[reason], items))
-    return groups
+    totals = dict.fromkeys(selections, 0)
+    items: dict[Reason, list] = {reason: [] for reason in selections}
+    transactions = _transaction_rows(_newest(selections, OF_TRANSACTIONS))
+    for transaction, currency, status, order_id, reason, total in db.session.execute(transactions):
+        totals[Reason(reason)] = total
+        items[Reason(reason)].append(TransactionItem(transaction, currency, status, order_id))
+    operations = _operation_rows(_newest(selections, OF_OPERATIONS))
+    for operation, record, reason, total in db.session.execute(operations):
+        totals[Reason(reason)] = total
+        items[Reason(reason)].append(_operation_item(operation, record))
+    return [Group(reason, totals[reason], items[reason]) for reason in selections]
 
 
-def _operation_item(row: MirroredOperation) -> OperationItem:
+def _operation_item(row: MirroredOperation, record: dict | None) -> OperationItem:
     """The operation with the state the mirror keeps, and its due (`amount_due`): its amount
-    when paid in its own currency, else read from the API's record, which holds the rate."""
+    when paid in its own currency, else read from the API's `record`, which holds the rate."""
     state = State(row.state) if row.state else None
     if row.currency == row.currency_paid:
         return OperationItem(row, state, row.amount, row.difference)
     try:  # the due does not depend on the transactions: read without them (half the time)
-        due = amount_due(parse_record(Operation, {**row.record, "transactions": []}))
+        due = amount_due(parse_record(Operation, {**(record or {}), "transactions": []}))
     except MalformedAnswer:  # a record the portal cannot read: no due to show
         due = None
     return OperationItem(row, state, due, row.difference)
@@ -357,7 +396,11 @@ def settleable(merchant_id: int, operation_id: str) -> MirroredOperation | None:
     """The operation if it is on the list to be settled (`DIFFERENCE`), else None."""
     selection = _selections(_Scope.of(merchant_id))[Reason.DIFFERENCE]
     return db.session.scalars(
-        _operation_rows(selection.where(MirroredOperation.operation_id == operation_id))
+        sa.select(MirroredOperation).where(
+            MirroredOperation.id.in_(
+                selection.where(MirroredOperation.operation_id == operation_id)
+            )
+        )
     ).first()
 
 

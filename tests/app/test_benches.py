@@ -1,0 +1,41 @@
+"""The benches as the performance page runs them (`bench/all.py`)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def closed_port() -> int:
+    """A port of loopback nothing listens on (it was free a moment ago)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_run_meant_for_postgresql_stops_at_once_when_it_cannot_reach_it():
+    """With PORTAL_TEST_DATABASE_URL set, a run of every bench measures PostgreSQL too: when
+    that server is down, no bench runs and the run fails, rather than printing figures of
+    SQLite alone as if PostgreSQL had been measured (or skipped)."""
+    environment = {
+        **os.environ,
+        "PORTAL_TEST_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:{closed_port()}/x",
+    }
+    finished = subprocess.run(
+        [sys.executable, "bench/all.py", "--only", "page_cost.py"],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert finished.returncode != 0
+    assert "PostgreSQL cannot be reached" in finished.stderr
+    assert "Connection refused" in finished.stderr
+    assert "===" not in finished.stdout, "a bench ran"
