@@ -10,6 +10,8 @@ For each database it times, in this process (so that SQLite's work is in the CPU
   row), as the lists were paged before;
 - a count of every row, which each page made before and now stops at 1,001 (its heading says
   "More than 1,000 events");
+- the people of the log's filter form (`users_of`, a DISTINCT over the merchant's log), which
+  `/audit` reads on each page;
 - the whole signed-in page `/audit` at the first page and at the last page by key.
 
 Prints the median wall time and CPU time (of this process: SQLite's whole work, PostgreSQL's
@@ -89,7 +91,7 @@ def timed(call: Callable[[], object], repeat: int) -> tuple[float, float]:
 
 def measure(name: str, database_url: str, sandbox, folder: Path, arguments) -> None:
     from portal.extensions import db
-    from portal.identity.pages.audit_log.queries import events
+    from portal.identity.pages.audit_log.queries import events, users_of
     from portal.identity.rules.accounts import merchant_named
     from portal.web.lists import local_page
 
@@ -127,11 +129,12 @@ def measure(name: str, database_url: str, sandbox, folder: Path, arguments) -> N
 
         def count() -> object:
             with app.test_request_context():
-                return db.session.scalar(
-                    sa.select(sa.func.count()).select_from(
-                        events(merchant_named("Acme")).subquery()
-                    )
-                )
+                every = events(merchant_named("Acme")).order_by(None).subquery()
+                return db.session.scalar(sa.select(sa.func.count()).select_from(every))
+
+        def people() -> object:
+            with app.test_request_context():
+                return users_of(merchant_named("Acme"))
 
         def page(url: str) -> Callable[[], object]:
             return lambda: owner.get(url).status_code == 200 or sys.exit(f"{url} failed")
@@ -144,6 +147,7 @@ def measure(name: str, database_url: str, sandbox, folder: Path, arguments) -> N
             ("last page, by key", read({"after": deep})),
             ("last page, by offset", by_offset),
             ("count of every row", count),
+            ("the filter's people (DISTINCT)", people),
             ("/audit, first page", page("/audit")),
             ("/audit, last page by key", page(f"/audit?after={deep}")),
         ]:
