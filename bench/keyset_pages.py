@@ -22,14 +22,13 @@ server work shows in the wall time only) of each, and the deep read's query plan
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -37,10 +36,9 @@ import sqlalchemy as sa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.figures import figure
-from tests.support.databases import postgres_schema
+from bench.search import database_parser, on_each_database
 from tests.support.forms import signed_in
 from tests.support.portal_app import connected_portal
-from tests.support.sandbox_server import run_sandbox
 
 BATCH = 5_000
 PER_PAGE = 50
@@ -172,31 +170,12 @@ def measure(name: str, database_url: str, sandbox, folder: Path, arguments) -> N
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = database_parser(__doc__)
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=30)
-    parser.add_argument(
-        "--databases", default="sqlite,postgresql", help="comma-separated: sqlite, postgresql"
-    )
     arguments = parser.parse_args()
-    databases = arguments.databases.split(",")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    with (
-        tempfile.TemporaryDirectory() as folder,
-        run_sandbox(Path(folder) / "sandbox.db") as sandbox,
-    ):
-        if "sqlite" in databases:
-            sqlite_folder = Path(folder) / "sqlite"
-            sqlite_folder.mkdir()
-            url = f"sqlite:///{sqlite_folder / 'portal.sqlite3'}"
-            measure("SQLite", url, sandbox, sqlite_folder, arguments)
-        if "postgresql" in databases and not os.environ.get("PORTAL_TEST_DATABASE_URL"):
-            print("\nPostgreSQL: skipped (PORTAL_TEST_DATABASE_URL is not set)")
-        elif "postgresql" in databases:
-            postgres_folder = Path(folder) / "postgresql"
-            postgres_folder.mkdir()
-            with postgres_schema() as url:
-                measure("PostgreSQL", url, sandbox, postgres_folder, arguments)
+    on_each_database(arguments.databases.split(","), partial(measure, arguments=arguments))
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
