@@ -82,7 +82,8 @@ class _Key:
     @classmethod
     def of(cls, query: sa.Select) -> _Key:
         """The key of `query`, read from the ORDER BY its rule gives (for the page and the
-        export alike); the last column must tell rows apart (an id)."""
+        export alike); the last column must tell rows apart (an id). SQLAlchemy has no public
+        reader of a Select's ORDER BY: `_order_by_clauses` is it."""
         columns, directions = [], set()
         for clause in query._order_by_clauses:
             modifier = getattr(clause, "modifier", None)
@@ -148,8 +149,8 @@ def _key_value(column: sa.ColumnElement[Any], value: object) -> object:
 
 
 def local_page(query: sa.Select, per_page: int = 50) -> LocalPage:
-    """The page of `query` (a list in the portal's own database) asked for by `?after=` (Next:
-    the rows after that cursor), `?before=` (Previous) or neither (the first page).
+    """The page of `query` (a list of one model in the portal's own database) asked for by
+    `?after=` (Next: the rows after that cursor), `?before=` (Previous) or neither (the first).
 
     It is read by key, never by offset: a cursor holds the key (the query's ORDER BY, such as
     `created_at DESC, id DESC`) of the row the page starts next to, so a deep page costs what
@@ -178,10 +179,8 @@ def _page(
     key: _Key, rows: list, total: int, previous: str | None, more: bool, **here: str
 ) -> LocalPage:
     """The page of `rows` (as `_Key.rows` reads them), with Next when there are `more`."""
-    width = len(rows[0]) - len(key.columns) if rows else 1
-    items = [row[0] if width == 1 else tuple(row[:width]) for row in rows]
     after = key.cursor(rows[-1]) if more and rows else None
-    return LocalPage(items, total, previous, after, here)
+    return LocalPage([row[0] for row in rows], total, previous, after, here)
 
 
 @dataclass(frozen=True)
