@@ -39,6 +39,7 @@ BENCHES: list[tuple[str, list[str]]] = [
     ("webhook_delivery.py", []),
     *([("webhook_delivery.py", [f"--postgres={POSTGRES}"])] if POSTGRES else []),
     ("search.py", []),
+    ("keyset_pages.py", []),
 ]
 
 

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -237,14 +238,26 @@ def measure(name: str, database_url: str, sandbox, folder: Path, arguments) -> N
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = database_parser(__doc__)
     parser.add_argument("--operations", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=40)
+    arguments = parser.parse_args()
+    on_each_database(arguments.databases.split(","), partial(measure, arguments=arguments))
+
+
+def database_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The arguments of a bench that measures on `on_each_database`, with `--databases`."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
     parser.add_argument(
         "--databases", default="sqlite,postgresql", help="comma-separated: sqlite, postgresql"
     )
-    arguments = parser.parse_args()
-    databases = arguments.databases.split(",")
+    return parser
+
+
+def on_each_database(databases: list[str], measure: Callable[[str, str, Any, Path], None]) -> None:
+    """`measure(name, database URL, sandbox, folder)` on SQLite and PostgreSQL (those of
+    `databases`: a SQLite file, a schema of its own in PORTAL_TEST_DATABASE_URL), beside one
+    bundled sandbox."""
     with (
         tempfile.TemporaryDirectory() as folder,
         run_sandbox(Path(folder) / "sandbox.db") as sandbox,
@@ -253,14 +266,14 @@ def main() -> None:
             sqlite_folder = Path(folder) / "sqlite"
             sqlite_folder.mkdir()
             url = f"sqlite:///{sqlite_folder / 'portal.sqlite3'}"
-            measure("SQLite", url, sandbox, sqlite_folder, arguments)
+            measure("SQLite", url, sandbox, sqlite_folder)
         if "postgresql" in databases and not os.environ.get("PORTAL_TEST_DATABASE_URL"):
             print("\nPostgreSQL: skipped (PORTAL_TEST_DATABASE_URL is not set)")
         elif "postgresql" in databases:
             postgres_folder = Path(folder) / "postgresql"
             postgres_folder.mkdir()
             with postgres_schema() as url:
-                measure("PostgreSQL", url, sandbox, postgres_folder, arguments)
+                measure("PostgreSQL", url, sandbox, postgres_folder)
 
 
 if __name__ == "__main__":
