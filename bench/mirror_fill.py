@@ -38,9 +38,19 @@ def _stamp(moment: datetime) -> str:
 
 
 def rows(
-    count: int, randomness: random.Random, *, days: int = 90, first_id: int = 1
+    count: int,
+    randomness: random.Random,
+    *,
+    days: int = 90,
+    first_id: int = 1,
+    recent_attention: bool = False,
 ) -> Iterator[tuple[dict, list[dict]]]:
-    """Operations over the last `days`, each with 0 to 4 transactions (1.5 on average)."""
+    """Operations over the last `days`, each with 0 to 4 transactions (1.5 on average). With
+    `recent_attention`, the failed ones and those paid more or less than due are of the days
+    the attention list shows them (`FAILED_WITHIN`, `HISTORY_WITHIN`), as in a shop whose
+    failures and differences come at the same rate all year."""
+    from portal.payments.rules.attention import FAILED_WITHIN, HISTORY_WITHIN
+
     now = datetime.now(UTC)
     transaction_id = first_id * 2
     for number in range(first_id, first_id + count):
@@ -56,6 +66,10 @@ def rows(
             paid = f"{due / 2 / 10**4:.4f}"
         elif status == "confirmed" and randomness.random() < 0.05:
             paid = f"{due * randomness.choice([0.9, 1.1]) / 10**4:.4f}"
+            if recent_attention:
+                created = now - randomness.random() * (HISTORY_WITHIN - timedelta(days=1))
+        if recent_attention and status == "failed":
+            created = now - randomness.random() * (FAILED_WITHIN - timedelta(days=1))
         operation = {
             "id": str(number),
             "application_id": "1",
@@ -78,7 +92,7 @@ def rows(
         transactions = []
         # Paid operations have 1 to 4 transactions (1.5 per operation in all); 1 % of the
         # expired ones got a payment after all, too late.
-        late = status == "expired" and randomness.random() < 0.01
+        late = status == "expired" and randomness.random() < (0.04 if recent_attention else 0.01)
         for _ in range(randomness.choice([1, 2, 3, 4]) if paid or late else 0):
             transaction_id += 1
             state = "undefined" if randomness.random() < 0.02 else "confirmed"
@@ -116,9 +130,9 @@ def fill(
     first_id: int = 1,
     history: bool = False,
 ) -> Filled:
-    """`merchant`'s mirror (with `history`, its ledger, events and rates too), filled in
-    batches; the merchant's mirror marked synced, with the menu's count counted as a sync
-    counts it."""
+    """`merchant`'s mirror (with `history`, its ledger, events and rates too, and the failures
+    and differences of the attention list as recent as it shows them), filled in batches and
+    marked synced, with the menu's count counted as a sync counts it."""
     import sqlalchemy as sa
 
     from portal.extensions import db
@@ -146,7 +160,9 @@ def fill(
                     batch.clear()
             db.session.commit()
 
-        for record, raw_transactions in rows(count, randomness, days=days, first_id=first_id):
+        for record, raw_transactions in rows(
+            count, randomness, days=days, first_id=first_id, recent_attention=history
+        ):
             columns = operation_columns(merchant_id, record)
             batches[MirroredOperation].append(columns)
             filled.several_transactions += len(raw_transactions) > 1
