@@ -183,6 +183,14 @@ class LedgerEntry(Model):
             "value",
             "value_currency",
         ),
+        # The ledger's export reads a period in this order, 500 at a time (migration 0028).
+        sa.Index(
+            "ix_ledger_entries_merchant_occurred",
+            "merchant_id",
+            "connection_generation",
+            "occurred_at",
+            "id",
+        ),
         sa.Index(
             "ix_ledger_entries_merchant_operation",
             "merchant_id",
