@@ -40,6 +40,7 @@ BENCHES: list[tuple[str, list[str]]] = [
     *([("webhook_delivery.py", [f"--postgres={POSTGRES}"])] if POSTGRES else []),
     ("search.py", []),
     ("keyset_pages.py", []),
+    ("million.py", [f"--database-url={POSTGRES}"] if POSTGRES else ["--databases=sqlite"]),
 ]
 
 

@@ -3,7 +3,7 @@
 Starts the seeded sandbox (2,000 operations), the portal under gunicorn and its background
 worker (mirroring the merchant every 10 s, as in production) as real processes on 127.0.0.1.
 The mirror first holds `--mirrored` operations more (100,000 by default, filled as
-`bench/search.py` fills it, with every group of the attention list), then the worker's first
+`bench/mirror_fill.py` fills it, with every group of the attention list), then the worker's first
 sync adds the sandbox's. Then locust runs (as a library, headless) against the portal. Each
 simulated user signs in as the owner, operator or accountant (with the CSRF token of the
 sign-in form; their passwords are hashed with the production default, scrypt, so a sign-in
@@ -54,7 +54,7 @@ from locust.runners import LocalRunner
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.figures import figure
-from bench.search import fill, fragment
+from bench.mirror_fill import fill, fragment
 from tests.support.forms import CSRF_FIELD, PASSWORD
 from tests.support.polling import wait_for
 from tests.support.portal_app import ROLES
@@ -334,7 +334,8 @@ def add_load_users(server: PortalServer) -> None:
 
 
 def search_texts(kept: dict[str, list[str]]) -> tuple[str, ...]:
-    """Pieces of the mirror's values, as people type them: 64 of each kind (`bench/search.py`)."""
+    """Pieces of the mirror's values, as people type them: 64 of each kind
+    (`bench/mirror_fill.py`)."""
     randomness = random.Random(11)
     return tuple(
         fragment(randomness.choice(values), randomness)
@@ -479,7 +480,8 @@ def main() -> None:
     ):
         add_load_users(server)
         started = time.perf_counter()
-        PortalUser.searches = search_texts(fill(server.app, arguments.mirrored, FILLED_FROM))
+        filled = fill(server.app, arguments.mirrored, first_id=FILLED_FROM)
+        PortalUser.searches = search_texts(filled.kept)
         print(f"mirror filled in {time.perf_counter() - started:.0f} s")
         with running_worker(server.app, Path(folder) / "worker", sync_seconds=SYNC_SECONDS) as (
             worker

@@ -70,6 +70,10 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         ADDRESS_COOLING_OFF_HOURS=24,
         # How often the worker syncs each merchant's mirror, in seconds.
         SYNC_SECONDS=10,
+        # Rates read longer ago than this are forgotten (the worker's hourly housekeeping): a
+        # sync records a row each time they changed, up to 8,640 a day per merchant. 400 days
+        # keep last year's statements and entered balances valued at their own rates.
+        RATE_HISTORY_DAYS=400,
         # After a request found the payment service unavailable, its pages read the mirror for
         # this long, then ask it again (0: every request asks; portal/settings/rules/api_down.py).
         API_DOWN_SECONDS=30,

@@ -143,6 +143,14 @@ def app(request, portal_config):
 
 
 @pytest.fixture
+def worker_of_this_portal(app, monkeypatch):
+    """The worker's tasks run in this test's portal (the process's worker is another's)."""
+    from portal.live.worker import queue
+
+    monkeypatch.setattr(queue, "_application", [app])
+
+
+@pytest.fixture
 def client(app):
     return app.test_client()
 

@@ -7,14 +7,14 @@ PostgreSQL the four indexes now carry the id (`INCLUDE`), and the late transacti
 their creation time too; SQLite's are unchanged.
 
 Revision ID: 0030
-Revises: 0026
+Revises: 0028
 Create Date: 2026-11-27
 """
 
 from alembic import op
 
 revision = "0030"
-down_revision = "0026"
+down_revision = "0028"
 branch_labels = None
 depends_on = None
 

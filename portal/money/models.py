@@ -171,12 +171,25 @@ class LedgerEntry(Model):
     __tablename__ = "ledger_entries"
     __table_args__ = (
         sa.UniqueConstraint("merchant_id", "connection_generation", "key"),
+        # With what the dashboard's sums read (migration 0028): the table is not read.
         sa.Index(
             "ix_ledger_entries_merchant_kind_occurred",
             "merchant_id",
             "connection_generation",
             "kind",
             "occurred_at",
+            "currency",
+            "amount",
+            "value",
+            "value_currency",
+        ),
+        # The ledger's export reads a period in this order, 500 at a time (migration 0028).
+        sa.Index(
+            "ix_ledger_entries_merchant_occurred",
+            "merchant_id",
+            "connection_generation",
+            "occurred_at",
+            "id",
         ),
         sa.Index(
             "ix_ledger_entries_merchant_operation",

@@ -89,14 +89,6 @@ def run_worker_mail_task() -> None:
 
 
 @pytest.fixture
-def worker_of_this_portal(app, monkeypatch):
-    """The worker's tasks run in this test's portal (the process's worker is another's)."""
-    from portal.live.worker import queue
-
-    monkeypatch.setattr(queue, "_application", [app])
-
-
-@pytest.fixture
 def november(app, clock, worker_of_this_portal):
     """Acme's November: an opening of 1 BTC in October, then 0.5 BTC received less a fee."""
     factories.api_connection(app)

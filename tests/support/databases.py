@@ -82,9 +82,10 @@ def migrated(app: Flask, *, with_accounts: bool = False) -> Flask:
 
 
 @contextlib.contextmanager
-def postgres_schema() -> Iterator[str]:
-    """A fresh schema in PORTAL_TEST_DATABASE_URL, as a URL whose search path is that schema."""
-    base = os.environ.get("PORTAL_TEST_DATABASE_URL", "")
+def postgres_schema(base: str | None = None) -> Iterator[str]:
+    """A fresh schema in the database `base` (default PORTAL_TEST_DATABASE_URL), as a URL whose
+    search path is that schema."""
+    base = base or os.environ.get("PORTAL_TEST_DATABASE_URL", "")
     skip_unless(bool(base), "postgresql", "PORTAL_TEST_DATABASE_URL is not set")
     schema = f"portal_test_{uuid.uuid4().hex[:12]}"
     engine = sa.create_engine(base)

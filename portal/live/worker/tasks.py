@@ -21,7 +21,7 @@ from huey import crontab
 
 from portal.live.rules import mail, mirror, webhooks
 from portal.live.worker.queue import DELIVERIES, MAIL, SYNCS, huey, in_app_context
-from portal.money.rules import approvals, controls, refunds
+from portal.money.rules import approvals, controls, rate_history, refunds
 from portal.reports.rules import statement_mail
 
 
@@ -41,6 +41,14 @@ def plan_ticks() -> None:
     interval = max(1, int(current_app.config["SYNC_SECONDS"]))
     for offset in range(0, 60, interval):
         tick.schedule(delay=offset)
+
+
+@huey.periodic_task(crontab(minute="7"))
+@in_app_context
+def housekeeping() -> None:
+    """Each hour, forget what the portal keeps only for a while: the rates read longer ago
+    than `PORTAL_RATE_HISTORY_DAYS` (webhook attempts go with each delivery pass)."""
+    rate_history.forget_old()
 
 
 @huey.task()

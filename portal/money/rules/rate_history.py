@@ -16,9 +16,12 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 import sqlalchemy as sa
+from flask import current_app
 
 from portal.api import Rates
-from portal.extensions import db
+from portal.database import utcnow
+from portal.extensions import db, rows_changed
+from portal.identity.models import Merchant
 from portal.money.models import RateRecord
 
 # A rate read longer ago than this before a movement is not its rate.
@@ -56,6 +59,24 @@ def record(merchant_id: int, generation: int, rates: Rates, at: datetime) -> Non
             rates=texts,
         )
     )
+
+
+def forget_old() -> int:
+    """Drop the rates last read more than `PORTAL_RATE_HISTORY_DAYS` ago; how many. A merchant
+    at a time, through the index of its records. The latest record of a connection that still
+    syncs is read again at each sync, so it is never that old."""
+    cutoff = utcnow() - timedelta(days=float(current_app.config["RATE_HISTORY_DAYS"]))
+    dropped = 0
+    for merchant_id in db.session.scalars(sa.select(Merchant.id)).all():
+        dropped += rows_changed(
+            sa.delete(RateRecord).where(
+                RateRecord.merchant_id == merchant_id,
+                RateRecord.recorded_at < cutoff,
+                RateRecord.last_seen_at < cutoff,
+            )
+        )
+        db.session.commit()
+    return dropped
 
 
 class RateBook:

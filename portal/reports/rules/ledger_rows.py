@@ -146,13 +146,8 @@ def ledger_rows(merchant: Merchant, since: datetime, until: datetime) -> Iterato
     while True:
         page = query
         if after is not None:
-            at, last_id = after
-            page = query.where(
-                sa.or_(
-                    LedgerEntry.occurred_at > at,
-                    sa.and_(LedgerEntry.occurred_at == at, LedgerEntry.id > last_id),
-                )
-            )
+            # One comparison of the pair: both databases seek it in the index of the order.
+            page = query.where(sa.tuple_(LedgerEntry.occurred_at, LedgerEntry.id) > after)
         chunk = db.session.execute(page.limit(CHUNK)).all()
         for entry, order_id, transactions in chunk:
             running[entry.currency] = running.get(entry.currency, ZERO) + entry.amount
