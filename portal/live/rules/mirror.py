@@ -705,10 +705,13 @@ class _Sync:
             for transaction in transactions.values():
                 changes += self._transaction(transaction, mirrored_tx.get(transaction.id))
             stated = self._state_new(
-                operation
-                for operation in newest_operations.values()
-                if operation.id not in mirrored
-                and not any(t.id in mirrored_tx for t in operation.transactions)
+                [
+                    operation
+                    for operation in newest_operations.values()
+                    if operation.id not in mirrored
+                    and not any(t.id in mirrored_tx for t in operation.transactions)
+                ],
+                transactions.values(),
             )
             for operation, money, record in stated:
                 changes += self._state_change(operation, money, record, known=None, unseen=True)
@@ -840,19 +843,22 @@ class _Sync:
         return changes
 
     def _state_new(
-        self, operations: Iterable[Operation]
+        self, operations: list[Operation], transactions: Iterable[Transaction]
     ) -> list[tuple[Operation, OperationMoney, dict]]:
         """In a first sync, the money of operations new to the mirror whose transactions all
-        come with them (none mirrored before): read from the page's records and written with
-        their new rows, instead of read back from the mirror once inserted (`_restate`); each
-        with its money and its record."""
-        if self.notify:
+        come with them (none mirrored before): read from the page's records (`transactions`,
+        the page's, are those the mirror will hold for them) and written with their new rows,
+        instead of read back from the mirror once inserted (`_restate`); each with its money
+        and its record."""
+        if self.notify or not operations:
             return []
         new_rows = {row["operation_id"]: row for row in self.new_rows.get(MirroredOperation, ())}
+        of_operation: dict[str | None, list[Transaction]] = {}
+        for transaction in transactions:
+            of_operation.setdefault(transaction.operation_id, []).append(transaction)
         stated = []
         for operation in operations:
-            transactions = (_with_operation(t, operation.id) for t in operation.transactions)
-            operation = replace(operation, transactions=tuple(transactions))
+            operation = replace(operation, transactions=tuple(of_operation.get(operation.id, ())))
             ended_status = operation.status if operation.status in ENDED_STATUSES else None
             money, columns = money_columns(operation, ended_status, self.tolerance_percent)
             row = new_rows[operation.id]
