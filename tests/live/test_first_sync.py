@@ -4,12 +4,24 @@ looking for them first. What it writes is what reading the mirror again gives.""
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 
 from tests.live.conftest import SEED
 from tests.live.test_mirror import events_of, merchant_id, sync
+from tests.support.portal_app import connected_portal
 
 MONEY_COLUMNS = ("state", "difference", "late_transactions", "ended_status")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def portal(request, tmp_path, seeded):
+    """The portal connected to the seeded sandbox, on each database."""
+    config = {}
+    if request.param == "postgresql":
+        config["DATABASE_URL"] = request.getfixturevalue("postgres_url")
+    with connected_portal(tmp_path, seeded, SYNC_SECONDS=0, **config) as app:
+        yield app
 
 
 def statements_of_sync(app) -> list[str]:
@@ -31,15 +43,15 @@ def statements_of_sync(app) -> list[str]:
     return statements
 
 
-def test_a_first_sync_neither_reads_back_nor_rewrites_the_operations_it_inserts(seeded_portal):
-    statements = statements_of_sync(seeded_portal)
+def test_a_first_sync_neither_reads_back_nor_rewrites_the_operations_it_inserts(portal):
+    statements = statements_of_sync(portal)
 
     assert not [s for s in statements if s.startswith("UPDATE mirrored_operations")]
     # Each page looks its operations up by id (none mirrored yet), and reads no row again.
     reads = [s for s in statements if s.startswith("SELECT mirrored_operations.id")]
     assert len(reads) == 2, reads  # the two pages of 100 operations
     assert not [s for s in statements if s.startswith("SELECT") and "FROM events" in s]
-    assert len(events_of(seeded_portal)) > 2 * SEED
+    assert len(events_of(portal)) > 2 * SEED
 
 
 def money_of(app) -> dict:
@@ -60,15 +72,12 @@ def money_of(app) -> dict:
     return {"operations": operations, "ledger": ledger}
 
 
-def test_a_first_sync_states_each_operations_money_as_reading_the_mirror_again_does(
-    seeded_portal,
-):
+def test_a_first_sync_states_each_operations_money_as_reading_the_mirror_again_does(portal):
     from portal.extensions import db
     from portal.identity.models import Merchant
     from portal.live.rules import mirror
     from portal.payments.rules import mirror_money
 
-    portal = seeded_portal
     assert sync(portal).kind == "first"
     first = money_of(portal)
     states = {state for state, *_ in first["operations"].values()}
