@@ -921,7 +921,8 @@ class _Sync:
 
     def _with_money(self, change: _Change) -> _Change:
         """An operation's event with the portal's figures beside the record (`events.with_money`),
-        read once per page by `_restate`, whether the event is of a status or of a state."""
+        read once per page (`_state_new`, `_restate`), whether the event is of a status or of a
+        state."""
         if not change.type_.startswith("operation."):
             return change
         return replace(

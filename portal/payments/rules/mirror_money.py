@@ -2,7 +2,8 @@
 record and the transactions the mirror holds for it (`operation_money`).
 
 The mirror's sync does it for the operations each page touched (`portal.live.rules.mirror`,
-which also writes the events of a state newly reached); `restate` does it for all of a
+which also writes the events of a state newly reached; a first sync gives its new operations
+their columns before inserting them, `money_columns`); `restate` does it for all of a
 merchant's operations when the merchant's payment tolerance changes.
 """
 
