@@ -14,25 +14,11 @@ import pytest
 import sqlalchemy as sa
 
 from portal.api import MerchantApiClient
+from tests.live.conftest import SEED
 from tests.reports.test_exports_pages import api_records
 from tests.support.forms import signed_in
 from tests.support.money import post, text
 from tests.support.portal_app import connected_portal, email
-from tests.support.sandbox_server import run_sandbox
-
-SEED = 120
-
-
-@pytest.fixture
-def seeded(tmp_path):
-    with run_sandbox(tmp_path / "sandbox.db", seed=SEED, random_seed=3) as server:
-        yield server
-
-
-@pytest.fixture
-def seeded_portal(tmp_path, seeded):
-    with connected_portal(tmp_path, seeded, SYNC_SECONDS=0) as app:
-        yield app
 
 
 @pytest.fixture

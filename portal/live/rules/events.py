@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import secrets
+from collections.abc import Container
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -129,17 +130,20 @@ def stored_key(generation: int, key: str) -> str:
     return f"{generation}:{key}"
 
 
-def unrecorded(merchant_id: int, generation: int, candidates: list[dict]) -> list[dict]:
+def unrecorded(
+    merchant_id: int, generation: int, candidates: list[dict], *, unseen: Container[str] = ()
+) -> list[dict]:
     """Of these events (the Event columns but the merchant, the connection and the public id),
     the ones the table does not hold yet, in the order given, ready to insert. `dedup_key`
     names the change (subject, what changed, to what): the same change seen by two syncs is one
     event. Stored, it begins with the connection's `generation`: the same change of another
-    account is another event."""
-    candidates = [
-        {**candidate, "dedup_key": stored_key(generation, candidate["dedup_key"])}
+    account is another event. `unseen`: keys the caller knows no event holds (the changes of
+    records the mirror did not hold), not looked up (most of a first sync's events)."""
+    keys = [
+        stored_key(generation, candidate["dedup_key"])
         for candidate in candidates
+        if candidate["dedup_key"] not in unseen
     ]
-    keys = [candidate["dedup_key"] for candidate in candidates]
     known: set[str] = set()
     for start in range(0, len(keys), KEYS_PER_QUERY):
         known.update(
@@ -150,16 +154,20 @@ def unrecorded(merchant_id: int, generation: int, candidates: list[dict]) -> lis
                 )
             )
         )
-    return [
-        {
-            **candidate,
-            "merchant_id": merchant_id,
-            "connection_generation": generation,
-            "public_id": public_event_id(),
-        }
-        for candidate in candidates
-        if candidate["dedup_key"] not in known
-    ]
+    rows = []
+    for candidate in candidates:
+        key = stored_key(generation, candidate["dedup_key"])
+        if key not in known:
+            rows.append(
+                candidate
+                | {
+                    "dedup_key": key,
+                    "merchant_id": merchant_id,
+                    "connection_generation": generation,
+                    "public_id": public_event_id(),
+                }
+            )
+    return rows
 
 
 def record(

@@ -36,7 +36,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, is_dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from functools import partial
@@ -70,6 +70,7 @@ from portal.payments.rules import attention
 from portal.payments.rules.mirror_money import (
     TRANSACTION_COLUMNS,
     mirrored_operations,
+    money_columns,
     restate_row,
 )
 from portal.payments.rules.operation_money import ENDED_STATUSES, OperationMoney, State
@@ -519,17 +520,23 @@ def _finish(merchant_id: int, owner: str, values: dict[str, Any]) -> None:
 def wire_record(record: Any) -> dict[str, Any]:
     """A parsed API record back in the API's JSON shape: amounts as strings, times in ISO 8601
     with a `Z`. An embedded transaction has no `operation_id`, as in the API's answer."""
-    shaped = {spec.name: _wire_value(getattr(record, spec.name)) for spec in fields(record)}
+    # The class's own table of its fields: `dataclasses.fields` makes a tuple for every call.
+    shaped = {name: _wire_value(getattr(record, name)) for name in record.__dataclass_fields__}
     if isinstance(record, Transaction) and record.operation_id is None:
         del shaped["operation_id"]
     return shaped
 
 
 def _wire_value(value: object) -> object:
+    # Most values are text or missing: answered before the other kinds are tried (a first sync
+    # shapes a few million values).
+    if value is None or isinstance(value, str):
+        return value
     if isinstance(value, Decimal):
         return format(value, "f")
     if isinstance(value, datetime):
-        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        utc = value.astimezone(UTC).replace(tzinfo=None)
+        return f"{utc.isoformat(timespec='microseconds')}Z"  # twice as fast as strftime
     if isinstance(value, tuple):
         return [_wire_value(item) for item in value]
     if is_dataclass(value):
@@ -552,6 +559,9 @@ class _Change:
     data: dict = field(compare=False)
     operation_id: str | None = field(compare=False)
     transaction_id: str | None = field(default=None, compare=False)
+    # Of a record the mirror did not hold before this page: a change no event can hold yet
+    # (the mirror's rows are only deleted with their connection's generation).
+    unseen: bool = field(default=False, compare=False)
 
 
 @dataclass
@@ -686,20 +696,36 @@ class _Sync:
         _renew(self.merchant_id, self.owner)
         # Nothing is flushed before the commit: a query per record or event would otherwise
         # first write every row still pending (a first sync's pages of a hundred operations).
+        moneys: list[tuple[Operation, OperationMoney]] = []
         with db.session.no_autoflush:
             mirrored = self._mirrored(MirroredOperation, newest_operations)
+            mirrored_tx = self._mirrored(MirroredTransaction, transactions)
             for operation in newest_operations.values():
                 changes += self._operation(operation, mirrored.get(operation.id))
-            mirrored_tx = self._mirrored(MirroredTransaction, transactions)
             for transaction in transactions.values():
                 changes += self._transaction(transaction, mirrored_tx.get(transaction.id))
+            stated = self._state_new(
+                [
+                    operation
+                    for operation in newest_operations.values()
+                    if operation.id not in mirrored
+                    and not any(t.id in mirrored_tx for t in operation.transactions)
+                ],
+                transactions.values(),
+            )
+            for operation, money, record in stated:
+                changes += self._state_change(operation, money, record, known=None, unseen=True)
+                moneys.append((operation, money))
             self._insert_new()
         db.session.flush()
         with db.session.no_autoflush:
             touched = set(newest_operations) | {
                 t.operation_id for t in transactions.values() if t.operation_id
             }
-            changes += self._restate(touched)
+            changes += self._restate(touched - {operation.id for operation, *_ in stated}, moneys)
+            ledger.book_operations(
+                self.merchant_id, self.generation, self.reporting_currency, moneys, self._seen_at()
+            )
             self._record([self._with_money(change) for change in changes])
             self.moneys.clear()
             self.repaid.clear()
@@ -745,6 +771,7 @@ class _Sync:
         so their ids are in the order they happened; with the page's other rows, in one
         statement per table."""
         candidates: dict[str, dict] = {}
+        unseen = {change.dedup_key for change in changes if change.unseen}
         for change in sorted(changes):
             # The same change found twice in one page (a status and the state it brings): once.
             candidates.setdefault(
@@ -759,7 +786,9 @@ class _Sync:
                     "occurred_at": change.occurred_at,
                 },
             )
-        rows = events.unrecorded(self.merchant_id, self.generation, list(candidates.values()))
+        rows = events.unrecorded(
+            self.merchant_id, self.generation, list(candidates.values()), unseen=unseen
+        )
         self.new_rows.setdefault(Event, []).extend(rows)  # written by `_insert_new`
         self.report.events += len(rows)
 
@@ -778,7 +807,7 @@ class _Sync:
         if row is not None and (operation.updated_at < row.updated_at or row.record == record):
             return []
         changes = []
-        change = partial(_Change, data=record, operation_id=operation.id)
+        change = partial(_Change, data=record, operation_id=operation.id, unseen=row is None)
         key = f"operation:{operation.id}"
         if row is None:
             changes.append(
@@ -813,51 +842,87 @@ class _Sync:
         self.report.operations += 1
         return changes
 
-    def _restate(self, operation_ids: Iterable[str]) -> list[_Change]:
+    def _state_new(
+        self, operations: list[Operation], transactions: Iterable[Transaction]
+    ) -> list[tuple[Operation, OperationMoney, dict]]:
+        """In a first sync, the money of operations new to the mirror whose transactions all
+        come with them (none mirrored before): read from the page's records (`transactions`,
+        the page's, are those the mirror will hold for them) and written with their new rows,
+        instead of read back from the mirror once inserted (`_restate`); each with its money
+        and its record."""
+        if self.notify or not operations:
+            return []
+        new_rows = {row["operation_id"]: row for row in self.new_rows.get(MirroredOperation, ())}
+        of_operation: dict[str | None, list[Transaction]] = {}
+        for transaction in transactions:
+            of_operation.setdefault(transaction.operation_id, []).append(transaction)
+        stated = []
+        for operation in operations:
+            operation = replace(operation, transactions=tuple(of_operation.get(operation.id, ())))
+            ended_status = operation.status if operation.status in ENDED_STATUSES else None
+            money, columns = money_columns(operation, ended_status, self.tolerance_percent)
+            row = new_rows[operation.id]
+            row.update(columns)
+            stated.append((operation, money, row["record"]))
+        return stated
+
+    def _restate(
+        self, operation_ids: Iterable[str], moneys: list[tuple[Operation, OperationMoney]]
+    ) -> list[_Change]:
         """Read again what the money of these operations amounts to (`restate_row`, from each
         record and the mirror's transactions: a transaction can change without its operation's
-        record), and keep it for their events (`_with_money`); a state the money newly reached,
-        or reached again with another amount paid, becomes its event. What changed in their
-        money is booked in the ledger (`portal.money.rules.ledger.book_operations`)."""
+        record), each added to `moneys` for the ledger (`ledger.book_operations`); a state the
+        money newly reached, or reached again with another amount paid, becomes its event."""
         changes = []
         rows = list(self._chunked(MirroredOperation, MirroredOperation.operation_id, operation_ids))
         operations = mirrored_operations(self.merchant_id, rows, self.written)
-        moneys = []
         for row in rows:
             operation = operations.get(row.operation_id)
             if operation is None:  # kept as the API wrote it; no money to read
                 continue
             known = row.state
             money = restate_row(row, operation, self.tolerance_percent)
-            self.moneys[row.operation_id] = money
             moneys.append((operation, money))
-            type_ = MONEY_STATE_EVENTS.get(money.state)
-            # A row mirrored before states were kept (None) gets its state quietly: not news.
-            first = known is not None or row.operation_id in self.created
-            news = money.state != known or row.operation_id in self.repaid
-            if type_ is not None and news and first:
-                # Reached with the last change of its money: a late payment after the expiry.
-                moment = max(
-                    [operation.updated_at, *(t.updated_at for t in operation.transactions)]
-                )
-                changes.append(
-                    _Change(
-                        moment,
-                        2,
-                        type_,
-                        _operation_key(operation, type_),
-                        row.record,
-                        row.operation_id,
-                    )
-                )
-        ledger.book_operations(
-            self.merchant_id, self.generation, self.reporting_currency, moneys, self._seen_at()
-        )
+            changes += self._state_change(operation, money, row.record, known=known)
         return changes
+
+    def _state_change(
+        self,
+        operation: Operation,
+        money: OperationMoney,
+        record: dict,
+        *,
+        known: str | None,
+        unseen: bool = False,
+    ) -> list[_Change]:
+        """Keep the operation's money for its events (`_with_money`); the event of the state it
+        reached (with the mirror's `record`), if that is news: another state than the mirror
+        `known`, or the same with another amount paid. A row mirrored before states were kept
+        (None) gets its state quietly."""
+        self.moneys[operation.id] = money
+        type_ = MONEY_STATE_EVENTS.get(money.state)
+        first = known is not None or operation.id in self.created
+        news = money.state != known or operation.id in self.repaid
+        if type_ is None or not news or not first:
+            return []
+        # Reached with the last change of its money: a late payment after the expiry.
+        moment = max([operation.updated_at, *(t.updated_at for t in operation.transactions)])
+        return [
+            _Change(
+                moment,
+                2,
+                type_,
+                _operation_key(operation, type_),
+                record,
+                operation.id,
+                unseen=unseen,
+            )
+        ]
 
     def _with_money(self, change: _Change) -> _Change:
         """An operation's event with the portal's figures beside the record (`events.with_money`),
-        read once per page by `_restate`, whether the event is of a status or of a state."""
+        read once per page (`_state_new`, `_restate`), whether the event is of a status or of a
+        state."""
         if not change.type_.startswith("operation."):
             return change
         return replace(
@@ -876,6 +941,7 @@ class _Sync:
             data=record,
             operation_id=transaction.operation_id,
             transaction_id=transaction.id,
+            unseen=row is None,
         )
         key = f"transaction:{transaction.id}"
         changes = []

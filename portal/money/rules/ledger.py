@@ -303,7 +303,7 @@ def revalue(merchant_id: int, generation: int, reporting: str) -> tuple[int, int
         last_id = entries[-1].id
 
 
-def _value(entries: Iterable[LedgerEntry], reporting: str, rates: RateBook) -> None:
+def _value(entries: Iterable[LedgerEntry | _Movement], reporting: str, rates: RateBook) -> None:
     for entry in entries:
         found = valuation(
             entry.amount,
@@ -355,11 +355,11 @@ def _refund_withdrawals(merchant_id: int, operation_ids: list[str]) -> set[str]:
 
 
 def _withdrawal(
-    entry: Callable[..., LedgerEntry],
+    entry: Callable[..., _Movement],
     operation: Operation,
     seen_at: datetime | None,
     kind: Kind = Kind.WITHDRAWAL,
-) -> list[LedgerEntry]:
+) -> list[_Movement]:
     """A withdrawal's amount out of its wallet (`kind`: a refund's is a refund), and its network
     fee if it paid one (an internal transfer does not)."""
     common = {
@@ -375,12 +375,35 @@ def _withdrawal(
     return entries
 
 
+@dataclass
+class _Movement:
+    """A movement to book: the LedgerEntry row `_book` inserts. A plain object, since a first
+    sync makes one or two for each operation, and an ORM object costs more than the rest of
+    their booking."""
+
+    merchant_id: int
+    connection_generation: int
+    key: str
+    kind: str
+    currency: str
+    amount: Decimal
+    occurred_at: datetime
+    api_at: datetime | None = None
+    operation_id: str | None = None
+    priced_in: str | None = None
+    operation_rate: Decimal | None = None
+    value: Decimal | None = None
+    value_currency: str | None = None
+    rate: Decimal | None = None
+    rate_at: datetime | None = None
+
+
 def _entry(
     merchant_id: int, generation: int, kind: Kind, subject: str, **columns: Any
-) -> LedgerEntry:
+) -> _Movement:
     """A movement of `kind` under its key: the kind and what it moved for (an operation, a
     voucher, an exchange; a payment adds its number)."""
-    return LedgerEntry(
+    return _Movement(
         merchant_id=merchant_id,
         connection_generation=generation,
         key=f"{kind.value}:{subject}",
@@ -389,22 +412,21 @@ def _entry(
     )
 
 
-def _book(merchant_id: int, generation: int, reporting: str, entries: list[LedgerEntry]) -> int:
+def _book(merchant_id: int, generation: int, reporting: str, entries: list[_Movement]) -> int:
     """Insert the entries whose key is not booked yet, valued at their own time, in one
     statement (a sync books a page's movements at once: the session's unit of work would
     take longer than the rest of their booking); how many."""
     entries = _unbooked(merchant_id, generation, entries)
     _value(entries, reporting, RateBook(merchant_id, generation, (e.occurred_at for e in entries)))
     if entries:
-        table = cast(sa.Table, LedgerEntry.__table__)
-        made = ("id", "created_at")  # by the database and the column's default
-        columns = [column.key for column in table.columns if column.key not in made]
-        rows = [{name: getattr(entry, name) for name in columns} for entry in entries]
-        db.session.execute(sa.insert(table), rows)
+        db.session.execute(
+            sa.insert(cast(sa.Table, LedgerEntry.__table__)),
+            [vars(entry) for entry in entries],
+        )
     return len(entries)
 
 
-def _unbooked(merchant_id: int, generation: int, entries: list[LedgerEntry]) -> list[LedgerEntry]:
+def _unbooked(merchant_id: int, generation: int, entries: list[_Movement]) -> list[_Movement]:
     """The entries whose key is neither booked nor earlier in the list; a query per chunk."""
     by_key = {entry.key: entry for entry in reversed(entries)}
     keys = list(by_key)

@@ -2,7 +2,8 @@
 record and the transactions the mirror holds for it (`operation_money`).
 
 The mirror's sync does it for the operations each page touched (`portal.live.rules.mirror`,
-which also writes the events of a state newly reached); `restate` does it for all of a
+which also writes the events of a state newly reached; a first sync gives its new operations
+their columns before inserting them, `money_columns`); `restate` does it for all of a
 merchant's operations when the merchant's payment tolerance changes.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from decimal import Decimal
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -91,12 +93,25 @@ def restate_row(
     """Set the row's state, difference and late transactions from `operation`
     (`mirrored_operations`); an ended status is remembered, since money linked after it is late
     whatever the API says next."""
-    if row.status in ENDED_STATUSES:
-        row.ended_status = row.status
-    money = operation_money(operation, tolerance_percent, ended_before=row.ended_status is not None)
-    row.state, row.difference = money.state, money.difference
-    row.late_transactions = late_transactions(operation)
+    ended_status = row.status if row.status in ENDED_STATUSES else row.ended_status
+    money, columns = money_columns(operation, ended_status, tolerance_percent)
+    for name, value in columns.items():
+        setattr(row, name, value)
     return money
+
+
+def money_columns(
+    operation: Operation, ended_status: str | None, tolerance_percent: Decimal
+) -> tuple[OperationMoney, dict[str, Any]]:
+    """The money of `operation` (with the transactions the mirror holds for it) and the mirror's
+    columns that keep it; `ended_status` is the ended status the mirror remembers, if any."""
+    money = operation_money(operation, tolerance_percent, ended_before=ended_status is not None)
+    return money, {
+        "ended_status": ended_status,
+        "state": money.state,
+        "difference": money.difference,
+        "late_transactions": late_transactions(operation),
+    }
 
 
 def late_transactions(operation: Operation) -> int | None:

@@ -1,0 +1,97 @@
+"""A merchant's first sync writes each record once: an operation's money is read from the page
+before its row is inserted, and the events of records new to the mirror are written without
+looking for them first. What it writes is what reading the mirror again gives."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from tests.live.conftest import SEED
+from tests.live.test_mirror import events_of, merchant_id, sync
+from tests.support.portal_app import connected_portal
+
+MONEY_COLUMNS = ("state", "difference", "late_transactions", "ended_status")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def portal(request, tmp_path, seeded):
+    """The portal connected to the seeded sandbox, on each database."""
+    config = {}
+    if request.param == "postgresql":
+        config["DATABASE_URL"] = request.getfixturevalue("postgres_url")
+    with connected_portal(tmp_path, seeded, SYNC_SECONDS=0, **config) as app:
+        yield app
+
+
+def statements_of_sync(app) -> list[str]:
+    """The SQL statements a sync of the merchant runs."""
+    from portal.extensions import db
+
+    statements: list[str] = []
+
+    def record(_conn, _cursor, statement, *_args) -> None:
+        statements.append(" ".join(statement.split()))
+
+    with app.app_context():
+        engine = db.engine
+    sa.event.listen(engine, "before_cursor_execute", record)
+    try:
+        assert sync(app).error is None
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", record)
+    return statements
+
+
+def test_a_first_sync_neither_reads_back_nor_rewrites_the_operations_it_inserts(portal):
+    statements = statements_of_sync(portal)
+
+    assert not [s for s in statements if s.startswith("UPDATE mirrored_operations")]
+    # Each page looks its operations up by id (none mirrored yet), and reads no row again.
+    reads = [s for s in statements if s.startswith("SELECT mirrored_operations.id")]
+    assert len(reads) == 2, reads  # the two pages of 100 operations
+    assert not [s for s in statements if s.startswith("SELECT") and "FROM events" in s]
+    assert len(events_of(portal)) > 2 * SEED
+
+
+def money_of(app) -> dict:
+    """Each mirrored operation's money columns, and the ledger's movements with their values."""
+    from portal.extensions import db
+    from portal.money.models import LedgerEntry
+    from portal.payments.models import MirroredOperation
+
+    with app.app_context():
+        operations = {
+            row.operation_id: tuple(getattr(row, name) for name in MONEY_COLUMNS)
+            for row in db.session.scalars(sa.select(MirroredOperation))
+        }
+        ledger = {
+            entry.key: (entry.amount, entry.occurred_at, entry.value, entry.rate)
+            for entry in db.session.scalars(sa.select(LedgerEntry))
+        }
+    return {"operations": operations, "ledger": ledger}
+
+
+def test_a_first_sync_states_each_operations_money_as_reading_the_mirror_again_does(portal):
+    from portal.extensions import db
+    from portal.identity.models import Merchant
+    from portal.live.rules import mirror
+    from portal.payments.rules import mirror_money
+
+    assert sync(portal).kind == "first"
+    first = money_of(portal)
+    states = {state for state, *_ in first["operations"].values()}
+    assert len(first["operations"]) == SEED and len(states) >= 3, states
+    assert first["ledger"]
+
+    # A full resync reads every operation's money again from the mirror's rows: it finds
+    # nothing to change, to tell or to book.
+    with portal.app_context():
+        assert mirror.request_full_resync(merchant_id(portal))
+    report = sync(portal)
+    assert report.kind == "full" and report.events == 0
+    assert money_of(portal) == first
+    with portal.app_context():
+        merchant = db.session.get_one(Merchant, merchant_id(portal))
+        assert mirror_money.restate(merchant) == 0
+        db.session.rollback()
