@@ -126,6 +126,15 @@ def portal_config(tmp_path) -> dict:
     }
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def each_database(request, portal_config) -> dict:
+    """The test on SQLite, then on a PostgreSQL schema of its own: `portal_config` pointed at
+    each (name it before `app`, or whatever makes the application)."""
+    if request.param == "postgresql":
+        portal_config["DATABASE_URL"] = request.getfixturevalue("postgres_url")
+    return portal_config
+
+
 @pytest.fixture
 def app(request, portal_config):
     """The portal with its schema made by the migrations, and the users of `accounts` when the

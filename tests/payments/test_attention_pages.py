@@ -120,14 +120,6 @@ def test_each_reason_appears_and_what_needs_nothing_does_not(acme):
     assert "<button" not in page.split('<main id="main">')[1]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def each_database(request, portal_config):
-    """The portal on SQLite, then on PostgreSQL (asked for before `acme`)."""
-    if request.param == "postgresql":
-        portal_config["DATABASE_URL"] = request.getfixturevalue("postgres_url")
-    return portal_config
-
-
 def test_the_five_reasons_are_read_in_two_queries(each_database, acme):
     """Every query waits for the database server: the page reads the items of the five reasons
     and how many each holds in one query for the transactions and one for the operations,

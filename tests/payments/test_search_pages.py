@@ -143,14 +143,7 @@ def test_many_matches_are_limited_with_a_word_to_refine(portal, owner):
     assert "more match: type more of it to narrow the search" in page
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def portal_config(request, portal_config):
-    if request.param == "postgresql":
-        portal_config["DATABASE_URL"] = request.getfixturevalue("postgres_url")
-    return portal_config
-
-
-def test_fragments_on_each_database_with_like_characters(app, accounts):
+def test_fragments_on_each_database_with_like_characters(each_database, app, accounts):
     """On PostgreSQL the fragment is a LIKE pattern: % and _ in it are the characters."""
     wanted = mirror(app, operation_record(order_id="Rate_100%-Off"))
     mirror(app, operation_record(order_id="Rate-1000-Off"))
@@ -159,7 +152,9 @@ def test_fragments_on_each_database_with_like_characters(app, accounts):
     assert links(results(client, "RATE_1"), "operations") == [wanted["id"]]
 
 
-def test_another_merchants_rows_match_neither_a_fragment_nor_a_short_id(app, accounts):
+def test_another_merchants_rows_match_neither_a_fragment_nor_a_short_id(
+    each_database, app, accounts
+):
     """On each database: the fragment's query (FTS or LIKE) and the exact look-up of a text too
     short for a fragment both keep to the signed-in user's merchant."""
     theirs = mirror(
