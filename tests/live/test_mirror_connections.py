@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from portal.api import MerchantApiClient
 from tests.support.forms import signed_in
+from tests.support.mirror import sync_now
 from tests.support.portal_app import connected_portal, email
 from tests.support.sandbox_server import SandboxServer, run_sandbox
 from tests.support.smtp import text_of
@@ -32,19 +33,6 @@ def switch_to(app, account: SandboxServer) -> None:
         ]
     )
     assert result.exit_code == 0, result.output
-
-
-def sync(app, *, full: bool = False):
-    from portal.identity.rules import accounts
-    from portal.live.rules import mirror
-
-    with app.app_context():
-        merchant = accounts.merchant_named("Acme").id
-        if full:
-            mirror.request_full_resync(merchant)
-        report = mirror.sync_merchant(merchant)
-    assert report is not None and report.error is None
-    return report
 
 
 def pay(account: SandboxServer, operation_id: str, amount: str, status: str = "confirmed") -> None:
@@ -95,29 +83,29 @@ def test_another_account_and_back_each_start_a_new_mirror(tmp_path, sandbox, mai
             webhooks.save_endpoint(
                 accounts.merchant_named("Acme"), "https://shop.example.com/hooks", CONFIRMED
             )
-        sync(app)
+        sync_now(app)
 
         switch_to(app, b)
-        assert sync(app).kind == "first"  # B's history: nobody is told of it
+        assert sync_now(app).kind == "first"  # B's history: nobody is told of it
         assert found_orders(owner, "order-of") == ["order-of-b"]
         pay(b, in_b.id, "1")  # confirmed in B
         pay(b, second_of_b.id, "1")
-        sync(app)  # B's news, neither mailed nor sent to the shop when the connection changes
+        sync_now(app)  # B's news, neither mailed nor sent to the shop when the connection changes
 
         switch_to(app, a)
-        assert sync(app).kind == "first"
+        assert sync_now(app).kind == "first"
         assert found_orders(owner, "of-") == ["order-of-a"]
         with app.app_context():
             entries = timeline(merchant, in_a.id).entries
         assert [entry.type for entry in entries] == ["operation.created"]  # A's, not B's
 
         pay(a, in_a.id, "1")
-        sync(app)
+        sync_now(app)
         confirmed = current_events(app, operation_id=in_a.id, type="operation.confirmed")
         assert [(event.notify, event.data["order_id"]) for event in confirmed] == [
             (True, "order-of-a")
         ]
-        assert sync(app, full=True).events == 0  # A's mirror is A's: nothing to tell
+        assert sync_now(app, full=True).events == 0  # A's mirror is A's: nothing to tell
         with app.app_context():
             mail.send_due()
             webhooks.fan_out()
@@ -165,4 +153,4 @@ def test_a_sync_of_the_old_account_under_way_writes_nothing_after_the_change(tmp
         assert reports == [None]  # its lease went with the old mirror
         with app.app_context():
             assert db.session.scalars(sa.select(MirroredOperation.order_id)).all() == []
-        assert sync(app).kind == "first"
+        assert sync_now(app).kind == "first"

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from portal.api import MerchantApiClient
 from tests.support.forms import signed_in
+from tests.support.mirror import sync_now
 from tests.support.money import BTC_ADDRESS
 from tests.support.portal_app import MERCHANT, connected_portal, email
 from tests.support.shop import run_shop
@@ -43,7 +44,7 @@ def portal(tmp_path, sandbox, mail_server):
             webhooks.save_endpoint(merchant, shop.url, [type_.value for type_ in webhooks.TYPES])
             owner = db.session.scalars(sa.select(User).filter_by(email=email("owner"))).one()
             mail.choose(owner, EventType)
-        sync(app)
+        sync_now(app)
         app.shop, app.heard_so_far = shop, 0
         yield app
 
@@ -53,15 +54,6 @@ def api(sandbox):
     return MerchantApiClient(sandbox.base_url, token=sandbox.token)
 
 
-def sync(app) -> None:
-    from portal.identity.rules import accounts
-    from portal.live.rules import mirror
-
-    with app.app_context():
-        report = mirror.sync_merchant(accounts.merchant_named(MERCHANT).id)
-        assert report is not None and report.error is None, report
-
-
 def heard(app) -> list[tuple[dict, str | None]]:
     """Every operation event the shop received (its body) with the subject mailed about it,
     after a sync, the deliveries and the mail of the tick."""
@@ -69,7 +61,7 @@ def heard(app) -> list[tuple[dict, str | None]]:
     from portal.live.models import Event, MailMessage
     from portal.live.rules import mail, webhooks
 
-    sync(app)
+    sync_now(app)
     with app.app_context():
         webhooks.deliver_due(budget_seconds=10)
         mail.send_due()

@@ -12,8 +12,8 @@ import pytest
 
 from portal.api import MerchantApiClient
 from tests.money.test_balances import movements, wallet
-from tests.money.test_ledger import sync
 from tests.support.forms import signed_in
+from tests.support.mirror import sync_now
 from tests.support.money import (
     BTC_ADDRESS,
     exchange_confirm_form,
@@ -30,7 +30,7 @@ WALLETS = ("BTC", "ETH", "USDT")
 def portal(tmp_path, sandbox):
     sandbox.set_prices(BTC="60000", ETH="3000")
     with connected_portal(tmp_path, sandbox, SYNC_SECONDS=0) as app:
-        sync(app)
+        sync_now(app)
         yield app
 
 
@@ -68,16 +68,16 @@ def a_days_movements(portal, api, sandbox, owner) -> None:
     stray = api.create_operation("1", "ETH", "order-stray", payment_currency="ETH")
     stray_money = sandbox.receive(stray.id, "0.3", status="undefined")
     api.reject_transactions(stray.id, [stray_money], "not this order")
-    sync(portal)
+    sync_now(portal)
     api.withdraw(Decimal("0.05"), "BTC", BTC_ADDRESS)
     cancelled = api.create_voucher(Decimal("10"), "USDT")
     api.cancel_voucher(cancelled.id)
     paid_off = api.create_voucher(Decimal("0.01"), "BTC")
-    sync(portal)
+    sync_now(portal)
     assert post(owner, "/vouchers/payoff", {"code": paid_off.code}).status_code == 302
     deal = {"sell_currency": "BTC", "buy_currency": "ETH", "sell_amount": "0.1", "buy_amount": ""}
     assert owner.post("/exchange", data=exchange_confirm_form(review_exchange(owner, deal)))
-    sync(portal)
+    sync_now(portal)
 
 
 def test_after_a_days_movements_every_balance_is_the_sandboxs_wallet(portal, api, sandbox):
@@ -97,7 +97,7 @@ def test_after_a_days_movements_every_balance_is_the_sandboxs_wallet(portal, api
     assert "Derived by the portal" not in operator_dashboard, "operators see no balances"
 
     booked = movements(portal)
-    sync(portal, full=True)  # everything read again: nothing booked twice
+    sync_now(portal, full=True)  # everything read again: nothing booked twice
     assert movements(portal) == booked
     assert all(shown(b, c) in text(owner.get("/balances")) for c, b in truth.items())
 

@@ -11,8 +11,8 @@ import pytest
 
 from tests.support import factories
 from tests.support.forms import PASSWORD, csrf_token, signed_in
-from tests.support.money import ETH_ADDRESS, post, race, review_withdrawal, text
-from tests.support.portal_app import MERCHANT, connected_portal, email
+from tests.support.money import ETH_ADDRESS, post, priced_portal, race, review_withdrawal, text
+from tests.support.portal_app import MERCHANT, email
 from tests.support.smtp import text_of
 from tests.support.two_factor import signed_in_with_two_factor
 
@@ -21,9 +21,7 @@ SECOND_OWNER = "second-owner@acme.test"
 
 @pytest.fixture
 def portal(tmp_path, sandbox, mail_server):
-    sandbox.set_prices(BTC="60000", ETH="3000")
-    with connected_portal(tmp_path, sandbox, SYNC_SECONDS=0, SMTP_URL=mail_server.url) as app:
-        sync(app)
+    with priced_portal(tmp_path, sandbox, mail_server) as app:
         yield app
 
 
@@ -33,15 +31,6 @@ def owner(portal):
     limits = {"reporting-per_withdrawal": "100", "reporting-per_day": ""}
     assert post(client, "/withdrawals/limits/reporting", limits).status_code == 302
     return client
-
-
-def sync(app) -> None:
-    from portal.identity.rules import accounts
-    from portal.live.rules import mirror
-
-    with app.app_context():
-        report = mirror.sync_merchant(accounts.merchant_named(MERCHANT).id)
-        assert report is not None and report.error is None, report
 
 
 def send_approved(app) -> int:

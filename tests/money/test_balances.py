@@ -11,8 +11,8 @@ import pytest
 import sqlalchemy as sa
 
 from portal.api import MerchantApiClient
-from tests.money.test_ledger import sync
 from tests.support.forms import signed_in
+from tests.support.mirror import sync_now
 from tests.support.money import post, text
 from tests.support.portal_app import connected_portal, email
 from tests.support.two_factor import signed_in_with_two_factor
@@ -25,7 +25,7 @@ def portal(tmp_path, sandbox):
     """The portal on an empty sandbox with the market frozen, its first sync done."""
     sandbox.set_prices(BTC="60000", ETH="3000")
     with connected_portal(tmp_path, sandbox, SYNC_SECONDS=0) as app:
-        sync(app)
+        sync_now(app)
         yield app
 
 
@@ -74,9 +74,9 @@ def pay(api, sandbox, app, amount: str) -> Decimal:
     operation = api.create_operation(amount, "BTC", f"order-{amount}")
     half = Decimal(amount) / 2
     sandbox.receive(operation.id, str(half))
-    sync(app)
+    sync_now(app)
     sandbox.receive(operation.id, str(Decimal(amount) - half))
-    sync(app)
+    sync_now(app)
     return Decimal(amount) - Decimal(amount) * FEE_SHARE
 
 
@@ -128,7 +128,7 @@ def test_history_before_the_opening_is_inside_it(tmp_path, sandbox, api):
     operation = api.create_operation("0.5", "BTC", "order-before")
     sandbox.receive(operation.id, "0.5")
     with connected_portal(tmp_path, sandbox, SYNC_SECONDS=0) as app:
-        sync(app)
+        sync_now(app)
         owner = signed_in(app, email("owner"))
         post(owner, "/balances/BTC/opening", {"amount": "3"})
         page = text(owner.get("/balances/BTC"))
@@ -144,7 +144,7 @@ def test_a_negative_derived_balance_is_flagged(portal, owner, api, sandbox):
     operation = api.create_operation("0.5", "BTC", "order-short")
     transaction = sandbox.receive(operation.id, "0.001", status="undefined")
     api.link_transactions(operation.id, [transaction])
-    sync(portal)
+    sync_now(portal)
 
     expected = Decimal("0.001") - Decimal("0.5") * FEE_SHARE
     assert expected < 0

@@ -14,10 +14,17 @@ from tests.money.test_approvals import (
     audit_events,
     second_owner,
     send_approved,
-    sync,
 )
-from tests.support.money import ETH_ADDRESS, apply_due, intent_key, post, submit, text
-from tests.support.portal_app import MERCHANT, connected_portal, email
+from tests.support.money import (
+    ETH_ADDRESS,
+    apply_due,
+    intent_key,
+    post,
+    priced_portal,
+    submit,
+    text,
+)
+from tests.support.portal_app import MERCHANT, email
 from tests.support.smtp import text_of
 
 WITHDRAWAL = {"amount": "0.05", "wallet": "ETH", "address": ETH_ADDRESS}  # 150 USD
@@ -25,9 +32,7 @@ WITHDRAWAL = {"amount": "0.05", "wallet": "ETH", "address": ETH_ADDRESS}  # 150 
 
 @pytest.fixture
 def portal(tmp_path, sandbox, mail_server):
-    sandbox.set_prices(BTC="60000", ETH="3000")
-    with connected_portal(tmp_path, sandbox, SYNC_SECONDS=0, SMTP_URL=mail_server.url) as app:
-        sync(app)
+    with priced_portal(tmp_path, sandbox, mail_server) as app:
         yield app
 
 

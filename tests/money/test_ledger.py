@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from portal.api import MerchantApiClient
+from tests.support.mirror import sync_now
 from tests.support.money import BTC_ADDRESS, ETH_ADDRESS
 from tests.support.portal_app import MERCHANT, connected_portal
 
@@ -21,25 +22,13 @@ def portal(tmp_path, sandbox):
     """The portal on an empty sandbox with the market frozen, its first sync done."""
     sandbox.set_prices(BTC="60000", ETH="3000")
     with connected_portal(tmp_path, sandbox, SYNC_SECONDS=0) as app:
-        sync(app)
+        sync_now(app)
         yield app
 
 
 @pytest.fixture
 def api(sandbox):
     return MerchantApiClient(sandbox.base_url, token=sandbox.token)
-
-
-def sync(app, *, full: bool = False) -> None:
-    from portal.identity.rules import accounts
-    from portal.live.rules import mirror
-
-    with app.app_context():
-        merchant = accounts.merchant_named(MERCHANT).id
-        if full:
-            mirror.request_full_resync(merchant)
-        report = mirror.sync_merchant(merchant)
-        assert report is not None and report.error is None, report
 
 
 def entries(app) -> list[tuple[str, str, str, Decimal, Decimal | None, Decimal | None]]:
@@ -57,13 +46,13 @@ def entries(app) -> list[tuple[str, str, str, Decimal, Decimal | None, Decimal |
 def test_each_payment_is_booked_once_at_the_rate_recorded_when_it_arrived(portal, api, sandbox):
     operation = api.create_operation("0.5", "BTC", "order-1")
     sandbox.receive(operation.id, "0.2")
-    sync(portal)
+    sync_now(portal)
     sandbox.set_prices(BTC="50000")
     sandbox.receive(operation.id, "0.3")
-    sync(portal)
+    sync_now(portal)
     sandbox.set_prices(BTC="10000")  # after both payments: changes nothing booked
-    sync(portal)
-    sync(portal, full=True)  # read everything again: nothing is booked twice
+    sync_now(portal)
+    sync_now(portal, full=True)  # read everything again: nothing is booked twice
 
     fee = Decimal("0.005")  # 1 % of 0.5 BTC, charged at the confirmation
     assert entries(portal) == [
@@ -80,7 +69,7 @@ def test_money_of_an_operation_priced_in_the_reporting_currency_is_worth_it_at_i
     due = (Decimal(100) * operation.rate).quantize(EIGHT, "ROUND_CEILING")
     sandbox.set_prices(BTC="1")  # the market says nothing of what the customer was asked
     sandbox.receive(operation.id, str(due))
-    sync(portal)
+    sync_now(portal)
 
     ((kind, _, currency, amount, value, _), fee) = entries(portal)
     assert (kind, currency, amount) == ("payment", "BTC", due)
@@ -101,7 +90,7 @@ def test_cross_exchanges_and_undecided_money_move_no_wallet(portal, api, sandbox
         merchant = accounts.merchant_named(MERCHANT)
         cross_exchanges.remember(merchant, merchant.users[0], exchange)
     sandbox.receive(exchange.operation_id, "0.1")
-    sync(portal)
+    sync_now(portal)
     assert entries(portal) == [], "the money of a cross exchange goes past the wallets"
 
 
@@ -112,10 +101,10 @@ def test_a_withdrawal_takes_its_amount_and_network_fee_an_internal_transfer_no_f
     inside = api.create_operation("1", "ETH", "order-to-self")
     internal = api.withdraw(Decimal("0.5"), "ETH", inside.address)
     assert (sent.category, internal.category) == ("transfer", "internal_transfer")
-    sync(portal)
+    sync_now(portal)
     sandbox.set_prices(BTC="10000", ETH="10")  # after they were seen: nothing booked changes
-    sync(portal)
-    sync(portal, full=True)
+    sync_now(portal)
+    sync_now(portal, full=True)
 
     network_fee = Decimal("0.0001")  # the sandbox's BTC network fee
     assert sorted(entries(portal)) == sorted(
@@ -141,14 +130,14 @@ def test_a_voucher_takes_its_amount_when_issued_and_gives_it_back_when_cancelled
 ):
     cancelled = api.create_voucher(Decimal("0.01"), "BTC")
     expiring = api.create_voucher(Decimal("2"), "ETH")
-    sync(portal)
+    sync_now(portal)
     sandbox.set_prices(BTC="50000", ETH="2000")
-    sync(portal)  # the new prices are recorded before the vouchers come back
+    sync_now(portal)  # the new prices are recorded before the vouchers come back
     api.cancel_voucher(cancelled.id)
     sandbox.control("POST", f"vouchers/{expiring.id}/expire")
-    sync(portal)
-    sync(portal)
-    sync(portal, full=True)
+    sync_now(portal)
+    sync_now(portal)
+    sync_now(portal, full=True)
 
     assert sorted(voucher_entries(portal)) == sorted(
         [
@@ -167,13 +156,13 @@ def test_a_voucher_paid_off_through_the_portal_gives_its_amount(portal, api, san
     from tests.support.portal_app import email
 
     voucher = api.create_voucher(Decimal("0.02"), "BTC")
-    sync(portal)
+    sync_now(portal)
     sandbox.set_prices(BTC="50000")
-    sync(portal)
+    sync_now(portal)
     owner = signed_in(portal, email("owner"))
     assert post(owner, "/vouchers/payoff", {"code": voucher.code}).status_code == 302
-    sync(portal)
-    sync(portal, full=True)
+    sync_now(portal)
+    sync_now(portal, full=True)
 
     assert voucher_entries(portal) == [
         ("voucher", "BTC", Decimal("-0.02"), Decimal("-1200"), Decimal("60000")),
@@ -185,8 +174,8 @@ def test_a_voucher_paid_off_by_a_direct_call_to_the_api_gives_nothing_here(porta
     voucher = api.create_voucher(Decimal("0.02"), "BTC")
     api.pay_off_voucher(voucher.code)
     assert api.get_voucher(voucher.id).type == "paid off"
-    sync(portal)
-    sync(portal, full=True)
+    sync_now(portal)
+    sync_now(portal, full=True)
     assert voucher_entries(portal) == [
         ("voucher", "BTC", Decimal("-0.02"), Decimal("-1200"), Decimal("60000")),
     ]
@@ -207,10 +196,10 @@ def test_a_refused_voucher_list_stops_neither_the_operations_nor_a_later_sync(po
     operation = api.create_operation("0.5", "BTC", "order-while-refused")
     sandbox.receive(operation.id, "0.5")
     company_token("revoked-company-token")  # the voucher list answers 401
-    sync(portal)
+    sync_now(portal)
     assert [kind for kind, *_ in entries(portal)] == ["payment", "fee"]
     company_token(None)
-    sync(portal)
+    sync_now(portal)
     assert voucher_entries(portal) == [
         ("voucher", "BTC", -voucher.amount, -voucher.amount * 60000, Decimal("60000")),
     ]
@@ -227,7 +216,7 @@ def test_an_exchange_through_the_portal_takes_what_it_sold_and_gives_what_it_bou
         merchant = accounts.merchant_named(MERCHANT)
         made = exchanges.make(api, merchant, merchant.users[0], "BTC", "ETH", Decimal("0.1"), None)
         db.session.commit()
-    sync(portal, full=True)
+    sync_now(portal, full=True)
 
     assert made.buy_amount is not None and made.buy_amount > 0
     assert entries(portal) == [
@@ -245,14 +234,14 @@ def test_balances_add_up_every_movement_as_of_a_moment(portal, api, sandbox):
     sandbox.receive(operation.id, "0.5")
     api.withdraw(Decimal("0.1"), "BTC", BTC_ADDRESS)
     api.create_voucher(Decimal("0.01"), "BTC")
-    sync(portal)
+    sync_now(portal)
     before_exchange = datetime.now(UTC)
     with portal.app_context():
         merchant = accounts.merchant_named(MERCHANT)
         made = exchanges.make(api, merchant, merchant.users[0], "BTC", "ETH", Decimal("0.1"), None)
         db.session.commit()
-    sync(portal)
-    sync(portal, full=True)
+    sync_now(portal)
+    sync_now(portal, full=True)
 
     fee, network_fee = Decimal("0.005"), Decimal("0.0001")
     synced = Decimal("0.5") - fee - Decimal("0.1") - network_fee - Decimal("0.01")
@@ -278,7 +267,7 @@ def test_history_read_at_the_first_sync_is_dated_as_the_api_dates_it_and_has_no_
     operation = api.create_operation("0.5", "BTC", "order-before")
     sandbox.receive(operation.id, "0.5")
     with connected_portal(tmp_path, sandbox, SYNC_SECONDS=0) as app:
-        sync(app)
+        sync_now(app)
         (payment, fee) = entries(app)
         assert payment[:4] == ("payment", operation.id, "BTC", Decimal("0.5"))
         assert payment[4] is None and fee[4] is None, "no value without a rate"
@@ -330,9 +319,9 @@ def test_a_new_reporting_currency_values_every_movement_again_at_its_own_time(po
 
     operation = api.create_operation("0.5", "BTC", "order-eth")
     sandbox.receive(operation.id, "0.5")
-    sync(portal)
+    sync_now(portal)
     sandbox.set_prices(BTC="90000", ETH="4500")  # later: the old rates stay the ones that count
-    sync(portal)
+    sync_now(portal)
     with portal.app_context():
         merchant = accounts.merchant_named(MERCHANT)
         merchant.reporting_currency = "ETH"

@@ -25,6 +25,7 @@ from portal.api import MerchantApiClient
 from tests.live import test_money_events
 from tests.live.test_money_events import api, portal  # noqa: F401  (the fixtures `refunding` uses)
 from tests.support.forms import csrf_token, signed_in
+from tests.support.mirror import sync_now
 from tests.support.money import flags, in_book, post, race, text
 from tests.support.portal_app import email
 from tests.support.sandbox_server import SandboxServer
@@ -176,7 +177,7 @@ def test_late_money_refunded_never_sends_operation_confirmed(refunding):
     assert send_refunds(app) == 1
     heard += test_money_events.heard(app)
     types = [body["type"] for body, _ in heard if body["data"]["id"] == operation.id]
-    test_money_events.sync(app)  # the mirror sees the refund's withdrawal: booked once all the same
+    sync_now(app)  # the mirror sees the refund's withdrawal: booked once all the same
 
     assert "operation.paid_late" in types
     assert "operation.confirmed" not in types
@@ -300,7 +301,7 @@ def test_a_code_does_not_approve_when_the_owners_require_a_passkey(refunding, mo
 def test_an_overpaid_operation_leaves_the_attention_list_once_refunded(refunding):
     app = refunding.portal
     operation_id = overpaid(refunding.api, refunding.sandbox)
-    test_money_events.sync(app)
+    sync_now(app)
     owner = signed_in(app, email("owner"))
     before = text(owner.get("/attention"))
 
@@ -356,7 +357,7 @@ def test_an_amount_at_todays_rate_is_refused_without_a_fresh_rate_and_converted_
 
     stale = post(owner, f"/refunds/new/{operation_id}", form)
     sandbox.set_prices(BTC="50000")
-    test_money_events.sync(app)  # the rates are read again
+    sync_now(app)  # the rates are read again
     offered = text(owner.get(f"/refunds/new/{operation_id}"))
     asked = post(owner, f"/refunds/new/{operation_id}", form)
 
@@ -523,7 +524,7 @@ def test_the_operations_list_finds_refunded_and_partly_refunded_operations(refun
         asked = post(owner, f"/refunds/new/{operation_id}", form)
         assert asked.status_code == 302
     assert send_refunds(app) == 2
-    test_money_events.sync(app)
+    sync_now(app)
 
     offered = owner.get("/operations").get_data(as_text=True)
     listed = {

@@ -12,6 +12,7 @@ import pytest
 
 from portal.api import MerchantApiClient
 from tests.support.forms import signed_in
+from tests.support.mirror import sync_now
 from tests.support.money import BTC_ADDRESS, apply_due, flags, post, text
 from tests.support.portal_app import MERCHANT, connected_portal, email
 from tests.support.two_factor import enable_for, freeze, sign_in_with_code
@@ -25,7 +26,7 @@ AMOUNT_FIELD = re.compile(r'<input[^>]*name="amount"[^>]*value="([^"]*)"')
 def portal(tmp_path, sandbox):
     sandbox.set_prices(BTC="60000", ETH="3000")
     with connected_portal(tmp_path, sandbox, SYNC_SECONDS=0) as app:
-        sync(app)
+        sync_now(app)
         yield app
 
 
@@ -37,15 +38,6 @@ def api(sandbox):
 @pytest.fixture
 def owner(portal):
     return signed_in(portal, email("owner"))
-
-
-def sync(app) -> None:
-    from portal.identity.rules import accounts
-    from portal.live.rules import mirror
-
-    with app.app_context():
-        report = mirror.sync_merchant(accounts.merchant_named(MERCHANT).id)
-        assert report is not None and report.error is None, report
 
 
 def paid(api, sandbox, amount: str) -> Decimal:
@@ -88,7 +80,7 @@ def test_the_form_shows_what_the_portal_saw_and_max_leaves_the_last_network_fee(
 ):
     received = paid(api, sandbox, "0.5")
     api.withdraw(Decimal("0.1"), "BTC", BTC_ADDRESS)
-    sync(portal)
+    sync_now(portal)
     available = received - Decimal("0.1") - NETWORK_FEE
 
     page = text(owner.get("/withdrawals/new"))
@@ -115,7 +107,7 @@ def test_the_form_shows_what_the_portal_saw_and_max_leaves_the_last_network_fee(
 
 def test_without_a_previous_withdrawal_max_says_no_fee_is_estimated(portal, owner, api, sandbox):
     received = paid(api, sandbox, "0.2")
-    sync(portal)
+    sync_now(portal)
 
     page = text(owner.get("/withdrawals/new"))
     assert "None known: no BTC withdrawal to an outside address has been seen yet" in page
@@ -132,7 +124,7 @@ def test_an_owner_sets_a_limit_with_a_fresh_code_and_the_form_counts_today_again
     owner = portal.test_client()
     assert sign_in_with_code(owner, email("owner"), clock.code(secret)).status_code == 302
     api.withdraw(Decimal("0.1"), "BTC", BTC_ADDRESS)
-    sync(portal)
+    sync_now(portal)
 
     refused = set_limit(owner, "0.25")
     assert refused.status_code == 422 and limit(portal) is None, "no code, no limit"
@@ -156,7 +148,7 @@ def test_a_withdrawal_over_what_the_limit_leaves_is_refused_before_anything_is_s
     portal, owner, api, sandbox
 ):
     api.withdraw(Decimal("0.1"), "BTC", BTC_ADDRESS)
-    sync(portal)
+    sync_now(portal)
     assert set_limit(owner, "0.3").status_code == 302
     sent_before = sandbox.requests_received("POST", "/withdraw")
 
@@ -197,7 +189,7 @@ def test_only_owners_set_limits(portal, role):
 def test_a_refusal_from_the_payment_service_shows_the_figures(portal, owner, api, sandbox):
     received = paid(api, sandbox, "0.5")
     api.withdraw(Decimal("0.1"), "BTC", BTC_ADDRESS)
-    sync(portal)
+    sync_now(portal)
     assert set_limit(owner, "1").status_code == 302
     review = post(
         owner, "/withdrawals/new", {"amount": "0.01", "wallet": "BTC", "address": BTC_ADDRESS}

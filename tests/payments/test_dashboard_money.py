@@ -18,8 +18,9 @@ import pytest
 from portal.api import MerchantApiClient
 from tests.support.dashboard import amount, element, figure
 from tests.support.forms import signed_in
+from tests.support.mirror import sync_now
 from tests.support.money import BTC_ADDRESS
-from tests.support.portal_app import MERCHANT, connected_portal, email
+from tests.support.portal_app import connected_portal, email
 
 CENTS = Decimal("0.01")
 
@@ -35,15 +36,6 @@ def api(sandbox):
     return MerchantApiClient(sandbox.base_url, token=sandbox.token)
 
 
-def sync(app) -> None:
-    from portal.identity.rules import accounts
-    from portal.live.rules import mirror
-
-    with app.app_context():
-        report = mirror.sync_merchant(accounts.merchant_named(MERCHANT).id, force=True)
-        assert report is not None and report.error is None, report
-
-
 def usd(value: Decimal) -> str:
     """How the page writes an amount of US dollars: to the cent, thousands separated."""
     return f"{value.quantize(CENTS, ROUND_HALF_UP):,} USD"
@@ -55,12 +47,12 @@ def order() -> str:
 
 def test_money_is_worth_the_prices_of_its_arrival_and_sales_stand_apart(app, api, sandbox):
     sandbox.set_prices(BTC="60000")
-    sync(app)  # the first sync: nothing yet, the rates of its moment recorded
+    sync_now(app)  # the first sync: nothing yet, the rates of its moment recorded
     first = api.create_operation("0.01", "BTC", order())
     # Priced in dollars, paid in bitcoin at the operation's own rate (1/60000, to 8 decimals).
     priced_in_usd = api.create_operation("100", "USD", order(), payment_currency="BTC")
     sandbox.receive(first.id, "0.01")
-    sync(app)
+    sync_now(app)
 
     sandbox.set_prices(BTC="50000")
     under = api.create_operation("0.02", "BTC", order())
@@ -68,9 +60,9 @@ def test_money_is_worth_the_prices_of_its_arrival_and_sales_stand_apart(app, api
     api.link_transactions(under.id, [accepted])  # the merchant accepts less: underpaid
     due_in_btc = Decimal("100") * priced_in_usd.rate  # 0.001667 BTC: no rounding left
     sandbox.receive(priced_in_usd.id, str(due_in_btc))
-    sync(app)
+    sync_now(app)
     api.withdraw(Decimal("0.001"), "BTC", BTC_ADDRESS)  # the merchant's own money leaving
-    sync(app)
+    sync_now(app)
 
     first, under, priced_in_usd = (
         api.get_operation(o.id) for o in (first, under, priced_in_usd)
@@ -93,7 +85,7 @@ def test_money_is_worth_the_prices_of_its_arrival_and_sales_stand_apart(app, api
     assert "without a rate" not in page
 
     sandbox.set_prices(BTC="40000")  # the market moves after the money arrived
-    sync(app)
+    sync_now(app)
     again = owner.get("/?period=today").text
     for figure_id in ("figure-received", "figure-fees", "figure-net"):
         assert amount(again, figure_id) == amount(page, figure_id), figure_id
@@ -132,19 +124,19 @@ def test_the_previous_period_and_payments_without_a_rate(app, api, sandbox, monk
     history = api.create_operation("0.01", "BTC", order())
     sandbox.receive(history.id, "0.01")
     # The first sync reads it as history, dated by the API: before any rate was recorded.
-    sync(app)
+    sync_now(app)
 
     eight_days_ago = utcnow() - timedelta(days=8)
     earlier = api.create_operation("0.02", "BTC", order())
     sandbox.receive(earlier.id, "0.02")
     with monkeypatch.context() as clock:
         clock.setattr(mirror, "utcnow", lambda: eight_days_ago)
-        sync(app)  # seen (and priced at 60000) eight days ago
+        sync_now(app)  # seen (and priced at 60000) eight days ago
 
     sandbox.set_prices(BTC="50000")
     latest = api.create_operation("0.03", "BTC", order())
     sandbox.receive(latest.id, "0.03")
-    sync(app)
+    sync_now(app)
 
     earlier, latest = api.get_operation(earlier.id), api.get_operation(latest.id)
     received, before = Decimal("0.03") * 50000, Decimal("0.02") * 60000

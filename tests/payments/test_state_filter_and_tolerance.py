@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from portal.api import MerchantApiClient
 from tests.support.forms import signed_in
+from tests.support.mirror import sync_now
 from tests.support.money import post
 from tests.support.portal_app import MERCHANT, email
 
@@ -54,15 +55,6 @@ def underpaid(api, sandbox, paid: str):
     return made
 
 
-def sync(app) -> None:
-    from portal.identity.rules import accounts
-    from portal.live.rules import mirror
-
-    with app.app_context():
-        report = mirror.sync_merchant(accounts.merchant_named(MERCHANT).id, force=True)
-        assert report is not None and report.error is None
-
-
 def listed(client, query: str) -> tuple[int, list[str], str]:
     response = client.get(f"/operations?{query}")
     assert response.status_code == 200, response.text[:2000]
@@ -95,7 +87,7 @@ def test_a_state_lists_the_operations_of_that_state_as_of_the_last_sync(app, own
     paid, partly, unpaid = operation(api), operation(api), operation(api)
     sandbox.receive(paid.id, "0.5")
     sandbox.receive(partly.id, "0.2")
-    sync(app)
+    sync_now(app)
     mine = f"order_id={paid.order_id},{partly.order_id},{unpaid.order_id}"
 
     total, ids, html = listed(owner, f"state=partly_paid&{mine}")
@@ -109,7 +101,7 @@ def test_a_state_lists_the_operations_of_that_state_as_of_the_last_sync(app, own
     # Money that arrives after the sync is not in the list until the next one.
     sandbox.receive(unpaid.id, "0.1")
     assert listed(owner, f"state=partly_paid&{mine}")[:2] == (1, [partly.id])
-    sync(app)
+    sync_now(app)
     total, ids, _ = listed(owner, f"state=partly_paid&{mine}&sort=created&sort_type=asc")
     assert (total, ids) == (2, [partly.id, unpaid.id])
 
@@ -125,7 +117,7 @@ def test_a_filter_the_mirror_cannot_answer_says_so(owner):
 
 def test_a_tolerance_turns_an_operation_short_within_it_to_paid(app, owner, api, sandbox):
     short = underpaid(api, sandbox, "0.995")  # half a percent short
-    sync(app)
+    sync_now(app)
     assert badge(listed(owner, f"order_id={short.order_id}")[2], short.id) == "Underpaid"
     assert mirrored_state(app, short.id) == "underpaid"
 
@@ -161,7 +153,7 @@ def test_only_owners_set_the_tolerance(app):
 
 def test_the_export_says_each_operations_state(app, owner, api, sandbox):
     short, waiting = underpaid(api, sandbox, "0.5"), operation(api)
-    sync(app)
+    sync_now(app)
     both = f"order_id={short.order_id},{waiting.order_id}"
     for query in (both, f"{both}&state=underpaid"):
         exported = owner.get(f"/operations/export.csv?{query}")

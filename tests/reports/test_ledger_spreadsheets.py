@@ -16,7 +16,6 @@ import pytest
 from flask.testing import FlaskClient
 
 from tests.money.test_balances import api, owner, portal, wallet  # noqa: F401  (the day's fixtures)
-from tests.money.test_ledger import sync
 from tests.reports.test_exports_pages import (  # noqa: F401  (soffice: the fixture)
     FODS,
     cells_of,
@@ -25,6 +24,7 @@ from tests.reports.test_exports_pages import (  # noqa: F401  (soffice: the fixt
     soffice,
     text_of,
 )
+from tests.support.mirror import sync_now
 from tests.support.money import BTC_ADDRESS, exchange_confirm_form, post, review_exchange, text
 
 WALLETS = ("BTC", "ETH", "USDT")
@@ -72,11 +72,11 @@ def day(portal, api, sandbox, owner):  # noqa: F811  (the fixtures imported abov
     sandbox.receive(part.id, "0.1")
     tether = api.create_operation("20", "USDT", "=1+1", payment_currency="USDT")
     sandbox.receive(tether.id, "20")
-    sync(portal)
+    sync_now(portal)
     api.withdraw(Decimal("0.05"), "BTC", BTC_ADDRESS)
     deal = {"sell_currency": "BTC", "buy_currency": "ETH", "sell_amount": "0.1", "buy_amount": ""}
     assert owner.post("/exchange", data=exchange_confirm_form(review_exchange(owner, deal)))
-    sync(portal)
+    sync_now(portal)
     closing = {currency: wallet(sandbox, currency) for currency in WALLETS}
     return Day(owner, opening, closing)
 

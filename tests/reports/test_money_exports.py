@@ -22,6 +22,7 @@ from tests.reports.test_exports_pages import (  # noqa: F401  (soffice: the fixt
     text_of,
 )
 from tests.support.forms import sign_in
+from tests.support.mirror import sync_now
 from tests.support.money import connect
 from tests.support.portal_app import MERCHANT
 
@@ -40,18 +41,9 @@ def accountant(app, client, accounts, sandbox):
     that market recorded by a first sync (money is valued at rates recorded before it came)."""
     sandbox.set_prices(BTC=str(BTC_PRICE))
     connect(app, sandbox)
-    sync(app)
+    sync_now(app)
     sign_in(client, accounts.accountant)
     return client
-
-
-def sync(app) -> None:
-    from portal.identity.rules import accounts
-    from portal.live.rules import mirror
-
-    with app.app_context():
-        report = mirror.sync_merchant(accounts.merchant_named(MERCHANT).id, force=True)
-        assert report is not None and report.error is None
 
 
 def underpaid(api, sandbox, due: str, paid: str, currency: str = "BTC"):
@@ -73,7 +65,7 @@ def test_an_underpaid_operation_exports_its_money_and_its_value_in_dollars(
     app, accountant, api, sandbox
 ):
     operation = underpaid(api, sandbox, "1", "0.4")
-    sync(app)
+    sync_now(app)
     (row,) = exported(accountant, f"order_id={operation.order_id}")
     assert row["state"] == "Underpaid"
     assert Decimal(row["due"]) == Decimal(1)
@@ -99,7 +91,7 @@ def test_each_transaction_with_its_order_number_and_the_rate_its_money_is_valued
 ):
     in_bitcoin = underpaid(api, sandbox, "1", "0.4")
     in_dollars = underpaid(api, sandbox, "120", "0.001", currency="USD")
-    sync(app)
+    sync_now(app)
     orders = f"{in_bitcoin.order_id},{in_dollars.order_id}"
     rows = {
         row["order_id"]: row
@@ -136,7 +128,7 @@ def test_the_operations_page_offers_the_transactions_export_with_its_filters(acc
 @pytest.mark.slow  # LibreOffice opens the file: seconds
 def test_a_spreadsheet_reads_the_money_columns_as_numbers(app, accountant, api, sandbox, tmp_path):
     underpaid(api, sandbox, "1", "0.4")
-    sync(app)
+    sync_now(app)
     (rows,) = spreadsheets(accountant, tmp_path, ",", "/operations/export.csv")
     header = [text_of(cell) for cell in rows[0]]
     office = FODS["office"]

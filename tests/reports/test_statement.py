@@ -20,8 +20,8 @@ from tests.money.test_a_merchants_day import (
     shown,
 )
 from tests.money.test_balances import wallet
-from tests.money.test_ledger import sync
 from tests.support.forms import signed_in
+from tests.support.mirror import sync_now
 from tests.support.money import text
 from tests.support.portal_app import MERCHANT, connected_portal, email
 
@@ -30,7 +30,7 @@ from tests.support.portal_app import MERCHANT, connected_portal, email
 def portal(tmp_path, sandbox):
     sandbox.set_prices(BTC="60000", ETH="3000")
     with connected_portal(tmp_path, sandbox, SYNC_SECONDS=0) as app:
-        sync(app)
+        sync_now(app)
         yield app
 
 

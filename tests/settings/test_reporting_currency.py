@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from portal.api import MerchantApiClient
 from tests.support import factories
 from tests.support.forms import signed_in
+from tests.support.mirror import sync_now
 from tests.support.money import post
 from tests.support.portal_app import MERCHANT, email, retries_without_pauses
 from tests.support.two_factor import signed_in_with_two_factor
@@ -68,15 +69,6 @@ def reporting_currency(app, merchant: str = MERCHANT) -> str:
 
 def choose(client, code: str):
     return post(client, "/settings/reporting-currency", {"reporting_currency": code})
-
-
-def sync(app) -> None:
-    from portal.identity.rules import accounts
-    from portal.live.rules import mirror
-
-    with app.app_context():
-        report = mirror.sync_merchant(accounts.merchant_named(MERCHANT).id, force=True)
-        assert report is not None and report.error is None
 
 
 def payment_value(app, operation_id: str) -> tuple[Decimal | None, str]:
@@ -135,10 +127,10 @@ def test_an_owners_change_values_the_ledger_again_and_is_audited(app, owner, san
     btc, eth = Decimal(60000), Decimal(3000)
     sandbox.set_prices(BTC=str(btc), ETH=str(eth))
     assert choose(owner, "USD").status_code == 302
-    sync(app)  # the rates of the moment the payment arrives
+    sync_now(app)  # the rates of the moment the payment arrives
     operation = api.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")
     sandbox.receive(operation.id, "0.5")
-    sync(app)
+    sync_now(app)
     assert payment_value(app, operation.id) == (Decimal("0.5") * btc, "USD")
 
     changed = choose(owner, "ETH")

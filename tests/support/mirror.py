@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from flask import Flask
 
 from portal.api import Operation
-from portal.live.rules.mirror import wire_record
+from portal.live.rules.mirror import SyncReport, wire_record
 from tests.support.portal_app import MERCHANT
 
 _keys = itertools.count()
@@ -107,11 +107,16 @@ def add_event(
         db.session.commit()
 
 
-def sync_now(app: Flask, merchant: str = MERCHANT) -> None:
-    """Run the mirror's sync of `merchant` once, as the worker would; it must succeed."""
+def sync_now(app: Flask, merchant: str = MERCHANT, *, full: bool = False) -> SyncReport:
+    """Run the mirror's sync of `merchant` once, as the worker would (with `full`, the full
+    resync an owner asks for); it must succeed. Its report."""
     from portal.identity.rules import accounts
     from portal.live.rules import mirror
 
     with app.app_context():
-        report = mirror.sync_merchant(accounts.merchant_named(merchant).id, force=True)
-        assert report is not None and report.error is None
+        merchant_id = accounts.merchant_named(merchant).id
+        if full:
+            mirror.request_full_resync(merchant_id)
+        report = mirror.sync_merchant(merchant_id, force=True)
+        assert report is not None and report.error is None, report
+    return report

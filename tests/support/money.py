@@ -47,6 +47,19 @@ def connect(app, sandbox: SandboxServer, merchant: str = "Acme") -> None:
 ANY_PAGE = "/no-such-page"
 
 
+@contextlib.contextmanager
+def priced_portal(folder, sandbox: SandboxServer, mail_server) -> Iterator:
+    """A connected portal that mails through `mail_server`, its mirror synced, with BTC at
+    60,000 and ETH at 3,000 USD: what the limits and approvals are valued against."""
+    from tests.support.mirror import sync_now
+    from tests.support.portal_app import connected_portal
+
+    sandbox.set_prices(BTC="60000", ETH="3000")
+    with connected_portal(folder, sandbox, SYNC_SECONDS=0, SMTP_URL=mail_server.url) as app:
+        sync_now(app)
+        yield app
+
+
 def post(client, path: str, data: dict | None = None, **headers: str):
     """POST a form as the browser would, with the session's CSRF token."""
     token = csrf_token(client, ANY_PAGE)

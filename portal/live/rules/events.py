@@ -139,9 +139,10 @@ def unrecorded(
     event. Stored, it begins with the connection's `generation`: the same change of another
     account is another event. `unseen`: keys the caller knows no event holds (the changes of
     records the mirror did not hold), not looked up (most of a first sync's events)."""
+    stored = [stored_key(generation, candidate["dedup_key"]) for candidate in candidates]
     keys = [
-        stored_key(generation, candidate["dedup_key"])
-        for candidate in candidates
+        key
+        for candidate, key in zip(candidates, stored, strict=True)
         if candidate["dedup_key"] not in unseen
     ]
     known: set[str] = set()
@@ -154,20 +155,17 @@ def unrecorded(
                 )
             )
         )
-    rows = []
-    for candidate in candidates:
-        key = stored_key(generation, candidate["dedup_key"])
-        if key not in known:
-            rows.append(
-                candidate
-                | {
-                    "dedup_key": key,
-                    "merchant_id": merchant_id,
-                    "connection_generation": generation,
-                    "public_id": public_event_id(),
-                }
-            )
-    return rows
+    return [
+        candidate
+        | {
+            "dedup_key": key,
+            "merchant_id": merchant_id,
+            "connection_generation": generation,
+            "public_id": public_event_id(),
+        }
+        for candidate, key in zip(candidates, stored, strict=True)
+        if key not in known
+    ]
 
 
 def record(

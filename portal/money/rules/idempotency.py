@@ -123,18 +123,8 @@ def reserve(
 ) -> IdempotencyKey:
     """The form's intent under `key`, inserted `pending` unless a form with it came before:
     held for an approval, nothing sent (the worker claims it once approved). Committed."""
-    now = utcnow()
     db.session.execute(
-        _insert_unless_taken().values(
-            merchant_id=merchant.id,
-            kind=kind,
-            key=key,
-            user_id=user.id,
-            parameters=dict(parameters),
-            state=IntentState.PENDING,
-            created_at=now,
-            updated_at=now,
-        )
+        _insert_unless_taken(merchant, user, kind, key, parameters, IntentState.PENDING)
     )
     db.session.commit()
     intent = find(merchant, kind, key)
@@ -147,11 +137,31 @@ def find(merchant: Merchant, kind: IntentKind, key: str) -> IdempotencyKey | Non
     return db.session.scalar(sa.select(IdempotencyKey).where(*_of(merchant, kind, key)))
 
 
-def _insert_unless_taken() -> sa.Insert:
-    """An INSERT that does nothing when the key is taken (both databases the portal runs on)."""
+def _insert_unless_taken(
+    merchant: Merchant,
+    user: User,
+    kind: IntentKind,
+    key: str,
+    parameters: Mapping[str, object],
+    state: IntentState,
+) -> sa.Insert:
+    """The INSERT of a new intent in `state`, which does nothing when the key is taken (on both
+    databases the portal runs on)."""
+    now = utcnow()
     dialect = postgresql if db.session.get_bind().dialect.name == "postgresql" else sqlite
-    return dialect.insert(IdempotencyKey).on_conflict_do_nothing(
-        index_elements=["merchant_id", "kind", "key"]
+    return (
+        dialect.insert(IdempotencyKey)
+        .values(
+            merchant_id=merchant.id,
+            kind=kind,
+            key=key,
+            user_id=user.id,
+            parameters=dict(parameters),
+            state=state,
+            created_at=now,
+            updated_at=now,
+        )
+        .on_conflict_do_nothing(index_elements=["merchant_id", "kind", "key"])
     )
 
 
@@ -164,20 +174,10 @@ def claim(
     it to `sending`; every other caller loses. What the caller added to the session is committed
     with a won claim and dropped with a lost one.
     """
-    now = utcnow()
     inserted = db.session.scalar(
-        _insert_unless_taken()
-        .values(
-            merchant_id=merchant.id,
-            kind=kind,
-            key=key,
-            user_id=user.id,
-            parameters=dict(parameters),
-            state=IntentState.SENDING,
-            created_at=now,
-            updated_at=now,
+        _insert_unless_taken(merchant, user, kind, key, parameters, IntentState.SENDING).returning(
+            IdempotencyKey.id
         )
-        .returning(IdempotencyKey.id)
     )
     won = inserted is not None or take_pending(
         IdempotencyKey, *_of(merchant, kind, key), user_id=user.id
