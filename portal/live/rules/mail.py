@@ -58,6 +58,9 @@ ROLE_DEFAULTS = {
 }
 GIVE_UP_AFTER = timedelta(days=1)
 MAX_RETRY = timedelta(hours=1)
+# How long a message sent or given up is kept (its body is dropped at once): the rows of the
+# last days answer "was it sent?"; older ones are forgotten by the hourly housekeeping.
+KEPT_DAYS = 30
 EVENTS_PER_TICK = 500
 MESSAGES_PER_TICK = 200
 
@@ -219,6 +222,20 @@ def _finish(message: MailMessage, state: MailState) -> None:
     if state == MailState.SENT:
         message.sent_at = utcnow()
     db.session.commit()
+
+
+def forget_old() -> int:
+    """Drop the messages sent or given up more than `KEPT_DAYS` ago; how many. Queued ones
+    stay, and so does each merchant's cursor: no event is mailed twice."""
+    cutoff = utcnow() - timedelta(days=KEPT_DAYS)
+    dropped = rows_changed(
+        sa.delete(MailMessage).where(
+            MailMessage.state.in_((MailState.SENT, MailState.FAILED)),
+            MailMessage.next_attempt_at < cutoff,
+        )
+    )
+    db.session.commit()
+    return dropped
 
 
 def _retry_later(message: MailMessage, error: Exception) -> None:

@@ -684,10 +684,21 @@ def _switch_off_gone(endpoint: WebhookEndpoint) -> None:
     )
 
 
-def forget_old_attempts() -> int:
-    """Drop the attempts older than `LOG_DAYS`, with what they sent and got back; how many."""
+def forget_old_log() -> int:
+    """Drop what the delivery log keeps only `LOG_DAYS`: the attempts (with what they sent and
+    got back), the deliveries finished and last due before then, and the replays done before
+    then; how many rows. A delivery is the log of one event to one endpoint: kept, one row per
+    event and endpoint would grow with the merchant's history for ever, although no page shows
+    it and no replay reaches that far back. Pending deliveries stay, however old."""
     cutoff = utcnow() - timedelta(days=LOG_DAYS)
     dropped = rows_changed(sa.delete(WebhookAttempt).where(WebhookAttempt.started_at < cutoff))
+    dropped += rows_changed(
+        sa.delete(WebhookDelivery).where(
+            WebhookDelivery.state.in_((DeliveryState.DELIVERED, DeliveryState.FAILED)),
+            WebhookDelivery.next_attempt_at < cutoff,
+        )
+    )
+    dropped += rows_changed(sa.delete(WebhookReplay).where(WebhookReplay.done_at < cutoff))
     db.session.commit()
     return dropped
 
@@ -753,7 +764,6 @@ def deliver_due(budget_seconds: float | None = None, *, wait: bool = True) -> in
     once, and its threads stay free for the mirror and the mail.
     """
     rotate_legacy_secrets()
-    forget_old_attempts()
     fan_out()
     run_replays()
     interval = float(current_app.config["SYNC_SECONDS"])

@@ -47,8 +47,11 @@ def plan_ticks() -> None:
 @in_app_context
 def housekeeping() -> None:
     """Each hour, forget what the portal keeps only for a while: the rates read longer ago
-    than `PORTAL_RATE_HISTORY_DAYS` (webhook attempts go with each delivery pass)."""
+    than `PORTAL_RATE_HISTORY_DAYS`, the webhook delivery log and the mail sent of more than 30
+    days ago. Events stay: they are each operation's timeline."""
     rate_history.forget_old()
+    webhooks.forget_old_log()
+    mail.forget_old()
 
 
 @huey.task()
