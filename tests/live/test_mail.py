@@ -262,6 +262,22 @@ def test_mail_waits_in_the_outbox_while_the_smtp_server_is_down(app, accounts, m
     assert queued(app) == [("sent", 1)]
 
 
+def test_a_server_without_tls_is_sent_to_without_making_a_tls_context(
+    app, accounts, mail_server, monkeypatch
+):
+    """Loading the trusted certificates takes about 30 ms of CPU: a connection that will not
+    use TLS (smtp:// to a server that offers no STARTTLS) does not pay it."""
+    import ssl
+
+    def refused() -> None:
+        raise AssertionError("a TLS context made for a connection without TLS")
+
+    monkeypatch.setattr(ssl, "create_default_context", refused)
+    record(app, "operation.confirmed", operation_record(), "op_8f3a2c:status:confirmed")
+    send_due(app)
+    assert [message["To"] for message in mail_server.messages] == [accounts.owner]
+
+
 def _written_forms(password: str) -> list[str]:
     """How a password can show: as typed, percent-encoded as PORTAL_SMTP_URL holds it (every
     way), and as AUTH PLAIN sends it."""
