@@ -1,6 +1,6 @@
 """The portal's own rows, made for a test in one call: a user (any role, password,
 two-factor), an API connection, a withdrawal intent, a refund, a webhook endpoint, a mail
-message, an audit event.
+message, audit events.
 
 Each factory takes the application, writes and commits in an application context of its own,
 and returns the new row's id (or what a test needs of it), so that it serves both tests that
@@ -11,6 +11,7 @@ are made here on purpose, bypassing the rules.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -249,9 +250,18 @@ def audit_event(
     app: Flask, action: str, *, email: str | None = None, parameters: dict | None = None
 ) -> int:
     """An event of the audit log, by the user `email` (or by nobody, as the worker's)."""
+    [made] = audit_events(app, action, [parameters or {}], email=email)
+    return made
+
+
+def audit_events(
+    app: Flask, action: str, parameters: Iterable[dict], *, email: str | None = None
+) -> list[int]:
+    """An event of the audit log for each of `parameters`, in order, by the user `email` (or by
+    nobody): the user is looked up once (a list's pages need a hundred events)."""
     from portal.identity.rules import audit
     from portal.identity.rules.accounts import find_user
 
     with app.app_context():
         by = find_user(email) if email else None
-        return audit.record(action, parameters=parameters, user=by).id
+        return [audit.record(action, parameters=each, user=by).id for each in parameters]
