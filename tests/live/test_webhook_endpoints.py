@@ -174,6 +174,8 @@ def test_the_log_shows_what_was_sent_signatures_masked_and_the_answer_s_first_4_
 
 
 def test_attempts_older_than_30_days_are_forgotten(app, owner, shop):
+    """To the hour: the worker's hourly housekeeping forgets the log (tests/live/
+    test_housekeeping.py)."""
     configure(owner, shop.url, "operation.confirmed")
     record(app, "operation.confirmed")
     deliver(app)
@@ -181,10 +183,10 @@ def test_attempts_older_than_30_days_are_forgotten(app, owner, shop):
         attempt = db.session.scalars(sa.select(WebhookAttempt)).one()
         attempt.started_at -= timedelta(days=29, hours=23)
         db.session.commit()
-        deliver(app)
+        webhooks.forget_old_log()
         assert db.session.scalar(sa.select(sa.func.count()).select_from(WebhookAttempt)) == 1
         attempt = db.session.scalars(sa.select(WebhookAttempt)).one()
         attempt.started_at -= timedelta(hours=2)
         db.session.commit()
-        deliver(app)
+        webhooks.forget_old_log()
         assert db.session.scalar(sa.select(sa.func.count()).select_from(WebhookAttempt)) == 0
