@@ -4,15 +4,22 @@ builders the applications of one test process share."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import subprocess
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from flask import url_for
+from werkzeug.exceptions import HTTPException
+from werkzeug.routing import BaseConverter, BuildError, Map, Rule, ValidationError
+from werkzeug.routing.converters import IntegerConverter, PathConverter
 
 from tests.support import factories
 from tests.support.forms import sign_in
+from tests.support.portal_app import WERKZEUG_COMPILE
 from tests.support.sandbox_server import ROOT
 
 
@@ -47,15 +54,131 @@ def test_an_unchecked_address_is_stored_as_it_is(app):
         assert find_user("x@a.example,other@b.example") is not None
 
 
-def test_applications_of_one_process_share_their_url_builders_and_build_their_own_urls(
+# --- URL rules compiled once per process (tests/support/portal_app.py `_CompiledRules`) -------
+
+
+class _EvenInteger(IntegerConverter):
+    """An `int` converter of another kind: a map naming it must not share the compilation of
+    maps whose `int` is werkzeug's."""
+
+    def to_python(self, value: str) -> int:
+        number = super().to_python(value)
+        if number % 2:
+            raise ValidationError
+        return number
+
+
+def _rules(year: int = 2026) -> list[Rule]:
+    """Rules with converters and their arguments, defaults and slashes to merge."""
+    return [
+        Rule("/pages/<int(min=1):page>", endpoint="pages"),
+        Rule("/files/<path:name>", endpoint="files"),
+        Rule("/lang/<any(en, es):lang>/<slug>", endpoint="lang"),
+        Rule("/list/", defaults={"page": 1}, endpoint="list"),
+        Rule("/list/page/<int:page>", endpoint="list"),
+        Rule("/years/<int:year>/", defaults={"year": year}, endpoint="year"),
+        Rule("/shops//<shop>", endpoint="shop", methods=["GET", "POST"]),
+    ]
+
+
+_PATHS = [
+    "/pages/3", "/pages/0", "/pages/4", "/files/a/b c.txt", "/lang/es/x y", "/lang/fr/x",
+    "/list/", "/list", "/list/page/2", "/list/page/1", "/years/2026/", "/years/2025/",
+    "/shops/acme", "/shops//acme", "/nowhere",
+]  # fmt: skip
+_BUILDS = [
+    ("pages", {"page": 3}), ("files", {"name": "a/b c.txt"}),
+    ("lang", {"lang": "en", "slug": "a b"}), ("list", {}), ("list", {"page": 2}),
+    ("list", {"page": 1, "q": "x"}), ("year", {}), ("year", {"year": 2026, "q": "y"}),
+    ("shop", {"shop": "a/b"}),
+]  # fmt: skip
+
+
+def _routing(url_map: Map, paths: list[str], builds: list[tuple[str, dict]]) -> list:
+    """What `url_map` answers for each path (GET and POST) and builds for each endpoint."""
+    adapter = url_map.bind("portal.test")
+    answers: list = []
+    for path, method in itertools.product(paths, ["GET", "POST"]):
+        try:
+            answers.append(adapter.match(path, method))
+        except HTTPException as refused:
+            answers.append((type(refused), getattr(refused, "new_url", None)))
+    for endpoint, values in builds:
+        try:
+            answers.append(adapter.build(endpoint, values))
+        except BuildError as refused:
+            answers.append(str(refused))
+    return answers
+
+
+def _compiled_as_werkzeug_does(build: Callable[[], Any]) -> Any:
+    """What `build` makes with werkzeug compiling each rule itself."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Rule, "compile", WERKZEUG_COMPILE)
+        return build()
+
+
+def test_maps_sharing_compiled_rules_route_as_a_map_that_compiled_its_own():
+    own = _compiled_as_werkzeug_does(lambda: Map(_rules()))
+    first, second = Map(_rules()), Map(_rules())
+    expected = _routing(own, _PATHS, _BUILDS)
+    assert _routing(first, _PATHS, _BUILDS) == expected
+    assert _routing(second, _PATHS, _BUILDS) == expected
+    for rule, twin in zip(first.iter_rules(), second.iter_rules(), strict=True):
+        assert rule._build.__func__ is twin._build.__func__, f"{rule.rule} compiled once"
+        assert twin.arguments == rule.arguments, rule.rule
+        for name, converter in twin._converters.items():
+            original = rule._converters[name]
+            assert converter.map is second and type(converter) is type(original)
+            assert {**vars(converter), "map": None} == {**vars(original), "map": None}
+
+
+@pytest.mark.parametrize(
+    "differing",
+    [
+        pytest.param(lambda: Map(_rules(), converters={"int": _EvenInteger}), id="converters"),
+        pytest.param(lambda: Map(_rules(year=2025)), id="defaults"),
+        pytest.param(lambda: Map(_rules(), merge_slashes=False), id="slashes"),
+        pytest.param(lambda: Map(_rules(), default_subdomain="www"), id="subdomain"),
+    ],
+)
+def test_a_map_that_differs_compiles_its_rules_itself(differing: Callable[[], Map]):
+    usual = _routing(Map(_rules()), _PATHS, _BUILDS)
+    shared = _routing(differing(), _PATHS, _BUILDS)
+    assert shared == _routing(_compiled_as_werkzeug_does(differing), _PATHS, _BUILDS)
+    assert shared != usual
+
+
+def _sample(converter: BaseConverter) -> object:
+    """A value the converter takes."""
+    return {IntegerConverter: 7, PathConverter: "a/b c.txt"}.get(type(converter), "a b")
+
+
+def _portal_routing(application) -> list:
+    """Every rule of the portal built with sample values and matched back, with its parts."""
+    rules = sorted(application.url_map.iter_rules(), key=lambda rule: (rule.rule, rule.endpoint))
+    builds = [
+        (rule.endpoint, {name: _sample(c) for name, c in rule._converters.items()})
+        for rule in rules
+    ]
+    adapter = application.url_map.bind("portal.test")
+    paths = [rule.rule for rule in rules] + [adapter.build(*build) for build in builds]
+    parts = [(rule._parts, rule._trace, sorted(rule.arguments)) for rule in rules]
+    return [*parts, *_routing(application.url_map, paths, builds)]
+
+
+def test_portals_sharing_compiled_rules_route_every_url_as_one_that_compiled_its_own(
     app, portal_config, tmp_path
 ):
     from portal import create_app
 
-    other = create_app({**portal_config, "DATABASE_URL": f"sqlite:///{tmp_path / 'other.db'}"})
-    rules = {rule.endpoint: rule for rule in other.url_map.iter_rules()}
-    for rule in app.url_map.iter_rules():
-        twin = rules[rule.endpoint]
-        assert rule._build.__func__ is twin._build.__func__, rule.rule
+    def portal(name: str):
+        return create_app({**portal_config, "DATABASE_URL": f"sqlite:///{tmp_path / name}"})
+
+    own = _compiled_as_werkzeug_does(lambda: portal("own.db"))
+    other = portal("other.db")
+    expected = _portal_routing(own)
+    assert _portal_routing(app) == expected
+    assert _portal_routing(other) == expected
     with app.test_request_context():
         assert url_for("withdrawals.show", key="a b") == "/withdrawals/a%20b"
