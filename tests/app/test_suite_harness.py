@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -71,18 +70,23 @@ def test_applications_of_one_process_share_their_url_builders_and_build_their_ow
         assert url_for("withdrawals.show", key="a b") == "/withdrawals/a%20b"
 
 
-def _ports_this_process_listens_on() -> set[int]:
-    """The TCP ports of the listening sockets among this process's open files."""
-    sockets = set()
+LISTEN, ESTABLISHED = "0A", "01"  # TCP states as /proc/net/tcp writes them
+
+
+def _sockets_of_this_process(url: str, state: str) -> int:
+    """How many of this process's open files are TCP sockets on the port of `url` (its own
+    end: a server's) in `state`. A connection a server accepted is one of its files."""
+    files = set()
     for descriptor in os.listdir("/proc/self/fd"):
         with contextlib.suppress(OSError):  # closed meanwhile
-            sockets.add(os.readlink(f"/proc/self/fd/{descriptor}"))
-    ports = set()
+            files.add(os.readlink(f"/proc/self/fd/{descriptor}"))
+    port = f"{urlsplit(url).port:04X}"
+    count = 0
     for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        local, state, inode = (line.split()[i] for i in (1, 3, 9))
-        if state == "0A" and f"socket:[{inode}]" in sockets:  # 0A: LISTEN
-            ports.add(int(local.rsplit(":", 1)[1], 16))
-    return ports
+        local, its_state, inode = (line.split()[i] for i in (1, 3, 9))
+        mine = f"socket:[{inode}]" in files
+        count += mine and its_state == state and local.endswith(f":{port}")
+    return count
 
 
 def _reset_by_peer(error: BaseException) -> bool:
@@ -94,47 +98,43 @@ def _reset_by_peer(error: BaseException) -> bool:
 def test_the_sandbox_of_a_test_is_served_by_this_process_and_still_resets_connections(sandbox):
     """No process to start for a sandbox: the worker serves it from a thread, with the request
     handler of `python -m sandbox`, which turns the `reset` fault into a reset connection."""
-    assert urlsplit(sandbox.base_url).port in _ports_this_process_listens_on()
+    assert _sockets_of_this_process(sandbox.base_url, LISTEN) == 1
     sandbox.control("POST", "faults", {"mode": "reset"})
     with pytest.raises(requests.ConnectionError) as caught:
         requests.get(f"{sandbox.api_url}/ping", headers=sandbox.headers(), timeout=10)
     assert _reset_by_peer(caught.value), caught.value
 
 
-def _request_threads() -> int:
-    return sum("process_request_thread" in thread.name for thread in threading.enumerate())
-
-
 def test_a_sandbox_served_by_this_process_ends_its_connections_when_it_stops(tmp_path):
-    """As when a sandbox process ends: a kept-alive connection gets no more answers, and a
-    request held up by the `slow` fault neither holds up the stop nor gets an answer."""
+    """As when a sandbox process ends: a request held up by the `slow` fault neither holds up
+    the stop nor gets its answer later, and nothing listens any more."""
     with run_sandbox(tmp_path / "sandbox.db") as server:
         ping = f"{server.api_url}/ping"
-        kept_alive = requests.Session()
-        kept_alive.get(ping, headers=server.headers(), timeout=10).raise_for_status()
         server.control("POST", "faults", {"mode": "slow", "delay_ms": 5000})
-        connections = _request_threads()
         with ThreadPoolExecutor(1) as pool:
             held = pool.submit(requests.get, ping, headers=server.headers(), timeout=30)
-            wait_for(lambda: _request_threads() > connections)
+            wait_for(lambda: _sockets_of_this_process(server.base_url, ESTABLISHED) == 1)
             started = time.monotonic()
             server.stop()
             assert time.monotonic() - started < 1, "the stop waited for the held request"
             assert not server.serving()
             with pytest.raises(requests.ConnectionError):
                 held.result()
+        assert _sockets_of_this_process(server.base_url, LISTEN) == 0
         with pytest.raises(requests.ConnectionError):
-            kept_alive.get(ping, headers=server.headers(), timeout=10)
+            requests.get(ping, headers=server.headers(), timeout=10)
 
 
 def test_a_portal_served_by_this_process_leaves_the_task_queue_to_the_tests(tmp_path, sandbox):
-    """`create_app` points the process's task queue at the application it makes: the portal
-    served from a thread must not take it from the tests' applications (nor their tasks), here
-    the application `run_portal` made last to add users and connections."""
+    """`create_app` points the process's task queue at the application it makes. The portal
+    served from a thread gets its queue where the process had it (its instance folder), and
+    the process's queue stays with the tests' applications (TESTING), where their tasks run."""
     from portal.live.worker import queue
 
     with run_portal(tmp_path, sandbox) as server:
-        assert urlsplit(server.url).port in _ports_this_process_listens_on()
+        assert _sockets_of_this_process(server.url, LISTEN) == 1
         assert requests.get(f"{server.url}/healthz", timeout=10).ok
-        assert queue._application == [server.app]
+        assert (tmp_path / "queue.sqlite3").exists(), "the served portal's own queue"
+        (application,) = queue._application
+        assert application.config["TESTING"]
         assert getattr(queue.huey.storage, "filename", "") != str(tmp_path / "queue.sqlite3")

@@ -23,8 +23,9 @@ def free_port() -> int:
 
 class _EndingConnectionsServer(ThreadedWSGIServer):
     """werkzeug's threaded server, the one `flask run` and `python -m sandbox` serve with, which
-    keeps the connections it holds, so that stopping it ends them as the end of a process does:
-    a kept-alive connection would otherwise still be answered by a server that stopped."""
+    keeps the connections it holds (requests under way: it closes each after its answer), so
+    that stopping it ends them as the end of a process does. A request held up by the
+    sandbox's `slow` fault would otherwise still be answered by a server that stopped."""
 
     def __init__(self, *args, **kwargs) -> None:
         self._connections: set[socket.socket] = set()
