@@ -54,7 +54,7 @@ from werkzeug.datastructures import MultiDict
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.figures import figure
-from bench.search import fill, timed
+from bench.mirror_fill import fill, timed
 from portal.api import MerchantApiClient
 from portal.api.client import OPERATION_FILTERS, TRANSACTION_FILTERS
 from portal.api.wire import encode_query

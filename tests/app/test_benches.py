@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -39,3 +41,23 @@ def test_a_run_meant_for_postgresql_stops_at_once_when_it_cannot_reach_it():
     assert "PostgreSQL cannot be reached" in finished.stderr
     assert "Connection refused" in finished.stderr
     assert "===" not in finished.stdout, "a bench ran"
+
+
+@pytest.mark.slow  # a Python process of its own, which imports locust
+def test_every_bench_imports():
+    """A bench that no longer imports fails the run of them all (`bench/all.py`) halfway: each
+    module is loaded as a script would load it, without running it."""
+    benches = sorted((ROOT / "bench").glob("*.py"), key=lambda path: path.name != "load_test.py")
+    # locust (bench/load_test.py) patches the standard library as it is imported, which must
+    # happen before anything imports ssl: it is loaded first, as its own run loads it.
+    loads = "; ".join(f"runpy.run_path({str(path)!r}, run_name='imported')" for path in benches)
+    finished = subprocess.run(
+        [sys.executable, "-c", f"import runpy; {loads}"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert finished.returncode == 0, finished.stderr[-2000:]
