@@ -15,7 +15,11 @@ from cryptography.fernet import Fernet
 from flask import Flask
 
 from tests.support import factories
-from tests.support.databases import TEST_PASSWORD_HASH_METHOD, postgres_schema
+from tests.support.databases import (
+    TEST_PASSWORD_HASH_METHOD,
+    emptied_postgres_schema,
+    postgres_schema,
+)
 from tests.support.module_servers import ModuleServers
 from tests.support.portal_app import compile_url_rules_once, ready_portal
 from tests.support.required import skip_unless
@@ -108,7 +112,7 @@ def module_sandbox(module_servers) -> SandboxServer:
 
 # --- The portal ------------------------------------------------------------------------------
 # An application per test on its own SQLite file (a copy of one the migrations made for this
-# worker), or on a PostgreSQL schema of its own that the migrations make.
+# worker), or on the worker's PostgreSQL schema that the migrations made, emptied for the test.
 
 
 @pytest.fixture
@@ -128,8 +132,8 @@ def portal_config(tmp_path) -> dict:
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def each_database(request, portal_config) -> dict:
-    """The test on SQLite, then on a PostgreSQL schema of its own: `portal_config` pointed at
-    each (name it before `app`, or whatever makes the application)."""
+    """The test on SQLite, then on PostgreSQL (`postgres_url`): `portal_config` pointed at each
+    (name it before `app`, or whatever makes the application)."""
     if request.param == "postgresql":
         portal_config["DATABASE_URL"] = request.getfixturevalue("postgres_url")
     return portal_config
@@ -181,8 +185,16 @@ def accounts(app) -> factories.Accounts:
 
 
 @pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A fresh schema for one test, dropped afterwards."""
+def postgres_url() -> str:
+    """The worker's PostgreSQL schema, migrated and emptied for this test: no row, every id
+    sequence at 1 (`tests/support/databases.py`). `app` leaves its schema as it is."""
+    return emptied_postgres_schema()
+
+
+@pytest.fixture
+def fresh_postgres_url() -> Iterator[str]:
+    """A PostgreSQL schema of the test's own (which `app` migrates), dropped afterwards: for
+    the tests that run migrations down and up or hand the URL to another process."""
     with postgres_schema() as url:
         yield url
 

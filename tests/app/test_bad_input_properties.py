@@ -7,7 +7,6 @@ no balance changed. CSRF is off so that the forms can be posted; it has its own 
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 from datetime import date
 from urllib.parse import urlencode
@@ -20,7 +19,7 @@ from werkzeug.exceptions import HTTPException
 
 from portal.identity.models import Role
 from tests.support import walks
-from tests.support.databases import postgres_schema
+from tests.support.databases import emptied_postgres_schema
 from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
 from tests.support.portal_app import connected_portal, email
@@ -219,13 +218,11 @@ def sandbox(module_sandbox):
 def app(request, tmp_path_factory, sandbox):
     """The portal on SQLite, and on PostgreSQL (which cannot store a NUL byte in text)."""
     folder = tmp_path_factory.mktemp("bad-input-portal")
-    with contextlib.ExitStack() as stack:
-        database = {}
-        if request.param == "postgresql":
-            database["DATABASE_URL"] = stack.enter_context(postgres_schema())
-        application = stack.enter_context(
-            connected_portal(folder, sandbox, WTF_CSRF_ENABLED=False, **database)
-        )
+    database = {}
+    if request.param == "postgresql":
+        # The worker's schema: pytest ends this fixture before a test of another module runs.
+        database["DATABASE_URL"] = emptied_postgres_schema()
+    with connected_portal(folder, sandbox, WTF_CSRF_ENABLED=False, **database) as application:
         yield application
 
 

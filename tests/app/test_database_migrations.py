@@ -19,7 +19,7 @@ TABLES = {"alembic_version", "merchants", "users", "user_sessions", "api_connect
 @pytest.fixture(params=["sqlite", "postgresql"])
 def portal_config(request, portal_config):
     if request.param == "postgresql":
-        portal_config["DATABASE_URL"] = request.getfixturevalue("postgres_url")
+        portal_config["DATABASE_URL"] = request.getfixturevalue("fresh_postgres_url")
     return portal_config
 
 

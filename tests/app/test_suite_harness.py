@@ -1,6 +1,7 @@
 """The suite's own machinery, which the other tests rely on without saying so: the `browser`
 marker that `make test-fast` leaves out, the factories of the portal's rows, the URL builders
-the applications of one test process share, and the servers it serves from its threads."""
+the applications of one test process share, the servers it serves from its threads, and the
+PostgreSQL schema its tests share emptied."""
 
 from __future__ import annotations
 
@@ -19,15 +20,17 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
+import sqlalchemy as sa
 from flask import url_for
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter, BuildError, Map, Rule, ValidationError
 from werkzeug.routing.converters import IntegerConverter, PathConverter
 
 from tests.support import factories
+from tests.support.databases import emptied_postgres_schema
 from tests.support.forms import sign_in
 from tests.support.polling import wait_for
-from tests.support.portal_app import WERKZEUG_COMPILE
+from tests.support.portal_app import WERKZEUG_COMPILE, ready_portal
 from tests.support.portal_server import run_portal
 from tests.support.sandbox_server import ROOT, run_sandbox
 
@@ -261,3 +264,57 @@ def test_a_portal_served_by_this_process_leaves_the_task_queue_to_the_tests(tmp_
         (application,) = queue._application
         assert application.config["TESTING"]
         assert getattr(queue.huey.storage, "filename", "") != str(tmp_path / "queue.sqlite3")
+
+
+# --- The worker's PostgreSQL schema, emptied for each test ------------------------------------
+
+
+@pytest.fixture
+def on_the_worker_schema(portal_config, postgres_url) -> str:
+    portal_config["DATABASE_URL"] = postgres_url
+    return postgres_url
+
+
+def test_the_next_test_on_the_worker_schema_finds_no_row_and_ids_from_1(
+    on_the_worker_schema, app, portal_config
+):
+    """Whatever a test stored, or left in a transaction still open, the next one sees none of it,
+    and its first rows get the ids a fresh schema gives."""
+    from portal import create_app
+    from portal.extensions import db
+    from portal.identity.models import Merchant, User
+
+    made = factories.accounts(app)
+    assert factories.user(app, "fifth@acme.test", "operator").id == 5
+    left_open = sa.create_engine(on_the_worker_schema).connect()
+    left_open.execute(sa.select(User.id).with_for_update())  # every row locked, not released
+
+    assert emptied_postgres_schema() == on_the_worker_schema, "the same schema, not a new one"
+    following = ready_portal(create_app(portal_config))
+    assert factories.user(following, made.owner, "owner").id == 1
+    with following.app_context():
+        assert db.session.scalars(sa.select(User.email)).all() == [made.owner]
+        assert db.session.scalars(sa.select(Merchant.id)).all() == [1]
+        db.engine.dispose()
+    with pytest.raises(sa.exc.OperationalError):
+        left_open.execute(sa.select(1))  # its connection was ended
+
+
+def test_a_test_that_moves_the_migrations_leaves_the_next_a_schema_at_their_head(
+    on_the_worker_schema, app
+):
+    import flask_migrate
+
+    from portal.extensions import db
+
+    with app.app_context():
+        head = db.session.scalar(sa.text("SELECT version_num FROM alembic_version"))
+        db.session.remove()
+        flask_migrate.downgrade(revision="base")
+        db.engine.dispose()
+
+    following = sa.create_engine(emptied_postgres_schema())
+    with following.connect() as connection:
+        assert connection.scalar(sa.text("SELECT version_num FROM alembic_version")) == head
+        assert connection.scalar(sa.text("SELECT count(*) FROM users")) == 0
+    following.dispose()

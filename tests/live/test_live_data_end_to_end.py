@@ -110,10 +110,10 @@ def test_a_payment_on_the_hosted_page_reaches_the_shop_signed_and_the_owner_by_m
 
 @pytest.mark.long
 def test_two_workers_on_postgresql_and_redis_send_each_event_once(
-    tmp_path, sandbox, postgres_url, redis_store
+    tmp_path, sandbox, fresh_postgres_url, redis_store
 ):
     with (
-        connected_portal(tmp_path, sandbox, DATABASE_URL=postgres_url) as app,
+        connected_portal(tmp_path, sandbox, DATABASE_URL=fresh_postgres_url) as app,
         run_shop() as shop,
         running_worker(app, tmp_path / "one", queue_url=redis_store.url, name="one") as one,
         running_worker(app, tmp_path / "two", queue_url=redis_store.url, name="two") as two,
