@@ -18,7 +18,7 @@ from playwright.sync_api import Browser, Page, expect
 from portal.identity.models import Role
 from portal.money.models import IntentKind
 from tests.support import walks
-from tests.support.browser import assert_accessible, sign_in_as
+from tests.support.browser import assert_accessible, load_axe_in_every_page, signed_in_as
 from tests.support.layout import layout_problems
 from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, in_book
 from tests.support.portal_server import PortalServer
@@ -87,8 +87,9 @@ def test_every_page_is_accessible_and_fits_the_screen(
 
     app = walks.site()
     with _page(browser, seeded_portal, DESKTOP) as page:
+        load_axe_in_every_page(page.context)
         if visitor is not None:
-            sign_in_as(page, OWNER)
+            signed_in_as(page, OWNER)
         unreached = walks.walk(page, app, walks.pages(app, visitor), check)
     assert {route.endpoint for route in unreached} <= NO_RECORD_IN_A_READ_ONLY_PORTAL
 
@@ -211,7 +212,7 @@ def test_every_refusal_lost_answer_and_record_page_fits_the_screen(
         seen.extend(walks.links_on(page))
 
     with _page(browser, portal, DESKTOP) as page:
-        sign_in_as(page, OWNER)
+        signed_in_as(page, OWNER)
         try:
             for form, (path, fields, buttons, refused) in MONEY_FORMS.items():
                 sandbox.control("POST", "flags", {"exchange_daily_limit": 1000 if refused else 0})
@@ -254,7 +255,7 @@ def test_every_refusal_lost_answer_and_record_page_fits_the_screen(
             claim = CLAIM_LINK.search(page.locator("main").inner_text()).group(0)
             visited(page)
             with _page(browser, portal, DESKTOP) as operator:  # a refund waiting for approval
-                sign_in_as(operator, "operator@acme.test")
+                signed_in_as(operator, "operator@acme.test")
                 typed = {"basis": "amount", "amount": "0.1", "address": BTC_ADDRESS}
                 _send(operator, refund, typed, ("Request refund",))
             page.goto("/approvals")
@@ -345,7 +346,7 @@ def _checkout_link(portal: PortalServer, order: str) -> str:
 
 
 def test_the_menu_folds_on_a_phone(phone: Page) -> None:
-    sign_in_as(phone, OWNER)
+    signed_in_as(phone, OWNER)
     menu = phone.get_by_role("navigation", name="Main")
     expect(menu).to_be_hidden()
     header = phone.locator(".site-header").bounding_box()
@@ -360,7 +361,7 @@ def test_the_menu_folds_on_a_phone(phone: Page) -> None:
 
 def test_the_menu_works_without_javascript(phone_without_script: Page) -> None:
     page = phone_without_script
-    sign_in_as(page, OWNER)
+    signed_in_as(page, OWNER)
     page.locator(".menu > summary").click()
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Rates").click()
     expect(page.get_by_role("heading", name="Rates", exact=True)).to_be_visible()
@@ -368,7 +369,7 @@ def test_the_menu_works_without_javascript(phone_without_script: Page) -> None:
 
 def test_the_desktop_shows_the_whole_menu(browser: Browser, seeded_portal: PortalServer) -> None:
     with _page(browser, seeded_portal, DESKTOP) as page:
-        sign_in_as(page, OWNER)
+        signed_in_as(page, OWNER)
         expect(page.locator(".menu > summary")).to_be_hidden()
         expect(page.get_by_role("navigation", name="Main")).to_be_visible()
         page.goto("/operations")
@@ -377,8 +378,7 @@ def test_the_desktop_shows_the_whole_menu(browser: Browser, seeded_portal: Porta
 
 
 def test_first_operation_row_is_on_the_first_screen(phone: Page) -> None:
-    sign_in_as(phone, OWNER)
-    phone.goto("/operations")
+    signed_in_as(phone, OWNER, "/operations")
     expect(phone.get_by_role("group", name="Status")).to_be_hidden()
     row = phone.locator("#results tbody tr").first
     for cell in (row.locator("td").first, row.locator("td.number").first, row.locator(".badge")):
@@ -396,8 +396,7 @@ def test_first_operation_row_is_on_the_first_screen(phone: Page) -> None:
 @pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
 def test_dates_stay_on_one_line(browser: Browser, seeded_portal: PortalServer, viewport) -> None:
     with _page(browser, seeded_portal, viewport) as page:
-        sign_in_as(page, OWNER)
-        page.goto("/operations")
+        signed_in_as(page, OWNER, "/operations")
         time = page.locator("#results time").first
         lines = time.evaluate("e => e.getClientRects().length")
         assert lines == 1, "the date is broken over lines"

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.support.browser import assert_accessible, sign_in_as
+from tests.support.browser import assert_accessible, signed_in_as
 
 
 @pytest.mark.parametrize("role", ["operator", "accountant"])
 def test_settings_are_for_owners_only(page: Page, role: str) -> None:
-    sign_in_as(page, f"{role}@acme.test")
+    signed_in_as(page, f"{role}@acme.test")
     navigation = page.get_by_role("navigation", name="Main")
     expect(navigation.get_by_role("link", name="Dashboard")).to_be_visible()
     expect(navigation.get_by_role("link", name="Operations")).to_be_visible()
@@ -25,7 +25,7 @@ def test_settings_are_for_owners_only(page: Page, role: str) -> None:
 
 
 def test_unknown_page(page: Page) -> None:
-    sign_in_as(page, "accountant@acme.test")
+    signed_in_as(page, "accountant@acme.test")
     response = page.goto("/no-such-page")
     assert response.status == 404
     expect(page.get_by_role("heading", name="Page not found")).to_be_visible()

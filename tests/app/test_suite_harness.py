@@ -1,7 +1,7 @@
 """The suite's own machinery, which the other tests rely on without saying so: the `browser`
-marker that `make test-fast` leaves out, the factories of the portal's rows, the URL builders
-the applications of one test process share, the servers it serves from its threads, and the
-PostgreSQL schema its tests share emptied."""
+marker that `make test-fast` leaves out, the session the browser tests sign in with once, the
+factories of the portal's rows, the URL builders the applications of one test process share,
+the servers it serves from its threads, and the PostgreSQL schema its tests share emptied."""
 
 from __future__ import annotations
 
@@ -22,16 +22,18 @@ import pytest
 import requests
 import sqlalchemy as sa
 from flask import url_for
+from playwright.sync_api import Browser, expect
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter, BuildError, Map, Rule, ValidationError
 from werkzeug.routing.converters import IntegerConverter, PathConverter
 
 from tests.support import factories
+from tests.support.browser import signed_in_as
 from tests.support.databases import emptied_postgres_schema
 from tests.support.forms import sign_in
 from tests.support.polling import wait_for
 from tests.support.portal_app import WERKZEUG_COMPILE, ready_portal
-from tests.support.portal_server import run_portal
+from tests.support.portal_server import PortalServer, run_portal
 from tests.support.sandbox_server import ROOT, run_sandbox
 
 
@@ -47,6 +49,41 @@ def test_a_test_that_drives_chromium_is_marked_browser_wherever_it_lives():
     ).stdout  # fmt: skip
     deselected = re.search(r"no tests collected \((\d+) deselected\)", collected)
     assert deselected is not None and int(deselected.group(1)) > 5, collected
+
+
+def test_a_browser_test_signs_in_once_then_reuses_the_session_until_it_ends(
+    browser: Browser, portal: PortalServer
+) -> None:
+    """`signed_in_as` posts the sign-in form for a portal and user once, then opens pages in a
+    fresh context with that session's cookies; once the session is signed out, it signs in
+    again."""
+    email = portal.add_user("reused-session@acme.test", "operator")
+    sign_ins: list[str] = []
+
+    def open_account(*, then_sign_out: bool = False) -> None:
+        context = browser.new_context(base_url=portal.url)
+        page = context.new_page()
+        page.on(
+            "request",
+            lambda sent: (
+                sent.method == "POST"
+                and urlsplit(sent.url).path == "/login"
+                and sign_ins.append(sent.url)
+            ),
+        )
+        signed_in_as(page, email, "/account")
+        expect(page.get_by_role("heading", name="Account", exact=True)).to_be_visible()
+        if then_sign_out:
+            page.get_by_role("button", name="Sign out").click()
+            expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+        context.close()
+
+    open_account()
+    assert len(sign_ins) == 1
+    open_account(then_sign_out=True)
+    assert len(sign_ins) == 1, "the session was not reused"
+    open_account()
+    assert len(sign_ins) == 2, "a signed-out session was reused"
 
 
 def test_a_user_from_the_factory_signs_in_with_the_test_password_and_a_code(app):

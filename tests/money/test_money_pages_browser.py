@@ -7,7 +7,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from tests.support.browser import assert_accessible, sign_in_as
+from tests.support.browser import assert_accessible, signed_in_as
 from tests.support.money import BTC_ADDRESS, ETH_ADDRESS
 from tests.support.portal_server import PortalServer
 
@@ -19,7 +19,7 @@ def _menu(page: Page, name: str) -> None:
 
 
 def test_withdrawal_review_and_confirm(page: Page, portal: PortalServer) -> None:
-    sign_in_as(page, OWNER)
+    signed_in_as(page, OWNER)
     _menu(page, "Withdrawals")
     expect(page.get_by_role("heading", name="Withdrawals", exact=True)).to_be_visible()
     page.get_by_role("link", name="New withdrawal").click()
@@ -48,7 +48,7 @@ def test_withdrawal_review_and_confirm(page: Page, portal: PortalServer) -> None
 
 
 def test_voucher_create_reveal_cancel_and_pay_off(page: Page, portal: PortalServer) -> None:
-    sign_in_as(page, OWNER)
+    signed_in_as(page, OWNER)
     _menu(page, "Vouchers")
     assert_accessible(page)
     page.get_by_role("link", name="New voucher").click()
@@ -93,7 +93,7 @@ def test_voucher_create_reveal_cancel_and_pay_off(page: Page, portal: PortalServ
 
 
 def test_exchange_with_a_live_quote(page: Page, portal: PortalServer) -> None:
-    sign_in_as(page, OWNER)
+    signed_in_as(page, OWNER)
     _menu(page, "Exchange")
     expect(page.get_by_role("heading", name="Exchange rates")).to_be_visible()
     page.get_by_label("Sell currency").select_option("BTC")
@@ -130,7 +130,7 @@ def test_exchange_with_a_live_quote(page: Page, portal: PortalServer) -> None:
 
 
 def test_cross_exchange_create_countdown_and_cancel(page: Page, portal: PortalServer) -> None:
-    sign_in_as(page, OWNER)
+    signed_in_as(page, OWNER)
     _menu(page, "Cross exchanges")
     assert_accessible(page)
     page.get_by_role("link", name="New cross exchange").click()
@@ -161,7 +161,7 @@ def test_cross_exchange_create_countdown_and_cancel(page: Page, portal: PortalSe
 
 
 def test_the_audit_log(page: Page, portal: PortalServer) -> None:
-    sign_in_as(page, OWNER)
+    signed_in_as(page, OWNER)
     _menu(page, "Audit")
     expect(page.get_by_role("heading", name="Audit log")).to_be_visible()
     assert_accessible(page)
@@ -174,7 +174,7 @@ def test_the_audit_log(page: Page, portal: PortalServer) -> None:
 
 
 def test_other_roles_get_no_money_actions(page: Page, portal: PortalServer) -> None:
-    sign_in_as(page, "operator@acme.test")
+    signed_in_as(page, "operator@acme.test")
     menu = page.get_by_role("navigation", name="Main")
     expect(menu.get_by_role("link", name="Vouchers")).to_be_visible()
     expect(menu.get_by_role("link", name="Withdrawals")).to_have_count(0)
@@ -186,8 +186,7 @@ def test_other_roles_get_no_money_actions(page: Page, portal: PortalServer) -> N
     expect(page.get_by_role("heading", name="You do not have access to this page")).to_be_visible()
 
     page.context.clear_cookies()
-    sign_in_as(page, "accountant@acme.test")
-    page.goto("/exchange")
+    signed_in_as(page, "accountant@acme.test", "/exchange")
     expect(page.get_by_role("heading", name="Exchange rates")).to_be_visible()
     expect(page.get_by_label("Sell amount")).to_have_count(0)
     assert_accessible(page)

@@ -12,7 +12,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from portal.api import MerchantApiClient
 from tests.money.test_refunds import fresh_address
-from tests.support.browser import assert_accessible, sign_in_as
+from tests.support.browser import assert_accessible, signed_in_as
 from tests.support.portal_server import PortalServer
 
 OWNER = "owner@acme.test"
@@ -28,8 +28,7 @@ def test_a_surplus_refunded_by_claim_link_sends_one_withdrawal_however_often_it_
     api = MerchantApiClient(portal.sandbox.base_url, token=portal.sandbox.token)
     operation = api.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")
     portal.sandbox.receive(operation.id, "0.7")
-    sign_in_as(page, OWNER)
-    page.goto(f"/operations/{operation.id}")
+    signed_in_as(page, OWNER, f"/operations/{operation.id}")
     page.get_by_role("link", name=f"Refund operation {operation.id}").click()
     expect(page.get_by_label("The surplus only")).to_be_checked()
     assert_accessible(page)

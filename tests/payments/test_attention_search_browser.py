@@ -9,7 +9,7 @@ import uuid
 from playwright.sync_api import Page, expect
 
 from portal.api import MerchantApiClient
-from tests.support.browser import assert_accessible, sign_in_as
+from tests.support.browser import assert_accessible, signed_in_as
 from tests.support.mirror_rows import mirror_from_sandbox
 from tests.support.portal_server import PortalServer
 
@@ -35,7 +35,7 @@ def test_link_from_the_list_then_find_it_by_a_part_of_its_order_number(
     order = f"Spring-Sale-{uuid.uuid4().hex[:6]}"
     operation, transaction_id = undecided(portal, api, order, "0.1")  # the newest: listed first
 
-    sign_in_as(page, "operator@acme.test")
+    signed_in_as(page, "operator@acme.test")
     menu = page.get_by_role("navigation", name="Main")
     menu.get_by_role("link", name="Needs attention").click()
     expect(menu.get_by_role("link", name="Needs attention")).to_have_text(re.compile(r" \d+$"))

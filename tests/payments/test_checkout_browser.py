@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from portal.payments.pages.checkout.routes import POLL_SECONDS
-from tests.support.browser import assert_accessible, next_poll, sign_in_as
+from tests.support.browser import assert_accessible, next_poll, signed_in_as
 from tests.support.checkout import Checkout, new_checkout
 from tests.support.money import flags
 from tests.support.portal_server import PortalServer
@@ -69,8 +69,7 @@ def _expect_checkout(
 
 def _create_operation(page: Page, order_number: str) -> str:
     """Create an operation through the portal's form, as an owner; returns its payment link."""
-    sign_in_as(page, OWNER)
-    page.goto("/operations/new")
+    signed_in_as(page, OWNER, "/operations/new")
     page.get_by_label("Amount").fill("25.5")
     page.get_by_label("Currency", exact=True).select_option("USD")
     page.get_by_label("Payment currency").select_option("BTC")
@@ -265,8 +264,7 @@ def test_tampered_and_odd_links(customer: Page, shop) -> None:
 
 
 def test_the_owner_names_the_shop_and_its_url(page: Page, shop) -> None:
-    sign_in_as(page, OWNER)
-    page.goto("/settings/checkout")
+    signed_in_as(page, OWNER, "/settings/checkout")
     assert_accessible(page)
     page.get_by_label("Display name").fill("Café Nord")
     page.get_by_label("Shop URL").fill("javascript:alert(1)")

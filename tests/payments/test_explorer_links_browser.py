@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from portal.api import MerchantApiClient
-from tests.support.browser import assert_accessible, sign_in_as
+from tests.support.browser import assert_accessible, signed_in_as
 from tests.support.portal_server import PortalServer
 
 EXPLORERS = {
@@ -60,8 +60,7 @@ def test_production_hashes_and_addresses_link_to_the_explorer_and_copy(
     operation, tx_hash = paid_operation
     set_environment(portal, "production")
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
-    sign_in_as(page, "operator@acme.test")
-    page.goto(f"/operations/{operation.id}")
+    signed_in_as(page, "operator@acme.test", f"/operations/{operation.id}")
     address = page.get_by_role("link", name=operation.address, exact=True)
     expect(address).to_have_attribute(
         "href", f"https://explorer.example/btc/address/{operation.address}"
@@ -81,8 +80,7 @@ def test_the_sandbox_environment_shows_plain_text_with_a_copy_button(
 ) -> None:
     operation, tx_hash = paid_operation
     set_environment(portal, "sandbox")
-    sign_in_as(page, "operator@acme.test")
-    page.goto(f"/operations/{operation.id}")
+    signed_in_as(page, "operator@acme.test", f"/operations/{operation.id}")
     expect(page.get_by_text(tx_hash, exact=True)).to_be_visible()
     expect(page.get_by_role("link", name=tx_hash)).to_have_count(0)
     expect(page.get_by_role("link", name=operation.address)).to_have_count(0)
@@ -96,8 +94,7 @@ def test_without_javascript_a_plain_link_and_no_button(
     set_environment(portal, "production")
     context = browser.new_context(base_url=portal.url, java_script_enabled=False)
     page = context.new_page()
-    sign_in_as(page, "operator@acme.test")
-    page.goto(f"/operations/{operation.id}")
+    signed_in_as(page, "operator@acme.test", f"/operations/{operation.id}")
     expect(page.get_by_role("link", name=tx_hash, exact=True)).to_be_visible()
     expect(page.get_by_role("button", name="Copy hash")).to_have_count(0)
     context.close()

@@ -10,7 +10,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from portal.api import MerchantApiClient
 from portal.payments.rules.operation_money import WITHDRAWAL_CATEGORIES
-from tests.support.browser import assert_accessible, sign_in_as
+from tests.support.browser import assert_accessible, signed_in_as
 from tests.support.mirror import mirror_operations
 from tests.support.portal_server import PortalServer
 
@@ -46,7 +46,7 @@ def total(api: MerchantApiClient, kind: str = "operations", **filters) -> int:
 
 
 def test_filter_sort_page_and_history(page: Page, api: MerchantApiClient) -> None:
-    sign_in_as(page, "accountant@acme.test")
+    signed_in_as(page, "accountant@acme.test")
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Operations").click()
     summary = page.locator(".list-summary")
     expect(summary).to_contain_text(f"{total(api)} operations")
@@ -101,8 +101,7 @@ def test_filter_sort_page_and_history(page: Page, api: MerchantApiClient) -> Non
 
 
 def test_bad_filters_are_explained_next_to_the_field(page: Page) -> None:
-    sign_in_as(page, "accountant@acme.test")
-    page.goto("/operations")
+    signed_in_as(page, "accountant@acme.test", "/operations")
     unfold_filters(page)
     page.get_by_label("Amount from").press_sequentially("ten")
     page.get_by_label("Created to").fill("2020-01-01")
@@ -117,8 +116,7 @@ def test_bad_filters_are_explained_next_to_the_field(page: Page) -> None:
 
 
 def test_empty_results_say_so(page: Page) -> None:
-    sign_in_as(page, "accountant@acme.test")
-    page.goto("/operations")
+    signed_in_as(page, "accountant@acme.test", "/operations")
     unfold_filters(page)
     page.get_by_label("Order number").press_sequentially("no-such-order")
     expect(page.get_by_text("No operations match these filters.")).to_be_visible()
@@ -131,8 +129,7 @@ def test_without_javascript_the_form_is_a_plain_get(
     context = browser.new_context(base_url=seeded_portal.url, java_script_enabled=False)
     page = context.new_page()
     try:
-        sign_in_as(page, "accountant@acme.test")
-        page.goto("/operations")
+        signed_in_as(page, "accountant@acme.test", "/operations")
         unfold_filters(page)
         page.get_by_role("group", name="Status").get_by_label("Expired").check()
         page.get_by_label("Category").select_option("Application")
@@ -150,8 +147,7 @@ def test_without_javascript_the_form_is_a_plain_get(
 
 def test_open_an_operation_and_its_transactions(page: Page, api: MerchantApiClient) -> None:
     transaction = api.list_transactions(status=[4], per_page=1).items[0]
-    sign_in_as(page, "accountant@acme.test")
-    page.goto(f"/transactions?id={transaction.id}")
+    signed_in_as(page, "accountant@acme.test", f"/transactions?id={transaction.id}")
     expect(page.locator(".list-summary")).to_contain_text("1 transaction")
     page.get_by_role("link", name=transaction.id, exact=True).click()
     expect(page.get_by_role("heading", name=f"Transaction {transaction.id}")).to_be_visible()
@@ -166,7 +162,7 @@ def test_open_an_operation_and_its_transactions(page: Page, api: MerchantApiClie
 
 
 def test_transactions_list(page: Page, api: MerchantApiClient) -> None:
-    sign_in_as(page, "operator@acme.test")
+    signed_in_as(page, "operator@acme.test")
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Transactions").click()
     expect(page.locator(".list-summary")).to_contain_text(f"{total(api, 'transactions')}")
     assert_accessible(page)
@@ -183,8 +179,7 @@ def test_transactions_list(page: Page, api: MerchantApiClient) -> None:
 
 def test_rates_refresh_every_30_seconds(page: Page, api: MerchantApiClient) -> None:
     page.clock.install()
-    sign_in_as(page, "accountant@acme.test")
-    page.goto("/rates")
+    signed_in_as(page, "accountant@acme.test", "/rates")
     rows = page.get_by_role("table").get_by_role("row")
     expect(rows).to_have_count(len(api.get_rates()) + 1)
     expect(page.get_by_role("rowheader", name="BTC/USD", exact=True)).to_be_visible()
@@ -203,7 +198,7 @@ def test_dashboard(page: Page, api: MerchantApiClient, seeded_portal: PortalServ
     today = datetime.now(UTC).date()
     sales = [o for o in operations if o.category not in WITHDRAWAL_CATEGORIES]
     in_30_days = [o for o in sales if (today - o.created_at.date()).days < 30]
-    sign_in_as(page, "accountant@acme.test")
+    signed_in_as(page, "accountant@acme.test")
     expect(page.get_by_role("heading", name="Last 30 days")).to_be_visible()
     expect(page.get_by_role("heading", name="Money counted when it arrived")).to_be_visible()
     expect(
@@ -233,7 +228,7 @@ def test_dashboard(page: Page, api: MerchantApiClient, seeded_portal: PortalServ
 
 def test_time_zone_of_the_account(page: Page, api: MerchantApiClient) -> None:
     operation = api.list_operations(per_page=1).items[0]
-    sign_in_as(page, "operator@acme.test")
+    signed_in_as(page, "operator@acme.test")
     page.get_by_role("link", name="Account").click()
     assert_accessible(page)
     page.get_by_label("Time zone").select_option("Asia/Tokyo")
@@ -250,8 +245,7 @@ def test_time_zone_of_the_account(page: Page, api: MerchantApiClient) -> None:
 
 def test_active_filters_read_as_chips_above_the_folded_form(page: Page) -> None:
     page.set_viewport_size({"width": 1280, "height": 800})
-    sign_in_as(page, "accountant@acme.test")
-    page.goto("/operations?status=1&currency=BTC")
+    signed_in_as(page, "accountant@acme.test", "/operations?status=1&currency=BTC")
     chips = page.locator("#filter-chips")
     expect(chips.get_by_role("link")).to_have_text(
         ["Remove the filter Status: Confirmed \u00d7", "Remove the filter Currency: BTC \u00d7"]
@@ -276,8 +270,7 @@ def test_active_filters_read_as_chips_above_the_folded_form(page: Page) -> None:
 
 def test_stacked_cells_keep_their_column_names_on_a_phone(page: Page) -> None:
     page.set_viewport_size({"width": 390, "height": 844})
-    sign_in_as(page, "accountant@acme.test")
-    page.goto("/operations")
+    signed_in_as(page, "accountant@acme.test", "/operations")
     labels = page.eval_on_selector_all(
         "table tbody tr:first-child td",
         "cells => cells.map(c => getComputedStyle(c, '::before').content)",

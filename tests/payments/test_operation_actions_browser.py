@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 from portal.api import MerchantApiClient
 from portal.payments.pages.operations.routes import POLL_SECONDS as OPERATION_POLL_SECONDS
 from portal.payments.pages.state_badges import LIST_POLL_SECONDS
-from tests.support.browser import assert_accessible, next_poll, sign_in_as
+from tests.support.browser import assert_accessible, next_poll, signed_in_as
 from tests.support.portal_server import PortalServer
 
 
@@ -34,7 +34,7 @@ def operation_with_transactions(portal: PortalServer, api: MerchantApiClient, co
 
 def test_create_an_operation_and_copy_its_payment_link(page: Page, portal: PortalServer) -> None:
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
-    sign_in_as(page, "operator@acme.test")
+    signed_in_as(page, "operator@acme.test")
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Operations").click()
     page.get_by_role("link", name="New operation").click()
     expect(page.get_by_role("heading", name="New operation")).to_be_visible()
@@ -69,8 +69,7 @@ def test_link_selected_after_confirmation(
     page: Page, portal: PortalServer, api: MerchantApiClient
 ) -> None:
     operation, (first, second) = operation_with_transactions(portal, api, 2)
-    sign_in_as(page, "operator@acme.test")
-    page.goto(f"/operations/{operation.id}")
+    signed_in_as(page, "operator@acme.test", f"/operations/{operation.id}")
     page.get_by_role("checkbox", name=f"Select transaction {first}").check()
     page.get_by_role("button", name="Link selected").click()
     heading = page.get_by_role("heading", name="Link 1 transaction?")
@@ -118,8 +117,7 @@ def test_reject_selected_with_a_reason(
     page: Page, portal: PortalServer, api: MerchantApiClient
 ) -> None:
     operation, (first,) = operation_with_transactions(portal, api, 1)
-    sign_in_as(page, "owner@acme.test")
-    page.goto(f"/operations/{operation.id}")
+    signed_in_as(page, "owner@acme.test", f"/operations/{operation.id}")
     page.get_by_role("checkbox", name=f"Select transaction {first}").check()
     page.get_by_role("button", name="Reject selected").click()
     expect(page.get_by_text("Enter the reason for the rejection.")).to_be_visible()
@@ -137,8 +135,7 @@ def test_cancel_operation_after_confirmation(
     page: Page, portal: PortalServer, api: MerchantApiClient
 ) -> None:
     operation, _ = operation_with_transactions(portal, api, 0)
-    sign_in_as(page, "operator@acme.test")
-    page.goto(f"/operations/{operation.id}")
+    signed_in_as(page, "operator@acme.test", f"/operations/{operation.id}")
     page.get_by_role("button", name="Cancel operation").click()
     expect(page.get_by_role("heading", name=f"Cancel operation {operation.id}?")).to_be_visible()
     assert api.get_operation(operation.id).status == "new"
@@ -157,8 +154,7 @@ def test_a_refused_cancellation_is_explained(
 ) -> None:
     """The operation expires while the page is open; the API refuses with code 8."""
     operation, _ = operation_with_transactions(portal, api, 0)
-    sign_in_as(page, "operator@acme.test")
-    page.goto(f"/operations/{operation.id}")
+    signed_in_as(page, "operator@acme.test", f"/operations/{operation.id}")
     page.get_by_role("button", name="Cancel operation").click()
     portal.sandbox.control("POST", f"operations/{operation.id}/expire")
     page.get_by_role("button", name="Confirm cancellation").click()
@@ -170,8 +166,7 @@ def test_accountants_see_no_controls_and_are_refused(
     page: Page, portal: PortalServer, api: MerchantApiClient
 ) -> None:
     operation, (first,) = operation_with_transactions(portal, api, 1)
-    sign_in_as(page, "accountant@acme.test")
-    page.goto("/operations")
+    signed_in_as(page, "accountant@acme.test", "/operations")
     expect(page.get_by_role("link", name="New operation")).to_have_count(0)
     page.goto(f"/operations/{operation.id}")
     expect(page.get_by_role("link", name=first, exact=True)).to_be_visible()
@@ -199,8 +194,7 @@ def test_after_link_selected_no_box_stays_ticked(
 ) -> None:
     """Once, the linked ones stayed ticked, and the next Reject selected rejected them too."""
     operation, (first, second) = operation_with_transactions(portal, api, 2)
-    sign_in_as(page, "operator@acme.test")
-    page.goto(f"/operations/{operation.id}")
+    signed_in_as(page, "operator@acme.test", f"/operations/{operation.id}")
     page.get_by_role("checkbox", name=f"Select transaction {first}").check()
     page.get_by_role("button", name="Link selected").click()
     confirmation = page.locator("section.confirm")
@@ -237,8 +231,7 @@ def test_a_payment_that_arrives_shows_without_a_reload(
 ) -> None:
     operation, (waiting,) = operation_with_transactions(portal, api, 1)
     page.clock.install()
-    sign_in_as(page, "operator@acme.test")
-    page.goto(f"/operations/{operation.id}")
+    signed_in_as(page, "operator@acme.test", f"/operations/{operation.id}")
     status = page.locator("dt:text-is('State') + dd")
     expect(status).to_contain_text("Awaiting a decision")
     page.get_by_role("checkbox", name=f"Select transaction {waiting}").check()
@@ -267,8 +260,7 @@ def test_the_operations_list_shows_a_payment_without_a_reload(
 ) -> None:
     operation, _ = operation_with_transactions(portal, api, 0)
     page.clock.install()
-    sign_in_as(page, "accountant@acme.test")
-    page.goto("/operations?per_page=10")
+    signed_in_as(page, "accountant@acme.test", "/operations?per_page=10")
     row = page.get_by_role("row").filter(
         has=page.get_by_role("link", name=operation.id, exact=True)
     )
@@ -288,8 +280,7 @@ def test_the_operation_page_opens_with_its_money(
     """10 USDT paid in ETH: the due at the operation's rate, the money so far, the expiry the
     portal assumes; then what arrived undecided, also in the cancel warning."""
     operation = api.create_operation("10", "USDT", f"browser-{uuid.uuid4().hex[:8]}", "ETH")
-    sign_in_as(page, "operator@acme.test")
-    page.goto(f"/operations/{operation.id}")
+    signed_in_as(page, "operator@acme.test", f"/operations/{operation.id}")
     summary = page.locator("section.money-summary")
     due = summary.locator("dt:text-is('Due') + dd")
     expect(due).to_contain_text("ETH")

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from playwright.sync_api import Page, expect
 
 from portal.api import MerchantApiClient
-from tests.support.browser import assert_accessible, sign_in_as
+from tests.support.browser import assert_accessible, signed_in_as
 from tests.support.mirror import add_event, mirror_operations
 from tests.support.portal_server import PortalServer
 
@@ -18,8 +18,7 @@ def test_the_timeline_fills_in_while_the_page_is_open(page: Page, portal: Portal
     api = MerchantApiClient(portal.sandbox.base_url, token=portal.sandbox.token)
     operation = api.create_operation("0.5", "BTC", f"timeline-{uuid.uuid4().hex[:8]}")
     page.clock.install()
-    sign_in_as(page, "accountant@acme.test")
-    page.goto(f"/operations/{operation.id}")
+    signed_in_as(page, "accountant@acme.test", f"/operations/{operation.id}")
     timeline = page.get_by_role("region", name="Timeline")
     expect(timeline).to_contain_text("The timeline appears once the portal's copy has synced")
     assert_accessible(page)

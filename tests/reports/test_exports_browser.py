@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.reports.test_exports_pages import api_records
-from tests.support.browser import assert_accessible, sign_in_as
+from tests.support.browser import assert_accessible, signed_in_as
 from tests.support.portal_server import PortalServer
 
 
@@ -20,7 +20,7 @@ from tests.support.portal_server import PortalServer
 def accountant_page(browser, seeded_portal: PortalServer) -> Iterator[Page]:
     context = browser.new_context(base_url=seeded_portal.url, accept_downloads=True)
     page = context.new_page()
-    sign_in_as(page, "accountant@acme.test")
+    signed_in_as(page, "accountant@acme.test")
     yield page
     context.close()
     seeded_portal.sandbox.reset()
