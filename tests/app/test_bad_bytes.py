@@ -18,12 +18,7 @@ from tests.support.forms import PASSWORD, csrf_token, signed_in
 CONTROL_CHARACTERS = ["\x00", "\x01", "\x1b", "\x7f", "\x85"]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def portal_config(request, portal_config):
-    """The portal on SQLite, and on PostgreSQL where the NUL byte broke it."""
-    if request.param == "postgresql":
-        portal_config["DATABASE_URL"] = request.getfixturevalue("postgres_url")
-    return portal_config
+pytestmark = pytest.mark.usefixtures("each_database")  # SQLite, and PostgreSQL where NUL broke it
 
 
 def audit_count(app) -> int:

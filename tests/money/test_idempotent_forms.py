@@ -179,15 +179,10 @@ def test_a_request_that_never_left_may_be_sent_again(portal, owner, module_sandb
 # --- Parallel posts of one key ---------------------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def portal_config(request, portal_config):
-    if request.param == "postgresql":
-        portal_config["DATABASE_URL"] = request.getfixturevalue("postgres_url")
-    return portal_config
-
-
 @pytest.mark.parametrize("form", FORMS)
-def test_eight_parallel_posts_of_one_form_make_one_record(app, accounts, module_sandbox, form):
+def test_eight_parallel_posts_of_one_form_make_one_record(
+    each_database, app, accounts, module_sandbox, form
+):
     connect(app, module_sandbox)
     owner = signed_in(app, accounts.owner)
     path, fields, table, _button = _filled(form)
@@ -200,7 +195,7 @@ def test_eight_parallel_posts_of_one_form_make_one_record(app, accounts, module_
     assert module_sandbox.count(table) == before + 1
 
 
-def test_keys_are_the_merchants_own(app, accounts, module_sandbox):
+def test_keys_are_the_merchants_own(each_database, app, accounts, module_sandbox):
     """Another merchant's key finds nothing: it is not where that merchant's forms stand."""
     from portal.extensions import db
     from portal.identity.rules.accounts import merchant_named

@@ -11,12 +11,7 @@ import pytest
 from tests.support.forms import csrf_token, signed_in
 from tests.support.money import connect, race, review_withdrawal
 
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def portal_config(request, portal_config):
-    if request.param == "postgresql":
-        portal_config["DATABASE_URL"] = request.getfixturevalue("postgres_url")
-    return portal_config
+pytestmark = pytest.mark.usefixtures("each_database")  # every test on SQLite, then PostgreSQL
 
 
 def test_ten_concurrent_confirmations_make_one_withdrawal(app, accounts, module_sandbox):

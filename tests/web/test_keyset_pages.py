@@ -21,13 +21,6 @@ ROW = re.compile(r"row(\d{3})@acme\.test")
 LINK = 'rel="{}" href="([^"]+)"'
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database(request, portal_config) -> None:
-    """The portal on SQLite, then on PostgreSQL (when PORTAL_TEST_DATABASE_URL is set)."""
-    if request.param == "postgresql":
-        portal_config["DATABASE_URL"] = request.getfixturevalue("postgres_url")
-
-
 def _events(app, accounts, numbers: range) -> None:
     """One audit event per number, the number in its parameters, in the order of `numbers`."""
     rows = [{"email": f"row{number:03d}@acme.test"} for number in numbers]
@@ -58,7 +51,7 @@ def _walk(client, url: str, rel: str, rows: re.Pattern = ROW) -> Iterator[tuple[
         url = links[rel]
 
 
-def test_next_then_previous_show_every_row_once_in_order(database, app, accounts):
+def test_next_then_previous_show_every_row_once_in_order(each_database, app, accounts):
     _events(app, accounts, range(120))
     owner = signed_in(app, accounts.owner)
     forward = list(_walk(owner, AUDIT, "next"))
@@ -69,7 +62,7 @@ def test_next_then_previous_show_every_row_once_in_order(database, app, accounts
     assert "after=" in forward[1][0] and "before=" in backward[1][0]
 
 
-def test_rows_written_between_requests_do_not_shift_a_page(database, app, accounts):
+def test_rows_written_between_requests_do_not_shift_a_page(each_database, app, accounts):
     _events(app, accounts, range(120))
     owner = signed_in(app, accounts.owner)
     _, links = _page(owner, AUDIT)
@@ -153,7 +146,7 @@ def test_a_cursor_the_portal_did_not_write_shows_the_first_page(app, accounts, c
     assert "prev" not in links and "next" in links
 
 
-def test_a_cursor_past_either_end_shows_an_empty_page_that_leads_back(database, app, accounts):
+def test_a_cursor_past_either_end_shows_an_empty_page_that_leads_back(each_database, app, accounts):
     _events(app, accounts, range(60))
     owner = signed_in(app, accounts.owner)
     rows, links = _page(owner, f"{AUDIT}&after={_cursor('2000-01-01T00:00:00+00:00', 1)}")
@@ -189,7 +182,7 @@ def test_a_deep_page_reads_by_key_not_by_offset(app, accounts):
     assert any(key.search(sql) for sql, _ in listed)
 
 
-def test_the_delivery_log_pages_by_key(database, app, accounts):
+def test_the_delivery_log_pages_by_key(each_database, app, accounts):
     """The delivery log: another list, sorted by its id alone, through a join."""
     from portal.database import utcnow
     from portal.extensions import db
