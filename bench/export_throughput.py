@@ -90,9 +90,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as sandboxes:
         root = Path(folder)
         sandbox = {
-            size: sandboxes.enter_context(
-                run_sandbox(root / f"sandbox-{size}.db", seed=size, own_process=True)
-            )
+            size: sandboxes.enter_context(run_sandbox(root / f"sandbox-{size}.db", seed=size))
             for size in [arguments.baseline, *sizes]
         }
         for server in arguments.servers.split(","):
@@ -101,7 +99,7 @@ def main() -> None:
                 for size in sandbox:
                     instance = root / f"{server}-{size}"
                     instance.mkdir()
-                    running = run_portal(instance, sandbox[size], served_by=server)
+                    running = run_portal(instance, sandbox[size], gunicorn=server == "gunicorn")
                     portal[size] = portals.enter_context(running)
                 compare(server, sizes, arguments.rounds, sandbox, portal, root)
                 baseline = portal[arguments.baseline]

@@ -366,7 +366,7 @@ def run(
     PortalUser.roles = (ROLES[n % len(ROLES)] for n in range(10**6))
     environment = Environment(user_classes=[PortalUser], host=server.url)
     runner = environment.create_local_runner()
-    meter = CpuMeter(server.process.pid, worker, server.sandbox.served.process.pid)
+    meter = CpuMeter(server.process.pid, worker, server.sandbox.process.pid)
     users = arguments.users
     phases = [
         measure(environment, meter, "signing in", users, lambda: spawn(runner, users)),
@@ -475,12 +475,8 @@ def main() -> None:
     )
     with (
         tempfile.TemporaryDirectory() as folder,
-        run_sandbox(
-            Path(folder) / "sandbox.db", seed=OPERATIONS, random_seed=7, own_process=True
-        ) as sandbox,
-        run_portal(
-            Path(folder), sandbox, served_by="gunicorn", workers=arguments.workers
-        ) as server,
+        run_sandbox(Path(folder) / "sandbox.db", seed=OPERATIONS, random_seed=7) as sandbox,
+        run_portal(Path(folder), sandbox, gunicorn=True, workers=arguments.workers) as server,
     ):
         add_load_users(server)
         started = time.perf_counter()

@@ -371,7 +371,7 @@ def main() -> None:
     missed: list[str] = []
     with (
         tempfile.TemporaryDirectory(prefix="million-") as folder,
-        run_sandbox(Path(folder) / "sandbox.db", seed=SEEDED, own_process=True) as sandbox,
+        run_sandbox(Path(folder) / "sandbox.db", seed=SEEDED) as sandbox,
     ):
         if "sqlite" in databases:
             sqlite_folder = Path(folder) / "sqlite"

@@ -35,8 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.figures import figure
 from portal.api.paging import REQUESTS_AT_ONCE
 from tests.support.portal_app import connected_portal
-from tests.support.sandbox_server import APP_TOKEN, SandboxServer
-from tests.support.served import ServedProcess, free_port
+from tests.support.sandbox_server import (
+    APP_TOKEN,
+    SandboxServer,
+    _wait_until_listening,
+    free_port,
+)
 from tests.support.worker import running_worker
 
 API_PATH = "/sandbox/v1/"
@@ -54,13 +58,13 @@ def logged_sandbox(folder: Path, operations: int) -> Iterator[tuple[SandboxServe
     started = time.perf_counter()
     with log.open("ab") as output:
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
-    served = ServedProcess(process, f"http://127.0.0.1:{port}", "the sandbox")
+    server = SandboxServer(f"http://127.0.0.1:{port}", folder / "sandbox.db", process)
     try:
-        served.wait_until_answering("/openapi.json", timeout=3600)
-        server = SandboxServer(served.url, folder / "sandbox.db", served)
+        _wait_until_listening(f"{server.base_url}/openapi.json", process, timeout=3600)
         yield server, log, time.perf_counter() - started
     finally:
-        served.stop()
+        process.terminate()
+        process.wait(timeout=30)
 
 
 def bare_read(sandbox: SandboxServer) -> float:

@@ -265,7 +265,7 @@ def measure(kind: str, sandbox, arguments, pool: ThreadPoolExecutor) -> tuple[li
     """Every page on one kind of server; also the API call through the portal's client."""
     with (
         tempfile.TemporaryDirectory() as folder,
-        run_portal(Path(folder), sandbox, served_by=kind) as server,
+        run_portal(Path(folder), sandbox, gunicorn=kind == "gunicorn") as server,
     ):
         started = time.perf_counter()
         fill(server.app, arguments.mirrored)
@@ -295,7 +295,7 @@ def main() -> None:
     with (
         tempfile.TemporaryDirectory() as folder,
         run_sandbox(
-            Path(folder) / "sandbox.db", seed=arguments.operations, random_seed=7, own_process=True
+            Path(folder) / "sandbox.db", seed=arguments.operations, random_seed=7
         ) as sandbox,
         ThreadPoolExecutor(max_workers=2) as pool,
     ):

@@ -150,9 +150,7 @@ def main() -> None:
         for size in sizes:
             path = Path(folder) / f"bench-{size}.db"
             seconds = time_seeding(path, size)
-            clients[size] = client = Client(
-                servers.enter_context(run_sandbox(path, own_process=True))
-            )
+            clients[size] = client = Client(servers.enter_context(run_sandbox(path)))
             timings, total = time_filtered_page(client, arguments.requests)
             deep[size] = time_deep_pages(client, max(arguments.requests // 4, 5))
             p95 = statistics.quantiles(timings, n=20)[-1]

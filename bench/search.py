@@ -86,7 +86,7 @@ def on_each_database(databases: list[str], measure: Callable[[str, str, Any, Pat
     bundled sandbox."""
     with (
         tempfile.TemporaryDirectory() as folder,
-        run_sandbox(Path(folder) / "sandbox.db", own_process=True) as sandbox,
+        run_sandbox(Path(folder) / "sandbox.db") as sandbox,
     ):
         if "sqlite" in databases:
             sqlite_folder = Path(folder) / "sqlite"

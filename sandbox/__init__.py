@@ -47,7 +47,6 @@ def create_app(
     app.register_blueprint(api.bp, url_prefix="/sandbox/v1", name="sandbox_api")
     app.register_blueprint(control.bp)
     app.register_blueprint(payment_page.bp)
-    app.extensions[db.CONNECTIONS] = db.Connections(database)
     app.teardown_appcontext(db.close)
     app.before_request(_refuse_other_versions)
     app.extensions["request_log"] = deque(maxlen=REQUEST_LOG_SIZE)

@@ -1,6 +1,6 @@
 """The sandbox's SQLite database: schema, one connection per request, serialized write transactions.
 
-Reads run concurrently (WAL). Every change runs inside `write()`: the application's lock plus
+Reads run concurrently (WAL). Every change runs inside `write()`: a process-wide lock plus
 `BEGIN IMMEDIATE`, so two requests that touch the same operation never interleave and no update
 is lost.
 """
@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from flask import Flask, current_app, g
+from flask import current_app, g
 
 from .money import from_units
 
@@ -182,6 +182,8 @@ DEFAULT_FLAGS: dict[str, object] = {
     "unknown_invoice_redirect_url": None,
 }
 
+_write_lock = threading.Lock()
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -258,75 +260,47 @@ def create_indexes(connection: sqlite3.Connection) -> None:
 
 
 MAX_IDLE_CONNECTIONS = 8
-CONNECTIONS = "sandbox_connections"  # the key of the application's `Connections`
+_idle: dict[str, list[sqlite3.Connection]] = {}
+_idle_lock = threading.Lock()
 
 
-class Connections:
-    """One application's connections to its database: those kept open between requests, and the
-    lock its write transactions take. Each application has its own, so that sandboxes served
-    from one process are as independent as sandbox processes (their writes wait for nobody
-    else's, a database's connections close with its server: `close`).
+def get() -> sqlite3.Connection:
+    """The request's connection, on first use, given back at teardown.
 
     Connections are kept open between requests: a new one starts with an empty page cache and
     reads every page it needs from the file again, which costs more the larger the database
     (half the time of a list page at 100,000 operations). SQLite notices another connection's
     changes by itself, so a kept connection reads the same as a new one.
     """
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.write_lock = threading.Lock()
-        self._idle: list[sqlite3.Connection] = []
-        self._idle_lock = threading.Lock()
-        self._closed = False
-
-    def take(self) -> sqlite3.Connection:
-        with self._idle_lock:
-            kept = self._idle.pop() if self._idle else None
-        return kept or connect(self.path)
-
-    def give_back(self, connection: sqlite3.Connection) -> None:
-        """Keep `connection` for a later request, with no transaction left open."""
-        if connection.in_transaction:
-            connection.execute("ROLLBACK")
-        with self._idle_lock:
-            if not self._closed and len(self._idle) < MAX_IDLE_CONNECTIONS:
-                self._idle.append(connection)
-                return
-        connection.close()
-
-    def close(self) -> None:
-        """Close the kept connections, and those given back later: the application serves no
-        more, and the process goes on."""
-        with self._idle_lock:
-            self._closed = True
-            idle, self._idle = self._idle, []
-        for connection in idle:
-            connection.close()
-
-
-def connections(app: Flask) -> Connections:
-    return app.extensions[CONNECTIONS]
-
-
-def get() -> sqlite3.Connection:
-    """The request's connection, on first use, given back at teardown."""
     if "db" not in g:
-        g.db = connections(current_app).take()
+        path = current_app.config["DATABASE"]
+        with _idle_lock:
+            idle = _idle.get(path)
+            kept = idle.pop() if idle else None
+        g.db = kept or connect(path)
     return g.db
 
 
 def close(_error: BaseException | None = None) -> None:
+    """Keep the request's connection for a later one, with no transaction left open."""
     connection = g.pop("db", None)
-    if connection is not None:
-        connections(current_app).give_back(connection)
+    if connection is None:
+        return
+    if connection.in_transaction:
+        connection.execute("ROLLBACK")
+    with _idle_lock:
+        idle = _idle.setdefault(current_app.config["DATABASE"], [])
+        if len(idle) < MAX_IDLE_CONNECTIONS:
+            idle.append(connection)
+            return
+    connection.close()
 
 
 @contextmanager
 def write() -> Iterator[sqlite3.Connection]:
     """One atomic, serialized write transaction; rolled back entirely on any error."""
     connection = get()
-    with connections(current_app).write_lock:
+    with _write_lock:
         connection.execute("BEGIN IMMEDIATE")
         try:
             yield connection

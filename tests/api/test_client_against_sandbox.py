@@ -406,7 +406,8 @@ def test_a_post_whose_answer_is_lost_is_sent_exactly_once(server, mode, timeout)
 def test_a_stopped_server_is_unavailable_and_nothing_was_sent(sandbox):
     api = api_client(sandbox)
     api.ping()
-    sandbox.stop()
+    sandbox.process.terminate()
+    sandbox.process.wait(timeout=10)
     for call in (api.ping, lambda: api.create_voucher(Decimal(1), "BTC")):
         with pytest.raises(ApiUnavailable) as caught:
             call()

@@ -22,7 +22,7 @@ def sandbox(module_servers):
 
 @pytest.fixture(scope="module")
 def portal(module_servers, sandbox):
-    return module_servers.served_portal(sandbox, served_by="gunicorn")
+    return module_servers.served_portal(sandbox, gunicorn=True)
 
 
 def raw_post(url: str, path: str, declared_length: int, sent: bytes) -> tuple[bytes, float]:

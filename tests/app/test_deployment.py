@@ -29,7 +29,7 @@ RESTARTED_WITHIN = 20  # seconds: generous on a busy machine; about 3 here, neve
 
 def test_gunicorn_keeps_the_browsers_connection_open(tmp_path, sandbox):
     """Threaded workers answer many requests on one connection (sync workers close each one)."""
-    with run_portal(tmp_path, sandbox, served_by="gunicorn") as server:
+    with run_portal(tmp_path, sandbox, gunicorn=True) as server:
         url = urlsplit(server.url)
         connection = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
         try:
@@ -87,7 +87,7 @@ def test_gunicorn_restarts_a_stuck_worker_and_lets_requests_finish_on_a_restart(
     assert settings["graceful_timeout"] == "25"
 
     shortened = {"GUNICORN_CMD_ARGS": f"--timeout {TIMEOUT} --graceful-timeout 5"}
-    with run_portal(tmp_path, sandbox, served_by="gunicorn", workers=2, env=shortened) as server:
+    with run_portal(tmp_path, sandbox, gunicorn=True, workers=2, env=shortened) as server:
         master = server.process.pid
         wait_for(lambda: len(workers := _workers(master)) == 2 and _serving(workers), timeout=20)
         time.sleep(0.5)  # their first heartbeats

@@ -108,7 +108,7 @@ def test_a_list_page_on_gunicorn_answers_from_the_mirror_while_the_api_drips(tmp
     env = {"PORTAL_API_TIMEOUT_CONNECT": str(CONNECT), "PORTAL_API_TIMEOUT_READ": str(READ)}
     with (
         dripping_http() as api,
-        run_portal(tmp_path, sandbox, served_by="gunicorn", env=env) as server,
+        run_portal(tmp_path, sandbox, gunicorn=True, env=env) as server,
     ):
         owner = server.signed_in_session("owner@acme.test")
         _connect_to(server.app, api.url)

@@ -1,25 +1,19 @@
 """The suite's own machinery, which the other tests rely on without saying so: the `browser`
 marker that `make test-fast` leaves out, the session the browser tests sign in with once, the
 factories of the portal's rows, the URL builders the applications of one test process share,
-the servers it serves from its threads, and the PostgreSQL schema its tests share emptied."""
+and the PostgreSQL schema its tests share emptied."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-import requests
 import sqlalchemy as sa
 from flask import url_for
 from playwright.sync_api import Browser, expect
@@ -31,10 +25,9 @@ from tests.support import factories
 from tests.support.browser import signed_in_as
 from tests.support.databases import emptied_postgres_schema
 from tests.support.forms import sign_in
-from tests.support.polling import wait_for
 from tests.support.portal_app import WERKZEUG_COMPILE, ready_portal
-from tests.support.portal_server import PortalServer, run_portal
-from tests.support.sandbox_server import ROOT, run_sandbox
+from tests.support.portal_server import PortalServer
+from tests.support.sandbox_server import ROOT
 
 
 @pytest.mark.slow  # a pytest process of its own
@@ -231,76 +224,6 @@ def test_portals_sharing_compiled_rules_route_every_url_as_one_that_compiled_its
     assert _portal_routing(other) == expected
     with app.test_request_context():
         assert url_for("withdrawals.show", key="a b") == "/withdrawals/a%20b"
-
-
-LISTEN, ESTABLISHED = "0A", "01"  # TCP states as /proc/net/tcp writes them
-
-
-def _sockets_of_this_process(url: str, state: str) -> int:
-    """How many of this process's open files are TCP sockets on the port of `url` (its own
-    end: a server's) in `state`. A connection a server accepted is one of its files."""
-    files = set()
-    for descriptor in os.listdir("/proc/self/fd"):
-        with contextlib.suppress(OSError):  # closed meanwhile
-            files.add(os.readlink(f"/proc/self/fd/{descriptor}"))
-    port = f"{urlsplit(url).port:04X}"
-    count = 0
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        local, its_state, inode = (line.split()[i] for i in (1, 3, 9))
-        mine = f"socket:[{inode}]" in files
-        count += mine and its_state == state and local.endswith(f":{port}")
-    return count
-
-
-def _reset_by_peer(error: BaseException) -> bool:
-    """Whether a ConnectionResetError is behind `error` (urllib3 and requests wrap it)."""
-    causes = [cause for cause in error.args if isinstance(cause, BaseException)]
-    return isinstance(error, ConnectionResetError) or any(map(_reset_by_peer, causes))
-
-
-def test_the_sandbox_of_a_test_is_served_by_this_process_and_still_resets_connections(sandbox):
-    """No process to start for a sandbox: the worker serves it from a thread, with the request
-    handler of `python -m sandbox`, which turns the `reset` fault into a reset connection."""
-    assert _sockets_of_this_process(sandbox.base_url, LISTEN) == 1
-    sandbox.control("POST", "faults", {"mode": "reset"})
-    with pytest.raises(requests.ConnectionError) as caught:
-        requests.get(f"{sandbox.api_url}/ping", headers=sandbox.headers(), timeout=10)
-    assert _reset_by_peer(caught.value), caught.value
-
-
-def test_a_sandbox_served_by_this_process_ends_its_connections_when_it_stops(tmp_path):
-    """As when a sandbox process ends: a request held up by the `slow` fault neither holds up
-    the stop nor gets its answer later, and nothing listens any more."""
-    with run_sandbox(tmp_path / "sandbox.db") as server:
-        ping = f"{server.api_url}/ping"
-        server.control("POST", "faults", {"mode": "slow", "delay_ms": 5000})
-        with ThreadPoolExecutor(1) as pool:
-            held = pool.submit(requests.get, ping, headers=server.headers(), timeout=30)
-            wait_for(lambda: _sockets_of_this_process(server.base_url, ESTABLISHED) == 1)
-            started = time.monotonic()
-            server.stop()
-            assert time.monotonic() - started < 1, "the stop waited for the held request"
-            assert not server.serving()
-            with pytest.raises(requests.ConnectionError):
-                held.result()
-        assert _sockets_of_this_process(server.base_url, LISTEN) == 0
-        with pytest.raises(requests.ConnectionError):
-            requests.get(ping, headers=server.headers(), timeout=10)
-
-
-def test_a_portal_served_by_this_process_leaves_the_task_queue_to_the_tests(tmp_path, sandbox):
-    """`create_app` points the process's task queue at the application it makes. The portal
-    served from a thread gets its queue where the process had it (its instance folder), and
-    the process's queue stays with the tests' applications (TESTING), where their tasks run."""
-    from portal.live.worker import queue
-
-    with run_portal(tmp_path, sandbox) as server:
-        assert _sockets_of_this_process(server.url, LISTEN) == 1
-        assert requests.get(f"{server.url}/healthz", timeout=10).ok
-        assert (tmp_path / "queue.sqlite3").exists(), "the served portal's own queue"
-        (application,) = queue._application
-        assert application.config["TESTING"]
-        assert getattr(queue.huey.storage, "filename", "") != str(tmp_path / "queue.sqlite3")
 
 
 # --- The worker's PostgreSQL schema, emptied for each test ------------------------------------

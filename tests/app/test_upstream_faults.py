@@ -15,6 +15,7 @@ import pytest
 
 from portal.api import MerchantApiClient
 from portal.payments.models import CheckoutLink
+from tests.support import sandbox_server
 from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
 from tests.support.mirror import sync_now
@@ -214,11 +215,12 @@ def test_stopped_sandbox_leaves_the_dashboard_and_the_new_operation_form(revivab
     assert_shown_without_the_api(client.get(path), path)
 
 
-def test_pages_work_again_once_the_stopped_sandbox_is_back(revivable):
+def test_pages_work_again_once_the_stopped_sandbox_is_back(revivable, monkeypatch):
     client, stopped, record = revivable
     assert client.get("/vouchers").status_code == 502
     port = int(stopped.base_url.rsplit(":", 1)[1])
-    with run_sandbox(stopped.database, port=port):  # the address it had
+    monkeypatch.setattr(sandbox_server, "free_port", lambda: port)  # the address it had
+    with sandbox_server.run_sandbox(stopped.database):
         for path in PAGES + MIRRORED:
             response = client.get(path.format(**record))
             assert response.status_code == 200, path

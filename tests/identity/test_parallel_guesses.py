@@ -68,7 +68,7 @@ def test_parallel_wrong_passwords_and_codes_on_gunicorn_with_redis(tmp_path, san
         "PORTAL_RATELIMIT_STORAGE_URI": redis_store.url,
         "PORTAL_RATELIMIT_KEY_PREFIX": redis_store.prefix,
     }
-    with run_portal(tmp_path, sandbox, served_by="gunicorn", workers=2, env=redis) as server:
+    with run_portal(tmp_path, sandbox, gunicorn=True, workers=2, env=redis) as server:
         owner = Visitor(server.url)
         assert owner.sign_in(email("owner")).status_code == 302
         secret = SETUP_KEY.search(owner.get("/account/two-factor").text).group(1).replace(" ", "")

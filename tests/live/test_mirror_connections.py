@@ -4,7 +4,6 @@ same id ("1"), and the connection changes with the `connect-api` command."""
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 
 import sqlalchemy as sa
@@ -136,7 +135,7 @@ def test_a_sync_of_the_old_account_under_way_writes_nothing_after_the_change(tmp
         old.answer("GET", "/sandbox/v1/ping", Answer(200, {"data": {"status": "ok"}}))
         page = page_json([operation_json(order_id="old-account")], page=1, per_page=100, total=1)
         old.answer("GET", "/sandbox/v1/operations", Answer(200, page, delay=1.0))
-        switch_to(app, dataclasses.replace(sandbox, base_url=old.base_url))
+        switch_to(app, SandboxServer(old.base_url, sandbox.database, sandbox.process))
         with app.app_context():
             merchant = accounts.merchant_named("Acme").id
         reports = []

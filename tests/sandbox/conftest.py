@@ -1,4 +1,4 @@
-"""Fixtures of the sandbox contract tests: API helpers bound to running sandboxes."""
+"""Fixtures of the sandbox contract tests: API helpers bound to running sandbox processes."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Shared checks and helpers of the sandbox contract tests.
 
-Everything here speaks real HTTP to a running sandbox; nothing here imports the sandbox.
+Everything here speaks real HTTP to a running sandbox process; nothing imports the sandbox.
 The expectations come from docs/sandbox.md: what the API documents, and what the sandbox adds.
 """
 

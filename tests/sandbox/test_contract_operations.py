@@ -315,7 +315,7 @@ def test_operations_stay_new_within_the_default_ttl(api):
 
 def test_operation_expires_after_the_configured_ttl(tmp_path):
     """With `--operation-ttl-minutes 0` a new operation is expired at the next request."""
-    with run_sandbox(tmp_path / "ttl.db", operation_ttl_minutes=0) as server:
+    with run_sandbox(tmp_path / "ttl.db", extra_args=("--operation-ttl-minutes", "0")) as server:
         api = Api(server)
         op = api.create_operation()
         shown = api.operation(op["id"])

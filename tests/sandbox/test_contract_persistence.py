@@ -42,7 +42,7 @@ def without_timestamps(op: dict) -> dict:
 
 def test_data_survives_a_restart(tmp_path):
     database = tmp_path / "sandbox.db"
-    with run_sandbox(database, own_process=True) as server:
+    with run_sandbox(database) as server:
         api = Api(server)
         op = api.create_operation(amount="0.5", redirect_url="https://shop.example/r")
         tx = add_transaction(server, op["id"], "0.2", "undefined")
@@ -79,7 +79,7 @@ def test_data_survives_a_restart(tmp_path):
         balances = wallets(server)
         data_of(control(server, "POST", "faults", {"mode": "error500"}))
 
-    with run_sandbox(database, own_process=True) as server:
+    with run_sandbox(database) as server:
         api = Api(server)
         data_of(api.get("/ping"))  # the fault mode lives in memory: a restart ends it
         assert [portable(o) for o in fetch_all(api, "/operations")] == operations
@@ -99,20 +99,20 @@ def test_data_survives_a_restart(tmp_path):
 
 def test_seed_creates_operations_only_on_first_start(tmp_path):
     database = tmp_path / "seeded.db"
-    with run_sandbox(database, seed=12, own_process=True) as server:
+    with run_sandbox(database, seed=12) as server:
         first = fetch_all(Api(server), "/operations")
         assert len(first) == 12
-    with run_sandbox(database, seed=12, own_process=True) as server:
+    with run_sandbox(database, seed=12) as server:
         assert [portable(o) for o in fetch_all(Api(server), "/operations")] == [
             portable(o) for o in first
         ]
-    with run_sandbox(database, seed=30, random_seed=99, own_process=True) as server:
+    with run_sandbox(database, seed=30, random_seed=99) as server:
         assert Api(server).total("/operations") == 12
 
     other = tmp_path / "not-empty.db"
-    with run_sandbox(other, own_process=True) as server:
+    with run_sandbox(other) as server:
         Api(server).create_operation()
-    with run_sandbox(other, seed=12, own_process=True) as server:
+    with run_sandbox(other, seed=12) as server:
         assert Api(server).total("/operations") == 1  # the database already held an operation
 
 
@@ -125,9 +125,7 @@ def test_seed_is_deterministic_for_a_random_seed(tmp_path):
     """
     snapshots = []
     for name, random_seed in (("a", 3), ("b", 3), ("c", 4)):
-        with run_sandbox(
-            tmp_path / f"{name}.db", seed=25, random_seed=random_seed, own_process=True
-        ) as server:
+        with run_sandbox(tmp_path / f"{name}.db", seed=25, random_seed=random_seed) as server:
             operations = fetch_all(Api(server), "/operations")
             snapshots.append((ids(operations), [without_timestamps(o) for o in operations]))
     assert len(snapshots[0][1]) == 25
@@ -145,14 +143,14 @@ def test_a_reused_sandbox_comes_back_as_it_started(tmp_path):
         set_flags(server, withdrawals_allowed=False)
         set_wallet(server, "BTC", "1")
         control(server, "POST", "faults", {"mode": "error500", "methods": ["PUT"]})
-        # a fault left on: a new server instead
+        # a fault left on: a new process instead
         replaced = reused.fresh()
         assert replaced.base_url != server.base_url
-        assert not server.serving()
+        assert server.process.poll() is not None
         Api(replaced).create_operation(order_id="before")
         set_flags(replaced, withdrawals_allowed=False)
         set_wallet(replaced, "BTC", "1")
-        # no fault: the same server, with its records put back
+        # no fault: the same process, with its records put back
         again = reused.fresh()
         assert again.base_url == replaced.base_url
         assert Api(again).total("/operations") == 0

@@ -110,9 +110,9 @@ def test_delete_lets_the_market_drift_again(api, sandbox):
 def test_frozen_prices_survive_a_restart(tmp_path):
     """They live in the sandbox's database, where every server process reads them."""
     database = tmp_path / "sandbox.db"
-    with run_sandbox(database, own_process=True) as server:
+    with run_sandbox(database) as server:
         server.set_prices(BTC="60000")
-    with run_sandbox(database, own_process=True) as server:
+    with run_sandbox(database) as server:
         assert market(server)["frozen"] is True
         assert rates_of(Api(server).get("/rates"))["BTC:USD"] == 60000
 

@@ -235,7 +235,7 @@ def test_eight_parallel_test_events_on_gunicorn_hold_no_thread_while_the_shop_sl
 
     shop.delay = 30
     settings = {"PORTAL_WEBHOOK_TIMEOUT_SECONDS": "10", "PORTAL_WEBHOOK_MANUAL_LIMIT": "20/minute"}
-    with run_portal(tmp_path, sandbox, served_by="gunicorn", env=settings) as server:
+    with run_portal(tmp_path, sandbox, gunicorn=True, env=settings) as server:
         owner = server.signed_in_session(email("owner"))
         page = f"{server.url}{PAGE}"
         token = CSRF_FIELD.search(owner.get(page, timeout=10).text).group(1)

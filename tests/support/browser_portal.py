@@ -1,7 +1,6 @@
-"""The portal and its sandbox as real HTTP servers for the tests that drive Chromium, as a pytest
+"""The portal and its sandbox as real processes for the tests that drive Chromium, as a pytest
 plugin (see tests/conftest.py): `portal` and `page` for tests that change data, `seeded_portal`
-for tests that read the session's seeded sandbox. Both are served from threads of the worker
-(`run_portal`, `run_sandbox`)."""
+for tests that read the session's seeded sandbox."""
 
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ def browser_sandbox(tmp_path_factory) -> Iterator[SandboxServer]:
 
 @pytest.fixture(scope="session")
 def portal(tmp_path_factory, browser_sandbox) -> Iterator[PortalServer]:
-    """The portal on a fresh database, served as `flask run` serves it on a free loopback port."""
+    """The portal on a fresh database, served by `flask run` on a free loopback port."""
     with run_portal(tmp_path_factory.mktemp("portal-instance"), browser_sandbox) as server:
         yield server
 

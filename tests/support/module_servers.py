@@ -28,7 +28,7 @@ class ModuleServers:
         return self._folders.mktemp(f"{self._name}-{kind}")
 
     def sandbox(self, *, seed: int = 0) -> SandboxServer:
-        """A sandbox on a database of its own, `seed` operations in it."""
+        """A sandbox process on a database of its own, `seed` operations in it."""
         return self._running.enter_context(
             run_sandbox(self._folder("sandbox") / "sandbox.db", seed=seed)
         )
@@ -41,8 +41,7 @@ class ModuleServers:
         )
 
     def served_portal(self, sandbox: SandboxServer, **options) -> PortalServer:
-        """The portal served over HTTP, connected to `sandbox` (`run_portal`'s options: from a
-        thread, or `served_by="gunicorn"`)."""
+        """The portal as a real process connected to `sandbox` (`run_portal`'s options)."""
         return self._running.enter_context(run_portal(self._folder("portal"), sandbox, **options))
 
     def close(self) -> None:

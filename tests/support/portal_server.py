@@ -1,5 +1,4 @@
-"""Serve the portal on a fresh database: from a thread of this process, or as a real server
-process (`flask run` or gunicorn)."""
+"""Run the portal as a real server process (`flask run` or gunicorn) on a fresh database."""
 
 from __future__ import annotations
 
@@ -8,11 +7,11 @@ import os
 import re
 import subprocess
 import sys
-import unittest.mock
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 import requests
 from cryptography.fernet import Fernet
@@ -23,8 +22,7 @@ from tests.support.databases import TEST_PASSWORD_HASH_METHOD
 from tests.support.forms import CSRF_FIELD, PASSWORD
 from tests.support.money import connect
 from tests.support.portal_app import MERCHANT, connected_portal
-from tests.support.sandbox_server import ROOT, SandboxServer
-from tests.support.served import ServedProcess, ServedThread, free_port
+from tests.support.sandbox_server import ROOT, SandboxServer, free_port
 
 
 @dataclass
@@ -37,7 +35,6 @@ class PortalServer:
     env: dict[str, str]
     sandbox: SandboxServer
     app: Flask = field(repr=False)
-    # The process serving it, unless served from a thread of this one.
     process: subprocess.Popen | None = field(default=None, repr=False)
 
     def add_user(self, email: str, role: str, merchant: str = MERCHANT) -> str:
@@ -77,14 +74,34 @@ def _peak_kib(pid: int) -> int:
     return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1))
 
 
+def _wait_until_up(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the portal exited with code {process.returncode}")
+        with contextlib.suppress(requests.ConnectionError, requests.Timeout):
+            if requests.get(url, timeout=5).ok:
+                return
+        time.sleep(0.02)
+    raise TimeoutError(f"the portal did not answer at {url}")
+
+
 @contextlib.contextmanager
 def serve_in_thread(app: Flask) -> Iterator[str]:
     """An application of this process served over HTTP from a thread; yields its URL."""
-    served = ServedThread(app)
+    from werkzeug.serving import make_server
+
+    server = make_server("127.0.0.1", free_port(), app, threaded=True)
+    # The loop sees a shutdown at its next poll: half a second by default, for each server.
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )
+    thread.start()
     try:
-        yield served.url
+        yield f"http://127.0.0.1:{server.server_port}"
     finally:
-        served.stop()
+        server.shutdown()
+        thread.join(timeout=10)
 
 
 @contextlib.contextmanager
@@ -92,31 +109,28 @@ def run_portal(
     instance: Path,
     sandbox: SandboxServer,
     *,
-    served_by: Literal["thread", "flask", "gunicorn"] = "thread",
+    gunicorn: bool = False,
     workers: int = 1,
     env: dict[str, str] | None = None,
     public_host: str | None = None,
 ) -> Iterator[PortalServer]:
     """The portal on a fresh database in `instance`, one user per role of Acme, connected (set
-    up in this process, as `connected_portal` does; `PortalServer.add_user` adds more), served
-    as in production: configured by `PORTAL_*` variables alone (no TESTING: production's error
-    pages).
+    up in this process, as `connected_portal` does; `PortalServer.add_user` adds more).
 
-    Served by `served_by`: "thread", the application `flask run` makes (`create_app()` reading
-    those variables) on the server `flask run` serves with (werkzeug's threaded one), from a
-    thread of this process; "flask", `flask run` itself; "gunicorn", `workers` gunicorn workers
-    as in production. `env` adds `PORTAL_*` variables. With `public_host` (such as "localhost",
-    which browsers let use passkeys where they refuse an IP address) the URL and
-    PORTAL_PUBLIC_URL name it.
+    Served by `flask run`, or with `gunicorn=True` by `workers` gunicorn workers as in production;
+    `env` adds `PORTAL_*` variables. With `public_host` (such as "localhost", which browsers
+    let use passkeys where they refuse an IP address) the URL and PORTAL_PUBLIC_URL name it.
     """
     from portal.extensions import db
 
     port = free_port()
     url = f"http://{public_host or '127.0.0.1'}:{port}"
     token_keys = Fernet.generate_key().decode()
-    settings = {
+    env = {
+        **os.environ,
         **({"PORTAL_PUBLIC_URL": url} if public_host else {}),
         **(env or {}),
+        "PYTHONUNBUFFERED": "1",
         "PORTAL_INSTANCE_PATH": str(instance),
         "PORTAL_DATABASE_URL": f"sqlite:///{instance / 'portal.sqlite3'}",
         "PORTAL_SECRET_KEY": "test-server-secret",
@@ -125,53 +139,8 @@ def run_portal(
         "PORTAL_ADDRESS_COOLING_OFF_HOURS": "0",
     }
     with connected_portal(instance, sandbox, TOKEN_KEYS=token_keys) as app:
-        server = PortalServer(url, {**os.environ, **settings}, sandbox, app)
-    try:
-        if served_by == "thread":
-            with _served_in_thread(settings, port):
-                yield server
-        else:
-            served = _server_process(served_by, port, workers, server)
-            server.process = served.process
-            try:
-                served.wait_until_answering("/healthz")
-                yield server
-            finally:
-                served.stop()
-    finally:
-        with app.app_context():
-            db.engine.dispose()
-
-
-@contextlib.contextmanager
-def _served_in_thread(settings: dict[str, str], port: int) -> Iterator[None]:
-    """`create_app()` with `settings` in the environment, served from a thread on `port`.
-
-    `create_app` points the process's task queue at the application it makes
-    (`portal.live.worker.queue`): it is put back, so that the tests' tasks keep running in the
-    tests' applications; no worker consumes a served portal's queue.
-    """
-    from portal import create_app
-    from portal.extensions import db
-    from portal.live.worker import queue
-
-    storage, applications = queue.huey.storage, list(queue._application)
-    try:
-        with unittest.mock.patch.dict(os.environ, settings):
-            app = create_app()
-    finally:
-        queue.huey.storage, queue._application[:] = storage, applications
-    served = ServedThread(app, port=port)
-    try:
-        yield
-    finally:
-        served.stop()
-        with app.app_context():
-            db.engine.dispose()
-
-
-def _server_process(served_by: str, port: int, workers: int, server: PortalServer) -> ServedProcess:
-    if served_by == "gunicorn":
+        server = PortalServer(url, env, sandbox, app)
+    if gunicorn:
         command = [
             sys.executable, "-m", "gunicorn", "--workers", str(workers),
             "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "wsgi:app",
@@ -181,7 +150,19 @@ def _server_process(served_by: str, port: int, workers: int, server: PortalServe
             sys.executable, "-m", "flask", "--app", "portal", "run",
             "--host", "127.0.0.1", "--port", str(port), "--no-reload", "--no-debugger",
         ]  # fmt: skip
-    env = {**server.env, "PYTHONUNBUFFERED": "1"}
-    with (Path(server.env["PORTAL_INSTANCE_PATH"]) / "portal.log").open("w") as log:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    return ServedProcess(process, server.url, f"the portal ({served_by})")
+    with (instance / "portal.log").open("w") as log:
+        server.process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            _wait_until_up(f"{server.url}/healthz", server.process)
+            yield server
+        finally:
+            server.process.terminate()
+            try:
+                server.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # gunicorn still waiting out a slow request
+                server.process.kill()
+                server.process.wait()
+            with app.app_context():
+                db.engine.dispose()

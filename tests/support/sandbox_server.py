@@ -1,28 +1,33 @@
-"""Start the bundled sandbox API on a free loopback port: from a thread of this process, or as a
-process of its own (`python -m sandbox`)."""
+"""Start the bundled sandbox API as a real process on a free loopback port."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import requests
 
-from sandbox import create_app
-from sandbox.db import DEFAULT_FLAGS, connections
-from sandbox.faults import ResettingRequestHandler
-from tests.support.served import Served, ServedProcess, ServedThread, free_port
+from sandbox.db import DEFAULT_FLAGS
 
 APP_TOKEN = "sandbox-app-token-0123456789"
 COMPANY_TOKEN = "sandbox-company-token-9876543210"
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    """Ask the kernel for a loopback port nobody listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 @dataclass
@@ -31,7 +36,7 @@ class SandboxServer:
 
     base_url: str
     database: Path
-    served: Served = field(repr=False)
+    process: subprocess.Popen
     token: str = APP_TOKEN
     company_token: str = COMPANY_TOKEN
 
@@ -39,13 +44,6 @@ class SandboxServer:
     def api_url(self) -> str:
         """The sandbox environment's prefix, as the portal would use it."""
         return f"{self.base_url}/sandbox/v1"
-
-    def serving(self) -> bool:
-        """Whether it still serves (a test may stop it, or leave it stopped)."""
-        return self.served.serving()
-
-    def stop(self) -> None:
-        self.served.stop()
 
     def headers(self, token: str | None = None) -> dict[str, str]:
         return {"Authorization": f"Bearer {token or self.token}", "Accept": "application/json"}
@@ -104,71 +102,67 @@ class SandboxServer:
         self.control("POST", "flags", DEFAULT_FLAGS)
 
 
+def _wait_until_listening(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"sandbox exited with code {process.returncode}")
+        with contextlib.suppress(requests.ConnectionError):
+            requests.get(url, timeout=1)
+            return
+        time.sleep(0.02)  # it starts in about a tenth of a second
+    raise TimeoutError(f"sandbox did not answer at {url} within {timeout} s")
+
+
 @contextlib.contextmanager
 def run_sandbox(
-    database: Path,
-    *,
-    seed: int = 0,
-    random_seed: int = 1,
-    operation_ttl_minutes: int = 60,
-    port: int = 0,
-    own_process: bool = False,
+    database: Path, *, seed: int = 0, random_seed: int = 1, extra_args: tuple[str, ...] = ()
 ) -> Iterator[SandboxServer]:
-    """The sandbox on `database` until the block ends; the file survives it. On `port`, or on a
-    free one.
-
-    Served from a thread of this process by what `python -m sandbox` serves with (werkzeug's
-    threaded server, `ResettingRequestHandler` for the `reset` fault); with `own_process`,
-    `python -m sandbox` itself, for tests of what a process does (a restart on the same file,
-    memory and CPU of its own).
-    """
-    options = {
-        "seed": seed,
-        "random_seed": random_seed,
-        "operation_ttl_minutes": operation_ttl_minutes,
-    }
-    serve = _in_process if own_process else _in_thread
-    with serve(database, port, options) as served:
-        yield SandboxServer(served.url, database, served)
-
-
-@contextlib.contextmanager
-def _in_thread(database: Path, port: int, options: dict) -> Iterator[ServedThread]:
-    app = create_app(str(database), APP_TOKEN, COMPANY_TOKEN, **options)
-    served = ServedThread(app, ResettingRequestHandler, port)
-    try:
-        yield served
-    finally:
-        served.stop()
-        connections(app).close()
-
-
-@contextlib.contextmanager
-def _in_process(database: Path, port: int, options: dict) -> Iterator[ServedProcess]:
-    port = port or free_port()
-    arguments = [f"--{name.replace('_', '-')}={value}" for name, value in options.items()]
+    """Run `python -m sandbox` until the block ends; the database file survives it."""
+    port = free_port()
     command = [
-        sys.executable, "-m", "sandbox", "--host", "127.0.0.1", "--port", str(port),
-        "--database", str(database), "--token", APP_TOKEN, "--company-token", COMPANY_TOKEN,
-        "--quiet", *arguments,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "sandbox",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--database",
+        str(database),
+        "--token",
+        APP_TOKEN,
+        "--company-token",
+        COMPANY_TOKEN,
+        "--seed",
+        str(seed),
+        "--random-seed",
+        str(random_seed),
+        "--quiet",
+        *extra_args,
+    ]
     process = subprocess.Popen(
         command, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.DEVNULL
     )  # its errors still reach stderr
-    served = ServedProcess(process, f"http://127.0.0.1:{port}", "the sandbox")
+    server = SandboxServer(f"http://127.0.0.1:{port}", database, process)
     try:
-        served.wait_until_answering("/openapi.json")
-        yield served
+        _wait_until_listening(f"{server.base_url}/openapi.json", process)
+        yield server
     finally:
-        served.stop()
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 class ReusedSandbox:
-    """One sandbox per worker, handed to each test as if just started: its records put back to
-    those it started with (ids count from 1 again), faults off.
+    """One sandbox process per worker, handed to each test as if just started: its records put
+    back to those it started with (ids count from 1 again), faults off.
 
-    A sandbox that stopped, or that a test left with a fault on (a `slow` request may still be
-    held up and change records later), is replaced by a new one on a new file instead.
+    A process that stopped, or that a test left with a fault on (a `slow` request may still be
+    held up and change records later), is replaced by a new one instead.
     """
 
     def __init__(self, folder: Path) -> None:
@@ -191,7 +185,7 @@ class ReusedSandbox:
 
     @staticmethod
     def _reusable(server: SandboxServer) -> bool:
-        if not server.serving():
+        if server.process.poll() is not None:
             return False
         try:
             fault = server.control("GET", "faults").json()["data"]
@@ -215,7 +209,7 @@ class ReusedSandbox:
 
 
 def _copy_database(source: Path, target: Path) -> None:
-    """Every page of `source` into `target`, safely while a server uses either (SQLite backup)."""
+    """Every page of `source` into `target`, safely while a process uses either (SQLite backup)."""
     with (
         contextlib.closing(sqlite3.connect(source)) as reading,
         contextlib.closing(sqlite3.connect(target, timeout=30)) as writing,
