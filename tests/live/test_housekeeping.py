@@ -173,3 +173,39 @@ def test_mail_sent_or_given_up_more_than_30_days_ago_is_forgotten_queued_mail_st
     with app.app_context():
         kept = set(db.session.scalars(sa.select(MailMessage.subject)))
     assert kept == {"queued long ago", "sent yesterday"}
+
+
+def test_a_delivery_inside_a_long_retry_window_stays_so_its_event_is_not_sent_again(
+    app, accounts, worker_of_this_portal
+):
+    """The fan-out makes a delivery for each event of the retry window that has none: a
+    delivery forgotten inside that window would be made and sent again."""
+    from portal.extensions import db
+    from portal.identity.rules.accounts import merchant_named
+    from portal.live.models import DeliveryState, WebhookDelivery
+    from portal.live.rules import webhooks
+    from portal.live.worker import tasks
+
+    app.config["WEBHOOK_RETRY_SECONDS"] = 60 * 86400
+    endpoint_id = factories.webhook_endpoint(app, "https://shop.example/hooks", since_event_id=0)
+    with app.app_context():
+        event = _event(merchant_named("Acme").id, 1, 40)
+        db.session.add(event)
+        db.session.flush()
+        db.session.add(
+            WebhookDelivery(
+                endpoint_id=endpoint_id,
+                event_id=event.id,
+                state=DeliveryState.DELIVERED,
+                next_attempt_at=_days_ago(40),
+                created_at=_days_ago(40),
+            )
+        )
+        db.session.commit()
+
+    tasks.housekeeping.call_local()
+
+    with app.app_context():
+        assert webhooks.fan_out() == 0
+        states = db.session.scalars(sa.select(WebhookDelivery.state)).all()
+    assert states == [DeliveryState.DELIVERED]

@@ -689,13 +689,17 @@ def forget_old_log() -> int:
     got back), the deliveries finished and last due before then, and the replays done before
     then; how many rows. A delivery is the log of one event to one endpoint: kept, one row per
     event and endpoint would grow with the merchant's history for ever, although no page shows
-    it and no replay reaches that far back. Pending deliveries stay, however old."""
-    cutoff = utcnow() - timedelta(days=LOG_DAYS)
+    it and no replay reaches that far back. Pending deliveries stay, however old, and so does
+    every delivery of the retry window: the fan-out looks there for events without one, and
+    would send a forgotten one again."""
+    now = utcnow()
+    cutoff = now - timedelta(days=LOG_DAYS)
+    fanned_out_since = now - timedelta(seconds=setting("WEBHOOK_RETRY_SECONDS"))
     dropped = rows_changed(sa.delete(WebhookAttempt).where(WebhookAttempt.started_at < cutoff))
     dropped += rows_changed(
         sa.delete(WebhookDelivery).where(
             WebhookDelivery.state.in_((DeliveryState.DELIVERED, DeliveryState.FAILED)),
-            WebhookDelivery.next_attempt_at < cutoff,
+            WebhookDelivery.next_attempt_at < min(cutoff, fanned_out_since),
         )
     )
     dropped += rows_changed(sa.delete(WebhookReplay).where(WebhookReplay.done_at < cutoff))
