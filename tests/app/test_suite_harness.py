@@ -1,12 +1,13 @@
 """The suite's own machinery, which the other tests rely on without saying so: the `browser`
 marker that `make test-fast` leaves out, the session the browser tests sign in with once, the
 factories of the portal's rows, the URL builders the applications of one test process share,
-and the PostgreSQL schema its tests share emptied."""
+the PostgreSQL schema its tests share emptied, and the processes forked ready to run."""
 
 from __future__ import annotations
 
 import itertools
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from tests.support.databases import emptied_postgres_schema
 from tests.support.forms import sign_in
 from tests.support.portal_app import WERKZEUG_COMPILE, ready_portal
 from tests.support.portal_server import PortalServer
+from tests.support.processes import start_python
 from tests.support.sandbox_server import ROOT
 
 
@@ -278,3 +280,23 @@ def test_a_test_that_moves_the_migrations_leaves_the_next_a_schema_at_their_head
         assert connection.scalar(sa.text("SELECT version_num FROM alembic_version")) == head
         assert connection.scalar(sa.text("SELECT count(*) FROM users")) == 0
     following.dispose()
+
+
+def test_a_forked_python_process_runs_as_python_would(tmp_path):
+    """`start_python` gives the forked process its own arguments, environment, working folder
+    and output, and reports its exit code, or the signal that ended it, as Popen would."""
+    script = (
+        "import os, sys; print(sys.argv[1:], os.environ.get('ONLY'), os.environ.get('HOME'),"
+        " os.getcwd(), __name__); sys.exit(3)"
+    )
+    log = tmp_path / "output.log"
+    ran = start_python(["-c", script, "one"], env={"ONLY": "this"}, cwd=tmp_path, output=log)
+    assert ran.wait(timeout=30) == 3
+    assert log.read_text() == f"['one'] this None {tmp_path} __main__\n"
+
+    waiting = start_python(["-m", "http.server", "0"], env={}, cwd=tmp_path, quiet=True)
+    with pytest.raises(subprocess.TimeoutExpired):
+        waiting.wait(timeout=0.2)
+    assert waiting.poll() is None
+    waiting.terminate()
+    assert waiting.wait(timeout=30) == -signal.SIGTERM

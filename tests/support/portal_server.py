@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +20,7 @@ from tests.support.databases import TEST_PASSWORD_HASH_METHOD
 from tests.support.forms import CSRF_FIELD, PASSWORD
 from tests.support.money import connect
 from tests.support.portal_app import MERCHANT, connected_portal
+from tests.support.processes import PythonProcess, start_python
 from tests.support.sandbox_server import ROOT, SandboxServer, free_port
 
 
@@ -35,7 +34,7 @@ class PortalServer:
     env: dict[str, str]
     sandbox: SandboxServer
     app: Flask = field(repr=False)
-    process: subprocess.Popen | None = field(default=None, repr=False)
+    process: PythonProcess | None = field(default=None, repr=False)
 
     def add_user(self, email: str, role: str, merchant: str = MERCHANT) -> str:
         return factories.user(self.app, email, role, merchant=merchant).email
@@ -57,24 +56,8 @@ class PortalServer:
         assert answer.status_code == 302, "sign-in failed"
         return session
 
-    def peak_memory_kib(self) -> int:
-        """The peak resident memory (VmHWM) of the process that serves, in KiB.
 
-        Under gunicorn that is the worker, a child of the process we started.
-        """
-        pids = [self.process.pid]
-        for pid in pids:
-            for task in Path(f"/proc/{pid}/task").iterdir():
-                pids += [int(child) for child in (task / "children").read_text().split()]
-        return max(_peak_kib(pid) for pid in pids)
-
-
-def _peak_kib(pid: int) -> int:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1))
-
-
-def _wait_until_up(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:
+def _wait_until_up(url: str, process: PythonProcess, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -141,28 +124,25 @@ def run_portal(
     with connected_portal(instance, sandbox, TOKEN_KEYS=token_keys) as app:
         server = PortalServer(url, env, sandbox, app)
     if gunicorn:
-        command = [
-            sys.executable, "-m", "gunicorn", "--workers", str(workers),
+        arguments = [
+            "-m", "gunicorn", "--workers", str(workers),
             "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "wsgi:app",
         ]  # fmt: skip
     else:
-        command = [
-            sys.executable, "-m", "flask", "--app", "portal", "run",
+        arguments = [
+            "-m", "flask", "--app", "portal", "run",
             "--host", "127.0.0.1", "--port", str(port), "--no-reload", "--no-debugger",
         ]  # fmt: skip
-    with (instance / "portal.log").open("w") as log:
-        server.process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
-        )
+    server.process = start_python(arguments, env=env, cwd=ROOT, output=instance / "portal.log")
+    try:
+        _wait_until_up(f"{server.url}/healthz", server.process)
+        yield server
+    finally:
+        server.process.terminate()
         try:
-            _wait_until_up(f"{server.url}/healthz", server.process)
-            yield server
-        finally:
-            server.process.terminate()
-            try:
-                server.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:  # gunicorn still waiting out a slow request
-                server.process.kill()
-                server.process.wait()
-            with app.app_context():
-                db.engine.dispose()
+            server.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # gunicorn still waiting out a slow request
+            server.process.kill()
+            server.process.wait()
+        with app.app_context():
+            db.engine.dispose()

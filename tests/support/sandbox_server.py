@@ -7,7 +7,6 @@ import os
 import socket
 import sqlite3
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from pathlib import Path
 import requests
 
 from sandbox.db import DEFAULT_FLAGS
+from tests.support.processes import PythonProcess, start_python
 
 APP_TOKEN = "sandbox-app-token-0123456789"
 COMPANY_TOKEN = "sandbox-company-token-9876543210"
@@ -36,7 +36,7 @@ class SandboxServer:
 
     base_url: str
     database: Path
-    process: subprocess.Popen
+    process: PythonProcess
     token: str = APP_TOKEN
     company_token: str = COMPANY_TOKEN
 
@@ -102,7 +102,7 @@ class SandboxServer:
         self.control("POST", "flags", DEFAULT_FLAGS)
 
 
-def _wait_until_listening(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:
+def _wait_until_listening(url: str, process: PythonProcess, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -118,10 +118,10 @@ def _wait_until_listening(url: str, process: subprocess.Popen, timeout: float = 
 def run_sandbox(
     database: Path, *, seed: int = 0, random_seed: int = 1, extra_args: tuple[str, ...] = ()
 ) -> Iterator[SandboxServer]:
-    """Run `python -m sandbox` until the block ends; the database file survives it."""
+    """Run `python -m sandbox` until the block ends; the database file survives it. Its errors
+    reach the test's output."""
     port = free_port()
-    command = [
-        sys.executable,
+    arguments = [
         "-m",
         "sandbox",
         "--host",
@@ -141,9 +141,7 @@ def run_sandbox(
         "--quiet",
         *extra_args,
     ]
-    process = subprocess.Popen(
-        command, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.DEVNULL
-    )  # its errors still reach stderr
+    process = start_python(arguments, env=os.environ, cwd=ROOT, quiet=True)
     server = SandboxServer(f"http://127.0.0.1:{port}", database, process)
     try:
         _wait_until_listening(f"{server.base_url}/openapi.json", process)

@@ -12,7 +12,6 @@ import hashlib
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 from flask import Flask
 
 from tests.support.polling import wait_for
+from tests.support.processes import PythonProcess, start_python
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTED = "Huey consumer started"
@@ -30,7 +30,7 @@ STARTED = "Huey consumer started"
 class WorkerProcess:
     """A running worker and the file its log goes to."""
 
-    process: subprocess.Popen
+    process: PythonProcess
     log: Path
 
     def output(self) -> str:
@@ -72,7 +72,7 @@ def worker_environment(
     }
 
 
-def portal_process(config: Mapping[str, Any], script: str, **settings: str) -> subprocess.Popen:
+def portal_process(config: Mapping[str, Any], script: str, **settings: str) -> PythonProcess:
     """A Python process running `script` as the same portal as the test configuration `config`
     (its database, secret key and token keys), with `PORTAL_<NAME>` for each of `settings`."""
     environment = {
@@ -83,7 +83,7 @@ def portal_process(config: Mapping[str, Any], script: str, **settings: str) -> s
         "PORTAL_TOKEN_KEYS": config["TOKEN_KEYS"],
         **{f"PORTAL_{name}": value for name, value in settings.items()},
     }
-    return subprocess.Popen([sys.executable, "-c", script], env=environment)
+    return start_python(["-c", script], env=environment, cwd=ROOT)
 
 
 def start_worker(
@@ -99,14 +99,12 @@ def start_worker(
     until its consumer runs."""
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / f"{name}.log"
-    with log.open("ab") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "flask", "--app", "portal", "worker"],
-            cwd=ROOT,
-            env=worker_environment(app, folder, queue_url=queue_url, sync_seconds=sync_seconds),
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
+    process = start_python(
+        ["-m", "flask", "--app", "portal", "worker"],
+        env=worker_environment(app, folder, queue_url=queue_url, sync_seconds=sync_seconds),
+        cwd=ROOT,
+        output=log,
+    )
     worker = WorkerProcess(process, log)
 
     def started() -> bool:
