@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pkgutil
 import runpy
 import signal
 import subprocess
@@ -21,19 +22,28 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-# What the processes import: the target below (which the forked process must find), the portal
-# with its command line, the sandbox, and the servers that serve them. `wsgi` is not among
-# them: importing it builds an application from the server's environment.
+import portal
+import sandbox
+
+# What the processes import: the target below (which the forked process must find), every
+# module of the portal and the sandbox (a feature's pages are imported as an application is
+# made), and the libraries of the servers and stores they use. `wsgi` is not among them:
+# importing it builds an application from the server's environment.
 PRELOADED = [
     __name__,
-    "portal",
-    "portal.cli",
+    *(
+        module.name
+        for package in (portal, sandbox)
+        for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
+        if not module.name.endswith(".__main__")  # run by runpy, not imported
+    ),
     "flask.cli",
-    "sandbox",
-    "sandbox.faults",
     "werkzeug.serving",
     "gunicorn.app.wsgiapp",
     "gunicorn.arbiter",
+    "psycopg",
+    "sqlalchemy.dialects.postgresql.psycopg",
+    "redis",
 ]
 
 _FORKSERVER = multiprocessing.get_context("forkserver")

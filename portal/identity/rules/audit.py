@@ -214,6 +214,22 @@ def record(
     merchant: Merchant | None = None,
 ) -> AuditEvent:
     """Write one event of the audit log and commit it (see the module's docstring)."""
+    event = new_event(action, parameters=parameters, error=error, user=user, merchant=merchant)
+    db.session.add(event)
+    db.session.commit()
+    return event
+
+
+def new_event(
+    action: str,
+    *,
+    parameters: Mapping[str, object] | None = None,
+    error: ApiFailure | str | None = None,
+    user: User | None = None,
+    merchant: Merchant | None = None,
+) -> AuditEvent:
+    """The event `record` writes, masked and scrubbed, not yet added to the session, so that
+    many can be written in one transaction."""
     if action not in ACTIONS:
         raise ValueError(
             f"unknown audit action {action!r}; add it to portal.identity.rules.audit.ACTIONS"
@@ -223,7 +239,7 @@ def record(
         user = actor.user
     parameters = parameters or {}
     outcome, code, message = _outcome(error)
-    event = AuditEvent(
+    return AuditEvent(
         merchant_id=user.merchant_id if user is not None else (merchant and merchant.id),
         user_id=user.id if user is not None else None,
         user_email=user.email if user is not None else None,
@@ -234,9 +250,6 @@ def record(
         error_message=without_url_passwords(_scrubbed(message, parameters)) if message else None,
         remote_address=actor.remote_address,
     )
-    db.session.add(event)
-    db.session.commit()
-    return event
 
 
 @contextmanager
