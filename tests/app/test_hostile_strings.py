@@ -1,5 +1,6 @@
 """Markup and formulas stored through the API and the portal's own forms are shown as
-text on every page and fragment, and as text cells in every CSV export.
+text on the pages and fragments that show them, and as text cells in every CSV export. No
+answer of any route holds markup that could run (test_every_answer.py).
 """
 
 from __future__ import annotations
@@ -13,28 +14,11 @@ from tests.support.attack import (
     active_content,
     csv_cells,
     formula_cells,
-    get_urls,
     shows_escaped,
 )
 from tests.support.forms import signed_in
 from tests.support.htmx import HTMX
 from tests.support.money import post, submit
-
-
-@pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
-@pytest.mark.parametrize("visitor", ["owner", "accountant", "anonymous"])
-def test_every_get_route_is_inert(hostile, visitor, htmx):
-    """Every GET route of url_map, with the ids of hostile records: nothing could run script."""
-    client = hostile.client(visitor)
-    problems = {}
-    for endpoint, url in get_urls(hostile.app, hostile.ids):
-        response = client.get(url, headers=HTMX if htmx else {})
-        assert response.status_code < 500, f"{url}: {response.status_code}"
-        if response.mimetype == "text/html":
-            found = active_content(response.get_data(as_text=True))
-            if found:
-                problems[endpoint] = found
-    assert problems == {}
 
 
 def _page(hostile, url: str, htmx: bool = False, visitor: str = "owner") -> str:

@@ -3,81 +3,19 @@
 Extends tests/settings/test_api_connection_pages.py (the application token on the settings
 pages) to every secret the portal holds (application and company tokens, the token keys, the
 SECRET_KEY, the webhook signing secret), in every encoding (plain, URL-encoded, hex, base64 at
-every alignment), over every GET route for every visitor, as page and htmx, every kind of error
-page, the settings refusals and the exports, with every log record at DEBUG.
+every alignment), in every kind of error page, the settings refusals and the exports, with
+every log record at DEBUG. Every answer of every route to every visitor is searched by the walk
+of tests/app/test_every_answer.py.
 """
 
 from __future__ import annotations
 
-import io
 import logging
-import zipfile
 
 import pytest
 
-from tests.support.attack import VISITORS, encodings, get_urls, leaks
-from tests.support.htmx import HTMX
+from tests.support.attack import Transcript, encodings, leaks, log_text, secrets_of, transcript_of
 from tests.support.money import post
-
-
-def secrets_of(hostile) -> dict[str, str]:
-    secrets = {
-        "application token": hostile.sandbox.token,
-        "company token": hostile.sandbox.company_token,
-        "SECRET_KEY": hostile.app.config["SECRET_KEY"],
-        "webhook signing secret": _webhook_secret(hostile),
-    }
-    for number, key in enumerate(hostile.app.config["TOKEN_KEYS"]):
-        secrets[f"token key {number}"] = key
-    return secrets
-
-
-def _webhook_secret(hostile) -> str:
-    """Acme's: shown masked on every page, revealed only by a POST with a fresh second factor."""
-    from portal.extensions import db
-    from portal.live.models import WebhookEndpoint
-    from portal.live.rules import webhooks
-
-    with hostile.app.app_context():
-        endpoint = db.session.scalars(db.select(WebhookEndpoint).order_by(WebhookEndpoint.id))
-        return webhooks.secret_of(endpoint.first())
-
-
-class Transcript:
-    """Everything an attacker could read: bodies, status lines and headers (cookies too), and
-    the log records of the test."""
-
-    def __init__(self, secrets: dict[str, str], caplog) -> None:
-        self.secrets = secrets
-        self.caplog = caplog
-        self.texts: list[tuple[str, str]] = []
-
-    def add(self, what: str, response) -> None:
-        body = _workbook_text(response) or response.get_data(as_text=True)
-        self.texts.append((what, f"{response.status}\n{response.headers}\n{body}"))
-
-    def assert_no_secret(self) -> None:
-        """No secret in what was read, nor in a log line so far; both were not empty."""
-        assert self.texts, "nothing was looked at"
-        found = [(what, hit) for what, text in self.texts if (hit := leaks(text, self.secrets))]
-        assert found == []
-        records = self.caplog.get_records("setup") + self.caplog.get_records("call")
-        assert records, "the check needs log lines to look at"
-        assert leaks(_log_text(records), self.secrets) == [], "a secret in the log"
-
-
-def _workbook_text(response) -> str | None:
-    """Every part of a workbook (`.xlsx`: zipped XML), as text; None for any other answer."""
-    if not response.mimetype.endswith("spreadsheetml.sheet"):
-        return None
-    with zipfile.ZipFile(io.BytesIO(response.get_data())) as book:
-        return "\n".join(book.read(name).decode() for name in book.namelist())
-
-
-def _log_text(records) -> str:
-    """The records as a handler writes them (the message, then the traceback if any)."""
-    formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
-    return "\n".join(formatter.format(record) for record in records)
 
 
 def test_the_encodings_find_what_they_look_for():
@@ -98,18 +36,7 @@ def test_the_encodings_find_what_they_look_for():
 
 @pytest.fixture
 def transcript(hostile, caplog) -> Transcript:
-    caplog.set_level(logging.DEBUG)
-    return Transcript(secrets_of(hostile), caplog)
-
-
-@pytest.mark.slow  # every page and fragment for every visitor
-@pytest.mark.parametrize("visitor", VISITORS)
-def test_every_page_and_fragment(hostile, transcript, visitor):
-    client = hostile.client(visitor)
-    for _endpoint, url in get_urls(hostile.app, hostile.ids):
-        for headers in ({}, HTMX):
-            transcript.add(f"{visitor} {url} {headers}", client.get(url, headers=headers))
-    transcript.assert_no_secret()
+    return transcript_of(hostile, caplog)
 
 
 def test_error_pages(hostile, transcript, monkeypatch):
@@ -212,8 +139,8 @@ def test_the_log_filter_masks_bearer_credentials_in_tracebacks(hostile, caplog, 
         raise ValueError(f"Invalid header value b'Bearer {token}\\n'")
     except ValueError:
         logger.exception("Exception on /settings/api [POST] (Bearer %s)", token)
-    assert token not in _log_text(caplog.records)
-    assert "Bearer ••••" in _log_text(caplog.records)
+    assert token not in log_text(caplog.records)
+    assert "Bearer ••••" in log_text(caplog.records)
 
 
 def test_exports(hostile, transcript):

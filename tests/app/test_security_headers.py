@@ -1,33 +1,14 @@
-"""CSP with frame-ancestors, nosniff and a Referrer-Policy on every response: every route
-of url_map by every method for every visitor, as a page and as htmx, and every kind of error.
-(The 429 of the sign-in limits is checked in test_throttling.py, on an app with low limits.)
+"""CSP with frame-ancestors, nosniff and a Referrer-Policy on every kind of error and special
+answer. Every answer of every route to every visitor has them too (test_every_answer.py). The
+429 of the sign-in limits is checked in test_throttling.py, on an app with low limits.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.support.attack import VISITORS, header_problems, url_of
+from tests.support.attack import header_problems
 from tests.support.htmx import HTMX
-
-
-@pytest.mark.slow  # every route by every method for every visitor
-@pytest.mark.parametrize("visitor", VISITORS)
-def test_every_route_method_and_visitor(hostile, visitor):
-    """Whatever the answer (page, fragment, redirect, 401, 403, 404, 400 CSRF, CSV, static)."""
-    client = hostile.client(visitor)
-    problems, statuses = [], set()
-    for rule in hostile.app.url_map.iter_rules():
-        url = url_of(hostile.app, rule, hostile.ids)
-        for method in sorted(rule.methods):
-            variants = ({}, HTMX, {**HTMX, "HX-Boosted": "true"}) if method == "GET" else ({},)
-            for headers in variants:
-                response = client.open(url, method=method, headers=headers)
-                statuses.add(response.status_code)
-                problems += [f"{method} {url} {headers}: {p}" for p in header_problems(response)]
-                response.close()
-    assert problems == []
-    assert {200, 302}.issubset(statuses)
 
 
 @pytest.mark.parametrize(

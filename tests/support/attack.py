@@ -7,8 +7,10 @@ import base64
 import contextlib
 import csv
 import io
+import logging
 import re
 import sqlite3
+import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import quote, quote_plus, unquote, urljoin, urlsplit
@@ -239,3 +241,71 @@ def encodings(secret: str) -> set[str]:
 def leaks(text: str, secrets: dict[str, str]) -> list[str]:
     """Names of the secrets found in `text`, in any of their encodings."""
     return [name for name, secret in secrets.items() if any(f in text for f in encodings(secret))]
+
+
+def secrets_of(hostile) -> dict[str, str]:
+    secrets = {
+        "application token": hostile.sandbox.token,
+        "company token": hostile.sandbox.company_token,
+        "SECRET_KEY": hostile.app.config["SECRET_KEY"],
+        "webhook signing secret": _webhook_secret(hostile),
+    }
+    for number, key in enumerate(hostile.app.config["TOKEN_KEYS"]):
+        secrets[f"token key {number}"] = key
+    return secrets
+
+
+def _webhook_secret(hostile) -> str:
+    """Acme's: shown masked on every page, revealed only by a POST with a fresh second factor."""
+    from portal.extensions import db
+    from portal.live.models import WebhookEndpoint
+    from portal.live.rules import webhooks
+
+    with hostile.app.app_context():
+        endpoint = db.session.scalars(db.select(WebhookEndpoint).order_by(WebhookEndpoint.id))
+        return webhooks.secret_of(endpoint.first())
+
+
+class Transcript:
+    """Everything an attacker could read: bodies, status lines and headers (cookies too), and
+    the log records of the test."""
+
+    def __init__(self, secrets: dict[str, str], caplog) -> None:
+        self.secrets = secrets
+        self.caplog = caplog
+        self.texts: list[tuple[str, str]] = []
+
+    def add(self, what: str, response) -> None:
+        body = workbook_text(response) or response.get_data(as_text=True)
+        self.texts.append((what, f"{response.status}\n{response.headers}\n{body}"))
+
+    def assert_no_secret(self) -> None:
+        """No secret in what was read, nor in a log line so far; both were not empty."""
+        assert self.texts, "nothing was looked at"
+        found = [(what, hit) for what, text in self.texts if (hit := leaks(text, self.secrets))]
+        assert found == []
+        records = self.caplog.get_records("setup") + self.caplog.get_records("call")
+        assert records, "the check needs log lines to look at"
+        assert leaks(log_text(records), self.secrets) == [], "a secret in the log"
+
+
+def workbook_text(response) -> str | None:
+    """Every part of a workbook (`.xlsx`: zipped XML), as text; None for any other answer (a
+    HEAD's answer has the workbook's type and no body)."""
+    content = response.get_data()
+    if not response.mimetype.endswith("spreadsheetml.sheet") or not content:
+        return None
+    with zipfile.ZipFile(io.BytesIO(content)) as book:
+        return "\n".join(book.read(name).decode() for name in book.namelist())
+
+
+def log_text(records) -> str:
+    """The records as a handler writes them (the message, then the traceback if any)."""
+    formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
+    return "\n".join(formatter.format(record) for record in records)
+
+
+def transcript_of(hostile, caplog) -> Transcript:
+    """A transcript of the hostile portal's secrets, with every log record from DEBUG on."""
+    caplog.set_level(logging.DEBUG)
+    return Transcript(secrets_of(hostile), caplog)
