@@ -18,7 +18,7 @@ import pyotp
 import pytest
 
 from tests.support.attack import STATE_CHANGING, snapshot
-from tests.support.forms import PASSWORD, csrf_token
+from tests.support.forms import PASSWORD, session_csrf_token
 from tests.support.forms import signed_in as signed_in_client
 from tests.support.hostile_portal import held_approval
 from tests.support.money import BTC_ADDRESS, CROSS_EXCHANGE, ETH_ADDRESS, in_book, intent_key
@@ -44,7 +44,7 @@ class Case:
     data: dict = field(default_factory=dict)
     anonymous: bool = False
     accepted: tuple[int, ...] = (200, 302)  # the statuses of the valid request
-    home: str = "/account"  # a page the visitor may open (its form has their CSRF token)
+    home: str = "/account"  # a page the visitor may open while signed in
 
 
 def _throwaway(hostile, role: str = "operator", *, two_factor: bool = False, signed_in=True):
@@ -183,7 +183,7 @@ def _second_step(hostile) -> Case:
     client, address, _user_id, totp = _throwaway(hostile, two_factor=True, signed_in=False)
     first = client.post(
         "/login",
-        data={"email": address, "password": PASSWORD, "csrf_token": csrf_token(client)},
+        data={"email": address, "password": PASSWORD, "csrf_token": session_csrf_token(client)},
     )
     assert first.status_code == 302 and "two-factor" in first.location
     return Case(client, "/login/two-factor", {"code": totp.now()}, anonymous=True)
@@ -213,7 +213,7 @@ def _remove_passkey(hostile) -> Case:
 def _passkey_second_step(hostile) -> Case:
     """The challenge of a sign-in waiting for its passkey."""
     client, address, _passkey = _with_passkey(hostile, signed_in=False)
-    data = {"email": address, "password": PASSWORD, "csrf_token": csrf_token(client)}
+    data = {"email": address, "password": PASSWORD, "csrf_token": session_csrf_token(client)}
     assert "two-factor" in client.post("/login", data=data).location
     return Case(client, "/login/two-factor/challenge", anonymous=True)
 
@@ -276,7 +276,7 @@ def _refund(hostile, role: str = "owner", data: dict | None = None, client=None)
     client = client or hostile.fresh_client(role)
     asked = client.post(
         f"/refunds/new/{_overpaid(hostile)}",
-        data={"basis": "surplus", **(data or {}), "csrf_token": csrf_token(client, "/account")},
+        data={"basis": "surplus", **(data or {}), "csrf_token": session_csrf_token(client)},
     )
     assert asked.status_code == 302, asked.status_code
     return asked.location
@@ -541,13 +541,17 @@ def test_every_state_changing_route_is_covered(hostile):
 
 
 def _own_token(case: Case) -> str:
-    return csrf_token(case.client, "/login" if case.anonymous else case.home)
+    """The token of the case's session, once the visitor has seen a page: the first page after
+    signing in asks for the time zone once and remembers that it asked."""
+    if not case.anonymous:
+        assert case.client.get(case.home).status_code == 200
+    return session_csrf_token(case.client)
 
 
 def _stolen_token(hostile, case: Case) -> str:
     """A valid token, of somebody else's session."""
     other = hostile.app.test_client() if case.anonymous else hostile.client("owner")
-    token = csrf_token(other, "/login" if case.anonymous else "/account")
+    token = session_csrf_token(other)
     assert token and token != _own_token(case)
     return token
 
