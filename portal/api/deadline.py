@@ -172,6 +172,13 @@ def watch(sock: socket.socket) -> None:
         deadline.watch(sock)
 
 
+def passed() -> bool:
+    """Whether this thread's deadline, if a `within` block runs, has passed: nothing more is
+    tried under it (a retry would open a connection only to have it shut down)."""
+    deadline = _current.get()
+    return deadline is not None and deadline.passed
+
+
 def release(sock: socket.socket) -> None:
     """Take `sock` from under this thread's deadline (a connection going back to its pool)."""
     deadline = _current.get()

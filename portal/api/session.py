@@ -30,11 +30,14 @@ RETRY_STATUSES = (502, 503, 504)
 
 
 class GetOnlyRetry(Retry):
-    """Retry GET requests only, and not after a read timeout.
+    """Retry GET requests only, not after a read timeout, and not once the caller's deadline
+    has passed.
 
     urllib3 retries connection errors for every method; a POST or PUT moves money, so any
     error on one ends the attempt. A read timeout means a slow server: waiting again would
-    only double the user's wait.
+    only double the user's wait. A connection the deadline shut down before its answer began
+    is a connection error to urllib3, but the call is over: a retry would connect again only
+    to be shut down at once.
     """
 
     def increment(
@@ -47,7 +50,8 @@ class GetOnlyRetry(Retry):
         _stacktrace: TracebackType | None = None,
     ) -> Self:
         retryable = method is not None and method.upper() in (self.allowed_methods or ())
-        if error is not None and (not retryable or isinstance(error, ReadTimeoutError)):
+        over = not retryable or isinstance(error, ReadTimeoutError) or deadline.passed()
+        if error is not None and over:
             # urllib3 itself passes the pool it got, None included; its annotation omits None.
             raise MaxRetryError(_pool, url, error) from error  # type: ignore[arg-type]
         return super().increment(method, url, response, error, _pool, _stacktrace)

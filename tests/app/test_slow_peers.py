@@ -21,7 +21,7 @@ from portal.api import ApiUnavailable, MerchantApiClient
 from portal.api.deadline import DeadlinePassed, within
 from portal.api.session import make_session
 from tests.support import factories
-from tests.support.dripping import dripping_http, dripping_smtp
+from tests.support.dripping import Dripping, dripping_http, dripping_smtp, run_dripping
 from tests.support.portal_server import run_portal
 from tests.support.tls import server_context
 
@@ -75,6 +75,20 @@ def test_a_pooled_connection_used_again_is_under_the_next_calls_deadline():
             api.url, token="dripped-token-0123456789", timeout=(CONNECT, READ)
         )
         client.ping()
+        failure = finished_within(TOTAL + SLACK, client.list_operations)
+        assert isinstance(failure, ApiUnavailable) and failure.timeout, failure
+        assert api.connections == 1
+
+
+def test_a_call_whose_deadline_passed_tries_no_other_connection():
+    """A server that drips its status line a letter at a time: the deadline shuts the
+    connection down before the line ends, which urllib3 counts as a connection error, retryable
+    for a GET. Once the deadline has passed, nothing is tried again: no second connection."""
+    stammering = Dripping(first=b"H", drip=b"T", trigger=b"GET")
+    with run_dripping(stammering) as api:
+        client = MerchantApiClient(
+            api.url, token="dripped-token-0123456789", timeout=(CONNECT, READ)
+        )
         failure = finished_within(TOTAL + SLACK, client.list_operations)
         assert isinstance(failure, ApiUnavailable) and failure.timeout, failure
         assert api.connections == 1
