@@ -229,7 +229,10 @@ def test_a_stopping_worker_ends_its_delivery_turns_after_the_post_under_way(
         record(app, "Other", f"order-{number}")
     monkeypatch.setenv("PORTAL_WEBHOOK_TIMEOUT_SECONDS", "5")
     with running_worker(app, tmp_path / "worker", sync_seconds=60) as worker:
-        slow.wait_for(2, timeout=30)
+        try:
+            slow.wait_for(2, timeout=30)
+        except AssertionError as late:  # what the worker and the deliveries say, to tell why
+            raise AssertionError(f"{late}\n{_deliveries(app)}\n{worker.output()}") from None
         started = time.monotonic()
         assert worker.stop() == 0, worker.output()
         stopped = time.monotonic() - started
@@ -241,3 +244,15 @@ def test_a_stopping_worker_ends_its_delivery_turns_after_the_post_under_way(
             db.select(WebhookDelivery.id).where(WebhookDelivery.lease_owner.is_not(None))
         ).all()
     assert leased == [], "a lease left to run out"
+
+
+def _deliveries(app) -> list[tuple]:
+    """Each delivery's state, attempts, lease and next attempt: whether the worker made them,
+    claimed them or tried them."""
+    from portal.extensions import db
+    from portal.live.models import WebhookDelivery
+
+    columns = ("state", "attempts", "lease_owner", "lease_until", "next_attempt_at")
+    with app.app_context():
+        query = db.select(*(getattr(WebhookDelivery, name) for name in columns))
+        return [tuple(row) for row in db.session.execute(query)]
