@@ -1,6 +1,6 @@
 """The worker's threads are shared between its stages: a tick starts the mirror's syncs, the
-webhook deliveries (and refunds) and the mail as tasks of their own, and the syncs never take
-the threads the others need."""
+requests sent out (webhook deliveries, refunds) and the mail as tasks of their own, one per
+stage, and the syncs never take the threads the others need."""
 
 from __future__ import annotations
 
@@ -17,13 +17,19 @@ def test_a_tick_starts_each_stage_as_a_task_of_its_own(app):
 
     huey.flush()
     tasks.tick.call_local()
-    assert sorted(task.name for task in huey.pending()) == [
-        "deliver_webhooks",
-        "send_mail",
-        "send_refunds",
-        "sync_mirror",
-    ]
+    assert sorted(task.name for task in huey.pending()) == ["send_mail", "send_out", "sync_mirror"]
     huey.flush()
+
+
+def test_a_tick_starts_one_task_per_stage():
+    """A stage's task that finds the stage's threads taken returns at once, leaving its work
+    to the task under way, which does it only if it is of the same kind. Two kinds of task in
+    one stage made a tick's webhooks wait a whole tick whenever its refunds took the thread
+    first: no two of a tick's tasks share a stage."""
+    from portal.live.worker import tasks
+
+    stages = [task.func.stage for task in tasks.STAGE_TASKS]
+    assert len({id(stage) for stage in stages}) == len(stages) == 3
 
 
 @pytest.fixture

@@ -51,9 +51,9 @@ def init_app(app: Flask) -> None:
         )
     _application[:] = [app]
     # A test event or a resend asks the worker to deliver at once (the web processes enqueue).
-    from portal.live.worker.tasks import deliver_webhooks  # here: the tasks need the queue
+    from portal.live.worker.tasks import send_out  # here: the tasks need the queue
 
-    app.extensions[webhooks.WAKE_EXTENSION] = deliver_webhooks
+    app.extensions[webhooks.WAKE_EXTENSION] = send_out
 
 
 def in_app_context(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -89,6 +89,7 @@ class Stage:
             finally:
                 slots.release()
 
+        run.stage = self  # type: ignore[attr-defined]
         return run
 
 

@@ -57,10 +57,8 @@ def housekeeping() -> None:
 @huey.task()
 def tick() -> None:
     """Start each stage as a task of its own."""
-    sync_mirror()
-    deliver_webhooks()
-    send_refunds()
-    send_mail()
+    for stage_task in STAGE_TASKS:
+        stage_task()
 
 
 @huey.task()
@@ -74,19 +72,13 @@ def sync_mirror() -> None:
 @huey.task()
 @DELIVERIES
 @in_app_context
-def deliver_webhooks() -> None:
-    """Start sending the webhooks that are due, on the delivery threads (the task returns at
-    once); also asked for by a test event or a resend."""
+def send_out() -> None:
+    """Start sending the webhooks that are due, on the delivery threads (that returns at
+    once); then send each refund that is ready and each approved withdrawal, once, expire the
+    claim links and approval requests not used in time, and apply the relaxed controls whose
+    delay passed: off any request thread, so a slow payment service never holds a page. Also
+    asked for by a test event or a resend."""
     webhooks.deliver_due(wait=False)
-
-
-@huey.task()
-@DELIVERIES
-@in_app_context
-def send_refunds() -> None:
-    """Send each refund that is ready and each approved withdrawal, once, expire the claim
-    links and approval requests not used in time, and apply the relaxed controls whose delay
-    passed: off any request thread, so a slow payment service never holds a page."""
     refunds.expire_due()
     refunds.send_due()
     approvals.expire_due()
@@ -102,3 +94,9 @@ def send_mail() -> None:
     due."""
     statement_mail.queue_due()
     mail.send_due()
+
+
+# One task per stage: a task that finds its stage's threads taken returns at once, trusting
+# the task under way to do its work, which only a task of the same kind does (a tick's
+# deliveries once waited a whole tick for its refunds, sent by a task of their own).
+STAGE_TASKS = (sync_mirror, send_out, send_mail)
