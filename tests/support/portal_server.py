@@ -113,7 +113,6 @@ def run_portal(
         **os.environ,
         **({"PORTAL_PUBLIC_URL": url} if public_host else {}),
         **(env or {}),
-        "PYTHONUNBUFFERED": "1",
         "PORTAL_INSTANCE_PATH": str(instance),
         "PORTAL_DATABASE_URL": f"sqlite:///{instance / 'portal.sqlite3'}",
         "PORTAL_SECRET_KEY": "test-server-secret",

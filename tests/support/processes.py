@@ -2,7 +2,7 @@
 anything: each is forked from a server process (multiprocessing's forkserver, one per pytest
 worker) that has imported the portal, the sandbox and their libraries once.
 
-A portal served by `flask run` starts in 0.13 CPU-s instead of 0.76, a sandbox in 0.04
+A portal served by `flask run` starts in 0.08 CPU-s instead of 0.76, a sandbox in 0.04
 instead of 0.14; the suite starts about 130 of them. The process runs the module as `python -m`
 does (runpy, as `__main__`, with its own arguments, environment and working folder), in a
 process of its own with its own pid and signals. The commands whose start is what a test is

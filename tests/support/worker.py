@@ -59,8 +59,6 @@ def worker_environment(
     keys = ",".join(k.decode() if isinstance(k, bytes) else k for k in config["TOKEN_KEYS"])
     return {
         **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "PYTHONUNBUFFERED": "1",
         "PORTAL_INSTANCE_PATH": str(folder),
         "PORTAL_SECRET_KEY": config["SECRET_KEY"],
         "PORTAL_TOKEN_KEYS": keys,
@@ -77,7 +75,6 @@ def portal_process(config: Mapping[str, Any], script: str, **settings: str) -> P
     (its database, secret key and token keys), with `PORTAL_<NAME>` for each of `settings`."""
     environment = {
         **os.environ,
-        "PYTHONPATH": str(ROOT),
         "PORTAL_DATABASE_URL": config["DATABASE_URL"],
         "PORTAL_SECRET_KEY": config["SECRET_KEY"],
         "PORTAL_TOKEN_KEYS": config["TOKEN_KEYS"],
