@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from types import SimpleNamespace
 
 import requests
 
@@ -140,6 +141,7 @@ def fill(
     from portal.live.models import Event, MirrorState
     from portal.live.rules.events import current_generation
     from portal.money.models import LedgerEntry, RateRecord
+    from portal.money.rules import ledger_months
     from portal.payments.models import MirroredOperation, MirroredTransaction
     from portal.payments.rules import attention
 
@@ -153,11 +155,13 @@ def fill(
         }  # fmt: skip
 
         def flush() -> None:
+            movements = [SimpleNamespace(**row) for row in batches[LedgerEntry]]
             for model, batch in batches.items():
                 if batch:
                     db.session.execute(sa.insert(model), batch)
                     filled.tables[model.__tablename__] += len(batch)
                     batch.clear()
+            ledger_months.add(merchant_id, generation, movements)  # as each booking does
             db.session.commit()
 
         for record, raw_transactions in rows(

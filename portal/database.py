@@ -90,6 +90,21 @@ def _numeric_sum(element: decimal_sum, compiler: SQLCompiler, **kw: Any) -> str:
     return f"COALESCE(CAST(sum(CAST({column} AS NUMERIC)) AS TEXT), '0')"
 
 
+class decimal_add(GenericFunction[str]):
+    """The exact sum of two decimal texts, as text: PostgreSQL adds them as NUMERIC, SQLite
+    with Python's `Decimal` (`portal.extensions.decimal_add`, given to every SQLite connection),
+    as `decimal_sum` does for a column."""
+
+    type = sa.String()
+    inherit_cache = True
+
+
+@compiles(decimal_add, "postgresql")
+def _numeric_add(element: decimal_add, compiler: SQLCompiler, **kw: Any) -> str:
+    left, right = (compiler.process(clause, **kw) for clause in element.clauses)
+    return f"CAST(CAST({left} AS NUMERIC) + CAST({right} AS NUMERIC) AS TEXT)"
+
+
 def _sqlite_from_hint(
     _compiler: SQLCompiler, _table: sa.FromClause, text: str | None
 ) -> str | None:

@@ -57,12 +57,19 @@ class DecimalSum:
         return format(self.total, "f")
 
 
+def decimal_add(left: str, right: str) -> str:
+    """`portal.database.decimal_add` as an SQLite function: exact, with Python's `Decimal`."""
+    return format(Decimal(left) + Decimal(right), "f")
+
+
 @sa.event.listens_for(sa.Engine, "connect")
 def _sqlite_connection(dbapi_connection: object, _record: object) -> None:
     """SQLite enforces foreign keys (and so ON DELETE CASCADE) only when asked, per connection;
-    its exact sum of decimal text (`portal.database.decimal_sum`) is given per connection too."""
+    its exact sums of decimal text (`portal.database.decimal_sum`, `decimal_add`) are given per
+    connection too."""
     if isinstance(dbapi_connection, sqlite3.Connection):
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
         dbapi_connection.create_aggregate("decimal_sum", 1, DecimalSum)  # type: ignore[arg-type]
+        dbapi_connection.create_function("decimal_add", 2, decimal_add, deterministic=True)

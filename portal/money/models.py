@@ -4,7 +4,7 @@ exchanges and cross exchanges it made, the rates it recorded and the ledger of m
 from __future__ import annotations
 
 import enum
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 
 import sqlalchemy as sa
@@ -218,6 +218,39 @@ class LedgerEntry(Model):
     rate: Mapped[Decimal | None] = mapped_column(DecimalText)
     rate_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+
+class LedgerMonth(Model):
+    """What one kind of movement added to one currency in one calendar month (UTC), kept up to
+    date as movements are booked (`portal.money.rules.ledger_months`): a balance or a statement
+    adds up the months it covers whole and reads movements only for the parts of months at its
+    ends, whatever the size of the ledger.
+
+    `value` adds up the values of the movements valued in `value_currency` (`valued` of them;
+    "" when none of the month's movements has a value currency); `first_at` and `last_at` are
+    its first and last movements' moments.
+    """
+
+    __tablename__ = "ledger_months"
+    __table_args__ = (
+        sa.UniqueConstraint(
+            "merchant_id", "connection_generation", "month", "currency", "kind", "value_currency"
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    connection_generation: Mapped[int]
+    month: Mapped[date] = mapped_column(sa.Date)  # its first day
+    currency: Mapped[str] = mapped_column(sa.String(16))
+    kind: Mapped[str] = mapped_column(sa.String(32))
+    value_currency: Mapped[str] = mapped_column(sa.String(16))
+    amount: Mapped[Decimal] = mapped_column(DecimalText)
+    count: Mapped[int]
+    value: Mapped[Decimal] = mapped_column(DecimalText)
+    valued: Mapped[int]
+    first_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    last_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
 class RefundStage(enum.StrEnum):

@@ -158,3 +158,38 @@ def test_0021_marks_every_endpoint_of_today_for_rotation_and_allows_several(app,
         db.session.rollback()
         assert rows == ["https://shop.test/old"]
         flask_migrate.upgrade()
+
+
+def test_0031_counts_the_months_of_a_ledger_booked_before_it(app, accounts):
+    """The months kept as movements were booked are the months 0031 counts from the movements
+    of a ledger booked before it (a month boundary, the microsecond before it, past months)."""
+    from datetime import UTC, datetime
+    from decimal import Decimal
+
+    from tests.support import factories
+    from tests.support.ledger import book, months_of
+
+    factories.api_connection(app)
+    factories.api_connection(app, merchant="Other")
+    january, february = (
+        datetime(2026, 1, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        datetime(2026, 2, 1, tzinfo=UTC),
+    )
+    book(
+        app,
+        [("payment", "BTC", Decimal("0.5"), february), ("fee", "BTC", Decimal("-0.005"), february)],
+    )
+    book(
+        app,
+        [
+            ("payment", "BTC", Decimal("1.25"), january),
+            ("withdrawal", "ETH", Decimal("-2"), january),
+        ],
+    )
+    book(app, [("payment", "BTC", Decimal("7"), january)], merchant="Other")
+    kept = months_of(app)
+    assert len(kept) == 5
+    with app.app_context():
+        flask_migrate.downgrade(revision="0030")
+        flask_migrate.upgrade()
+    assert months_of(app) == kept

@@ -60,24 +60,26 @@ def accountant_choosing(app, email: str, frequency: str, zone: str = "Europe/Ber
 
 
 def book(app, kind: str, amount: str, at: datetime) -> None:
-    """A movement of Acme's BTC wallet in the ledger, as the mirror books it."""
+    """A movement of Acme's BTC wallet in the ledger, as the mirror books it: with its month."""
     from portal.extensions import db
     from portal.identity.rules import accounts
     from portal.money.models import LedgerEntry
+    from portal.money.rules import ledger_months
 
     with app.app_context():
         merchant = accounts.merchant_named("Acme")
-        db.session.add(
-            LedgerEntry(
-                merchant_id=merchant.id,
-                connection_generation=merchant.api_connection.generation,
-                key=f"{kind}:{at.isoformat()}",
-                kind=kind,
-                currency="BTC",
-                amount=Decimal(amount),
-                occurred_at=at,
-            )
+        generation = merchant.api_connection.generation
+        entry = LedgerEntry(
+            merchant_id=merchant.id,
+            connection_generation=generation,
+            key=f"{kind}:{at.isoformat()}",
+            kind=kind,
+            currency="BTC",
+            amount=Decimal(amount),
+            occurred_at=at,
         )
+        db.session.add(entry)
+        ledger_months.add(merchant.id, generation, [entry])
         db.session.commit()
 
 

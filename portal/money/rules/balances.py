@@ -20,16 +20,15 @@ from decimal import ROUND_HALF_EVEN, Decimal
 
 import sqlalchemy as sa
 
-from portal.database import decimal_sum, utcnow
+from portal.database import utcnow
 from portal.extensions import db
 from portal.identity.models import Merchant, User
 from portal.identity.rules import audit
 from portal.live.models import StatementMail
 from portal.money.models import LedgerEntry
-from portal.money.rules import rate_history
+from portal.money.rules import ledger, ledger_months, rate_history
 from portal.money.rules.currencies import WITHDRAWAL_WALLETS, least_decimals
-from portal.money.rules.ledger import VALUE_PLACES, Kind, valuation
-from portal.money.rules.rate_history import RateBook
+from portal.money.rules.ledger import VALUE_PLACES, Kind
 from portal.periods import Period, zone_named
 
 ZERO = Decimal(0)
@@ -101,7 +100,7 @@ def balances(merchant: Merchant, at: datetime | None = None) -> list[Balance]:
     found = []
     for currency in currencies:
         row = sums.get(currency)
-        amount = Decimal(row.total) if row else ZERO
+        amount = row.total if row else ZERO
         price = _price(rates, currency, reporting)
         found.append(
             Balance(
@@ -171,31 +170,12 @@ def _book(merchant: Merchant, currency: str, amount: Decimal, as_of: datetime) -
         raise BalanceRefused(Refusal.NOT_AFTER_LAST, last)
     if last is None:
         booked = Booked(Kind.OPENING, currency, amount, amount, None, as_of)
-        key = f"opening:{currency}"
+        subject = currency
     else:
         derived = next((row.total for row in _sums(merchant.id, generation, as_of, currency)), ZERO)
-        derived = Decimal(derived)
         booked = Booked(Kind.ADJUSTMENT, currency, amount, amount - derived, derived, as_of)
-        key = f"adjustment:{currency}:{as_of.isoformat()}"
-    reporting = merchant.reporting_currency
-    worth = valuation(
-        booked.amount, currency, reporting, as_of, RateBook(merchant.id, generation, [as_of])
-    )
-    db.session.add(
-        LedgerEntry(
-            merchant_id=merchant.id,
-            connection_generation=generation,
-            key=key,
-            kind=booked.kind,
-            currency=currency,
-            amount=booked.amount,
-            occurred_at=as_of,
-            value=worth.value,
-            value_currency=reporting,
-            rate=worth.rate,
-            rate_at=worth.rate_at,
-        )
-    )
+        subject = f"{currency}:{as_of.isoformat()}"
+    ledger.book_entered(merchant, booked.kind, subject, currency, booked.amount, as_of)
     return booked
 
 
@@ -214,45 +194,66 @@ def _mailed_until(merchant_id: int) -> datetime | None:
     return max(ends, default=None)
 
 
+@dataclass(frozen=True)
+class _Derived:
+    """A currency's balance at a moment, its opening's moment and, without an opening, its
+    first movement's."""
+
+    currency: str
+    total: Decimal
+    opened_at: datetime | None
+    first_at: datetime | None
+
+
 def _sums(
     merchant_id: int, generation: int, at: datetime | None, currency: str | None = None
-) -> sa.Result:
-    """Per currency: its balance (`total`, decimal text), its opening's moment (`opened_at`)
-    and its first movement (`first_at`), in one query."""
-    opening = (
-        sa.select(LedgerEntry.currency, LedgerEntry.occurred_at.label("at"))
-        .where(
-            LedgerEntry.merchant_id == merchant_id,
-            LedgerEntry.connection_generation == generation,
-            LedgerEntry.kind == Kind.OPENING,
-        )
-        .subquery()
-    )
-    query = (
-        sa.select(
-            LedgerEntry.currency,
-            decimal_sum(LedgerEntry.amount).label("total"),
-            sa.func.max(opening.c.at).label("opened_at"),
-            sa.func.min(LedgerEntry.occurred_at).label("first_at"),
-        )
-        .outerjoin(opening, opening.c.currency == LedgerEntry.currency)
-        .where(
-            LedgerEntry.merchant_id == merchant_id,
-            LedgerEntry.connection_generation == generation,
-            # the opening itself, and what moved after it: what moved before is inside it
-            sa.or_(
-                opening.c.at.is_(None),
+) -> list[_Derived]:
+    """Per currency that has a balance at `at` (one with an opening entered after `at` has
+    none yet): the opening and what moved after its moment, or everything, up to `at`. The
+    ledger's months add up the stretches (`ledger_months.sums`): an opening costs two sums
+    more, of what moved up to its moment."""
+    currencies = () if currency is None else (currency,)
+    openings = {
+        row.currency: row
+        for row in db.session.execute(
+            sa.select(LedgerEntry.currency, LedgerEntry.occurred_at, LedgerEntry.amount).where(
+                LedgerEntry.merchant_id == merchant_id,
+                LedgerEntry.connection_generation == generation,
                 LedgerEntry.kind == Kind.OPENING,
-                LedgerEntry.occurred_at > opening.c.at,
-            ),
+                *((LedgerEntry.currency == currency,) if currency else ()),
+            )
         )
-        .group_by(LedgerEntry.currency)
-    )
-    if at is not None:
-        query = query.where(LedgerEntry.occurred_at <= at)
-    if currency is not None:
-        query = query.where(LedgerEntry.currency == currency)
-    return db.session.execute(query)
+    }
+    end = None if at is None else at + ledger_months.MICROSECOND
+    moved = _per_currency(merchant_id, generation, None, end, currencies)
+    found = []
+    for code, (total, first_at) in sorted(moved.items()):
+        opening = openings.get(code)
+        if opening is None:
+            found.append(_Derived(code, total, None, first_at))
+        elif at is None or opening.occurred_at <= at:
+            after = opening.occurred_at + ledger_months.MICROSECOND
+            before, _ = _per_currency(merchant_id, generation, None, after, (code,))[code]
+            found.append(_Derived(code, opening.amount + total - before, opening.occurred_at, None))
+    return found
+
+
+def _per_currency(
+    merchant_id: int,
+    generation: int,
+    start: datetime | None,
+    end: datetime | None,
+    currencies: tuple[str, ...],
+) -> dict[str, tuple[Decimal, datetime]]:
+    """What moved each currency from `start` to `end` (excluded), and its first movement."""
+    found: dict[str, tuple[Decimal, datetime]] = {}
+    kinds = ledger_months.sums(
+        merchant_id, generation, "", start, end, currencies=currencies
+    )  # no value is read
+    for (code, _kind), sums in kinds.items():
+        total, first_at = found.get(code, (ZERO, sums.first_at))
+        found[code] = (total + sums.amount, min(first_at, sums.first_at))
+    return found
 
 
 def _of(merchant_id: int, generation: int, currency: str) -> tuple[sa.ColumnElement[bool], ...]:

@@ -34,6 +34,7 @@ from portal.database import decimal_sum
 from portal.extensions import db
 from portal.identity.models import Merchant
 from portal.money.models import CrossExchangeReference, ExchangeRecord, LedgerEntry, Refund
+from portal.money.rules import ledger_months
 from portal.money.rules.rate_history import RateBook
 from portal.payments.rules.operation_money import WITHDRAWAL_CATEGORIES, OperationMoney
 
@@ -275,8 +276,9 @@ def book_exchange(merchant: Merchant, exchange: ExchangeRecord, at: datetime) ->
 
 def revalue(merchant_id: int, generation: int, reporting: str) -> tuple[int, int]:
     """Value every movement of the connection again in `reporting` (the merchant chose another
-    reporting currency), each at the rate recorded at its own time; how many were valued, and
-    how many of them found no rate. Committed chunk by chunk."""
+    reporting currency), each at the rate recorded at its own time, then count its months
+    again; how many were valued, and how many of them found no rate. Committed chunk by
+    chunk."""
     valued = without_rate = 0
     last_id = 0
     while True:
@@ -293,6 +295,8 @@ def revalue(merchant_id: int, generation: int, reporting: str) -> tuple[int, int
             )
         )
         if not entries:
+            ledger_months.recount(merchant_id, generation)
+            db.session.commit()
             return valued, without_rate
         _value(
             entries, reporting, RateBook(merchant_id, generation, (e.occurred_at for e in entries))
@@ -317,6 +321,18 @@ def _value(entries: Iterable[LedgerEntry | _Movement], reporting: str, rates: Ra
         )
         entry.value, entry.rate, entry.rate_at = found.value, found.rate, found.rate_at
         entry.value_currency = reporting
+
+
+def book_entered(
+    merchant: Merchant, kind: Kind, subject: str, currency: str, amount: Decimal, at: datetime
+) -> None:
+    """Book a balance an owner entered (`portal.money.rules.balances`): its opening, or the
+    adjustment from the balance derived at `at`. Added to the caller's transaction."""
+    generation = _generation(merchant)
+    movement = _entry(
+        merchant.id, generation, kind, subject, currency=currency, amount=amount, occurred_at=at
+    )
+    _book(merchant.id, generation, merchant.reporting_currency, [movement])
 
 
 def _generation(merchant: Merchant) -> int:
@@ -423,6 +439,7 @@ def _book(merchant_id: int, generation: int, reporting: str, entries: list[_Move
             sa.insert(cast(sa.Table, LedgerEntry.__table__)),
             [vars(entry) for entry in entries],
         )
+        ledger_months.add(merchant_id, generation, entries)
     return len(entries)
 
 

@@ -2,8 +2,9 @@
 ledger, and operations by when they were created, from the mirror.
 
 A period is a span of calendar days in the user's time zone (`portal.periods`); its bounds
-become UTC instants once, and every figure is counted between them in the database, so the
-page costs the same at 100,000 movements as at 100. Sums are exact: amounts are stored as
+become UTC instants once, and every figure is counted between them in the database: the money
+from the ledger's months (`portal.money.rules.ledger_months`), so a year costs about what a
+month does. Sums are exact: amounts are stored as
 decimal text, and the database adds them as decimals (PostgreSQL's NUMERIC; on SQLite an
 aggregate of Python's `Decimal`), never as floats.
 
@@ -18,7 +19,7 @@ import enum
 import functools
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 import sqlalchemy as sa
@@ -26,8 +27,10 @@ import sqlalchemy as sa
 from portal import periods
 from portal.database import decimal_sum
 from portal.extensions import db
-from portal.money.models import CrossExchangeReference, LedgerEntry
+from portal.money.models import CrossExchangeReference
+from portal.money.rules import ledger_months
 from portal.money.rules.ledger import Kind
+from portal.money.rules.ledger_months import Sums
 from portal.payments.models import MirroredOperation
 from portal.payments.rules.operation_money import WITHDRAWAL_CATEGORIES, State
 
@@ -162,16 +165,17 @@ class Summary:
 def summarise(merchant_id: int, generation: int, reporting: str, period: Period) -> Summary:
     """The money that arrived in `period` and in the period before (in the `reporting`
     currency and per wallet), the sales created in it by state, the operations that are no
-    sales, and operations created per day: five queries."""
-    money, previous = _money(merchant_id, generation, reporting, period)
+    sales, and operations created per day."""
+    now = _sales_money(merchant_id, generation, reporting, period.instants)
+    before = _sales_money(merchant_id, generation, reporting, period.previous.instants)
     per_bucket = _counts_per_bucket(merchant_id, period)
     peak = max(per_bucket, default=0)
     return Summary(
         period,
         reporting,
-        money,
-        previous,
-        _wallets(merchant_id, generation, period),
+        _money(now),
+        _money(before),
+        _wallets(now),
         _sales(merchant_id, period),
         _apart(merchant_id, period),
         _bars(period, per_bucket, peak),
@@ -179,58 +183,26 @@ def summarise(merchant_id: int, generation: int, reporting: str, period: Period)
     )
 
 
-def _money(
-    merchant_id: int, generation: int, reporting: str, period: Period
-) -> tuple[Money, Money]:
-    """Payments and fees that arrived in `period` and in the one before, in one query: the sum
-    of their values in `reporting`, and how many have none (no rate, or valued in a currency
-    the merchant no longer reports in, until `revalue` has run)."""
-    entry = LedgerEntry
-    begins, ends = period.instants
-    current = sa.case((entry.occurred_at >= begins, 1), else_=0)
-    valued = sa.and_(entry.value.is_not(None), entry.value_currency == reporting)
-    rows = db.session.execute(
-        sa.select(
-            entry.kind,
-            current,
-            decimal_sum(sa.case((valued, entry.value))),
-            sa.func.count(sa.case((valued, None), else_=entry.id)),
-        )
-        .where(
-            *_sales_money_of(merchant_id, generation),
-            entry.occurred_at >= period.previous.instants[0],
-            entry.occurred_at < ends,
-        )
-        .group_by(entry.kind, current)
-    )
-    received, fees, without_rate = [ZERO, ZERO], [ZERO, ZERO], [0, 0]  # before, in the period
-    for kind, span, value, without in rows:
+def _money(sums: dict[tuple[str, str], Sums]) -> Money:
+    """The payments and fees of a period in the reporting currency, and how many payments have
+    no value in it (no rate, or valued in a currency the merchant no longer reports in, until
+    `revalue` has run)."""
+    received, fees, without_rate = ZERO, ZERO, 0
+    for (_currency, kind), moved in sums.items():
         if kind == Kind.PAYMENT:
-            received[span], without_rate[span] = Decimal(value), without
-        elif kind == Kind.FEE:
-            fees[span] = -Decimal(value)
-    before, now = (Money(received[n], fees[n], without_rate[n]) for n in (0, 1))
-    return now, before
+            received += moved.value
+            without_rate += moved.without_value
+        else:
+            fees -= moved.value
+    return Money(received, fees, without_rate)
 
 
-def _wallets(merchant_id: int, generation: int, period: Period) -> list[Wallet]:
-    """Payments and fees that arrived in `period`, per wallet, in its own units."""
-    entry = LedgerEntry
-    begins, ends = period.instants
-    rows = db.session.execute(
-        sa.select(entry.currency, entry.kind, decimal_sum(entry.amount))
-        .where(
-            *_sales_money_of(merchant_id, generation),
-            entry.occurred_at >= begins,
-            entry.occurred_at < ends,
-        )
-        .group_by(entry.currency, entry.kind)
-        .order_by(entry.currency)
-    )
-    sums: defaultdict[str, dict[str, Decimal]] = defaultdict(dict)
-    for currency, kind, amount in rows:
-        sums[currency]["received" if kind == Kind.PAYMENT else "fees"] = abs(Decimal(amount))
-    return [Wallet(currency, **amounts) for currency, amounts in sums.items()]
+def _wallets(sums: dict[tuple[str, str], Sums]) -> list[Wallet]:
+    """The payments and fees of a period per wallet, in its own units."""
+    wallets: defaultdict[str, dict[str, Decimal]] = defaultdict(dict)
+    for (currency, kind), moved in sorted(sums.items()):
+        wallets[currency]["received" if kind == Kind.PAYMENT else "fees"] = abs(moved.amount)
+    return [Wallet(currency, **amounts) for currency, amounts in wallets.items()]
 
 
 def _sales(merchant_id: int, period: Period) -> Sales:
@@ -268,14 +240,14 @@ def _apart(merchant_id: int, period: Period) -> list[Movement]:
     ]
 
 
-def _sales_money_of(merchant_id: int, generation: int) -> tuple[sa.ColumnElement[bool], ...]:
-    """The ledger's payments and fees of the merchant's connection: the money of sales, not
-    withdrawals, vouchers or exchanges."""
-    return (
-        LedgerEntry.merchant_id == merchant_id,
-        LedgerEntry.connection_generation == generation,
-        LedgerEntry.kind.in_((Kind.PAYMENT, Kind.FEE)),
-    )
+def _sales_money(
+    merchant_id: int, generation: int, reporting: str, span: tuple[datetime, datetime]
+) -> dict[tuple[str, str], Sums]:
+    """The ledger's payments and fees of the merchant's connection in `span`: the money of
+    sales, not withdrawals, vouchers or exchanges."""
+    begins, ends = span
+    kinds = (Kind.PAYMENT, Kind.FEE)
+    return ledger_months.sums(merchant_id, generation, reporting, begins, ends, kinds=kinds)
 
 
 def _created_in(merchant_id: int, period: Period) -> tuple[sa.ColumnElement[bool], ...]:

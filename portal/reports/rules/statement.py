@@ -22,14 +22,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-import sqlalchemy as sa
-
-from portal.database import decimal_sum
-from portal.extensions import db
 from portal.identity.models import Merchant
-from portal.money.models import LedgerEntry
+from portal.money.rules import ledger_months
 from portal.money.rules.balances import balances
 from portal.money.rules.ledger import Kind, valuation
+from portal.money.rules.ledger_months import Sums
 from portal.money.rules.rate_history import RateBook
 
 ZERO = Decimal(0)
@@ -136,17 +133,6 @@ class Statement:
     reporting: ReportingStatement
 
 
-@dataclass(frozen=True)
-class _Sums:
-    """What one kind moved in one currency during the period, from the database."""
-
-    amount: Decimal
-    count: int
-    value: Decimal
-    without_value: int
-    last_at: datetime
-
-
 def statement(merchant: Merchant, since: datetime, until: datetime) -> Statement:
     """The statement of what moved each currency after `since` and up to `until` included."""
     connection = merchant.api_connection
@@ -181,41 +167,23 @@ def statement(merchant: Merchant, since: datetime, until: datetime) -> Statement
 
 def _sums(
     merchant_id: int, generation: int, reporting: str, since: datetime, until: datetime
-) -> dict[str, dict[Kind, _Sums]]:
+) -> dict[str, dict[Kind, Sums]]:
     """Per currency and kind: amount, count, value in `reporting`, how many have no value and
-    the latest moment, in one query grouped by the database."""
-    entry = LedgerEntry
-    valued = sa.and_(entry.value.is_not(None), entry.value_currency == reporting)
-    rows = db.session.execute(
-        sa.select(
-            entry.currency,
-            entry.kind,
-            decimal_sum(entry.amount),
-            sa.func.count(),
-            decimal_sum(sa.case((valued, entry.value))),
-            sa.func.count(sa.case((valued, None), else_=entry.id)),
-            sa.func.max(entry.occurred_at),
-        )
-        .where(
-            entry.merchant_id == merchant_id,
-            entry.connection_generation == generation,
-            entry.occurred_at > since,
-            entry.occurred_at <= until,
-        )
-        .group_by(entry.currency, entry.kind)
-    )
-    found: dict[str, dict[Kind, _Sums]] = {}
-    for currency, kind, amount, count, value, without, last_at in rows:
-        kinds = found.setdefault(currency, {})
-        kinds[Kind(kind)] = _Sums(Decimal(amount), count, Decimal(value), without, last_at)
+    the latest moment, from the ledger's months (`ledger_months.sums`)."""
+    after = since + ledger_months.MICROSECOND
+    found: dict[str, dict[Kind, Sums]] = {}
+    for (currency, kind), sums in ledger_months.sums(
+        merchant_id, generation, reporting, after, until + ledger_months.MICROSECOND
+    ).items():
+        found.setdefault(currency, {})[Kind(kind)] = sums
     return found
 
 
-def _amount(sums: _Sums) -> Decimal:
+def _amount(sums: Sums) -> Decimal:
     return sums.amount
 
 
-def _value(sums: _Sums) -> Decimal:
+def _value(sums: Sums) -> Decimal:
     return sums.value
 
 
@@ -224,7 +192,7 @@ def _moved(lines: list[Figure]) -> Decimal | None:
     return _total(f.amount for f in lines if not f.subtotal)
 
 
-def _lines(kinds: Mapping[Kind, _Sums], measure: Callable[[_Sums], Decimal]) -> list[Figure]:
+def _lines(kinds: Mapping[Kind, Sums], measure: Callable[[Sums], Decimal]) -> list[Figure]:
     """Every line, in order, from the sums of its kinds (`measure`: amount or value)."""
     figures: dict[Line, Figure] = {}
     for line, line_kinds in LINE_KINDS.items():
@@ -259,7 +227,7 @@ def _with_effect(lines: list[Figure], effect: Decimal | None, openings: int) -> 
 
 def _in_reporting(
     reporting: str,
-    sums: dict[str, dict[Kind, _Sums]],
+    sums: dict[str, dict[Kind, Sums]],
     openings: dict[str, Decimal],
     closings: dict[str, Decimal],
     effects: list[Decimal | None],

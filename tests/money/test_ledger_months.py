@@ -1,0 +1,158 @@
+"""The ledger's months (`portal.money.rules.ledger_months`): sums over any stretch of time, and
+the balances derived from them, are what adding up every movement gives, at month boundaries,
+a microsecond either side of them, with movements booked into past months; and the months
+kept as movements are booked are those counted again from the movements (the migration's test
+is in tests/app/test_database_migrations.py)."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+import sqlalchemy as sa
+
+from tests.support import factories
+from tests.support.ledger import Movement, book, months_of
+from tests.support.portal_app import MERCHANT
+
+MICROSECOND = timedelta(microseconds=1)
+KINDS = ("payment", "fee", "withdrawal", "voucher", "exchange_bought", "voucher_returned")
+CURRENCIES = ("BTC", "ETH", "USDT")
+# Month boundaries, a microsecond either side of them, and moments inside months.
+MOMENTS = [
+    datetime(2025, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+    datetime(2026, 1, 1, tzinfo=UTC),
+    datetime(2026, 1, 1, 0, 0, 0, 1, tzinfo=UTC),
+    datetime(2026, 1, 17, 8, 30, tzinfo=UTC),
+    datetime(2026, 2, 1, tzinfo=UTC),
+    datetime(2026, 2, 28, 23, 59, 59, 999999, tzinfo=UTC),
+    datetime(2026, 3, 1, tzinfo=UTC),
+    datetime(2026, 3, 15, 12, tzinfo=UTC),
+    datetime(2026, 4, 30, 23, 59, 59, 999999, tzinfo=UTC),
+    datetime(2026, 5, 1, tzinfo=UTC),
+    datetime(2026, 5, 2, tzinfo=UTC),
+]
+
+
+@pytest.fixture
+def ledger(each_database, app, accounts) -> list[Movement]:
+    """Acme's ledger of 120 movements of several kinds and currencies, booked in random order
+    (each into its month, past months too) at moments on and around month boundaries."""
+    randomness = random.Random(5)
+    movements = [
+        (
+            randomness.choice(KINDS),
+            randomness.choice(CURRENCIES),
+            Decimal(randomness.randint(-(10**9), 10**9)).scaleb(-8),
+            randomness.choice(MOMENTS) + timedelta(seconds=randomness.choice((0, 0, 7))),
+        )
+        for _ in range(120)
+    ]
+    factories.api_connection(app)
+    book(app, movements)
+    return movements
+
+
+def added_up(booked, start, end) -> dict[tuple[str, str], tuple[Decimal, int]]:
+    """Every movement from `start` (included) to `end` (excluded), added up one by one."""
+    found: dict[tuple[str, str], tuple[Decimal, int]] = {}
+    for kind, currency, amount, at in booked:
+        if (start is None or at >= start) and (end is None or at < end):
+            total, count = found.get((currency, kind), (Decimal(0), 0))
+            found[(currency, kind)] = (total + amount, count + 1)
+    return found
+
+
+def test_every_stretch_adds_up_to_its_movements(app, ledger):
+    from portal.identity.rules import accounts
+    from portal.money.rules import ledger_months
+
+    bounds = [None, *MOMENTS, *(m + MICROSECOND for m in MOMENTS)]
+    stretches = [(a, b) for a in bounds for b in bounds if a is None or b is None or a < b]
+    with app.app_context():
+        merchant = accounts.merchant_named(MERCHANT)
+        generation = merchant.api_connection.generation
+        for start, end in stretches:
+            sums = ledger_months.sums(merchant.id, generation, "USD", start, end)
+            found = {key: (s.amount, s.count) for key, s in sums.items()}
+            assert found == added_up(ledger, start, end), (start, end)
+
+
+def test_a_balance_is_its_opening_and_what_moved_after_it(app, ledger):
+    """An opening entered as of a moment inside the ledger: what moved at or before it is
+    inside it, what moved after it adds to it; a currency without one adds up from zero."""
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.money.rules import balances
+
+    opened_at = datetime(2026, 2, 1, tzinfo=UTC)
+    with app.app_context():
+        merchant = accounts.merchant_named(MERCHANT)
+        owner = merchant.users[0]
+        balances.enter_balance(merchant, owner, "ETH", Decimal("2.5"), opened_at)
+        db.session.commit()
+        for at in [*MOMENTS, *(m + MICROSECOND for m in MOMENTS)]:
+            found = {b.currency: b.amount for b in balances.balances(merchant, at)}
+            for currency in CURRENCIES:
+                moved = [
+                    (amount, moment)
+                    for _kind, code, amount, moment in ledger
+                    if code == currency and moment <= at
+                ]
+                if currency == "ETH":
+                    if at < opened_at:
+                        assert found.get("ETH", Decimal(0)) == 0, at
+                        continue
+                    moved = [(a, m) for a, m in moved if m > opened_at] + [(Decimal("2.5"), at)]
+                assert found.get(currency, Decimal(0)) == sum(a for a, _ in moved), (currency, at)
+
+
+def test_months_kept_as_booked_are_the_months_counted_again(app, ledger):
+    """What each booking added to its month is what counting the months from the movements
+    gives, as a change of reporting currency counts them again."""
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.money.rules import ledger_months
+
+    kept = months_of(app)
+    assert len(kept) > 20 and sum(month[7] for month in kept) == len(ledger)
+    with app.app_context():
+        merchant = accounts.merchant_named(MERCHANT)
+        ledger_months.recount(merchant.id, merchant.api_connection.generation)
+        db.session.commit()
+    assert months_of(app) == kept
+
+
+def test_balances_and_a_statement_read_movements_only_at_the_ends_of_their_stretches(app, ledger):
+    """Every sum of movements they ask the database for is bounded on both sides (parts of
+    months at a stretch's ends); what lies between is read from the months."""
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.money.rules import balances
+    from portal.reports.rules.statement import statement
+
+    statements: list[str] = []
+
+    def record(_conn, _cursor, text, *_args) -> None:
+        statements.append(" ".join(text.split()))
+
+    with app.app_context():
+        merchant = accounts.merchant_named(MERCHANT)
+        balances.enter_balance(
+            merchant, merchant.users[0], "ETH", Decimal(1), datetime(2026, 2, 10, tzinfo=UTC)
+        )
+        db.session.commit()
+        sa.event.listen(db.engine, "before_cursor_execute", record)
+        try:
+            balances.balances(merchant, datetime(2026, 4, 20, tzinfo=UTC))
+            balances.balances(merchant)
+            statement(merchant, datetime(2026, 1, 5, tzinfo=UTC), datetime(2026, 4, 20, tzinfo=UTC))
+        finally:
+            sa.event.remove(db.engine, "before_cursor_execute", record)
+    sums = [s for s in statements if "FROM ledger_entries" in s and "decimal_sum" in s]
+    assert sums and all(
+        "ledger_entries.occurred_at >=" in s and "ledger_entries.occurred_at <" in s for s in sums
+    ), sums
+    assert sum("FROM ledger_months" in s for s in statements) >= 4

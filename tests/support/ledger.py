@@ -1,0 +1,59 @@
+"""The ledger of a test's merchant: movements booked through the ledger's own rule, and the
+months it keeps of them (`portal.money.rules.ledger_months`)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
+from decimal import Decimal
+
+import sqlalchemy as sa
+from flask import Flask
+
+from tests.support.portal_app import MERCHANT
+
+# A movement: its kind, currency, amount and moment.
+Movement = tuple[str, str, Decimal, datetime]
+
+
+def book(app: Flask, movements: Iterable[Movement], merchant: str = MERCHANT) -> None:
+    """Book `movements` in the merchant's ledger (its API connection made already), each in a
+    transaction of its own, as the portal books a balance an owner entered."""
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.money.rules import ledger
+
+    with app.app_context():
+        found = accounts.merchant_named(merchant)
+        for kind, currency, amount, at in movements:
+            subject = uuid.uuid4().hex  # each movement's own key
+            ledger.book_entered(found, ledger.Kind(kind), subject, currency, amount, at)
+            db.session.commit()
+
+
+def months_of(app: Flask) -> list[tuple]:
+    """Every month the ledger keeps, in order, with everything it holds but its id."""
+    from portal.extensions import db
+    from portal.money.models import LedgerMonth
+
+    month = LedgerMonth
+    with app.app_context():
+        rows = db.session.execute(
+            sa.select(
+                month.merchant_id,
+                month.connection_generation,
+                month.month,
+                month.currency,
+                month.kind,
+                month.value_currency,
+                month.amount,
+                month.count,
+                month.value,
+                month.valued,
+                month.first_at,
+                month.last_at,
+            ).order_by(month.month, month.currency, month.kind, month.value_currency)
+        ).all()
+        db.session.rollback()  # no transaction left open for a migration to wait on
+        return [tuple(row) for row in rows]
