@@ -75,7 +75,7 @@ def test_every_stretch_adds_up_to_its_movements(app, ledger):
         merchant = accounts.merchant_named(MERCHANT)
         generation = merchant.api_connection.generation
         for start, end in stretches:
-            sums = ledger_months.sums(merchant.id, generation, "USD", start, end)
+            sums = ledger_months.sums(merchant.id, generation, start, end)
             found = {key: (s.amount, s.count) for key, s in sums.items()}
             assert found == added_up(ledger, start, end), (start, end)
 

@@ -7,7 +7,8 @@ from the balance derived at its moment as an `adjustment`, so that what the port
 opening plus every movement after the opening's moment up to that one. Movements dated at or
 before the opening are inside it: the first sync books the history at the API's times, before
 the owner could enter anything. A currency without an opening is derived from zero since its
-first movement. Every sum is the database's (`decimal_sum`), and everything belongs to the
+first movement. Every sum is the database's, of the ledger's months and of the movements of
+the parts of months at a stretch's ends (`ledger_months`), and everything belongs to the
 merchant's current connection.
 """
 
@@ -225,7 +226,7 @@ def _sums(
         )
     }
     end = None if at is None else at + ledger_months.MICROSECOND
-    moved = _per_currency(merchant_id, generation, None, end, currencies)
+    moved = _moved_until(merchant_id, generation, end, currencies)
     found = []
     for code, (total, first_at) in sorted(moved.items()):
         opening = openings.get(code)
@@ -233,26 +234,20 @@ def _sums(
             found.append(_Derived(code, total, None, first_at))
         elif at is None or opening.occurred_at <= at:
             after = opening.occurred_at + ledger_months.MICROSECOND
-            before, _ = _per_currency(merchant_id, generation, None, after, (code,))[code]
+            before, _ = _moved_until(merchant_id, generation, after, (code,))[code]
             found.append(_Derived(code, opening.amount + total - before, opening.occurred_at, None))
     return found
 
 
-def _per_currency(
-    merchant_id: int,
-    generation: int,
-    start: datetime | None,
-    end: datetime | None,
-    currencies: tuple[str, ...],
+def _moved_until(
+    merchant_id: int, generation: int, end: datetime | None, currencies: tuple[str, ...]
 ) -> dict[str, tuple[Decimal, datetime]]:
-    """What moved each currency from `start` to `end` (excluded), and its first movement."""
+    """What moved each currency before `end` (None: ever), and its first movement."""
     found: dict[str, tuple[Decimal, datetime]] = {}
-    kinds = ledger_months.sums(
-        merchant_id, generation, "", start, end, currencies=currencies
-    )  # no value is read
-    for (code, _kind), sums in kinds.items():
-        total, first_at = found.get(code, (ZERO, sums.first_at))
-        found[code] = (total + sums.amount, min(first_at, sums.first_at))
+    sums = ledger_months.sums(merchant_id, generation, None, end, currencies=currencies)
+    for (code, _kind), moved in sums.items():
+        total, first_at = found.get(code, (ZERO, moved.first_at))
+        found[code] = (total + moved.amount, min(first_at, moved.first_at))
     return found
 
 

@@ -166,16 +166,17 @@ def recount(merchant_id: int, generation: int) -> None:
 def sums(
     merchant_id: int,
     generation: int,
-    reporting: str,
     start: datetime | None,
     end: datetime | None,
     *,
+    reporting: str = "",
     kinds: Sequence[str] = (),
     currencies: Sequence[str] = (),
 ) -> dict[tuple[str, str], Sums]:
     """Per currency and kind: what the movements from `start` (included; None: the first) to
     `end` (excluded; None: the last) added up to, of these `kinds` and `currencies` (empty:
-    all). Two queries: the months inside the stretch, and the movements of its ends."""
+    all), their values in `reporting` (none when not asked). Two queries: the months inside
+    the stretch, and the movements of its ends."""
     whole_from = None if start is None else month_of(start)
     if start is not None and whole_from is not None and _start_of(whole_from) < start:
         whole_from = _next(whole_from)

@@ -247,7 +247,9 @@ def _sales_money(
     sales, not withdrawals, vouchers or exchanges."""
     begins, ends = span
     kinds = (Kind.PAYMENT, Kind.FEE)
-    return ledger_months.sums(merchant_id, generation, reporting, begins, ends, kinds=kinds)
+    return ledger_months.sums(
+        merchant_id, generation, begins, ends, reporting=reporting, kinds=kinds
+    )
 
 
 def _created_in(merchant_id: int, period: Period) -> tuple[sa.ColumnElement[bool], ...]:

@@ -173,7 +173,7 @@ def _sums(
     after = since + ledger_months.MICROSECOND
     found: dict[str, dict[Kind, Sums]] = {}
     for (currency, kind), sums in ledger_months.sums(
-        merchant_id, generation, reporting, after, until + ledger_months.MICROSECOND
+        merchant_id, generation, after, until + ledger_months.MICROSECOND, reporting=reporting
     ).items():
         found.setdefault(currency, {})[Kind(kind)] = sums
     return found
