@@ -1,8 +1,8 @@
 """The ledger's months (`portal.money.rules.ledger_months`): sums over any stretch of time, and
 the balances derived from them, are what adding up every movement gives, at month boundaries,
 a microsecond either side of them, with movements booked into past months; and the months
-kept as movements are booked are those counted again from the movements (the migration's test
-is in tests/app/test_database_migrations.py)."""
+kept as movements are booked, and valued again, are those counted from the movements (the
+migration's test is in tests/app/test_database_migrations.py)."""
 
 from __future__ import annotations
 
@@ -109,20 +109,53 @@ def test_a_balance_is_its_opening_and_what_moved_after_it(app, ledger):
                 assert found.get(currency, Decimal(0)) == sum(a for a, _ in moved), (currency, at)
 
 
-def test_months_kept_as_booked_are_the_months_counted_again(app, ledger):
-    """What each booking added to its month is what counting the months from the movements
-    gives, as a change of reporting currency counts them again."""
+def counted(app) -> list[tuple]:
+    """The months counted from the booked movements, one by one, as `months_of` lists them."""
     from portal.extensions import db
-    from portal.identity.rules import accounts
-    from portal.money.rules import ledger_months
+    from portal.money.models import LedgerEntry
 
+    found: dict[tuple, list] = {}
+    with app.app_context():
+        for e in db.session.scalars(sa.select(LedgerEntry)):
+            key = (
+                e.merchant_id,
+                e.connection_generation,
+                e.occurred_at.date().replace(day=1),
+                e.currency,
+                e.kind,
+                e.value_currency or "",
+            )
+            month = found.setdefault(key, [Decimal(0), 0, Decimal(0), 0, e.occurred_at, None])
+            month[0] += e.amount
+            month[1] += 1
+            month[2] += e.value or 0
+            month[3] += e.value is not None
+            month[4], month[5] = (
+                min(month[4], e.occurred_at),
+                max(month[5] or e.occurred_at, e.occurred_at),
+            )
+    return sorted((*key, *month) for key, month in found.items() if month[1])
+
+
+def test_months_kept_as_booked_are_the_months_counted_from_the_movements(app, ledger):
     kept = months_of(app)
     assert len(kept) > 20 and sum(month[7] for month in kept) == len(ledger)
+    assert kept == counted(app)
+
+
+def test_a_change_of_reporting_currency_moves_the_months_values_with_the_movements(app, ledger):
+    """Valued again in EUR (at the rates recorded, here none: no value), every month's values
+    leave its USD row for an EUR one, in the chunks the movements are valued in."""
+    from portal.identity.rules import accounts
+    from portal.money.rules import ledger as rules
+
     with app.app_context():
         merchant = accounts.merchant_named(MERCHANT)
-        ledger_months.recount(merchant.id, merchant.api_connection.generation)
-        db.session.commit()
-    assert months_of(app) == kept
+        rules.revalue(merchant.id, merchant.api_connection.generation, "EUR")
+    kept = [month for month in months_of(app) if month[7]]  # rows left empty hold nothing
+    assert {month[5] for month in kept} == {"EUR"}
+    assert kept == counted(app)
+    assert all(month[6] == 0 for month in months_of(app) if not month[7])
 
 
 def test_balances_and_a_statement_read_movements_only_at_the_ends_of_their_stretches(app, ledger):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from functools import partial
@@ -276,9 +276,8 @@ def book_exchange(merchant: Merchant, exchange: ExchangeRecord, at: datetime) ->
 
 def revalue(merchant_id: int, generation: int, reporting: str) -> tuple[int, int]:
     """Value every movement of the connection again in `reporting` (the merchant chose another
-    reporting currency), each at the rate recorded at its own time, then count its months
-    again; how many were valued, and how many of them found no rate. Committed chunk by
-    chunk."""
+    reporting currency), each at the rate recorded at its own time, its months with it; how
+    many were valued, and how many of them found no rate. Committed chunk by chunk."""
     valued = without_rate = 0
     last_id = 0
     while True:
@@ -295,12 +294,13 @@ def revalue(merchant_id: int, generation: int, reporting: str) -> tuple[int, int
             )
         )
         if not entries:
-            ledger_months.recount(merchant_id, generation)
-            db.session.commit()
             return valued, without_rate
+        former = [_Movement(**_columns(entry)) for entry in entries]
         _value(
             entries, reporting, RateBook(merchant_id, generation, (e.occurred_at for e in entries))
         )
+        ledger_months.add(merchant_id, generation, former, sign=-1)
+        ledger_months.add(merchant_id, generation, entries)
         db.session.commit()
         valued += len(entries)
         without_rate += sum(1 for entry in entries if entry.value is None)
@@ -412,6 +412,11 @@ class _Movement:
     value_currency: str | None = None
     rate: Decimal | None = None
     rate_at: datetime | None = None
+
+
+def _columns(entry: LedgerEntry) -> dict[str, Any]:
+    """A booked movement's columns, as `_Movement` holds them."""
+    return {field.name: getattr(entry, field.name) for field in fields(_Movement)}
 
 
 def _entry(

@@ -6,7 +6,8 @@ Every booking adds its movements to their months in the same transaction (`add`)
 total is never behind its movements, a movement dated in a past month (the history of a first
 sync, a balance entered as of a past moment) included. The months' keys are written in one order,
 so that two bookings at once never wait for each other in a circle. A change of reporting
-currency values every movement again, and counts the months again (`recount`).
+currency values the movements again chunk by chunk, and moves each chunk's values from their
+former currency's months to the new one's in the same transaction.
 
 Moments are kept to the microsecond on both databases: what happened after `since` is what
 happened from `since` plus a microsecond on.
@@ -28,7 +29,6 @@ from portal.extensions import db
 from portal.money.models import LedgerEntry, LedgerMonth
 
 MICROSECOND = timedelta(microseconds=1)
-RECOUNT_CHUNK = 5000
 ZERO = Decimal(0)
 KEY = ("merchant_id", "connection_generation", "month", "currency", "kind", "value_currency")
 
@@ -79,9 +79,10 @@ def month_of(moment: datetime) -> date:
     return date(moment.year, moment.month, 1)
 
 
-def add(merchant_id: int, generation: int, movements: Iterable[Movement]) -> None:
-    """Add `movements`, just booked in the caller's transaction, to their months: one statement,
-    whatever their number."""
+def add(merchant_id: int, generation: int, movements: Iterable[Movement], sign: int = 1) -> None:
+    """Add `movements`, just booked in the caller's transaction, to their months (`sign` -1:
+    take them out, as they were before they were valued again): one statement, whatever their
+    number. A month's first and last moments stay: its movements are still there."""
     totals: dict[tuple[date, str, str, str], list] = {}
     for movement in movements:
         key = (
@@ -93,11 +94,11 @@ def add(merchant_id: int, generation: int, movements: Iterable[Movement]) -> Non
         total = totals.get(key)
         if total is None:
             totals[key] = total = [ZERO, 0, ZERO, 0, movement.occurred_at, movement.occurred_at]
-        total[0] += movement.amount
-        total[1] += 1
+        total[0] += sign * movement.amount
+        total[1] += sign
         if movement.value is not None:
-            total[2] += movement.value
-            total[3] += 1
+            total[2] += sign * movement.value
+            total[3] += sign
         total[4] = min(total[4], movement.occurred_at)
         total[5] = max(total[5], movement.occurred_at)
     if not totals:
@@ -135,32 +136,6 @@ def _upsert() -> sa.Insert:
             "last_at": last_at,
         },
     )
-
-
-def recount(merchant_id: int, generation: int) -> None:
-    """Count the connection's months again from its movements (they were all valued again);
-    in the caller's transaction."""
-    db.session.execute(
-        sa.delete(LedgerMonth).where(
-            LedgerMonth.merchant_id == merchant_id,
-            LedgerMonth.connection_generation == generation,
-        )
-    )
-    entry = LedgerEntry
-    movements = db.session.execute(
-        sa.select(
-            entry.currency,
-            entry.kind,
-            entry.amount,
-            entry.occurred_at,
-            entry.value,
-            entry.value_currency,
-        )
-        .where(entry.merchant_id == merchant_id, entry.connection_generation == generation)
-        .execution_options(yield_per=RECOUNT_CHUNK)
-    )
-    for chunk in movements.partitions():
-        add(merchant_id, generation, chunk)
 
 
 def sums(
