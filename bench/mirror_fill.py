@@ -141,7 +141,7 @@ def fill(
     from portal.live.models import Event, MirrorState
     from portal.live.rules.events import current_generation
     from portal.money.models import LedgerEntry, RateRecord
-    from portal.money.rules import ledger_months
+    from portal.money.rules import ledger_totals
     from portal.payments.models import MirroredOperation, MirroredTransaction
     from portal.payments.rules import attention
 
@@ -161,7 +161,7 @@ def fill(
                     db.session.execute(sa.insert(model), batch)
                     filled.tables[model.__tablename__] += len(batch)
                     batch.clear()
-            ledger_months.add(merchant_id, generation, movements)  # as each booking does
+            ledger_totals.add(merchant_id, generation, movements)  # as each booking does
             db.session.commit()
 
         for record, raw_transactions in rows(

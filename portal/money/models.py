@@ -220,28 +220,35 @@ class LedgerEntry(Model):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
 
-class LedgerMonth(Model):
-    """What one kind of movement added to one currency in one calendar month (UTC), kept up to
-    date as movements are booked (`portal.money.rules.ledger_months`): a balance or a statement
-    adds up the months it covers whole and reads movements only for the parts of months at its
-    ends, whatever the size of the ledger.
+class LedgerTotal(Model):
+    """What one kind of movement added to one currency in one calendar month or one day (UTC),
+    kept up to date as movements are booked (`portal.money.rules.ledger_totals`): a balance or
+    a statement adds up the months and days it covers whole and reads movements only for the
+    parts of days at its ends, whatever the size of the ledger.
 
     `value` adds up the values of the movements valued in `value_currency` (`valued` of them;
-    "" when none of the month's movements has a value currency); `first_at` and `last_at` are
-    its first and last movements' moments.
+    "" when none of them has a value currency); `first_at` and `last_at` are the first and last
+    movements' moments.
     """
 
-    __tablename__ = "ledger_months"
+    __tablename__ = "ledger_totals"
     __table_args__ = (
         sa.UniqueConstraint(
-            "merchant_id", "connection_generation", "month", "currency", "kind", "value_currency"
+            "merchant_id",
+            "connection_generation",
+            "span",
+            "starts",
+            "currency",
+            "kind",
+            "value_currency",
         ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
     connection_generation: Mapped[int]
-    month: Mapped[date] = mapped_column(sa.Date)  # its first day
+    span: Mapped[str] = mapped_column(sa.String(8))  # "month" or "day"
+    starts: Mapped[date] = mapped_column(sa.Date)  # its first day
     currency: Mapped[str] = mapped_column(sa.String(16))
     kind: Mapped[str] = mapped_column(sa.String(32))
     value_currency: Mapped[str] = mapped_column(sa.String(16))

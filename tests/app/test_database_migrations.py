@@ -160,14 +160,14 @@ def test_0021_marks_every_endpoint_of_today_for_rotation_and_allows_several(app,
         flask_migrate.upgrade()
 
 
-def test_0031_counts_the_months_of_a_ledger_booked_before_it(app, accounts):
-    """The months kept as movements were booked are the months 0031 counts from the movements
+def test_0031_counts_the_totals_of_a_ledger_booked_before_it(app, accounts):
+    """The totals kept as movements were booked are the totals 0031 counts from the movements
     of a ledger booked before it (a month boundary, the microsecond before it, past months)."""
     from datetime import UTC, datetime
     from decimal import Decimal
 
     from tests.support import factories
-    from tests.support.ledger import book, months_of
+    from tests.support.ledger import book, totals_of
 
     factories.api_connection(app)
     factories.api_connection(app, merchant="Other")
@@ -187,9 +187,9 @@ def test_0031_counts_the_months_of_a_ledger_booked_before_it(app, accounts):
         ],
     )
     book(app, [("payment", "BTC", Decimal("7"), january)], merchant="Other")
-    kept = months_of(app)
-    assert len(kept) == 5
+    kept = totals_of(app)
+    assert len(kept) == 5 + 5  # each month's and each day's
     with app.app_context():
         flask_migrate.downgrade(revision="0030")
         flask_migrate.upgrade()
-    assert months_of(app) == kept
+    assert totals_of(app) == kept

@@ -64,7 +64,7 @@ def book(app, kind: str, amount: str, at: datetime) -> None:
     from portal.extensions import db
     from portal.identity.rules import accounts
     from portal.money.models import LedgerEntry
-    from portal.money.rules import ledger_months
+    from portal.money.rules import ledger_totals
 
     with app.app_context():
         merchant = accounts.merchant_named("Acme")
@@ -79,7 +79,7 @@ def book(app, kind: str, amount: str, at: datetime) -> None:
             occurred_at=at,
         )
         db.session.add(entry)
-        ledger_months.add(merchant.id, generation, [entry])
+        ledger_totals.add(merchant.id, generation, [entry])
         db.session.commit()
 
 

@@ -1,5 +1,5 @@
 """The ledger of a test's merchant: movements booked through the ledger's own rule, and the
-months it keeps of them (`portal.money.rules.ledger_months`)."""
+totals it keeps of them by month and day (`portal.money.rules.ledger_totals`)."""
 
 from __future__ import annotations
 
@@ -32,28 +32,16 @@ def book(app: Flask, movements: Iterable[Movement], merchant: str = MERCHANT) ->
             db.session.commit()
 
 
-def months_of(app: Flask) -> list[tuple]:
-    """Every month the ledger keeps, in order, with everything it holds but its id."""
+def totals_of(app: Flask) -> list[tuple]:
+    """Every total the ledger keeps, sorted, with everything it holds but its id: merchant,
+    generation, span, first day, currency, kind, value currency, amount, count, value, valued,
+    first and last moments."""
     from portal.extensions import db
-    from portal.money.models import LedgerMonth
+    from portal.money.models import LedgerTotal
 
-    month = LedgerMonth
+    total = LedgerTotal
+    columns = [column for column in total.__table__.columns if column.name != "id"]
     with app.app_context():
-        rows = db.session.execute(
-            sa.select(
-                month.merchant_id,
-                month.connection_generation,
-                month.month,
-                month.currency,
-                month.kind,
-                month.value_currency,
-                month.amount,
-                month.count,
-                month.value,
-                month.valued,
-                month.first_at,
-                month.last_at,
-            ).order_by(month.month, month.currency, month.kind, month.value_currency)
-        ).all()
+        rows = db.session.execute(sa.select(*columns)).all()
         db.session.rollback()  # no transaction left open for a migration to wait on
-        return [tuple(row) for row in rows]
+        return sorted(tuple(row) for row in rows)

@@ -8,7 +8,7 @@ opening plus every movement after the opening's moment up to that one. Movements
 before the opening are inside it: the first sync books the history at the API's times, before
 the owner could enter anything. A currency without an opening is derived from zero since its
 first movement. Every sum is the database's, of the ledger's months and of the movements of
-the parts of months at a stretch's ends (`ledger_months`), and everything belongs to the
+the parts of months at a stretch's ends (`ledger_totals`), and everything belongs to the
 merchant's current connection.
 """
 
@@ -27,7 +27,7 @@ from portal.identity.models import Merchant, User
 from portal.identity.rules import audit
 from portal.live.models import StatementMail
 from portal.money.models import LedgerEntry
-from portal.money.rules import ledger, ledger_months, rate_history
+from portal.money.rules import ledger, ledger_totals, rate_history
 from portal.money.rules.currencies import WITHDRAWAL_WALLETS, least_decimals
 from portal.money.rules.ledger import VALUE_PLACES, Kind
 from portal.periods import Period, zone_named
@@ -211,7 +211,7 @@ def _sums(
 ) -> list[_Derived]:
     """Per currency that has a balance at `at` (one with an opening entered after `at` has
     none yet): the opening and what moved after its moment, or everything, up to `at`. The
-    ledger's months add up the stretches (`ledger_months.sums`): an opening costs two sums
+    ledger's months add up the stretches (`ledger_totals.sums`): an opening costs two sums
     more, of what moved up to its moment."""
     currencies = () if currency is None else (currency,)
     openings = {
@@ -225,7 +225,7 @@ def _sums(
             )
         )
     }
-    end = None if at is None else at + ledger_months.MICROSECOND
+    end = None if at is None else at + ledger_totals.MICROSECOND
     moved = _moved_until(merchant_id, generation, end, currencies)
     found = []
     for code, (total, first_at) in sorted(moved.items()):
@@ -233,7 +233,7 @@ def _sums(
         if opening is None:
             found.append(_Derived(code, total, None, first_at))
         elif at is None or opening.occurred_at <= at:
-            after = opening.occurred_at + ledger_months.MICROSECOND
+            after = opening.occurred_at + ledger_totals.MICROSECOND
             before, _ = _moved_until(merchant_id, generation, after, (code,))[code]
             found.append(_Derived(code, opening.amount + total - before, opening.occurred_at, None))
     return found
@@ -244,7 +244,7 @@ def _moved_until(
 ) -> dict[str, tuple[Decimal, datetime]]:
     """What moved each currency before `end` (None: ever), and its first movement."""
     found: dict[str, tuple[Decimal, datetime]] = {}
-    sums = ledger_months.sums(merchant_id, generation, None, end, currencies=currencies)
+    sums = ledger_totals.sums(merchant_id, generation, None, end, currencies=currencies)
     for (code, _kind), moved in sums.items():
         total, first_at = found.get(code, (ZERO, moved.first_at))
         found[code] = (total + moved.amount, min(first_at, moved.first_at))

@@ -34,7 +34,7 @@ from portal.database import decimal_sum
 from portal.extensions import db
 from portal.identity.models import Merchant
 from portal.money.models import CrossExchangeReference, ExchangeRecord, LedgerEntry, Refund
-from portal.money.rules import ledger_months
+from portal.money.rules import ledger_totals
 from portal.money.rules.rate_history import RateBook
 from portal.payments.rules.operation_money import WITHDRAWAL_CATEGORIES, OperationMoney
 
@@ -299,8 +299,8 @@ def revalue(merchant_id: int, generation: int, reporting: str) -> tuple[int, int
         _value(
             entries, reporting, RateBook(merchant_id, generation, (e.occurred_at for e in entries))
         )
-        ledger_months.add(merchant_id, generation, former, sign=-1)
-        ledger_months.add(merchant_id, generation, entries)
+        ledger_totals.add(merchant_id, generation, former, sign=-1)
+        ledger_totals.add(merchant_id, generation, entries)
         db.session.commit()
         valued += len(entries)
         without_rate += sum(1 for entry in entries if entry.value is None)
@@ -444,7 +444,7 @@ def _book(merchant_id: int, generation: int, reporting: str, entries: list[_Move
             sa.insert(cast(sa.Table, LedgerEntry.__table__)),
             [vars(entry) for entry in entries],
         )
-        ledger_months.add(merchant_id, generation, entries)
+        ledger_totals.add(merchant_id, generation, entries)
     return len(entries)
 
 

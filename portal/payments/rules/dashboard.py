@@ -3,7 +3,7 @@ ledger, and operations by when they were created, from the mirror.
 
 A period is a span of calendar days in the user's time zone (`portal.periods`); its bounds
 become UTC instants once, and every figure is counted between them in the database: the money
-from the ledger's months (`portal.money.rules.ledger_months`), so a year costs about what a
+from the ledger's months (`portal.money.rules.ledger_totals`), so a year costs about what a
 month does. Sums are exact: amounts are stored as
 decimal text, and the database adds them as decimals (PostgreSQL's NUMERIC; on SQLite an
 aggregate of Python's `Decimal`), never as floats.
@@ -28,9 +28,9 @@ from portal import periods
 from portal.database import decimal_sum
 from portal.extensions import db
 from portal.money.models import CrossExchangeReference
-from portal.money.rules import ledger_months
+from portal.money.rules import ledger_totals
 from portal.money.rules.ledger import Kind
-from portal.money.rules.ledger_months import Sums
+from portal.money.rules.ledger_totals import Sums
 from portal.payments.models import MirroredOperation
 from portal.payments.rules.operation_money import WITHDRAWAL_CATEGORIES, State
 
@@ -247,7 +247,7 @@ def _sales_money(
     sales, not withdrawals, vouchers or exchanges."""
     begins, ends = span
     kinds = (Kind.PAYMENT, Kind.FEE)
-    return ledger_months.sums(
+    return ledger_totals.sums(
         merchant_id, generation, begins, ends, reporting=reporting, kinds=kinds
     )
 

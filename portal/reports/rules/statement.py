@@ -23,10 +23,10 @@ from datetime import datetime
 from decimal import Decimal
 
 from portal.identity.models import Merchant
-from portal.money.rules import ledger_months
+from portal.money.rules import ledger_totals
 from portal.money.rules.balances import balances
 from portal.money.rules.ledger import Kind, valuation
-from portal.money.rules.ledger_months import Sums
+from portal.money.rules.ledger_totals import Sums
 from portal.money.rules.rate_history import RateBook
 
 ZERO = Decimal(0)
@@ -169,11 +169,11 @@ def _sums(
     merchant_id: int, generation: int, reporting: str, since: datetime, until: datetime
 ) -> dict[str, dict[Kind, Sums]]:
     """Per currency and kind: amount, count, value in `reporting`, how many have no value and
-    the latest moment, from the ledger's months (`ledger_months.sums`)."""
-    after = since + ledger_months.MICROSECOND
+    the latest moment, from the ledger's months (`ledger_totals.sums`)."""
+    after = since + ledger_totals.MICROSECOND
     found: dict[str, dict[Kind, Sums]] = {}
-    for (currency, kind), sums in ledger_months.sums(
-        merchant_id, generation, after, until + ledger_months.MICROSECOND, reporting=reporting
+    for (currency, kind), sums in ledger_totals.sums(
+        merchant_id, generation, after, until + ledger_totals.MICROSECOND, reporting=reporting
     ).items():
         found.setdefault(currency, {})[Kind(kind)] = sums
     return found

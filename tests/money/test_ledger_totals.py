@@ -1,8 +1,8 @@
-"""The ledger's months (`portal.money.rules.ledger_months`): sums over any stretch of time, and
-the balances derived from them, are what adding up every movement gives, at month boundaries,
-a microsecond either side of them, with movements booked into past months; and the months
-kept as movements are booked, and valued again, are those counted from the movements (the
-migration's test is in tests/app/test_database_migrations.py)."""
+"""The ledger's totals by month and day (`portal.money.rules.ledger_totals`): sums over any
+stretch of time, and the balances derived from them, are what adding up every movement gives,
+at month and day boundaries, a microsecond either side of them, with movements booked into the
+past; and the totals kept as movements are booked, and valued again, are those counted from the
+movements (the migration's test is in tests/app/test_database_migrations.py)."""
 
 from __future__ import annotations
 
@@ -14,18 +14,21 @@ import pytest
 import sqlalchemy as sa
 
 from tests.support import factories
-from tests.support.ledger import Movement, book, months_of
+from tests.support.ledger import Movement, book, totals_of
 from tests.support.portal_app import MERCHANT
 
 MICROSECOND = timedelta(microseconds=1)
 KINDS = ("payment", "fee", "withdrawal", "voucher", "exchange_bought", "voucher_returned")
 CURRENCIES = ("BTC", "ETH", "USDT")
-# Month boundaries, a microsecond either side of them, and moments inside months.
+# Month and day boundaries, a microsecond either side of them, and moments inside days.
 MOMENTS = [
     datetime(2025, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
     datetime(2026, 1, 1, tzinfo=UTC),
     datetime(2026, 1, 1, 0, 0, 0, 1, tzinfo=UTC),
+    datetime(2026, 1, 16, 23, 59, 59, 999999, tzinfo=UTC),
+    datetime(2026, 1, 17, tzinfo=UTC),
     datetime(2026, 1, 17, 8, 30, tzinfo=UTC),
+    datetime(2026, 1, 18, tzinfo=UTC),
     datetime(2026, 2, 1, tzinfo=UTC),
     datetime(2026, 2, 28, 23, 59, 59, 999999, tzinfo=UTC),
     datetime(2026, 3, 1, tzinfo=UTC),
@@ -67,7 +70,7 @@ def added_up(booked, start, end) -> dict[tuple[str, str], tuple[Decimal, int]]:
 
 def test_every_stretch_adds_up_to_its_movements(app, ledger):
     from portal.identity.rules import accounts
-    from portal.money.rules import ledger_months
+    from portal.money.rules import ledger_totals
 
     bounds = [None, *MOMENTS, *(m + MICROSECOND for m in MOMENTS)]
     stretches = [(a, b) for a in bounds for b in bounds if a is None or b is None or a < b]
@@ -75,7 +78,7 @@ def test_every_stretch_adds_up_to_its_movements(app, ledger):
         merchant = accounts.merchant_named(MERCHANT)
         generation = merchant.api_connection.generation
         for start, end in stretches:
-            sums = ledger_months.sums(merchant.id, generation, start, end)
+            sums = ledger_totals.sums(merchant.id, generation, start, end)
             found = {key: (s.amount, s.count) for key, s in sums.items()}
             assert found == added_up(ledger, start, end), (start, end)
 
@@ -110,41 +113,35 @@ def test_a_balance_is_its_opening_and_what_moved_after_it(app, ledger):
 
 
 def counted(app) -> list[tuple]:
-    """The months counted from the booked movements, one by one, as `months_of` lists them."""
+    """The totals counted from the booked movements, one by one, as `totals_of` lists them."""
     from portal.extensions import db
     from portal.money.models import LedgerEntry
 
     found: dict[tuple, list] = {}
     with app.app_context():
         for e in db.session.scalars(sa.select(LedgerEntry)):
-            key = (
-                e.merchant_id,
-                e.connection_generation,
-                e.occurred_at.date().replace(day=1),
-                e.currency,
-                e.kind,
-                e.value_currency or "",
-            )
-            month = found.setdefault(key, [Decimal(0), 0, Decimal(0), 0, e.occurred_at, None])
-            month[0] += e.amount
-            month[1] += 1
-            month[2] += e.value or 0
-            month[3] += e.value is not None
-            month[4], month[5] = (
-                min(month[4], e.occurred_at),
-                max(month[5] or e.occurred_at, e.occurred_at),
-            )
-    return sorted((*key, *month) for key, month in found.items() if month[1])
+            day = e.occurred_at.date()
+            for span, starts in (("month", day.replace(day=1)), ("day", day)):
+                key = (e.merchant_id, e.connection_generation, span, starts, e.currency, e.kind)
+                key += (e.value_currency or "",)
+                total = found.setdefault(key, [Decimal(0), 0, Decimal(0), 0, e.occurred_at, None])
+                total[0] += e.amount
+                total[1] += 1
+                total[2] += e.value or 0
+                total[3] += e.value is not None
+                total[4] = min(total[4], e.occurred_at)
+                total[5] = max(total[5] or e.occurred_at, e.occurred_at)
+    return sorted((*key, *total) for key, total in found.items())
 
 
-def test_months_kept_as_booked_are_the_months_counted_from_the_movements(app, ledger):
-    kept = months_of(app)
-    assert len(kept) > 20 and sum(month[7] for month in kept) == len(ledger)
+def test_totals_kept_as_booked_are_the_totals_counted_from_the_movements(app, ledger):
+    kept = totals_of(app)
+    assert len(kept) > 40 and sum(total[8] for total in kept) == 2 * len(ledger)  # month, day
     assert kept == counted(app)
 
 
-def test_a_change_of_reporting_currency_moves_the_months_values_with_the_movements(app, ledger):
-    """Valued again in EUR (at the rates recorded, here none: no value), every month's values
+def test_a_change_of_reporting_currency_moves_the_totals_values_with_the_movements(app, ledger):
+    """Valued again in EUR (at the rates recorded, here none: no value), every total's values
     leave its USD row for an EUR one, in the chunks the movements are valued in."""
     from portal.identity.rules import accounts
     from portal.money.rules import ledger as rules
@@ -152,15 +149,15 @@ def test_a_change_of_reporting_currency_moves_the_months_values_with_the_movemen
     with app.app_context():
         merchant = accounts.merchant_named(MERCHANT)
         rules.revalue(merchant.id, merchant.api_connection.generation, "EUR")
-    kept = [month for month in months_of(app) if month[7]]  # rows left empty hold nothing
-    assert {month[5] for month in kept} == {"EUR"}
+    kept = [total for total in totals_of(app) if total[8]]  # rows left empty hold nothing
+    assert {total[6] for total in kept} == {"EUR"}
     assert kept == counted(app)
-    assert all(month[6] == 0 for month in months_of(app) if not month[7])
+    assert all(total[9] == 0 for total in totals_of(app) if not total[8])
 
 
 def test_balances_and_a_statement_read_movements_only_at_the_ends_of_their_stretches(app, ledger):
     """Every sum of movements they ask the database for is bounded on both sides (parts of
-    months at a stretch's ends); what lies between is read from the months."""
+    days at a stretch's ends); what lies between is read from the totals."""
     from portal.extensions import db
     from portal.identity.rules import accounts
     from portal.money.rules import balances
@@ -188,4 +185,4 @@ def test_balances_and_a_statement_read_movements_only_at_the_ends_of_their_stret
     assert sums and all(
         "ledger_entries.occurred_at >=" in s and "ledger_entries.occurred_at <" in s for s in sums
     ), sums
-    assert sum("FROM ledger_months" in s for s in statements) >= 4
+    assert sum("FROM ledger_totals" in s for s in statements) >= 4

@@ -1,13 +1,14 @@
-"""The ledger's months: what each kind of movement added to each currency in each calendar month
-(UTC), so that a balance, a statement or the dashboard adds up the months it covers whole and
-reads movements only for the parts of months at its ends, whatever the size of the ledger.
+"""The ledger's totals: what each kind of movement added to each currency in each calendar
+month and each day (UTC), so that a balance, a statement or the dashboard adds up the months a
+stretch of time covers whole, then the days of the rest, and reads movements only for the parts
+of days at its ends, whatever the size of the ledger.
 
-Every booking adds its movements to their months in the same transaction (`add`): a month's
-total is never behind its movements, a movement dated in a past month (the history of a first
-sync, a balance entered as of a past moment) included. The months' keys are written in one order,
-so that two bookings at once never wait for each other in a circle. A change of reporting
-currency values the movements again chunk by chunk, and moves each chunk's values from their
-former currency's months to the new one's in the same transaction.
+Every booking adds its movements to their month and day in the same transaction (`add`): a
+total is never behind its movements, a movement dated in the past (the history of a first sync,
+a balance entered as of a past moment) included. The totals' keys are written in one order, so
+that two bookings at once never wait for each other in a circle. A change of reporting currency
+values the movements again chunk by chunk, and moves each chunk's values from their former
+currency's totals to the new one's in the same transaction.
 
 Moments are kept to the microsecond on both databases: what happened after `since` is what
 happened from `since` plus a microsecond on.
@@ -15,6 +16,8 @@ happened from `since` plus a microsecond on.
 
 from __future__ import annotations
 
+import enum
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -26,11 +29,19 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from portal.database import decimal_add, decimal_sum
 from portal.extensions import db
-from portal.money.models import LedgerEntry, LedgerMonth
+from portal.money.models import LedgerEntry, LedgerTotal
 
 MICROSECOND = timedelta(microseconds=1)
 ZERO = Decimal(0)
-KEY = ("merchant_id", "connection_generation", "month", "currency", "kind", "value_currency")
+KEY = (
+    "merchant_id",
+    "connection_generation",
+    "span",
+    "starts",
+    "currency",
+    "kind",
+    "value_currency",
+)
 
 
 class Movement(Protocol):
@@ -73,20 +84,40 @@ class Sums:
         )
 
 
-def month_of(moment: datetime) -> date:
-    """The first day of the UTC month `moment` is in."""
+class Span(enum.StrEnum):
+    """What a total covers: a calendar month or a day, in UTC."""
+
+    MONTH = "month"
+    DAY = "day"
+
+
+def _starts(span: Span, moment: datetime) -> date:
+    """The first day of the `span` that `moment` is in."""
     moment = moment.astimezone(UTC)
-    return date(moment.year, moment.month, 1)
+    return date(moment.year, moment.month, 1) if span is Span.MONTH else moment.date()
+
+
+def _after(span: Span, first: date) -> date:
+    """The first day of the `span` after the one beginning on `first`."""
+    if span is Span.DAY:
+        return first + timedelta(days=1)
+    return date(first.year + first.month // 12, first.month % 12 + 1, 1)
+
+
+def _moment(first: date) -> datetime:
+    return datetime(first.year, first.month, first.day, tzinfo=UTC)
 
 
 def add(merchant_id: int, generation: int, movements: Iterable[Movement], sign: int = 1) -> None:
-    """Add `movements`, just booked in the caller's transaction, to their months (`sign` -1:
-    take them out, as they were before they were valued again): one statement, whatever their
-    number. A month's first and last moments stay: its movements are still there."""
-    totals: dict[tuple[date, str, str, str], list] = {}
-    for movement in movements:
+    """Add `movements`, just booked in the caller's transaction, to their months and days
+    (`sign` -1: take them out, as they were before they were valued again): one statement,
+    whatever their number. A total's first and last moments stay: its movements are still
+    there."""
+    totals: dict[tuple[str, date, str, str, str], list] = {}
+    for movement, span in itertools.product(movements, Span):
         key = (
-            month_of(movement.occurred_at),
+            span.value,
+            _starts(span, movement.occurred_at),
             movement.currency,
             str(movement.kind),
             movement.value_currency or "",
@@ -119,19 +150,19 @@ def add(merchant_id: int, generation: int, movements: Iterable[Movement], sign: 
 
 
 def _upsert() -> sa.Insert:
-    """Insert a month, or add to the one there."""
+    """Insert a total, or add to the one there."""
     dialect = postgresql if db.session.get_bind().dialect.name == "postgresql" else sqlite
-    insert = dialect.insert(LedgerMonth)
-    new, month = insert.excluded, LedgerMonth
-    first_at = sa.case((new.first_at < month.first_at, new.first_at), else_=month.first_at)
-    last_at = sa.case((new.last_at > month.last_at, new.last_at), else_=month.last_at)
+    insert = dialect.insert(LedgerTotal)
+    new, total = insert.excluded, LedgerTotal
+    first_at = sa.case((new.first_at < total.first_at, new.first_at), else_=total.first_at)
+    last_at = sa.case((new.last_at > total.last_at, new.last_at), else_=total.last_at)
     return insert.on_conflict_do_update(
         index_elements=list(KEY),
         set_={
-            "amount": decimal_add(month.amount, new.amount),
-            "count": month.count + new.count,
-            "value": decimal_add(month.value, new.value),
-            "valued": month.valued + new.valued,
+            "amount": decimal_add(total.amount, new.amount),
+            "count": total.count + new.count,
+            "value": decimal_add(total.value, new.value),
+            "valued": total.valued + new.valued,
             "first_at": first_at,
             "last_at": last_at,
         },
@@ -151,62 +182,77 @@ def sums(
     """Per currency and kind: what the movements from `start` (included; None: the first) to
     `end` (excluded; None: the last) added up to, of these `kinds` and `currencies` (empty:
     all), their values in `reporting` (none when not asked). Two queries: the months inside
-    the stretch, and the movements of its ends."""
-    whole_from = None if start is None else month_of(start)
-    if start is not None and whole_from is not None and _start_of(whole_from) < start:
-        whole_from = _next(whole_from)
-    whole_until = None if end is None else month_of(end)
-    if whole_from is not None and whole_until is not None and whole_from >= whole_until:
-        return _of_movements(merchant_id, generation, reporting, [(start, end)], kinds, currencies)
-    ends: list[tuple[datetime | None, datetime | None]] = []
-    if start is not None and whole_from is not None and start < _start_of(whole_from):
-        ends.append((start, _start_of(whole_from)))
-    if end is not None and whole_until is not None and _start_of(whole_until) < end:
-        ends.append((_start_of(whole_until), end))
-    found = _of_months(
-        merchant_id, generation, reporting, whole_from, whole_until, kinds, currencies
-    )
-    for key, moved in _of_movements(
-        merchant_id, generation, reporting, ends, kinds, currencies
-    ).items():
-        found[key] = found[key] + moved if key in found else moved
+    the stretch and the days inside the rest of it, then the movements of the parts of days at
+    its ends."""
+    whole: list[tuple[Span, date | None, date | None]] = []
+    stretches: list[tuple[datetime | None, datetime | None]] = [(start, end)]
+    for span in Span:
+        rest = []
+        for begins, ends in stretches:
+            first = None if begins is None else _starts(span, begins)
+            if begins is not None and first is not None and _moment(first) < begins:
+                first = _after(span, first)
+            until = None if ends is None else _starts(span, ends)
+            if first is not None and until is not None and first >= until:
+                rest.append((begins, ends))
+                continue
+            whole.append((span, first, until))
+            if begins is not None and first is not None and begins < _moment(first):
+                rest.append((begins, _moment(first)))
+            if ends is not None and until is not None and _moment(until) < ends:
+                rest.append((_moment(until), ends))
+        stretches = rest
+    found = _of_totals(merchant_id, generation, reporting, whole, kinds, currencies)
+    moved = _of_movements(merchant_id, generation, reporting, stretches, kinds, currencies)
+    for key, sums in moved.items():
+        found[key] = found[key] + sums if key in found else sums
     return found
 
 
-def _of_months(
+def _of_totals(
     merchant_id: int,
     generation: int,
     reporting: str,
-    since: date | None,
-    until: date | None,
+    whole: list[tuple[Span, date | None, date | None]],
     kinds: Sequence[str],
     currencies: Sequence[str],
 ) -> dict[tuple[str, str], Sums]:
-    """The months from `since` to `until` (excluded), added up per currency and kind."""
-    month = LedgerMonth
-    in_reporting = month.value_currency == reporting
+    """The totals of these spans, each from its first (included) to its last (excluded), added
+    up per currency and kind."""
+    if not whole:
+        return {}
+    total = LedgerTotal
+    in_reporting = total.value_currency == reporting
+    covered = [
+        sa.and_(
+            total.span == span.value,
+            sa.true() if first is None else total.starts >= first,
+            sa.true() if until is None else total.starts < until,
+        )
+        for span, first, until in whole
+    ]
     query = (
         sa.select(
-            month.currency,
-            month.kind,
-            decimal_sum(month.amount),
-            sa.func.sum(month.count),
-            decimal_sum(sa.case((in_reporting, month.value))),
-            sa.func.sum(sa.case((in_reporting, month.valued), else_=0)),
-            sa.func.min(month.first_at),
-            sa.func.max(month.last_at),
+            total.currency,
+            total.kind,
+            decimal_sum(total.amount),
+            sa.func.sum(total.count),
+            decimal_sum(sa.case((in_reporting, total.value))),
+            sa.func.sum(sa.case((in_reporting, total.valued), else_=0)),
+            sa.func.min(total.first_at),
+            sa.func.max(total.last_at),
         )
-        .where(month.merchant_id == merchant_id, month.connection_generation == generation)
-        .group_by(month.currency, month.kind)
+        .where(
+            total.merchant_id == merchant_id,
+            total.connection_generation == generation,
+            sa.or_(*covered),
+        )
+        .group_by(total.currency, total.kind)
     )
-    if since is not None:
-        query = query.where(month.month >= since)
-    if until is not None:
-        query = query.where(month.month < until)
     if kinds:
-        query = query.where(month.kind.in_(kinds))
+        query = query.where(total.kind.in_(kinds))
     if currencies:
-        query = query.where(month.currency.in_(currencies))
+        query = query.where(total.currency.in_(currencies))
     return {
         (currency, kind): Sums(Decimal(amount), count, Decimal(value), count - valued, first, last)
         for currency, kind, amount, count, value, valued, first, last in db.session.execute(query)
@@ -261,11 +307,3 @@ def _within(start: datetime | None, end: datetime | None) -> sa.ColumnElement[bo
         sa.true() if start is None else moment >= start,
         sa.true() if end is None else moment < end,
     )
-
-
-def _start_of(month: date) -> datetime:
-    return datetime(month.year, month.month, 1, tzinfo=UTC)
-
-
-def _next(month: date) -> date:
-    return date(month.year + month.month // 12, month.month % 12 + 1, 1)
