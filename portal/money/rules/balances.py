@@ -7,9 +7,9 @@ from the balance derived at its moment as an `adjustment`, so that what the port
 opening plus every movement after the opening's moment up to that one. Movements dated at or
 before the opening are inside it: the first sync books the history at the API's times, before
 the owner could enter anything. A currency without an opening is derived from zero since its
-first movement. Every sum is the database's, of the ledger's months and of the movements of
-the parts of months at a stretch's ends (`ledger_totals`), and everything belongs to the
-merchant's current connection.
+first movement. Every sum is the database's, of the ledger's totals by month and day and of
+the movements of the parts of days at a stretch's ends (`ledger_totals`), and everything
+belongs to the merchant's current connection.
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def _sums(
 ) -> list[_Derived]:
     """Per currency that has a balance at `at` (one with an opening entered after `at` has
     none yet): the opening and what moved after its moment, or everything, up to `at`. The
-    ledger's months add up the stretches (`ledger_totals.sums`): an opening costs two sums
+    ledger's totals add up the stretches (`ledger_totals.sums`): an opening costs two sums
     more, of what moved up to its moment."""
     currencies = () if currency is None else (currency,)
     openings = {

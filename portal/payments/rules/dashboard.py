@@ -3,8 +3,8 @@ ledger, and operations by when they were created, from the mirror.
 
 A period is a span of calendar days in the user's time zone (`portal.periods`); its bounds
 become UTC instants once, and every figure is counted between them in the database: the money
-from the ledger's months (`portal.money.rules.ledger_totals`), so a year costs about what a
-month does. Sums are exact: amounts are stored as
+from the ledger's totals by month and day (`portal.money.rules.ledger_totals`), so a year
+costs about what a day does. Sums are exact: amounts are stored as
 decimal text, and the database adds them as decimals (PostgreSQL's NUMERIC; on SQLite an
 aggregate of Python's `Decimal`), never as floats.
 

@@ -169,7 +169,7 @@ def _sums(
     merchant_id: int, generation: int, reporting: str, since: datetime, until: datetime
 ) -> dict[str, dict[Kind, Sums]]:
     """Per currency and kind: amount, count, value in `reporting`, how many have no value and
-    the latest moment, from the ledger's months (`ledger_totals.sums`)."""
+    the latest moment, from the ledger's totals (`ledger_totals.sums`)."""
     after = since + ledger_totals.MICROSECOND
     found: dict[str, dict[Kind, Sums]] = {}
     for (currency, kind), sums in ledger_totals.sums(
