@@ -3,10 +3,10 @@ ledger, and operations by when they were created, from the mirror.
 
 A period is a span of calendar days in the user's time zone (`portal.periods`); its bounds
 become UTC instants once, and every figure is counted between them in the database: the money
-from the ledger's totals by month and day (`portal.money.rules.ledger_totals`), so a year
-costs about what a day does. Sums are exact: amounts are stored as
-decimal text, and the database adds them as decimals (PostgreSQL's NUMERIC; on SQLite an
-aggregate of Python's `Decimal`), never as floats.
+from the ledger's totals by month and day (`portal.money.rules.ledger_totals`), so the money of
+a year costs about what a day's does. Sums are exact: amounts are stored as decimal text, and
+the database adds them as decimals (PostgreSQL's NUMERIC; on SQLite an aggregate of Python's
+`Decimal`), never as floats.
 
 Sales are the operations customers pay: withdrawals (`WITHDRAWAL_CATEGORIES`) and the
 operations that wait for a cross exchange's sold currency move the merchant's own money, so
