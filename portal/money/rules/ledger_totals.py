@@ -6,7 +6,7 @@ of days at its ends, whatever the size of the ledger.
 Every booking adds its movements to their month and day in the same transaction (`add`): a
 total is never behind its movements, a movement dated in the past (the history of a first sync,
 a balance entered as of a past moment) included. The totals' keys are written in one order, so
-that two bookings at once never wait for each other in a circle. A change of reporting currency
+that two bookings at once lock their rows in the same order. A change of reporting currency
 values the movements again chunk by chunk, and moves each chunk's values from their former
 currency's totals to the new one's in the same transaction.
 
