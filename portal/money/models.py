@@ -220,6 +220,18 @@ class LedgerEntry(Model):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
 
+# What a ledger total is the total of: its row is found by these, and added to.
+LEDGER_TOTAL_KEY = (
+    "merchant_id",
+    "connection_generation",
+    "span",
+    "starts",
+    "currency",
+    "kind",
+    "value_currency",
+)
+
+
 class LedgerTotal(Model):
     """What one kind of movement added to one currency in one calendar month or one day (UTC),
     kept up to date as movements are booked (`portal.money.rules.ledger_totals`): a balance or
@@ -232,17 +244,7 @@ class LedgerTotal(Model):
     """
 
     __tablename__ = "ledger_totals"
-    __table_args__ = (
-        sa.UniqueConstraint(
-            "merchant_id",
-            "connection_generation",
-            "span",
-            "starts",
-            "currency",
-            "kind",
-            "value_currency",
-        ),
-    )
+    __table_args__ = (sa.UniqueConstraint(*LEDGER_TOTAL_KEY),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))

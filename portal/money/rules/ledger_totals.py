@@ -29,19 +29,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from portal.database import decimal_add, decimal_sum
 from portal.extensions import db
-from portal.money.models import LedgerEntry, LedgerTotal
+from portal.money.models import LEDGER_TOTAL_KEY, LedgerEntry, LedgerTotal
 
 MICROSECOND = timedelta(microseconds=1)
 ZERO = Decimal(0)
-KEY = (
-    "merchant_id",
-    "connection_generation",
-    "span",
-    "starts",
-    "currency",
-    "kind",
-    "value_currency",
-)
 
 
 class Movement(Protocol):
@@ -136,7 +127,7 @@ def add(merchant_id: int, generation: int, movements: Iterable[Movement], sign: 
         return
     rows = [
         dict(
-            zip(KEY, (merchant_id, generation, *key), strict=True),
+            zip(LEDGER_TOTAL_KEY, (merchant_id, generation, *key), strict=True),
             amount=amount,
             count=count,
             value=value,
@@ -157,7 +148,7 @@ def _upsert() -> sa.Insert:
     first_at = sa.case((new.first_at < total.first_at, new.first_at), else_=total.first_at)
     last_at = sa.case((new.last_at > total.last_at, new.last_at), else_=total.last_at)
     return insert.on_conflict_do_update(
-        index_elements=list(KEY),
+        index_elements=list(LEDGER_TOTAL_KEY),
         set_={
             "amount": decimal_add(total.amount, new.amount),
             "count": total.count + new.count,
@@ -231,32 +222,22 @@ def _of_totals(
         )
         for span, first, until in whole
     ]
-    query = (
-        sa.select(
-            total.currency,
-            total.kind,
-            decimal_sum(total.amount),
-            sa.func.sum(total.count),
-            decimal_sum(sa.case((in_reporting, total.value))),
-            sa.func.sum(sa.case((in_reporting, total.valued), else_=0)),
-            sa.func.min(total.first_at),
-            sa.func.max(total.last_at),
-        )
-        .where(
-            total.merchant_id == merchant_id,
-            total.connection_generation == generation,
-            sa.or_(*covered),
-        )
-        .group_by(total.currency, total.kind)
+    count = sa.func.sum(total.count)
+    query = sa.select(
+        total.currency,
+        total.kind,
+        decimal_sum(total.amount),
+        count,
+        decimal_sum(sa.case((in_reporting, total.value))),
+        count - sa.func.sum(sa.case((in_reporting, total.valued), else_=0)),
+        sa.func.min(total.first_at),
+        sa.func.max(total.last_at),
+    ).where(
+        total.merchant_id == merchant_id,
+        total.connection_generation == generation,
+        sa.or_(*covered),
     )
-    if kinds:
-        query = query.where(total.kind.in_(kinds))
-    if currencies:
-        query = query.where(total.currency.in_(currencies))
-    return {
-        (currency, kind): Sums(Decimal(amount), count, Decimal(value), count - valued, first, last)
-        for currency, kind, amount, count, value, valued, first, last in db.session.execute(query)
-    }
+    return _per_currency_and_kind(query, total, kinds, currencies)
 
 
 def _of_movements(
@@ -273,31 +254,40 @@ def _of_movements(
         return {}
     entry = LedgerEntry
     valued = sa.and_(entry.value.is_not(None), entry.value_currency == reporting)
-    query = (
-        sa.select(
-            entry.currency,
-            entry.kind,
-            decimal_sum(entry.amount),
-            sa.func.count(),
-            decimal_sum(sa.case((valued, entry.value))),
-            sa.func.count(sa.case((valued, None), else_=entry.id)),
-            sa.func.min(entry.occurred_at),
-            sa.func.max(entry.occurred_at),
-        )
-        .where(
-            entry.merchant_id == merchant_id,
-            entry.connection_generation == generation,
-            sa.or_(*(_within(start, end) for start, end in stretches)),
-        )
-        .group_by(entry.currency, entry.kind)
+    query = sa.select(
+        entry.currency,
+        entry.kind,
+        decimal_sum(entry.amount),
+        sa.func.count(),
+        decimal_sum(sa.case((valued, entry.value))),
+        sa.func.count(sa.case((valued, None), else_=entry.id)),
+        sa.func.min(entry.occurred_at),
+        sa.func.max(entry.occurred_at),
+    ).where(
+        entry.merchant_id == merchant_id,
+        entry.connection_generation == generation,
+        sa.or_(*(_within(start, end) for start, end in stretches)),
     )
+    return _per_currency_and_kind(query, entry, kinds, currencies)
+
+
+def _per_currency_and_kind(
+    query: sa.Select,
+    table: type[LedgerEntry] | type[LedgerTotal],
+    kinds: Sequence[str],
+    currencies: Sequence[str],
+) -> dict[tuple[str, str], Sums]:
+    """`query`'s sums (amount, count, value, without value, first and last moments) grouped by
+    currency and kind, of these `kinds` and `currencies` (empty: all)."""
     if kinds:
-        query = query.where(entry.kind.in_(kinds))
+        query = query.where(table.kind.in_(kinds))
     if currencies:
-        query = query.where(entry.currency.in_(currencies))
+        query = query.where(table.currency.in_(currencies))
     return {
         (currency, kind): Sums(Decimal(amount), count, Decimal(value), without, first, last)
-        for currency, kind, amount, count, value, without, first, last in db.session.execute(query)
+        for currency, kind, amount, count, value, without, first, last in db.session.execute(
+            query.group_by(table.currency, table.kind)
+        )
     }
 
 
