@@ -36,7 +36,7 @@ ZERO = Decimal(0)
 
 
 class Movement(Protocol):
-    """What a month needs of a movement: a LedgerEntry, or one about to be inserted."""
+    """What a total needs of a movement: a LedgerEntry, or one about to be inserted."""
 
     @property
     def currency(self) -> str: ...
