@@ -1,13 +1,15 @@
 """The ledger's totals by month and day (`portal.money.rules.ledger_totals`): sums over any
 stretch of time, and the balances derived from them, are what adding up every movement gives,
 at month and day boundaries, a microsecond either side of them, with movements booked into the
-past; and the totals kept as movements are booked, and valued again, are those counted from the
-movements (the migration's test is in tests/app/test_database_migrations.py)."""
+past; and the totals kept as movements are booked, at once in several transactions too, and
+valued again, are those counted from the movements (the migration's test is in
+tests/app/test_database_migrations.py)."""
 
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime, timedelta
+import threading
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -186,3 +188,23 @@ def test_balances_and_a_statement_read_movements_only_at_the_ends_of_their_stret
         "ledger_entries.occurred_at >=" in s and "ledger_entries.occurred_at <" in s for s in sums
     ), sums
     assert sum("FROM ledger_totals" in s for s in statements) >= 4
+
+
+def test_bookings_at_once_into_the_same_totals_are_each_counted(each_database, app, accounts):
+    """Four threads, each with its own connection, book 15 movements each into the same month
+    and day at once: every one is in the totals (an upsert adds to the row another transaction
+    holds, never replaces it)."""
+    factories.api_connection(app)
+    moment = datetime(2026, 3, 15, 12, tzinfo=UTC)
+    batches = [[("payment", "BTC", Decimal("0.001"), moment)] * 15 for _ in range(4)]
+    threads = [threading.Thread(target=book, args=(app, batch)) for batch in batches]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    totals = {(total[2], total[3]): (total[7], total[8]) for total in totals_of(app)}
+    assert totals == {
+        ("month", date(2026, 3, 1)): (Decimal("0.060"), 60),
+        ("day", date(2026, 3, 15)): (Decimal("0.060"), 60),
+    }
+    assert totals_of(app) == counted(app)
