@@ -191,9 +191,9 @@ def test_balances_and_a_statement_read_movements_only_at_the_ends_of_their_stret
 
 
 def test_bookings_at_once_into_the_same_totals_are_each_counted(each_database, app, accounts):
-    """Four threads, each with its own connection, book 15 movements each into the same month
-    and day at once: every one is in the totals (an upsert adds to the row another transaction
-    holds, never replaces it)."""
+    """Four threads, each with its own connection and transaction, book 15 movements each into
+    the same month and day at once: every one is in the totals (an upsert adds to the row
+    another transaction holds, never replaces it)."""
     factories.api_connection(app)
     moment = datetime(2026, 3, 15, 12, tzinfo=UTC)
     batches = [[("payment", "BTC", Decimal("0.001"), moment)] * 15 for _ in range(4)]

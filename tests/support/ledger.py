@@ -18,8 +18,8 @@ Movement = tuple[str, str, Decimal, datetime]
 
 
 def book(app: Flask, movements: Iterable[Movement], merchant: str = MERCHANT) -> None:
-    """Book `movements` in the merchant's ledger (its API connection made already), each in a
-    transaction of its own, as the portal books a balance an owner entered."""
+    """Book `movements` in the merchant's ledger (its API connection made already), as the
+    portal books a balance an owner entered, in one transaction."""
     from portal.extensions import db
     from portal.identity.rules import accounts
     from portal.money.rules import ledger
@@ -29,7 +29,7 @@ def book(app: Flask, movements: Iterable[Movement], merchant: str = MERCHANT) ->
         for kind, currency, amount, at in movements:
             subject = uuid.uuid4().hex  # each movement's own key
             ledger.book_entered(found, ledger.Kind(kind), subject, currency, amount, at)
-            db.session.commit()
+        db.session.commit()
 
 
 def totals_of(app: Flask) -> list[tuple]:
