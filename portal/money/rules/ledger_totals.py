@@ -95,6 +95,12 @@ def _after(span: Span, first: date) -> date:
     return date(first.year + first.month // 12, first.month % 12 + 1, 1)
 
 
+def _first_whole(span: Span, moment: datetime) -> date:
+    """The first day of the first `span` that begins at or after `moment`."""
+    first = _starts(span, moment)
+    return first if _moment(first) == moment else _after(span, first)
+
+
 def _moment(first: date) -> datetime:
     return datetime(first.year, first.month, first.day, tzinfo=UTC)
 
@@ -180,9 +186,7 @@ def sums(
     for span in Span:
         rest = []
         for begins, ends in stretches:
-            first = None if begins is None else _starts(span, begins)
-            if begins is not None and first is not None and _moment(first) < begins:
-                first = _after(span, first)
+            first = None if begins is None else _first_whole(span, begins)
             until = None if ends is None else _starts(span, ends)
             if first is not None and until is not None and first >= until:
                 rest.append((begins, ends))
