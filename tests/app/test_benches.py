@@ -43,16 +43,10 @@ def test_a_run_meant_for_postgresql_stops_at_once_when_it_cannot_reach_it():
     assert "===" not in finished.stdout, "a bench ran"
 
 
-@pytest.mark.slow  # a Python process of its own, which imports locust
-def test_every_bench_imports():
-    """A bench that no longer imports fails the run of them all (`bench/all.py`) halfway: each
-    module is loaded as a script would load it, without running it."""
-    benches = sorted((ROOT / "bench").glob("*.py"), key=lambda path: path.name != "load_test.py")
-    # locust (bench/load_test.py) patches the standard library as it is imported, which must
-    # happen before anything imports ssl: it is loaded first, as its own run loads it.
-    loads = "; ".join(f"runpy.run_path({str(path)!r}, run_name='imported')" for path in benches)
+def _load_in_new_python(preamble: str, paths: list[Path], run_name: str) -> None:
+    loads = "; ".join(f"runpy.run_path({str(path)!r}, run_name={run_name!r})" for path in paths)
     finished = subprocess.run(
-        [sys.executable, "-c", f"import runpy; {loads}"],
+        [sys.executable, "-c", f"import runpy; {preamble}; {loads}"],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
@@ -61,3 +55,30 @@ def test_every_bench_imports():
         check=False,
     )
     assert finished.returncode == 0, finished.stderr[-2000:]
+
+
+@pytest.mark.slow  # a Python process of its own, which imports locust
+def test_every_bench_imports():
+    """A bench that no longer imports fails the run of them all (`bench/all.py`) halfway: each
+    module is loaded as a script would load it, without running it."""
+    # locust (bench/load_users.py) patches the standard library as it is imported, which must
+    # happen before anything imports ssl: it is loaded first, as the load test loads it.
+    benches = sorted((ROOT / "bench").glob("*.py"), key=lambda path: path.name != "load_users.py")
+    _load_in_new_python("pass", benches, run_name="imported")
+
+
+@pytest.mark.slow  # a Python process of its own, which imports the portal and the sandbox
+def test_every_bench_can_be_imported_where_its_servers_are_forked():
+    """The servers a bench starts are forked from a server process that has imported the
+    portal, the sandbox and their libraries (ssl among them), and that imports the bench's
+    script as `__mp_main__` before it runs a server: a script whose imports fail there (as
+    locust's did, patching ssl once imported) starts no server at all."""
+    scripts = [
+        path
+        for path in sorted((ROOT / "bench").glob("*.py"))
+        if 'if __name__ == "__main__":' in path.read_text()
+    ]
+    assert any(path.name == "load_test.py" for path in scripts)
+    preload = "import importlib; from tests.support.processes import PRELOADED; "
+    preload += "[importlib.import_module(name) for name in PRELOADED]"
+    _load_in_new_python(preload, scripts, run_name="__mp_main__")
