@@ -16,6 +16,10 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import GenericFunction
 
+# A list counts its rows up to one more than this: past it, its heading says "More than 1,000"
+# (a count of every row would cost each page what reading them all costs).
+COUNTED = 1_000
+
 
 def utcnow() -> datetime:
     """The current time, timezone-aware in UTC."""

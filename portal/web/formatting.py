@@ -22,6 +22,7 @@ from flask_login import current_user
 from markupsafe import Markup, escape
 
 from portal.api import OPERATION_STATUSES, TRANSACTION_STATUSES
+from portal.database import COUNTED
 from portal.identity.rules import passkeys
 from portal.money.rules.currencies import ExplorerKind, explorer_url, money
 from portal.periods import zone_named
@@ -164,6 +165,11 @@ def exact(value: object) -> object:
     return format(value, "f") if isinstance(value, Decimal) else value
 
 
+def counted(total: int) -> str:
+    """A count made up to one more than COUNTED, as a list's heading says it."""
+    return f"{total:,}" if total <= COUNTED else f"More than {COUNTED:,}"
+
+
 def passkeys_on() -> bool:
     """Whether this portal's public URL lets browsers use passkeys (not an IP address)."""
     return passkeys.off_reason() is None
@@ -173,6 +179,7 @@ def init_app(app: Flask) -> None:
     app.jinja_env.finalize = exact  # every {{ value }}, so no amount depends on a filter
     app.add_template_filter(money)
     app.add_template_filter(category_name)
+    app.add_template_filter(counted)
     app.add_template_global(when)
     app.add_template_global(user_zone_name)
     app.add_template_global(badge)

@@ -20,9 +20,11 @@ from sqlalchemy.sql import operators
 from werkzeug.wrappers import Response
 
 from portal.api import ApiRefusal, MerchantApiClient, Page, PageReader
+from portal.database import COUNTED
 from portal.extensions import db
 from portal.web.api_errors import handle_api_error, read_or_mirror
 from portal.web.filters import ListFilters, ListQuery, read_filters
+from portal.web.formatting import counted
 from portal.web.merchant import current_api
 from portal.web.rendering import polled_by, render_page, wants_fragment
 
@@ -45,9 +47,6 @@ def record_url(endpoint: str, name: str) -> Callable[[object], str]:
     return lambda value: f"{prefix}{quote(value)}{suffix}"
 
 
-# A list counts its rows up to this many: past it, its heading says "More than 1,000" (a count
-# of every row would cost each page what a deep page by offset cost).
-COUNTED = 1_000
 # A cursor longer than this is none the portal wrote (it holds a timestamp and an id).
 MAX_CURSOR = 200
 # The integers a cursor may hold: those a 64-bit integer column holds.
@@ -69,7 +68,7 @@ class LocalPage:
     @property
     def counted(self) -> str:
         """How many rows the list holds, as its heading says it."""
-        return f"{self.total:,}" if self.total <= COUNTED else f"More than {COUNTED:,}"
+        return counted(self.total)
 
 
 @dataclass(frozen=True)

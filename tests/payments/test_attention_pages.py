@@ -17,6 +17,7 @@ from portal.api import MerchantApiClient
 from tests.support.forms import signed_in
 from tests.support.mirror_rows import (
     mirror,
+    mirror_all,
     mirror_from_sandbox,
     operation_record,
     transaction_record,
@@ -197,6 +198,92 @@ def test_the_menu_counts_what_needs_attention_for_every_role(acme):
         )
 
 
+def failed_operations(app, count: int, merchant: str = "Acme") -> list[str]:
+    """`count` operations that failed a minute apart, in the mirror; their ids, newest first."""
+    records = [
+        operation_record(status="failed", age=timedelta(minutes=minute))
+        for minute in range(1, count + 1)
+    ]
+    return [record["id"] for record in mirror_all(app, records, merchant)]
+
+
+def operations_listed(page: str) -> list[str]:
+    return re.findall(r">Open operation (\w+)</a>", page)
+
+
+def test_each_reason_shows_its_newest_and_its_own_list_shows_every_item_by_pages(acme):
+    newest_first = failed_operations(acme, 53)
+    theirs = failed_operations(acme, 2, "Other")
+    client = signed_in(acme, email("accountant"))
+    page = client.get("/attention").get_data(as_text=True)
+    failed = section(page, "failed")
+    assert "Failed in the last 7 days (53)" in page
+    assert operations_listed(failed) == newest_first[:10]
+    assert "The newest 10 are shown" in failed
+    assert 'href="/attention?group=failed"' in failed
+    assert "see them all" not in section(page, "undecided")  # nothing waits there
+
+    first = client.get("/attention?group=failed").get_data(as_text=True)
+    assert re.findall(r'<section[^>]*aria-labelledby="reason-(\w+)"', first) == ["failed"]
+    assert "Failed in the last 7 days (53)" in first
+    assert operations_listed(first) == newest_first[:50]
+    assert 'rel="prev"' not in first
+    next_url = re.search(r'rel="next" href="([^"]+)"', first).group(1).replace("&amp;", "&")
+    last = client.get(next_url).get_data(as_text=True)
+    assert operations_listed(last) == newest_first[50:]
+    assert 'rel="next"' not in last
+    back = re.search(r'rel="prev" href="([^"]+)"', last).group(1).replace("&amp;", "&")
+    assert operations_listed(client.get(back).get_data(as_text=True)) == newest_first[:50]
+    for their_id in theirs:
+        assert their_id not in first + last
+    assert '<a href="/attention">Everything that needs attention</a>' in first
+
+
+def test_a_reason_of_more_than_a_thousand_items_is_counted_up_to_a_thousand(each_database, acme):
+    """The list counts each reason's items up to 1,001, as the portal's other long lists do;
+    the menu, counted when the mirror syncs, keeps the whole figure."""
+    failed_operations(acme, 1001)
+    client = signed_in(acme, email("owner"))
+    page = client.get("/attention").get_data(as_text=True)
+    assert "Failed in the last 7 days (More than 1,000)" in page
+    assert nav_count(page) == "1001"
+    assert "(More than 1,000)" in client.get("/attention?group=failed").get_data(as_text=True)
+
+
+def test_a_list_of_no_reason_is_not_found_and_a_cursor_not_written_here_shows_the_first_page(
+    acme,
+):
+    newest_first = failed_operations(acme, 3)
+    client = signed_in(acme, email("operator"))
+    assert client.get("/attention?group=everything").status_code == 404
+    answer = client.get("/attention?group=failed&after=not-a-cursor")
+    assert answer.status_code == 200
+    assert operations_listed(answer.get_data(as_text=True)) == newest_first
+
+
+def test_settle_from_a_reasons_own_list_lands_on_that_list(acme):
+    kept = mirror(
+        acme,
+        operation_record("0.5", amount_paid="0.75", transactions=[transaction_record("0.75")]),
+    )
+    over = mirror(
+        acme,
+        operation_record(
+            "0.5", amount_paid="0.75", transactions=[transaction_record("0.75")], age=timedelta(0)
+        ),
+    )
+    client = signed_in(acme, email("owner"))
+    page = client.get("/attention?group=difference").get_data(as_text=True)
+    assert '<input type="hidden" name="group" value="difference">' in page
+    form = {"note": "Refunded by bank transfer", "group": "difference"}
+    answer = post(client, f"/attention/{over['id']}/settle", form)
+    assert answer.status_code == 302
+    assert answer.headers["Location"].startswith("/attention?group=difference")
+    landed = client.get(answer.headers["Location"]).get_data(as_text=True)
+    assert re.findall(r'<section[^>]*aria-labelledby="reason-(\w+)"', landed) == ["difference"]
+    assert operations_listed(section(landed, "difference")) == [kept["id"]]
+
+
 # --- Actions on a real sandbox operation ------------------------------------------------------
 
 
@@ -329,6 +416,25 @@ def test_link_below_the_due_from_the_list_takes_the_tick_and_lands_on_the_next_i
     assert re.search(rf'id="{next_item}" autofocus>Transaction \w+<', page)
     assert int(nav_count(page) or 0) == count_before - 1
     assert api.get_operation(operation_id).status == "confirmed"
+
+
+def test_link_from_a_reasons_own_list_confirms_and_lands_on_that_list(connected, sandbox):
+    operation_id, transaction_id = undecided_operation(connected, sandbox)
+    operator = signed_in(connected, email("operator"))
+    page = operator.get("/attention?group=undecided").get_data(as_text=True)
+    action = f"/operations/{operation_id}/link-transactions"
+    fields = form_of(section(page, "undecided"), action)
+    assert fields["group"] == "undecided"
+
+    shown, confirm = confirmation_of(operator.post(action, data=fields).get_data(as_text=True))
+    assert confirm["group"] == "undecided"
+    assert 'href="/attention?group=undecided">Back</a>' in shown
+    done = operator.post(action, data=confirm)
+    assert done.status_code == 302
+    assert done.headers["Location"].startswith("/attention?group=undecided")
+    page = operator.get(done.headers["Location"]).get_data(as_text=True)
+    assert re.findall(r'<section[^>]*aria-labelledby="reason-(\w+)"', page) == ["undecided"]
+    assert f"Transaction {transaction_id}" not in page
 
 
 def test_link_from_the_list_in_place_with_htmx(connected, sandbox):

@@ -1,16 +1,18 @@
 """A person works the needs-attention list and searches, in Chromium: the count in the menu,
-Link from the list with its confirmation on the list itself, and the header's search box."""
+Link from the list with its confirmation on the list itself, a reason's own list, and the
+header's search box."""
 
 from __future__ import annotations
 
 import re
 import uuid
+from datetime import timedelta
 
 from playwright.sync_api import Page, expect
 
 from portal.api import MerchantApiClient
 from tests.support.browser import assert_accessible, signed_in_as
-from tests.support.mirror_rows import mirror_from_sandbox
+from tests.support.mirror_rows import mirror_all, mirror_from_sandbox, operation_record
 from tests.support.portal_server import PortalServer
 
 
@@ -80,3 +82,24 @@ def test_link_from_the_list_then_find_it_by_a_part_of_its_order_number(
     assert_accessible(page)
     page.get_by_role("link", name=operation, exact=True).click()
     expect(page.get_by_role("heading", level=1)).to_contain_text(operation)
+
+
+def test_a_reasons_own_list_from_the_newest_of_each(page: Page, portal: PortalServer) -> None:
+    records = [
+        operation_record(status="failed", age=timedelta(minutes=minute)) for minute in range(1, 13)
+    ]
+    mirror_all(portal.app, records)
+    signed_in_as(page, "accountant@acme.test")
+    page.goto(f"{portal.url}/attention")
+    failed = page.get_by_role("region", name=re.compile(r"^Failed in the last 7 days"))
+    expect(failed.get_by_role("link", name=re.compile(r"^Open operation"))).to_have_count(10)
+    failed.get_by_role("link", name=re.compile(r"^see them all")).click()
+
+    expect(page).to_have_url(f"{portal.url}/attention?group=failed")
+    listed = page.get_by_role("link", name=re.compile(r"^Open operation"))
+    expect(listed).to_have_count(12)
+    expect(listed.last).to_have_text(f"Open operation {records[-1]['id']}")
+    expect(page.get_by_role("heading", name=re.compile(r"^Transactions nobody"))).to_have_count(0)
+    assert_accessible(page)
+    page.get_by_role("link", name="Everything that needs attention").click()
+    expect(page).to_have_url(f"{portal.url}/attention")

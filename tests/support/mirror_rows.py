@@ -124,6 +124,12 @@ def transaction_columns(merchant_id: int, operation_id: str, record: dict) -> di
 def mirror(app, record: dict, merchant: str = MERCHANT) -> dict:
     """Insert the operation `record` and its transactions into `merchant`'s mirror, and mark
     the mirror synced now, with the menu's count counted again as a sync counts it."""
+    mirror_all(app, [record], merchant)
+    return record
+
+
+def mirror_all(app, records: list[dict], merchant: str = MERCHANT) -> list[dict]:
+    """`mirror` for many operations at once, in one transaction."""
     from portal.database import utcnow
     from portal.extensions import db
     from portal.identity.rules.accounts import merchant_named
@@ -133,17 +139,18 @@ def mirror(app, record: dict, merchant: str = MERCHANT) -> dict:
 
     with app.app_context():
         merchant_id = merchant_named(merchant).id
-        db.session.add(MirroredOperation(**operation_columns(merchant_id, record)))
-        for raw in record["transactions"]:
-            columns = transaction_columns(merchant_id, record["id"], raw)
-            db.session.add(MirroredTransaction(**columns))
+        for record in records:
+            db.session.add(MirroredOperation(**operation_columns(merchant_id, record)))
+            for raw in record["transactions"]:
+                columns = transaction_columns(merchant_id, record["id"], raw)
+                db.session.add(MirroredTransaction(**columns))
         state = db.session.get(MirrorState, merchant_id) or MirrorState(merchant_id=merchant_id)
         state.last_sync_at = utcnow()
         db.session.add(state)
         db.session.flush()
         attention.recount(merchant_id)
         db.session.commit()
-    return record
+    return records
 
 
 def mirror_from_sandbox(

@@ -31,7 +31,7 @@ from sqlalchemy.orm import defer
 from portal.api import Operation
 from portal.api.records import parse_record
 from portal.api.wire import MalformedAnswer
-from portal.database import utcnow
+from portal.database import COUNTED, utcnow
 from portal.extensions import Model, db
 from portal.identity.models import Merchant
 from portal.live.models import MirrorState
@@ -44,8 +44,9 @@ HISTORY_WITHIN = timedelta(days=30)
 # What `DIFFERENCE` and `PAYMENT` hold, by the operation's state.
 WRONG_AMOUNT = tuple(state.value for state in State if state.needs_attention)
 PAID_SHORT_OR_UNCONFIRMED = (State.PARTLY_PAID.value, State.PAID_UNCONFIRMED.value)
-# The items shown of each reason, newest first; the count says how many there are in all.
-SHOWN = 50
+# The items of each reason the list shows, newest first, beside how many there are (counted up
+# to COUNTED + 1); each reason's own list (`waiting`) shows them all, by pages.
+SHOWN = 10
 NEWEST_TRANSACTIONS = (MirroredTransaction.created_at.desc(), MirroredTransaction.id.desc())
 NEWEST_OPERATIONS = (MirroredOperation.updated_at.desc(), MirroredOperation.id.desc())
 
@@ -311,15 +312,15 @@ def _operation_rows(shown: sa.Subquery) -> sa.Select:
 
 def _newest(selections: dict[Reason, sa.Select], reasons: tuple[Reason, ...]) -> sa.Subquery:
     """The ids of the newest `SHOWN` rows of each of `reasons` (all of one table), each with its
-    reason and how many rows the reason takes in all: the lists and their counts in one
-    statement (a round trip to the database costs more than most of these reads). A reason
-    without rows has no line: its count is 0."""
+    reason and how many rows the reason takes, counted up to COUNTED + 1: the lists and their
+    counts in one statement (a round trip to the database costs more than most of these reads).
+    A reason without rows has no line: its count is 0."""
     return sa.union_all(
         *(
             sa.select(
                 sa.literal(reason.value, sa.String).label("reason"),
                 shown.c.id,
-                _count(selections[reason]).label("total"),
+                _count(selections[reason].limit(COUNTED + 1)).label("total"),
             )
             for reason in reasons
             for shown in [selections[reason].limit(SHOWN).subquery()]
@@ -363,20 +364,55 @@ def count(merchant: Merchant) -> int:
 
 
 def needs_attention(merchant_id: int) -> list[Group]:
-    """Each reason with its newest `SHOWN` items and how many there are in all: the
-    transactions' reasons in one query, the operations' in another."""
+    """Each reason with its newest `SHOWN` items and how many there are: the transactions'
+    reasons in one query, the operations' in another."""
     selections = _selections(_Scope.of(merchant_id))
-    totals = dict.fromkeys(selections, 0)
-    items: dict[Reason, list] = {reason: [] for reason in selections}
-    transactions = _transaction_rows(_newest(selections, OF_TRANSACTIONS))
-    for transaction, currency, status, order_id, reason, total in db.session.execute(transactions):
-        totals[Reason(reason)] = total
-        items[Reason(reason)].append(TransactionItem(transaction, currency, status, order_id))
-    operations = _operation_rows(_newest(selections, OF_OPERATIONS))
-    for operation, record, reason, total in db.session.execute(operations):
-        totals[Reason(reason)] = total
-        items[Reason(reason)].append(_operation_item(operation, record))
-    return [Group(reason, totals[reason], items[reason]) for reason in selections]
+    return _groups(
+        list(selections),
+        _newest(selections, OF_TRANSACTIONS),
+        _newest(selections, OF_OPERATIONS),
+    )
+
+
+def waiting(merchant_id: int, reason: Reason) -> sa.Select:
+    """The ids of `reason`'s items, newest first: its own list, read by pages (`group`)."""
+    return _selections(_Scope.of(merchant_id))[reason]
+
+
+def group(reason: Reason, ids: list[int], total: int) -> Group:
+    """`reason` with the items of `ids` (a page of `waiting`), newest first, and `total`."""
+    model = MirroredTransaction if reason in OF_TRANSACTIONS else MirroredOperation
+    shown = (
+        sa.select(
+            sa.literal(reason.value, sa.String).label("reason"),
+            model.id,
+            sa.literal(total).label("total"),
+        )
+        .where(model.id.in_(ids))
+        .subquery()
+    )
+    of_transactions = reason in OF_TRANSACTIONS
+    (found,) = _groups([reason], *((shown, None) if of_transactions else (None, shown)))
+    return Group(reason, total, found.items)
+
+
+def _groups(
+    reasons: list[Reason], transactions: sa.Subquery | None, operations: sa.Subquery | None
+) -> list[Group]:
+    """`reasons` with the rows of `transactions` and `operations` (subqueries of ids, each
+    with its reason and count, as `_newest` makes them; None: none of that table)."""
+    totals = dict.fromkeys(reasons, 0)
+    items: dict[Reason, list] = {reason: [] for reason in reasons}
+    if transactions is not None:
+        found = db.session.execute(_transaction_rows(transactions))
+        for transaction, currency, status, order_id, reason, total in found:
+            totals[Reason(reason)] = total
+            items[Reason(reason)].append(TransactionItem(transaction, currency, status, order_id))
+    if operations is not None:
+        for operation, record, reason, total in db.session.execute(_operation_rows(operations)):
+            totals[Reason(reason)] = total
+            items[Reason(reason)].append(_operation_item(operation, record))
+    return [Group(reason, totals[reason], items[reason]) for reason in reasons]
 
 
 def _operation_item(row: MirroredOperation, record: dict | None) -> OperationItem:

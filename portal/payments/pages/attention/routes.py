@@ -1,11 +1,13 @@
-"""`/attention`: the items of the mirror that wait for a decision, grouped by reason.
+"""`/attention`: the items of the mirror that wait for a decision, grouped by reason: the newest
+of each, and each reason's own list by pages (`?group=late`).
 
 Link and reject are the operations pages' own actions, posted to their URLs with the
 transactions of one operation ticked and `from=attention`: they ask for confirmation, and
 answer, on this list (`confirming`, `acted`), so the person stays on it. Mark as settled is
 this page's own: it closes an over- or underpaid operation that no API action can close, with
 a note. Accountants see no buttons (and the actions refuse them). After any action the handled
-item is gone and the focus goes to the next one (`next_item`).
+item is gone and the focus goes to the next one (`next_item`), on the list the form was on (its
+`group` field).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from portal.payments.pages.attention.forms import SettleForm
 from portal.payments.rules import attention, decisions
 from portal.web.access import ALL_ROLES, may_open, roles
 from portal.web.api_errors import read_only
-from portal.web.lists import record_url
+from portal.web.lists import local_page, record_url
 from portal.web.rendering import render_page, wants_fragment
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
@@ -36,11 +38,18 @@ def _queue(status: int = 200, **context: object) -> Response:
     """The list, whole or (htmx) its queue part; `focus` names the item that takes the focus."""
     focus = request.args.get("focus") or context.pop("focus", None)
     context.setdefault("settling", None)  # the operation whose settle form was refused
+    reason, merchant_id = _group(), current_user.merchant_id
+    if reason is None:
+        groups, page = attention.needs_attention(merchant_id), None
+    else:
+        page = local_page(attention.waiting(merchant_id, reason))
+        groups = [attention.group(reason, page.items, page.total)]
     return render_page(
         PAGE,
         FRAGMENT,
         status,
-        groups=attention.needs_attention(current_user.merchant_id),
+        groups=groups,
+        page=page,
         may_act=may_open("operations.link_transactions") and not read_only(),
         may_settle=may_open("attention.settle"),
         focus=focus if isinstance(focus, str) and ITEM_ID.fullmatch(focus) else None,
@@ -50,8 +59,20 @@ def _queue(status: int = 200, **context: object) -> Response:
     )
 
 
+def _group() -> attention.Reason | None:
+    """The reason whose own list is asked for (`?group=`, or the field of a form posted from
+    that list); None: the newest of every reason. A name of no reason is not found."""
+    named = request.values.get("group")
+    if named is None:
+        return None
+    try:
+        return attention.Reason(named)
+    except ValueError:
+        abort(404)
+
+
 def _item_urls() -> dict[str, object]:
-    """The addresses of the list's items, each built once for the page's up to 250 items."""
+    """The addresses of the list's items, each built once for the page's items."""
     operation = "operation_id"
     return {
         "transaction": record_url("transactions.detail", "transaction_id"),
@@ -103,7 +124,7 @@ def _left(message: str, next_item: str | None) -> Response:
     if wants_fragment():
         return _queue(notice=message, focus=next_item)
     flash(message, "success")
-    return redirect(url_for("attention.index", focus=next_item or None))
+    return redirect(url_for("attention.index", group=_group(), focus=next_item or None))
 
 
 def _next_item() -> str | None:
