@@ -78,3 +78,62 @@ class Period:
     def instants(self) -> tuple[datetime, datetime]:
         """The UTC instants of its first moment and of the moment after its last."""
         return self.start(self.since), self.start(self.until + timedelta(days=1))
+
+
+class Span(enum.StrEnum):
+    """What a total covers: a calendar month or a day, in UTC (`covered`)."""
+
+    MONTH = "month"
+    DAY = "day"
+
+    def starts(self, moment: datetime) -> date:
+        """The first day of the span that `moment` is in."""
+        moment = moment.astimezone(UTC)
+        return date(moment.year, moment.month, 1) if self is Span.MONTH else moment.date()
+
+    def after(self, first: date) -> date:
+        """The first day of the span after the one beginning on `first`."""
+        if self is Span.DAY:
+            return first + timedelta(days=1)
+        return date(first.year + first.month // 12, first.month % 12 + 1, 1)
+
+    def first_whole(self, moment: datetime) -> date:
+        """The first day of the first span that begins at or after `moment`."""
+        first = self.starts(moment)
+        return first if midnight(first) == moment else self.after(first)
+
+
+# Spans of one kind from a first day (included; None: the first there is) to a last (excluded;
+# None: the last there is).
+Whole = tuple[Span, date | None, date | None]
+# A stretch of time from a moment (included; None: the first) to another (excluded; None: the
+# last).
+Stretch = tuple[datetime | None, datetime | None]
+
+
+def midnight(first: date) -> datetime:
+    """The moment `first` begins in UTC."""
+    return datetime(first.year, first.month, first.day, tzinfo=UTC)
+
+
+def covered(start: datetime | None, end: datetime | None) -> tuple[list[Whole], list[Stretch]]:
+    """`start` to `end` as the UTC months it covers whole, the whole days of the rest, and the
+    parts of days left at its ends: totals kept by month and day (the ledger's, the
+    operations') add up the first two, and only the last are read row by row."""
+    whole: list[Whole] = []
+    stretches: list[Stretch] = [(start, end)]
+    for span in Span:
+        rest: list[Stretch] = []
+        for begins, ends in stretches:
+            first = None if begins is None else span.first_whole(begins)
+            until = None if ends is None else span.starts(ends)
+            if first is not None and until is not None and first >= until:
+                rest.append((begins, ends))
+                continue
+            whole.append((span, first, until))
+            if begins is not None and first is not None and begins < midnight(first):
+                rest.append((begins, midnight(first)))
+            if ends is not None and until is not None and midnight(until) < ends:
+                rest.append((midnight(until), ends))
+        stretches = rest
+    return whole, stretches

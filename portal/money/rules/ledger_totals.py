@@ -1,7 +1,7 @@
 """The ledger's totals: what each kind of movement added to each currency in each calendar
 month and each day (UTC), so that a balance, a statement or the dashboard adds up the months a
 stretch of time covers whole, then the days of the rest, and reads movements only for the parts
-of days at its ends, whatever the size of the ledger.
+of days at its ends (`portal.periods.covered`), whatever the size of the ledger.
 
 Every booking adds its movements to their month and day in the same transaction (`add`): a
 total is never behind its movements, a movement dated in the past (the history of a first sync,
@@ -16,17 +16,17 @@ happened from `since` plus a microsecond on.
 
 from __future__ import annotations
 
-import enum
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from portal import periods
 from portal.database import decimal_add, decimal_sum
 from portal.extensions import db
 from portal.money.models import LEDGER_TOTAL_KEY, LedgerEntry, LedgerTotal
@@ -75,46 +75,16 @@ class Sums:
         )
 
 
-class Span(enum.StrEnum):
-    """What a total covers: a calendar month or a day, in UTC."""
-
-    MONTH = "month"
-    DAY = "day"
-
-
-def _starts(span: Span, moment: datetime) -> date:
-    """The first day of the `span` that `moment` is in."""
-    moment = moment.astimezone(UTC)
-    return date(moment.year, moment.month, 1) if span is Span.MONTH else moment.date()
-
-
-def _after(span: Span, first: date) -> date:
-    """The first day of the `span` after the one beginning on `first`."""
-    if span is Span.DAY:
-        return first + timedelta(days=1)
-    return date(first.year + first.month // 12, first.month % 12 + 1, 1)
-
-
-def _first_whole(span: Span, moment: datetime) -> date:
-    """The first day of the first `span` that begins at or after `moment`."""
-    first = _starts(span, moment)
-    return first if _moment(first) == moment else _after(span, first)
-
-
-def _moment(first: date) -> datetime:
-    return datetime(first.year, first.month, first.day, tzinfo=UTC)
-
-
 def add(merchant_id: int, generation: int, movements: Iterable[Movement], sign: int = 1) -> None:
     """Add `movements`, just booked in the caller's transaction, to their months and days
     (`sign` -1: take them out, as they were before they were valued again): one statement,
     whatever their number. A total's first and last moments stay: its movements are still
     there."""
     totals: dict[tuple[str, date, str, str, str], list] = {}
-    for movement, span in itertools.product(movements, Span):
+    for movement, span in itertools.product(movements, periods.Span):
         key = (
             span.value,
-            _starts(span, movement.occurred_at),
+            span.starts(movement.occurred_at),
             movement.currency,
             str(movement.kind),
             movement.value_currency or "",
@@ -181,22 +151,7 @@ def sums(
     all), their values in `reporting` (none when not asked). Two queries: the months inside
     the stretch and the days inside the rest of it, then the movements of the parts of days at
     its ends."""
-    whole: list[tuple[Span, date | None, date | None]] = []
-    stretches: list[tuple[datetime | None, datetime | None]] = [(start, end)]
-    for span in Span:
-        rest = []
-        for begins, ends in stretches:
-            first = None if begins is None else _first_whole(span, begins)
-            until = None if ends is None else _starts(span, ends)
-            if first is not None and until is not None and first >= until:
-                rest.append((begins, ends))
-                continue
-            whole.append((span, first, until))
-            if begins is not None and first is not None and begins < _moment(first):
-                rest.append((begins, _moment(first)))
-            if ends is not None and until is not None and _moment(until) < ends:
-                rest.append((_moment(until), ends))
-        stretches = rest
+    whole, stretches = periods.covered(start, end)
     found = _of_totals(merchant_id, generation, reporting, whole, kinds, currencies)
     moved = _of_movements(merchant_id, generation, reporting, stretches, kinds, currencies)
     for key, sums in moved.items():
@@ -208,7 +163,7 @@ def _of_totals(
     merchant_id: int,
     generation: int,
     reporting: str,
-    whole: list[tuple[Span, date | None, date | None]],
+    whole: list[periods.Whole],
     kinds: Sequence[str],
     currencies: Sequence[str],
 ) -> dict[tuple[str, str], Sums]:
