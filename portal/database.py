@@ -6,7 +6,7 @@ import enum
 import importlib
 import importlib.util
 import pkgutil
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -16,9 +16,30 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import GenericFunction
 
+from portal.periods import Whole
+
 # A list counts its rows up to one more than this: past it, its heading says "More than 1,000"
 # (a count of every row would cost each page what reading them all costs).
 COUNTED = 1_000
+
+
+def in_spans(
+    span: sa.orm.QueryableAttribute[str],
+    starts: sa.orm.QueryableAttribute[date],
+    whole: list[Whole],
+) -> sa.ColumnElement[bool]:
+    """Totals kept by month and day (their `span` and first day, `starts`) that make up the
+    spans of `whole` (`portal.periods.covered`)."""
+    return sa.or_(
+        *(
+            sa.and_(
+                span == kind.value,
+                sa.true() if first is None else starts >= first,
+                sa.true() if until is None else starts < until,
+            )
+            for kind, first, until in whole
+        )
+    )
 
 
 def utcnow() -> datetime:

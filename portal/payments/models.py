@@ -4,7 +4,7 @@ checkout page's links."""
 from __future__ import annotations
 
 import enum
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 
 import sqlalchemy as sa
@@ -67,6 +67,15 @@ class MirroredOperation(Model):
             "category",
             "state",
             "operation_id",
+        ),
+        # The withdrawals of a period, which the dashboard shows apart (migration 0032).
+        sa.Index(
+            "ix_mirrored_operations_merchant_category_created",
+            "merchant_id",
+            "category",
+            "created_at",
+            "currency",
+            "amount",
         ),
     )
 
@@ -150,6 +159,29 @@ class Decision(Model):
     note: Mapped[str | None] = mapped_column(sa.Text)
     user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+
+# What a total of operations is kept under (`OperationTotal`).
+OPERATION_TOTAL_KEY = ("merchant_id", "span", "starts", "category", "state")
+
+
+class OperationTotal(Model):
+    """How many of the merchant's mirrored operations were created in a UTC month or day
+    (`span`, `starts`: its first day), by category and money state ("" for none). The
+    database keeps it (migration 0032's triggers on `mirrored_operations`): every insert adds,
+    every change of state, category or creation moves and every delete takes out, whichever
+    code wrote the row. `portal.payments.rules.operation_totals` adds them up."""
+
+    __tablename__ = "operation_totals"
+    __table_args__ = (sa.UniqueConstraint(*OPERATION_TOTAL_KEY),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    span: Mapped[str] = mapped_column(sa.String(8))
+    starts: Mapped[date]
+    category: Mapped[str] = mapped_column(sa.String(32))
+    state: Mapped[str] = mapped_column(sa.String(32))
+    count: Mapped[int]
 
 
 # --- Search and the attention list over the mirror ------------------------------------------

@@ -193,3 +193,36 @@ def test_0031_counts_the_totals_of_a_ledger_booked_before_it(app, accounts):
         flask_migrate.downgrade(revision="0030")
         flask_migrate.upgrade()
     assert totals_of(app) == kept
+
+
+def test_0032_counts_the_operations_mirrored_before_it(each_database, app, accounts):
+    """The totals the triggers kept as operations were mirrored are those 0032 counts from the
+    operations mirrored before it (a month boundary, the microsecond before it, no state)."""
+    from datetime import UTC, datetime
+
+    from tests.support.mirror_rows import mirror_all, operation_record, operation_totals_of
+
+    def made(moment: datetime, **fields: object) -> dict:
+        stamp = moment.isoformat().replace("+00:00", "Z")
+        return operation_record(created_at=stamp, updated_at=stamp, **fields)
+
+    january, february = (
+        datetime(2026, 1, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        datetime(2026, 2, 1, tzinfo=UTC),
+    )
+    mirror_all(
+        app,
+        [
+            made(january, status="confirmed", amount_paid="0.5"),
+            made(january, category="transfer"),
+            made(february, amount_paid="0.1"),
+            made(february),
+        ],
+    )
+    mirror_all(app, [made(february, status="failed")], "Other")
+    kept = operation_totals_of(app)
+    assert sum(kept.values()) == 2 * 5  # each operation in its month and its day
+    with app.app_context():
+        flask_migrate.downgrade(revision="0031")
+        flask_migrate.upgrade()
+    assert operation_totals_of(app) == kept

@@ -204,18 +204,20 @@ def test_a_long_period_has_a_bar_per_month(app):
     assert bars[0] == ("2024-01-15", "0") and ("2024-03-01", "1") in bars and len(bars) == 12
 
 
-def test_the_figures_cost_five_queries_beside_the_session(app):
+def test_the_figures_cost_six_queries_beside_the_session(app):
     """When the mirror last synced comes with the signed-in session's one query. The money of
     March, a whole month, is one query of the ledger's totals, and of the period before it
     (January 30 to February 29: a whole month and two whole days) another: no movement read.
-    Then one query for the sales by state, one for what is no sale, one count for the bars.
+    The sales by state are one query of the operations' totals (no operation read); then one
+    for the operations of cross exchanges, one for the withdrawals, one count for the bars.
     The balances shown to an owner add three: the openings, the totals, the latest rates."""
     march = datetime(2024, 3, 5, 12, tzinfo=UTC)
     mirror_operations(app, [made(1, "confirmed", "BTC", "0.1", march, paid="0.1")])
     owner = signed_in(app, email("owner"))
     assert created(owner.get(MARCH).text) == "1"  # the sign-in's message shown once
     statements = statements_of(app, owner, MARCH)
-    assert len(statements) == 1 + 5 + 3, statements
+    assert len(statements) == 1 + 6 + 3, statements
+    assert sum("FROM operation_totals" in statement for statement in statements) == 1
     assert sum("FROM ledger_totals" in statement for statement in statements) == 3
     assert sum("FROM ledger_entries" in statement for statement in statements) == 1
     assert "mirror_states" in statements[0] and "user_sessions" in statements[0]

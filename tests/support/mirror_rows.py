@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import requests
+import sqlalchemy as sa
 
 from tests.support.portal_app import MERCHANT
 from tests.support.sandbox_server import SandboxServer
@@ -162,3 +164,22 @@ def mirror_from_sandbox(
     )
     answer.raise_for_status()
     return mirror(app, answer.json()["data"], merchant)
+
+
+def operation_totals_of(app) -> Counter:
+    """The operations' totals the database keeps (`OperationTotal`), those not at zero."""
+    from portal.extensions import db
+    from portal.payments.models import OperationTotal as Total
+
+    with app.app_context():
+        rows = db.session.execute(
+            sa.select(
+                Total.merchant_id,
+                Total.span,
+                Total.starts,
+                Total.category,
+                Total.state,
+                Total.count,
+            )
+        )
+        return Counter({tuple(row[:5]): row[5] for row in rows if row[5]})

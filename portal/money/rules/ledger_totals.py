@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from portal import periods
-from portal.database import decimal_add, decimal_sum
+from portal.database import decimal_add, decimal_sum, in_spans
 from portal.extensions import db
 from portal.money.models import LEDGER_TOTAL_KEY, LedgerEntry, LedgerTotal
 
@@ -173,14 +173,6 @@ def _of_totals(
         return {}
     total = LedgerTotal
     in_reporting = total.value_currency == reporting
-    covered = [
-        sa.and_(
-            total.span == span.value,
-            sa.true() if first is None else total.starts >= first,
-            sa.true() if until is None else total.starts < until,
-        )
-        for span, first, until in whole
-    ]
     count = sa.func.sum(total.count)
     query = sa.select(
         total.currency,
@@ -194,7 +186,7 @@ def _of_totals(
     ).where(
         total.merchant_id == merchant_id,
         total.connection_generation == generation,
-        sa.or_(*covered),
+        in_spans(total.span, total.starts, whole),
     )
     return _per_currency_and_kind(query, total, kinds, currencies)
 

@@ -3,10 +3,11 @@ ledger, and operations by when they were created, from the mirror.
 
 A period is a span of calendar days in the user's time zone (`portal.periods`); its bounds
 become UTC instants once, and every figure is counted between them in the database: the money
-from the ledger's totals by month and day (`portal.money.rules.ledger_totals`), so the money of
-a year costs about what a day's does. Sums are exact: amounts are stored as decimal text, and
-the database adds them as decimals (PostgreSQL's NUMERIC; on SQLite an aggregate of Python's
-`Decimal`), never as floats.
+from the ledger's totals by month and day (`portal.money.rules.ledger_totals`) and the sales by
+state from the operations' (`portal.payments.rules.operation_totals`), so that the money and
+the sales of a year cost about what a day's do. Sums are exact: amounts are stored as decimal
+text, and the database adds them as decimals (PostgreSQL's NUMERIC; on SQLite an aggregate of
+Python's `Decimal`), never as floats.
 
 Sales are the operations customers pay: withdrawals (`WITHDRAWAL_CATEGORIES`) and the
 operations that wait for a cross exchange's sold currency move the merchant's own money, so
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
@@ -32,6 +33,7 @@ from portal.money.rules import ledger_totals
 from portal.money.rules.ledger import Kind
 from portal.money.rules.ledger_totals import Sums
 from portal.payments.models import MirroredOperation
+from portal.payments.rules import operation_totals
 from portal.payments.rules.operation_money import WITHDRAWAL_CATEGORIES, State
 
 CHART_WIDTH, CHART_HEIGHT, CHART_TOP = 600, 160, 10
@@ -170,14 +172,15 @@ def summarise(merchant_id: int, generation: int, reporting: str, period: Period)
     before = _sales_money(merchant_id, generation, reporting, period.previous.instants)
     per_bucket = _counts_per_bucket(merchant_id, period)
     peak = max(per_bucket, default=0)
+    crossed = _crossed(merchant_id, period)
     return Summary(
         period,
         reporting,
         _money(now),
         _money(before),
         _wallets(now),
-        _sales(merchant_id, period),
-        _apart(merchant_id, period),
+        _sales(merchant_id, period, crossed),
+        _apart(merchant_id, period, crossed),
         _bars(period, per_bucket, peak),
         peak,
     )
@@ -205,39 +208,62 @@ def _wallets(sums: dict[tuple[str, str], Sums]) -> list[Wallet]:
     return [Wallet(currency, **amounts) for currency, amounts in wallets.items()]
 
 
-def _sales(merchant_id: int, period: Period) -> Sales:
-    """The sales created in `period`, counted by state."""
-    op = MirroredOperation
-    rows = db.session.execute(
-        sa.select(op.state, sa.func.count())
-        .where(
-            *_created_in(merchant_id, period),
-            op.category.not_in(WITHDRAWAL_CATEGORIES),
-            op.operation_id.not_in(_cross_exchange_operations(merchant_id)),
-        )
-        .group_by(op.state)
-    )
-    return Sales({state: count for state, count in rows})
+def _sales(merchant_id: int, period: Period, crossed: list[sa.Row]) -> Sales:
+    """The sales created in `period`, counted by state: the operations' totals but withdrawals
+    and the operations of cross exchanges (`crossed`)."""
+    by_state: Counter[str | None] = Counter()
+    for (category, state), count in operation_totals.counts(merchant_id, *period.instants).items():
+        if category not in WITHDRAWAL_CATEGORIES:
+            by_state[state] += count
+    for state, _currency, count, _amount in crossed:
+        by_state[state] -= count
+    return Sales({state: count for state, count in by_state.items() if count})
 
 
-def _apart(merchant_id: int, period: Period) -> list[Movement]:
-    """Withdrawals and cross exchanges' operations created in `period`, per currency."""
-    op = MirroredOperation
-    withdrawal = op.category.in_(WITHDRAWAL_CATEGORIES)
-    kind = sa.case((withdrawal, Apart.WITHDRAWAL.value), else_=Apart.CROSS_EXCHANGE.value)
-    rows = db.session.execute(
-        sa.select(kind, op.currency, sa.func.count(), decimal_sum(op.amount))
-        .where(
-            *_created_in(merchant_id, period),
-            sa.or_(withdrawal, op.operation_id.in_(_cross_exchange_operations(merchant_id))),
-        )
-        .group_by(kind, op.currency)
-        .order_by(kind, op.currency)
+def _crossed(merchant_id: int, period: Period) -> list[sa.Row]:
+    """The operations created in `period` that wait for a cross exchange's sold currency (and
+    are no withdrawals), by state and currency, with their amounts: read from the portal's
+    references to them, a few."""
+    op, reference = MirroredOperation, CrossExchangeReference
+    referred = (
+        sa.select(reference.operation_id)
+        .where(reference.merchant_id == merchant_id, reference.operation_id.is_not(None))
+        .distinct()
+        .subquery()
     )
-    return [
-        Movement(Apart(kind), currency, count, Decimal(amount))
-        for kind, currency, count, amount in rows
+    return list(
+        db.session.execute(
+            sa.select(op.state, op.currency, sa.func.count(), decimal_sum(op.amount))
+            .select_from(referred)
+            .join(op, op.operation_id == referred.c.operation_id)
+            .where(*_created_in(merchant_id, period), op.category.not_in(WITHDRAWAL_CATEGORIES))
+            .group_by(op.state, op.currency)
+        )
+    )
+
+
+def _apart(merchant_id: int, period: Period, crossed: list[sa.Row]) -> list[Movement]:
+    """Withdrawals (read through their own index) and cross exchanges' operations (`crossed`)
+    created in `period`, per currency."""
+    op = MirroredOperation
+    withdrawals = db.session.execute(
+        sa.select(op.currency, sa.func.count(), decimal_sum(op.amount))
+        .where(*_created_in(merchant_id, period), op.category.in_(WITHDRAWAL_CATEGORIES))
+        .group_by(op.currency)
+    )
+    exchanged: defaultdict[str, list] = defaultdict(lambda: [0, ZERO])
+    for _state, currency, count, amount in crossed:
+        exchanged[currency][0] += count
+        exchanged[currency][1] += Decimal(amount)
+    movements = [
+        Movement(Apart.WITHDRAWAL, currency, count, Decimal(amount))
+        for currency, count, amount in withdrawals
     ]
+    movements += [
+        Movement(Apart.CROSS_EXCHANGE, currency, count, amount)
+        for currency, (count, amount) in exchanged.items()
+    ]
+    return sorted(movements, key=lambda movement: (movement.kind.value, movement.currency))
 
 
 def _sales_money(
@@ -256,15 +282,6 @@ def _created_in(merchant_id: int, period: Period) -> tuple[sa.ColumnElement[bool
     begins, ends = period.instants
     op = MirroredOperation
     return (op.merchant_id == merchant_id, op.created_at >= begins, op.created_at < ends)
-
-
-def _cross_exchange_operations(merchant_id: int) -> sa.Select:
-    """The ids of the operations that wait for a cross exchange's sold currency (never NULL:
-    `NOT IN` a list with a NULL holds for nothing)."""
-    reference = CrossExchangeReference
-    return sa.select(reference.operation_id).where(
-        reference.merchant_id == merchant_id, reference.operation_id.is_not(None)
-    )
 
 
 def _counts_per_bucket(merchant_id: int, period: Period) -> list[int]:
