@@ -381,7 +381,8 @@ def waiting(merchant_id: int, reason: Reason) -> sa.Select:
 
 def group(reason: Reason, ids: list[int], total: int) -> Group:
     """`reason` with the items of `ids` (a page of `waiting`), newest first, and `total`."""
-    model = MirroredTransaction if reason in OF_TRANSACTIONS else MirroredOperation
+    of_transactions = reason in OF_TRANSACTIONS
+    model = MirroredTransaction if of_transactions else MirroredOperation
     shown = (
         sa.select(
             sa.literal(reason.value, sa.String).label("reason"),
@@ -391,7 +392,6 @@ def group(reason: Reason, ids: list[int], total: int) -> Group:
         .where(model.id.in_(ids))
         .subquery()
     )
-    of_transactions = reason in OF_TRANSACTIONS
     (found,) = _groups([reason], *((shown, None) if of_transactions else (None, shown)))
     return Group(reason, total, found.items)
 
