@@ -195,7 +195,7 @@ def test_0031_counts_the_totals_of_a_ledger_booked_before_it(app, accounts):
     assert totals_of(app) == kept
 
 
-def test_0032_counts_the_operations_mirrored_before_it(each_database, app, accounts):
+def test_0032_counts_the_operations_mirrored_before_it(app, accounts):
     """The totals the triggers kept as operations were mirrored are those 0032 counts from the
     operations mirrored before it (a month boundary, the microsecond before it, no state)."""
     from datetime import UTC, datetime
