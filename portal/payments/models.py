@@ -231,7 +231,8 @@ sa.Index(
     MirroredTransaction.operation_id,
     MirroredTransaction.status,
     MirroredTransaction.linked,
-    postgresql_include=["created_at", "id"],
+    MirroredTransaction.created_at,  # the late transactions' order (migration 0033)
+    postgresql_include=["id"],
 )
 # Migration 0014 adds, on SQLite, FTS5 tables (trigram) over the searched columns, kept by
 # triggers, and on PostgreSQL trigram indexes of lower-cased columns: no models, so a

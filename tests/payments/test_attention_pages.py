@@ -141,6 +141,28 @@ def test_the_five_reasons_are_read_in_two_queries(each_database, acme):
     assert len(statements) == 4, statements
 
 
+def test_each_group_finds_its_rows_in_an_index_that_holds_what_it_reads(acme):
+    """SQLite's plan of each group's newest rows: the mirror's tables are read through indexes
+    that hold every column the group filters and sorts by (a row of the mirror, with its large
+    record, is read only for the items shown), beside the partial index of the operations that
+    money still waits on."""
+    import sqlalchemy as sa
+
+    from portal.extensions import db
+    from portal.identity.rules.accounts import merchant_named
+    from portal.payments.rules import attention
+
+    with acme.app_context():
+        merchant_id = merchant_named("Acme").id
+        for reason in attention.Reason:
+            newest = attention.waiting(merchant_id, reason).limit(attention.SHOWN)
+            sql = str(newest.compile(db.engine, compile_kwargs={"literal_binds": True}))
+            plan = [row[-1] for row in db.session.execute(sa.text(f"EXPLAIN QUERY PLAN {sql}"))]
+            for line in plan:
+                if re.search(r"\bmirrored_(operations|transactions) USING", line):
+                    assert "COVERING INDEX" in line or "_merchant_late" in line, (reason, plan)
+
+
 def test_a_due_in_another_currency_is_read_from_the_operations_rate(each_database, acme):
     """An operation priced in USD and paid in USDT is due at its rate: the list reads the API's
     record of such an operation only (the others' due is their amount)."""
