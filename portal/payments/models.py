@@ -235,20 +235,21 @@ sa.Index(
     postgresql_include=["id"],
 )
 # Migration 0014 adds, on SQLite, FTS5 tables (trigram) over the searched columns, kept by
-# triggers, and on PostgreSQL trigram indexes of lower-cased columns: no models, so a
-# comparison of the models with the schema leaves them out.
+# triggers, and on PostgreSQL trigram indexes of lower-cased columns; migration 0034, on SQLite,
+# the indexes of the order of what they find: no models, so a comparison of the models with the
+# schema leaves them out.
 SEARCH_INDEX_TABLES = ("mirrored_operations_search", "mirrored_transactions_search")
-TRIGRAM_INDEX_SUFFIX = "_trigram"
+SEARCH_INDEX_SUFFIXES = ("_trigram", "_search_order")
 
 
 def is_modelled(name: str | None, type_: str, _parent_names: object) -> bool:
-    """For Alembic's `include_name`: False for the search indexes of migration 0014 (the FTS5
-    tables with their shadow tables, and the trigram indexes)."""
+    """For Alembic's `include_name`: False for the search's own indexes (migrations 0014 and
+    0034: the FTS5 tables with their shadow tables, the trigram and order indexes)."""
     if name is None:
         return True
     if type_ == "table":
         return not name.startswith(SEARCH_INDEX_TABLES)
-    return not (type_ == "index" and name.endswith(TRIGRAM_INDEX_SUFFIX))
+    return not (type_ == "index" and name.endswith(SEARCH_INDEX_SUFFIXES))
 
 
 # The models this module's relationships name, imported once its own are defined (they import

@@ -81,3 +81,37 @@ def test_a_merchant_with_many_rows_asks_the_index_for_the_start_of_a_long_text(
 
     ours = found(signed_in(app, accounts.owner), text)
     assert len(ours) == 6 and not set(ours) & set(theirs)
+
+
+def test_the_newest_matches_are_chosen_without_reading_the_rows_of_the_others(
+    app, accounts, monkeypatch
+):
+    """The index finds every merchant's rows that hold a fragment; choosing the merchant's
+    newest 51 reads the order index (migration 0034), not each match's row with its record: at
+    a million operations those rows, scattered through the file, took most of a search's time.
+    Only the rows shown are read."""
+    from portal.extensions import db
+    from portal.payments.rules import search
+
+    monkeypatch.setattr(search, "SCAN_AT_MOST", 5)
+    fill(app, "Other", [f"ORD-7{number:03d}" for number in range(100)])
+    fill(app, "Acme", [f"ORD-7{number:03d}" for number in range(80)])
+    with statements(app) as seen:
+        ours = found(signed_in(app, accounts.owner), "ord-7")
+    assert len(ours) == search.LIMIT
+    matches = [(sql, parameters) for sql, parameters in seen if "MATCH" in sql]
+    assert len(matches) == 1  # the operations (Acme has no transaction, read as it is)
+    with app.app_context():
+        for sql, parameters in matches:
+            explained = db.session.connection().exec_driver_sql(
+                f"EXPLAIN QUERY PLAN {sql}", parameters
+            )
+            plan = [row[-1] for row in explained]
+            read = [line for line in plan if re.search(r"\bmirrored_\w+ USING", line)]
+            assert read and all("COVERING INDEX ix_mirrored_" in line for line in read), plan
+    shown = [
+        parameters
+        for sql, parameters in seen
+        if "FROM mirrored_operations" in sql and "IN (" in sql
+    ]
+    assert shown and len(shown[-1]) <= search.LIMIT + 1
