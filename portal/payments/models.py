@@ -209,6 +209,40 @@ sa.Index(
     MirroredOperation.amount_paid,
     postgresql_include=["id"],
 )
+# The attention list's payments and differences, newest first (migration 0035): each group's
+# rows alone, in the order it lists them, so that its newest are the first entries read and not
+# the end of a sort of the whole group. The states are those of the list's
+# `PAID_SHORT_OR_UNCONFIRMED` and `WRONG_AMOUNT` (`operation_money.State`), which it writes as
+# literals: a database uses a partial index only for a query whose conditions imply it.
+_PAID_SHORT_OR_UNCONFIRMED = sa.and_(
+    MirroredOperation.status == "new",
+    MirroredOperation.state.in_(("partly_paid", "paid_unconfirmed")),
+)
+_WRONG_AMOUNT = MirroredOperation.state.in_(("paid_late", "underpaid", "overpaid"))
+sa.Index(
+    "ix_mirrored_operations_merchant_payment",
+    MirroredOperation.merchant_id,
+    MirroredOperation.updated_at,
+    MirroredOperation.operation_id,
+    MirroredOperation.amount_paid,
+    MirroredOperation.state,
+    MirroredOperation.status,
+    postgresql_include=["id"],
+    sqlite_where=_PAID_SHORT_OR_UNCONFIRMED,
+    postgresql_where=_PAID_SHORT_OR_UNCONFIRMED,
+)
+sa.Index(
+    "ix_mirrored_operations_merchant_difference",
+    MirroredOperation.merchant_id,
+    MirroredOperation.updated_at,
+    MirroredOperation.status,
+    MirroredOperation.operation_id,
+    MirroredOperation.amount_paid,
+    MirroredOperation.state,
+    postgresql_include=["id"],
+    sqlite_where=_WRONG_AMOUNT,
+    postgresql_where=_WRONG_AMOUNT,
+)
 sa.Index(
     "ix_mirrored_operations_merchant_late",
     MirroredOperation.merchant_id,
@@ -221,8 +255,8 @@ sa.Index(
     MirroredTransaction.merchant_id,
     MirroredTransaction.status,
     MirroredTransaction.linked,
+    MirroredTransaction.created_at,  # the undecided transactions' order (migration 0035)
     MirroredTransaction.operation_id,
-    MirroredTransaction.created_at,
     postgresql_include=["id"],
 )
 sa.Index(

@@ -145,7 +145,9 @@ def test_each_group_finds_its_rows_in_an_index_that_holds_what_it_reads(acme):
     """SQLite's plan of each group's newest rows: the mirror's tables are read through indexes
     that hold every column the group filters and sorts by (a row of the mirror, with its large
     record, is read only for the items shown), beside the partial index of the operations that
-    money still waits on."""
+    money still waits on. Each group but the late transactions (found operation by operation)
+    is read in the order it shows: its newest are the first entries read, not the end of a sort
+    of the whole group (47 ms of CPU for 29,751 differences)."""
     import sqlalchemy as sa
 
     from portal.extensions import db
@@ -161,6 +163,8 @@ def test_each_group_finds_its_rows_in_an_index_that_holds_what_it_reads(acme):
             for line in plan:
                 if re.search(r"\bmirrored_(operations|transactions) USING", line):
                     assert "COVERING INDEX" in line or "_merchant_late" in line, (reason, plan)
+            if reason is not attention.Reason.LATE:
+                assert "USE TEMP B-TREE FOR ORDER BY" not in plan, (reason, plan)
 
 
 def test_a_due_in_another_currency_is_read_from_the_operations_rate(each_database, acme):
