@@ -11,7 +11,13 @@ from collections.abc import Iterator
 import sqlalchemy as sa
 
 from tests.support.forms import signed_in
-from tests.support.mirror_rows import mirror, operation_columns, operation_record
+from tests.support.mirror_rows import (
+    mirror,
+    mirror_all,
+    operation_columns,
+    operation_record,
+    transaction_record,
+)
 
 
 def fill(app, merchant: str, order_ids: list[str]) -> None:
@@ -89,18 +95,30 @@ def test_the_newest_matches_are_chosen_without_reading_the_rows_of_the_others(
     """The index finds every merchant's rows that hold a fragment; choosing the merchant's
     newest 51 reads the order index (migration 0034), not each match's row with its record: at
     a million operations those rows, scattered through the file, took most of a search's time.
-    Only the rows shown are read."""
+    Only the rows shown are read, of operations and transactions alike."""
     from portal.extensions import db
     from portal.payments.rules import search
 
     monkeypatch.setattr(search, "SCAN_AT_MOST", 5)
     fill(app, "Other", [f"ORD-7{number:03d}" for number in range(100)])
-    fill(app, "Acme", [f"ORD-7{number:03d}" for number in range(80)])
+    mirror_all(
+        app,
+        [
+            operation_record(
+                order_id=f"ORD-7{number:03d}",
+                transactions=[transaction_record(tx_id=f"ord-7{number:03d}-{'0' * 56}")],
+            )
+            for number in range(60)
+        ],
+    )
     with statements(app) as seen:
-        ours = found(signed_in(app, accounts.owner), "ord-7")
-    assert len(ours) == search.LIMIT
+        answer = signed_in(app, accounts.owner).get("/search", query_string={"q": "ord-7"})
+    assert answer.status_code == 200
+    page = answer.get_data(as_text=True)
+    assert len(re.findall(r'href="/operations/\d+"', page)) >= search.LIMIT
+    assert len(re.findall(r'href="/transactions/\d+"', page)) == search.LIMIT
     matches = [(sql, parameters) for sql, parameters in seen if "MATCH" in sql]
-    assert len(matches) == 1  # the operations (Acme has no transaction, read as it is)
+    assert len(matches) == 2  # operations, transactions
     with app.app_context():
         for sql, parameters in matches:
             explained = db.session.connection().exec_driver_sql(
@@ -109,9 +127,8 @@ def test_the_newest_matches_are_chosen_without_reading_the_rows_of_the_others(
             plan = [row[-1] for row in explained]
             read = [line for line in plan if re.search(r"\bmirrored_\w+ USING", line)]
             assert read and all("COVERING INDEX ix_mirrored_" in line for line in read), plan
-    shown = [
-        parameters
-        for sql, parameters in seen
-        if "FROM mirrored_operations" in sql and "IN (" in sql
-    ]
-    assert shown and len(shown[-1]) <= search.LIMIT + 1
+    for table in ("mirrored_operations", "mirrored_transactions"):
+        shown = [
+            parameters for sql, parameters in seen if f"FROM {table} \nWHERE {table}.id IN (" in sql
+        ]
+        assert len(shown) == 1 and len(shown[0]) == search.LIMIT + 1, (table, shown)
