@@ -102,9 +102,11 @@ class MirroredOperation(Model):
     # is late even though the API then says `confirmed`.
     ended_status: Mapped[str | None] = mapped_column(sa.String(32))
     # How many of an expired or canceled operation's transactions are neither linked nor
-    # rejected, None when none (`mirror_money.late_transactions`): the attention list finds
-    # the few with any in an index of them alone.
+    # rejected, and when the newest of them was created; None when none
+    # (`mirror_money.late_money`): the attention list finds the few with any in indexes of
+    # them alone.
     late_transactions: Mapped[int | None]
+    late_since: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
 
 class MirroredTransaction(Model):
@@ -247,6 +249,17 @@ sa.Index(
     "ix_mirrored_operations_merchant_late",
     MirroredOperation.merchant_id,
     MirroredOperation.operation_id,
+    sqlite_where=MirroredOperation.late_transactions.is_not(None),
+    postgresql_where=MirroredOperation.late_transactions.is_not(None),
+)
+# The same operations by their newest late transaction (migration 0036): the attention list's
+# newest late transactions are among those of its first few.
+sa.Index(
+    "ix_mirrored_operations_merchant_late_since",
+    MirroredOperation.merchant_id,
+    MirroredOperation.late_since,
+    MirroredOperation.operation_id,
+    postgresql_include=["id"],
     sqlite_where=MirroredOperation.late_transactions.is_not(None),
     postgresql_where=MirroredOperation.late_transactions.is_not(None),
 )

@@ -11,7 +11,7 @@ from tests.live.conftest import SEED
 from tests.live.test_mirror import events_of, merchant_id, sync
 from tests.support.portal_app import connected_portal
 
-MONEY_COLUMNS = ("state", "difference", "late_transactions", "ended_status")
+MONEY_COLUMNS = ("state", "difference", "late_transactions", "late_since", "ended_status")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+import sqlalchemy as sa
 
 from portal.api import MerchantApiClient
+from portal.payments.models import MirroredTransaction
 from tests.support.forms import signed_in
 from tests.support.mirror_rows import (
     mirror,
@@ -263,6 +265,66 @@ def test_each_reason_shows_its_newest_and_its_own_list_shows_every_item_by_pages
     for their_id in theirs:
         assert their_id not in first + last
     assert '<a href="/attention">Everything that needs attention</a>' in first
+
+
+def test_the_newest_late_transactions_are_found_among_the_operations_with_the_newest(
+    each_database, acme
+):
+    """The list reads the newest late transactions from the operations whose newest waiting
+    transaction is newest (`late_since`), not from all of them: whatever their times
+    interleave, they are the first 10 of the group's own list, and one handled since the last
+    sync leaves its place to the next ones."""
+    import random
+
+    from portal.extensions import db
+    from portal.identity.rules.accounts import merchant_named
+    from portal.payments.rules import attention, decisions
+
+    randomness = random.Random(5)
+    now = datetime.now(UTC)
+
+    def late_payment() -> dict:
+        moment = now - timedelta(minutes=randomness.randrange(1, 600))
+        status = randomness.choice(["confirmed", "confirmed", "confirmed", "rejected"])
+        stamp = moment.isoformat().replace("+00:00", "Z")
+        return transaction_record(status=status, created_at=stamp, updated_at=stamp)
+
+    records = [
+        operation_record(
+            status=randomness.choice(["expired", "canceled"]),
+            transactions=[late_payment() for _ in range(randomness.randint(1, 4))],
+        )
+        for _ in range(30)
+    ]
+    mirror_all(acme, records)
+    with acme.app_context():
+        merchant_id = merchant_named("Acme").id
+
+        def shown() -> list[str]:
+            (late,) = [g for g in attention.needs_attention(merchant_id) if g.reason == "late"]
+            db.session.rollback()
+            return [item.transaction.transaction_id for item in late.items]
+
+        def listed() -> list[str]:
+            ids = db.session.scalars(attention.waiting(merchant_id, attention.Reason.LATE))
+            rows = [db.session.get(MirroredTransaction, row_id) for row_id in ids]
+            db.session.rollback()
+            return [row.transaction_id for row in rows]
+
+        everything = listed()
+        assert len(everything) > attention.SHOWN * 2
+        assert shown() == everything[: attention.SHOWN]
+        operation_of = dict(
+            db.session.execute(
+                sa.select(MirroredTransaction.transaction_id, MirroredTransaction.operation_id)
+            ).all()
+        )
+        handled = list(dict.fromkeys(operation_of[t] for t in everything))[:3]
+        for operation_id in handled:  # each handled whole, as a cancel is
+            decisions.record_handled(merchant_id, None, operation_id)
+        db.session.commit()
+        still = [t for t in everything if operation_of[t] not in handled]
+        assert shown() == listed()[: attention.SHOWN] == still[: attention.SHOWN]
 
 
 def test_a_reason_of_more_than_a_thousand_items_is_counted_up_to_a_thousand(each_database, acme):

@@ -37,7 +37,7 @@ def mirror_operations(
     """Store `operations` as the mirror's copy of `merchant`'s, and a finished sync."""
     from portal.extensions import db
     from portal.payments.models import MirroredOperation
-    from portal.payments.rules.mirror_money import late_transactions
+    from portal.payments.rules.mirror_money import late_money
     from portal.payments.rules.operation_money import operation_money
 
     owner = merchant_id(app, merchant)
@@ -59,7 +59,7 @@ def mirror_operations(
                     updated_at=operation.updated_at,
                     record=wire_record(operation),
                     state=operation_money(operation).state,
-                    late_transactions=late_transactions(operation),
+                    **late_money(operation),
                 )
             )
         synced(owner, synced_at or datetime.now(UTC))

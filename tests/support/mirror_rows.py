@@ -85,7 +85,7 @@ def operation_columns(merchant_id: int, record: dict) -> dict:
     reads from it (no payment tolerance)."""
     from portal.api import Operation
     from portal.api.records import parse_record
-    from portal.payments.rules.mirror_money import late_transactions
+    from portal.payments.rules.mirror_money import late_money
     from portal.payments.rules.operation_money import ENDED_STATUSES, operation_money
 
     operation = parse_record(Operation, record)
@@ -103,7 +103,7 @@ def operation_columns(merchant_id: int, record: dict) -> dict:
         "state": money.state,
         "difference": money.difference,
         "ended_status": operation.status if operation.status in ENDED_STATUSES else None,
-        "late_transactions": late_transactions(operation),
+        **late_money(operation),
     }
 
 

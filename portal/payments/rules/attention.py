@@ -185,7 +185,7 @@ class _Scope:
 
 def _late_operations(merchant_id: int) -> sa.Select:
     """The ids of the expired or canceled operations that money still waits on (the mirror
-    keeps how many of their transactions do, `mirror_money.late_transactions`): a few, read
+    keeps how many of their transactions do, `mirror_money.late_money`): a few, read
     from their own index."""
     return _read_by(
         sa.select(MirroredOperation.operation_id).where(
@@ -203,11 +203,7 @@ def _selections(scope: _Scope) -> dict[Reason, sa.Select]:
     its order (a count reads no table row); the rows shown are read by their ids
     (`_transaction_rows`, `_operation_rows`)."""
     merchant_id = scope.merchant_id
-    transactions = sa.select(MirroredTransaction.id).where(
-        MirroredTransaction.merchant_id == merchant_id,
-        MirroredTransaction.linked.is_(False),
-        scope.transaction_not_handled(),
-    )
+    transactions = _unlinked(scope)
     operations = sa.select(MirroredOperation.id).where(
         MirroredOperation.merchant_id == merchant_id, scope.operation_not_handled()
     )
@@ -223,14 +219,7 @@ def _selections(scope: _Scope) -> dict[Reason, sa.Select]:
             MirroredTransaction,
             "ix_mirrored_transactions_merchant_status",
         ).order_by(*NEWEST_TRANSACTIONS),
-        Reason.LATE: _read_by(
-            transactions.where(
-                MirroredTransaction.operation_id.in_(_late_operations(merchant_id)),
-                MirroredTransaction.status != "rejected",
-            ),
-            MirroredTransaction,
-            "ix_mirrored_transactions_merchant_operation_status",
-        ).order_by(*NEWEST_TRANSACTIONS),
+        Reason.LATE: _late(transactions, _late_operations(merchant_id)),
         # A partly paid or unconfirmed payment's operation is `new` (`operation_money`).
         Reason.PAYMENT: _read_by(
             operations.where(
@@ -272,6 +261,27 @@ def _literal(value: str) -> sa.BindParameter[str]:
 
 def _literals(values: tuple[str, ...]) -> list[sa.BindParameter[str]]:
     return [_literal(value) for value in values]
+
+
+def _unlinked(scope: _Scope) -> sa.Select:
+    """The ids of the merchant's transactions that nobody linked, through the API or here."""
+    return sa.select(MirroredTransaction.id).where(
+        MirroredTransaction.merchant_id == scope.merchant_id,
+        MirroredTransaction.linked.is_(False),
+        scope.transaction_not_handled(),
+    )
+
+
+def _late(transactions: sa.Select, operations: sa.Select) -> sa.Select:
+    """`LATE`: the waiting transactions of `operations` (ids of some that money waits on)."""
+    return _read_by(
+        transactions.where(
+            MirroredTransaction.operation_id.in_(operations),
+            MirroredTransaction.status != "rejected",
+        ),
+        MirroredTransaction,
+        "ix_mirrored_transactions_merchant_operation_status",
+    ).order_by(*NEWEST_TRANSACTIONS)
 
 
 def _read_by(selection: sa.Select, model: type[Model], index: str) -> sa.Select:
@@ -320,7 +330,9 @@ def _operation_rows(shown: sa.Subquery) -> sa.Select:
     )
 
 
-def _newest(selections: dict[Reason, sa.Select], reasons: tuple[Reason, ...]) -> sa.Subquery:
+def _newest(
+    selections: dict[Reason, sa.Select], reasons: tuple[Reason, ...], scope: _Scope
+) -> sa.Subquery:
     """The ids of the newest `SHOWN` rows of each of `reasons` (all of one table), each with its
     reason and how many rows the reason takes, counted up to COUNTED + 1: the lists and their
     counts in one statement (a round trip to the database costs more than most of these reads).
@@ -333,9 +345,34 @@ def _newest(selections: dict[Reason, sa.Select], reasons: tuple[Reason, ...]) ->
                 _count(selections[reason].limit(COUNTED + 1)).label("total"),
             )
             for reason in reasons
-            for shown in [selections[reason].limit(SHOWN).subquery()]
+            for shown in [_among_newest(reason, selections[reason], scope).limit(SHOWN).subquery()]
         )
     ).subquery()
+
+
+def _among_newest(reason: Reason, selection: sa.Select, scope: _Scope) -> sa.Select:
+    """`selection` cut to where its newest `SHOWN` rows are. Those of `LATE` belong to the
+    operations whose newest waiting transaction is newest (the mirror keeps its time,
+    `late_since`): no more than `SHOWN` of them, beside one for each operation a decision since
+    the last sync may have hidden, and any as new as the last of those. So only their
+    transactions are sorted, not every late one."""
+    if reason is not Reason.LATE:
+        return selection
+    late = _read_by(
+        sa.select(MirroredOperation.late_since).where(
+            MirroredOperation.merchant_id == scope.merchant_id,
+            MirroredOperation.late_transactions.is_not(None),
+        ),
+        MirroredOperation,
+        "ix_mirrored_operations_merchant_late_since",
+    )
+    enough = SHOWN + len(scope.handled_operations)
+    newest = late.order_by(MirroredOperation.late_since.desc()).limit(enough).subquery()
+    oldest_kept = sa.select(sa.func.min(newest.c.late_since)).scalar_subquery()
+    operations = late.with_only_columns(MirroredOperation.operation_id).where(
+        MirroredOperation.late_since >= oldest_kept
+    )
+    return _late(_unlinked(scope), operations)
 
 
 def _count(selection: sa.Select) -> sa.ScalarSelect[int]:
@@ -376,11 +413,12 @@ def count(merchant: Merchant) -> int:
 def needs_attention(merchant_id: int) -> list[Group]:
     """Each reason with its newest `SHOWN` items and how many there are: the transactions'
     reasons in one query, the operations' in another."""
-    selections = _selections(_Scope.of(merchant_id))
+    scope = _Scope.of(merchant_id)
+    selections = _selections(scope)
     return _groups(
         list(selections),
-        _newest(selections, OF_TRANSACTIONS),
-        _newest(selections, OF_OPERATIONS),
+        _newest(selections, OF_TRANSACTIONS, scope),
+        _newest(selections, OF_OPERATIONS, scope),
     )
 
 

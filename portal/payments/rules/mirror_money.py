@@ -110,18 +110,25 @@ def money_columns(
         "ended_status": ended_status,
         "state": money.state,
         "difference": money.difference,
-        "late_transactions": late_transactions(operation),
+        **late_money(operation),
     }
 
 
-def late_transactions(operation: Operation) -> int | None:
-    """How many transactions of an expired or canceled operation are neither linked nor
-    rejected: money that came late and waits for a person to link or reject it (the attention
-    list); None when there is none, so that the index of these operations holds only them."""
-    if operation.status not in CLOSED:
-        return None
-    waiting = sum(1 for t in operation.transactions if t.status != "rejected" and not t.linked)
-    return waiting or None
+def late_money(operation: Operation) -> dict[str, Any]:
+    """The mirror's columns of the transactions of an expired or canceled operation that are
+    neither linked nor rejected, money that came late and waits for a person to link or reject
+    it (the attention list): how many (`late_transactions`) and when the newest was created
+    (`late_since`, the order in which the list reads such operations); None when there is
+    none, so that the indexes of these operations hold only them."""
+    waiting = [
+        t
+        for t in (operation.transactions if operation.status in CLOSED else [])
+        if t.status != "rejected" and not t.linked
+    ]
+    return {
+        "late_transactions": len(waiting) or None,
+        "late_since": max((t.created_at for t in waiting), default=None),
+    }
 
 
 def restate(merchant: Merchant) -> int:
