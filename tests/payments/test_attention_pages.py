@@ -169,6 +169,28 @@ def test_each_group_finds_its_rows_in_an_index_that_holds_what_it_reads(acme):
                 assert "USE TEMP B-TREE FOR ORDER BY" not in plan, (reason, plan)
 
 
+def test_the_partial_indexes_take_the_states_the_list_asks_for():
+    """The payments' and differences' partial indexes are written with the states the list
+    takes (`attention.PAID_SHORT_OR_UNCONFIRMED`, `WRONG_AMOUNT`): a state added to one and not
+    the other would leave the list unable to use its index."""
+    from portal.payments.models import MirroredOperation
+    from portal.payments.rules import attention
+
+    def condition(name: str) -> str:
+        (index,) = [i for i in MirroredOperation.__table__.indexes if i.name == name]
+        where = index.dialect_options["sqlite"]["where"]
+        assert str(where) == str(index.dialect_options["postgresql"]["where"])
+        return str(where.compile(compile_kwargs={"literal_binds": True}))
+
+    def states(values: tuple[str, ...]) -> str:
+        return "mirrored_operations.state IN (" + ", ".join(f"'{v}'" for v in values) + ")"
+
+    assert condition("ix_mirrored_operations_merchant_payment") == (
+        "mirrored_operations.status = 'new' AND " + states(attention.PAID_SHORT_OR_UNCONFIRMED)
+    )
+    assert condition("ix_mirrored_operations_merchant_difference") == states(attention.WRONG_AMOUNT)
+
+
 def test_a_due_in_another_currency_is_read_from_the_operations_rate(each_database, acme):
     """An operation priced in USD and paid in USDT is due at its rate: the list reads the API's
     record of such an operation only (the others' due is their amount)."""

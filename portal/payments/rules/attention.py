@@ -183,17 +183,19 @@ class _Scope:
         )
 
 
-def _late_operations(merchant_id: int) -> sa.Select:
+def _late_operations(
+    merchant_id: int, index: str = "ix_mirrored_operations_merchant_late"
+) -> sa.Select:
     """The ids of the expired or canceled operations that money still waits on (the mirror
     keeps how many of their transactions do, `mirror_money.late_money`): a few, read
-    from their own index."""
+    from one of their own indexes (by id, or by `late_since`)."""
     return _read_by(
         sa.select(MirroredOperation.operation_id).where(
             MirroredOperation.merchant_id == merchant_id,
             MirroredOperation.late_transactions.is_not(None),
         ),
         MirroredOperation,
-        "ix_mirrored_operations_merchant_late",
+        index,
     )
 
 
@@ -358,21 +360,16 @@ def _among_newest(reason: Reason, selection: sa.Select, scope: _Scope) -> sa.Sel
     transactions are sorted, not every late one."""
     if reason is not Reason.LATE:
         return selection
-    late = _read_by(
-        sa.select(MirroredOperation.late_since).where(
-            MirroredOperation.merchant_id == scope.merchant_id,
-            MirroredOperation.late_transactions.is_not(None),
-        ),
-        MirroredOperation,
-        "ix_mirrored_operations_merchant_late_since",
-    )
+    late = _late_operations(scope.merchant_id, "ix_mirrored_operations_merchant_late_since")
     enough = SHOWN + len(scope.handled_operations)
-    newest = late.order_by(MirroredOperation.late_since.desc()).limit(enough).subquery()
-    oldest_kept = sa.select(sa.func.min(newest.c.late_since)).scalar_subquery()
-    operations = late.with_only_columns(MirroredOperation.operation_id).where(
-        MirroredOperation.late_since >= oldest_kept
+    newest = (
+        late.with_only_columns(MirroredOperation.late_since)
+        .order_by(MirroredOperation.late_since.desc())
+        .limit(enough)
+        .subquery()
     )
-    return _late(_unlinked(scope), operations)
+    oldest_kept = sa.select(sa.func.min(newest.c.late_since)).scalar_subquery()
+    return _late(_unlinked(scope), late.where(MirroredOperation.late_since >= oldest_kept))
 
 
 def _count(selection: sa.Select) -> sa.ScalarSelect[int]:
