@@ -284,3 +284,13 @@ def test_a_record_read_is_the_record_its_constructor_makes():
     assert dataclasses.replace(read, status="confirmed").status == "confirmed"
     with pytest.raises(dataclasses.FrozenInstanceError):
         read.amount = Decimal(1)  # type: ignore[misc]
+
+
+def test_every_public_name_of_the_client_imports_with_a_star():
+    """`from portal.api import *` gives each name the package lists as public (a name that is
+    not one, such as an enum member's, made the import raise)."""
+    import portal.api
+
+    namespace: dict = {}
+    exec("from portal.api import *", namespace)  # noqa: S102 (a fixed statement)
+    assert set(portal.api.__all__) <= namespace.keys()

@@ -36,7 +36,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, is_dataclass, replace
+from dataclasses import dataclass, field, is_dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from functools import partial
@@ -58,6 +58,7 @@ from portal.api import (
     Voucher,
 )
 from portal.api.paging import read_pages
+from portal.api.records import with_fields
 from portal.database import utcnow
 from portal.extensions import db
 from portal.identity.models import Merchant
@@ -521,15 +522,19 @@ def wire_record(record: Any) -> dict[str, Any]:
     """A parsed API record back in the API's JSON shape: amounts as strings, times in ISO 8601
     with a `Z`. An embedded transaction has no `operation_id`, as in the API's answer."""
     # The class's own table of its fields: `dataclasses.fields` makes a tuple for every call.
-    shaped = {name: _wire_value(getattr(record, name)) for name in record.__dataclass_fields__}
+    # Most values are text or missing, written as they are without a call (a first sync shapes
+    # a few million values).
+    shaped = {
+        name: value if value is None or value.__class__ is str else _wire_value(value)
+        for name in record.__dataclass_fields__
+        for value in (getattr(record, name),)
+    }
     if isinstance(record, Transaction) and record.operation_id is None:
         del shaped["operation_id"]
     return shaped
 
 
 def _wire_value(value: object) -> object:
-    # Most values are text or missing: answered before the other kinds are tried (a first sync
-    # shapes a few million values).
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, Decimal):
@@ -726,7 +731,8 @@ class _Sync:
             ledger.book_operations(
                 self.merchant_id, self.generation, self.reporting_currency, moneys, self._seen_at()
             )
-            self._record([self._with_money(change) for change in changes])
+            self._add_money(changes)
+            self._record(changes)
             self.moneys.clear()
             self.repaid.clear()
             self.written.clear()
@@ -858,7 +864,9 @@ class _Sync:
             of_operation.setdefault(transaction.operation_id, []).append(transaction)
         stated = []
         for operation in operations:
-            operation = replace(operation, transactions=tuple(of_operation.get(operation.id, ())))
+            operation = with_fields(
+                operation, transactions=tuple(of_operation.get(operation.id, ()))
+            )
             ended_status = operation.status if operation.status in ENDED_STATUSES else None
             money, columns = money_columns(operation, ended_status, self.tolerance_percent)
             row = new_rows[operation.id]
@@ -895,7 +903,7 @@ class _Sync:
         known: str | None,
         unseen: bool = False,
     ) -> list[_Change]:
-        """Keep the operation's money for its events (`_with_money`); the event of the state it
+        """Keep the operation's money for its events (`_add_money`); the event of the state it
         reached (with the mirror's `record`), if that is news: another state than the mirror
         `known`, or the same with another amount paid. A row mirrored before states were kept
         (None) gets its state quietly."""
@@ -919,15 +927,14 @@ class _Sync:
             )
         ]
 
-    def _with_money(self, change: _Change) -> _Change:
-        """An operation's event with the portal's figures beside the record (`events.with_money`),
-        read once per page (`_state_new`, `_restate`), whether the event is of a status or of a
-        state."""
-        if not change.type_.startswith("operation."):
-            return change
-        return replace(
-            change, data=events.with_money(change.data, self.moneys.get(change.operation_id or ""))
-        )
+    def _add_money(self, changes: list[_Change]) -> None:
+        """Each operation event's data with the portal's figures beside the record
+        (`events.with_money`), read once per page (`_state_new`, `_restate`), whether the event is
+        of a status or of a state. A new dict for each: the changes of one record share it."""
+        for change in changes:
+            if change.type_.startswith("operation."):
+                money = self.moneys.get(change.operation_id or "")
+                change.data = events.with_money(change.data, money)
 
     def _transaction(
         self, transaction: Transaction, row: MirroredTransaction | None
@@ -1011,4 +1018,4 @@ def _newest(records: Iterable[R]) -> dict[str, R]:
 
 def _with_operation(transaction: Transaction, operation_id: str) -> Transaction:
     """An embedded transaction with the `operation_id` the transaction endpoints give it."""
-    return replace(transaction, operation_id=operation_id)
+    return with_fields(transaction, operation_id=operation_id)

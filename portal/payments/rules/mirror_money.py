@@ -10,14 +10,13 @@ merchant's operations when the merchant's payment tolerance changes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
 import sqlalchemy as sa
 
 from portal.api import Operation, Transaction
-from portal.api.records import parse_record
+from portal.api.records import parse_record, with_fields
 from portal.api.wire import MalformedAnswer
 from portal.extensions import db
 from portal.identity.models import Merchant
@@ -74,7 +73,7 @@ def mirrored_operations(
             operation = operation or parse_record(Operation, row.record)
         except MalformedAnswer:
             continue
-        operations[row.operation_id] = replace(
+        operations[row.operation_id] = with_fields(
             operation, transactions=tuple(transactions.get(row.operation_id, ()))
         )
     return operations
