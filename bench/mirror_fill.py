@@ -143,7 +143,7 @@ def fill(
     from portal.money.models import LedgerEntry, RateRecord
     from portal.money.rules import ledger_totals
     from portal.payments.models import MirroredOperation, MirroredTransaction
-    from portal.payments.rules import attention
+    from portal.payments.rules import attention, search
 
     randomness = random.Random(7 + first_id)
     filled = Filled()
@@ -157,10 +157,12 @@ def fill(
         def flush() -> None:
             movements = [SimpleNamespace(**row) for row in batches[LedgerEntry]]
             for model, batch in batches.items():
-                if batch:
+                if batch and model in search.FTS_TABLES:  # as the mirror's sync inserts them
+                    search.insert_searchable(model, batch)
+                elif batch:
                     db.session.execute(sa.insert(model), batch)
-                    filled.tables[model.__tablename__] += len(batch)
-                    batch.clear()
+                filled.tables[model.__tablename__] += len(batch)
+                batch.clear()
             ledger_totals.add(merchant_id, generation, movements)  # as each booking does
             db.session.commit()
 

@@ -226,3 +226,33 @@ def test_0032_counts_the_operations_mirrored_before_it(app, accounts):
         flask_migrate.downgrade(revision="0031")
         flask_migrate.upgrade()
     assert operation_totals_of(app) == kept
+
+
+def test_0037_leaves_every_mirrored_row_found_by_search_down_and_up(app, accounts, monkeypatch):
+    """0037 gives SQLite's search tables a copy of their own of the rows 0014's read from the
+    mirror, and its downgrade gives 0014's back: every mirrored row is still found."""
+    from portal.extensions import db
+    from portal.identity.rules.accounts import merchant_named
+    from portal.payments.rules import search
+    from tests.support.mirror_rows import mirror_all, operation_record, search_index_checked
+
+    monkeypatch.setattr(search, "SCAN_AT_MOST", 0)  # every search asks the index
+    mirror_all(app, [operation_record(order_id=f"order-{n}-of-acme") for n in range(30)])
+    mirror_all(app, [operation_record(order_id="order-1-of-other")], "Other")
+
+    def found() -> list[str]:
+        with app.app_context():
+            rows = search.search_mirror(merchant_named("Acme").id, "-1-OF").operations
+            db.session.rollback()
+            return [row.order_id for row in rows]
+
+    assert found() == ["order-1-of-acme"]
+    search_index_checked(app)
+    with app.app_context():
+        flask_migrate.downgrade(revision="0036")
+    search_index_checked(app)
+    assert found() == ["order-1-of-acme"]
+    with app.app_context():
+        flask_migrate.upgrade()
+    search_index_checked(app)
+    assert found() == ["order-1-of-acme"]

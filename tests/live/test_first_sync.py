@@ -95,3 +95,36 @@ def test_a_first_sync_states_each_operations_money_as_reading_the_mirror_again_d
         merchant = db.session.get_one(Merchant, merchant_id(portal))
         assert mirror_money.restate(merchant) == 0
         db.session.rollback()
+
+
+def test_the_search_index_holds_the_rows_each_sync_writes_and_none_a_new_connection_deletes(
+    tmp_path, seeded, sandbox, monkeypatch
+):
+    """The mirror puts the rows it inserts in SQLite's search tables itself, a statement per
+    page (migration 0037); a new connection deletes its rows from them by trigger."""
+    from portal.extensions import db
+    from portal.payments.models import MirroredTransaction
+    from portal.payments.rules import search
+    from tests.live.test_mirror_connections import switch_to
+    from tests.support.mirror_rows import search_index_checked
+
+    monkeypatch.setattr(search, "SCAN_AT_MOST", 0)  # every search asks the index
+    with connected_portal(tmp_path, seeded, SYNC_SECONDS=0) as app:
+        assert sync(app).error is None
+        search_index_checked(app)
+        with app.app_context():
+            paid = db.session.scalars(
+                sa.select(MirroredTransaction).where(MirroredTransaction.tx_id.is_not(None))
+            ).first()
+            assert paid is not None
+            found = search.search_mirror(merchant_id(app), paid.tx_id[3:15].upper())
+            assert [t.transaction_id for t in found.transactions] == [paid.transaction_id]
+            found = search.search_mirror(merchant_id(app), paid.operation_id)
+            assert paid.operation_id in [o.operation_id for o in found.operations]
+
+        switch_to(app, sandbox)  # the mirror of the seeded account is deleted
+        search_index_checked(app)
+        assert sync(app).error is None
+        search_index_checked(app)
+        with app.app_context():
+            assert search.search_mirror(merchant_id(app), paid.tx_id[3:15]).transactions == []

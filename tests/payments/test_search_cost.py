@@ -25,11 +25,12 @@ def fill(app, merchant: str, order_ids: list[str]) -> None:
     from portal.extensions import db
     from portal.identity.rules.accounts import merchant_named
     from portal.payments.models import MirroredOperation
+    from portal.payments.rules import search
 
     with app.app_context():
         owner = merchant_named(merchant).id
         rows = [operation_columns(owner, operation_record(order_id=order)) for order in order_ids]
-        db.session.execute(sa.insert(MirroredOperation.__table__), rows)
+        search.insert_searchable(MirroredOperation, rows)
         db.session.commit()
 
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from flask import Flask
 
 from portal.api import Operation
-from portal.live.rules.mirror import SyncReport, wire_record
+from portal.live.rules.mirror import OPERATION_COLUMNS, SyncReport, wire_record
 from tests.support.portal_app import MERCHANT
 
 _keys = itertools.count()
@@ -37,31 +37,25 @@ def mirror_operations(
     """Store `operations` as the mirror's copy of `merchant`'s, and a finished sync."""
     from portal.extensions import db
     from portal.payments.models import MirroredOperation
+    from portal.payments.rules import search
     from portal.payments.rules.mirror_money import late_money
     from portal.payments.rules.operation_money import operation_money
 
     owner = merchant_id(app, merchant)
+    rows = [
+        {
+            "merchant_id": owner,
+            "operation_id": operation.id,
+            **{name: getattr(operation, name) for name in OPERATION_COLUMNS},
+            "record": wire_record(operation),
+            "state": operation_money(operation).state,
+            **late_money(operation),
+        }
+        for operation in operations
+    ]
     with app.app_context():
-        for operation in operations:
-            db.session.add(
-                MirroredOperation(
-                    merchant_id=owner,
-                    operation_id=operation.id,
-                    order_id=operation.order_id,
-                    category=operation.category,
-                    status=operation.status,
-                    amount=operation.amount,
-                    amount_paid=operation.amount_paid,
-                    currency=operation.currency,
-                    currency_paid=operation.currency_paid,
-                    address=operation.address,
-                    created_at=operation.created_at,
-                    updated_at=operation.updated_at,
-                    record=wire_record(operation),
-                    state=operation_money(operation).state,
-                    **late_money(operation),
-                )
-            )
+        if rows:
+            search.insert_searchable(MirroredOperation, rows)
         synced(owner, synced_at or datetime.now(UTC))
         db.session.commit()
 

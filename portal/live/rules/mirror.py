@@ -67,7 +67,7 @@ from portal.live.rules import events
 from portal.live.rules.events import EventType
 from portal.money.rules import ledger, rate_history
 from portal.payments.models import MirroredOperation, MirroredTransaction
-from portal.payments.rules import attention
+from portal.payments.rules import attention, search
 from portal.payments.rules.mirror_money import (
     TRANSACTION_COLUMNS,
     mirrored_operations,
@@ -768,7 +768,11 @@ class _Sync:
         # The tables' own INSERT, one executemany: the ORM's bulk insert would split the rows
         # into a statement per pattern of null columns.
         for model, rows in self.new_rows.items():
-            if rows:  # an empty list would insert one row of defaults
+            if not rows:  # an empty list would insert one row of defaults
+                continue
+            if model in search.FTS_TABLES:
+                search.insert_searchable(model, rows)
+            else:
                 db.session.execute(sa.insert(model.__table__), rows)
         self.new_rows.clear()
 
