@@ -157,7 +157,7 @@ def fill(
         def flush() -> None:
             movements = [SimpleNamespace(**row) for row in batches[LedgerEntry]]
             for model, batch in batches.items():
-                if batch and model in search.FTS_TABLES:  # as the mirror's sync inserts them
+                if model in search.FTS_TABLES:  # as the mirror's sync inserts them
                     search.insert_searchable(model, batch)
                 elif batch:
                     db.session.execute(sa.insert(model), batch)

@@ -297,10 +297,14 @@ def _longest_text(hint: Any) -> int:
     """How long a text a field typed `hint` takes (`MaxLength`); 0 when it takes no text."""
     hint = _without_none(hint)
     if typing.get_origin(hint) is typing.Annotated:
-        text, *marks = typing.get_args(hint)
-        (limit,) = (mark for mark in marks if isinstance(mark, MaxLength))
-        return limit.characters if text is str else 0
+        return _max_length(hint) if typing.get_args(hint)[0] is str else 0
     return sys.maxsize if hint is str else 0
+
+
+def _max_length(annotated: Any) -> int:
+    """The characters the `MaxLength` of an `Annotated` hint allows."""
+    (limit,) = (mark for mark in typing.get_args(annotated)[1:] if isinstance(mark, MaxLength))
+    return limit.characters
 
 
 def _without_none(hint: Any) -> Any:
@@ -322,9 +326,8 @@ def _converter(hint: Any) -> Callable[[object], object]:
     hint = _without_none(hint)
     origin = typing.get_origin(hint)
     if origin is typing.Annotated:
-        text, *marks = typing.get_args(hint)
-        (limit,) = (mark for mark in marks if isinstance(mark, MaxLength))
-        return functools.partial(_limited_text, _converter(text), limit.characters)
+        text = typing.get_args(hint)[0]
+        return functools.partial(_limited_text, _converter(text), _max_length(hint))
     if origin is tuple:
         item = _converter(typing.get_args(hint)[0])
 

@@ -286,6 +286,41 @@ def test_a_record_read_is_the_record_its_constructor_makes():
         read.amount = Decimal(1)  # type: ignore[misc]
 
 
+@pytest.mark.parametrize(
+    ("order_id", "kept"),
+    [
+        ("o" * 255, "o" * 255),  # printable ASCII up to its length: taken as it is
+        ("Bestellung Nr. 7 für Jürgen", "Bestellung Nr. 7 für Jürgen"),  # other text: checked
+        ("line\tand tab", "line\tand tab"),
+        (1234, "1234"),  # an integer where text is documented
+        ("o" * 256, None),  # one past its length
+        ("order\u0000", None),  # a control character
+        ("order\ud800", None),  # a lone surrogate
+    ],
+)
+def test_a_text_field_is_kept_within_its_length_and_without_control_characters(order_id, kept):
+    from portal.api.records import parse_record
+    from portal.api.wire import MalformedAnswer
+
+    body = operation_json(order_id=order_id)
+    if kept is None:
+        with pytest.raises(MalformedAnswer, match="order_id"):
+            parse_record(Operation, body)
+    else:
+        assert parse_record(Operation, body).order_id == kept
+
+
+def test_a_record_copied_with_other_fields_is_the_record_replace_makes():
+    from portal.api.records import parse_record, with_fields
+
+    read = parse_record(Operation, operation_json(transactions=[transaction_json()]))
+    copied = with_fields(read, status="confirmed", transactions=())
+    assert copied == dataclasses.replace(read, status="confirmed", transactions=())
+    assert (read.status, len(read.transactions)) != ("confirmed", 0)  # the original unchanged
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        copied.status = "new"  # type: ignore[misc]
+
+
 def test_every_public_name_of_the_client_imports_with_a_star():
     """`from portal.api import *` gives each name the package lists as public (a name that is
     not one, such as an enum member's, made the import raise)."""

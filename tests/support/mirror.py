@@ -54,8 +54,7 @@ def mirror_operations(
         for operation in operations
     ]
     with app.app_context():
-        if rows:
-            search.insert_searchable(MirroredOperation, rows)
+        search.insert_searchable(MirroredOperation, rows)
         synced(owner, synced_at or datetime.now(UTC))
         db.session.commit()
 

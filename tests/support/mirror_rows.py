@@ -148,8 +148,7 @@ def mirror_all(app, records: list[dict], merchant: str = MERCHANT) -> list[dict]
             for raw in record["transactions"]
         ]
         search.insert_searchable(MirroredOperation, operations)
-        if transactions:
-            search.insert_searchable(MirroredTransaction, transactions)
+        search.insert_searchable(MirroredTransaction, transactions)
         state = db.session.get(MirrorState, merchant_id) or MirrorState(merchant_id=merchant_id)
         state.last_sync_at = utcnow()
         db.session.add(state)

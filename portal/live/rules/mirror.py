@@ -768,11 +768,9 @@ class _Sync:
         # The tables' own INSERT, one executemany: the ORM's bulk insert would split the rows
         # into a statement per pattern of null columns.
         for model, rows in self.new_rows.items():
-            if not rows:  # an empty list would insert one row of defaults
-                continue
             if model in search.FTS_TABLES:
                 search.insert_searchable(model, rows)
-            else:
+            elif rows:  # an empty list would insert one row of defaults
                 db.session.execute(sa.insert(model.__table__), rows)
         self.new_rows.clear()
 

@@ -71,6 +71,8 @@ def insert_searchable(model: type[Row], rows: Sequence[dict[str, Any]]) -> None:
     """Insert these rows of a mirrored table (one executemany), and on SQLite put them in its
     FTS table, in the same transaction; the caller commits. PostgreSQL's trigram indexes keep
     themselves."""
+    if not rows:  # an empty executemany would insert one row of defaults
+        return
     table = cast(sa.Table, model.__table__)
     if db.session.get_bind().dialect.name != "sqlite":
         db.session.execute(sa.insert(table), rows)
