@@ -170,6 +170,11 @@ def counted(total: int) -> str:
     return f"{total:,}" if total <= COUNTED else f"More than {COUNTED:,}"
 
 
+def badge_count(total: int) -> str:
+    """A count made up to one more than COUNTED, in a menu's badge: past COUNTED, "1,000+"."""
+    return f"{total:,}" if total <= COUNTED else f"{COUNTED:,}+"
+
+
 def passkeys_on() -> bool:
     """Whether this portal's public URL lets browsers use passkeys (not an IP address)."""
     return passkeys.off_reason() is None
@@ -180,6 +185,7 @@ def init_app(app: Flask) -> None:
     app.add_template_filter(money)
     app.add_template_filter(category_name)
     app.add_template_filter(counted)
+    app.add_template_filter(badge_count)
     app.add_template_global(when)
     app.add_template_global(user_zone_name)
     app.add_template_global(badge)

@@ -44,7 +44,7 @@ def nav_count(page: str) -> str | None:
     """The figure next to "Needs attention" in the menu, None when there is none."""
     link = re.search(r'<nav class="main-nav".*?>Needs attention(.*?)</a>', page, re.S)
     assert link, "no Needs attention link in the menu"
-    figure = re.search(r'<span class="badge[^"]*">(\d+)</span>', link.group(1))
+    figure = re.search(r'<span class="badge[^"]*">([\d,]+\+?)</span>', link.group(1))
     return figure.group(1) if figure else None
 
 
@@ -350,13 +350,17 @@ def test_the_newest_late_transactions_are_found_among_the_operations_with_the_ne
 
 
 def test_a_reason_of_more_than_a_thousand_items_is_counted_up_to_a_thousand(each_database, acme):
-    """The list counts each reason's items up to 1,001, as the portal's other long lists do;
-    the menu, counted when the mirror syncs, keeps the whole figure."""
-    failed_operations(acme, 1001)
+    """The list counts each reason's items up to 1,001, as the portal's other long lists do,
+    and so does the menu: exact up to 1,000, then "1,000+"."""
+    failed_operations(acme, 1000)
     client = signed_in(acme, email("owner"))
     page = client.get("/attention").get_data(as_text=True)
+    assert "Failed in the last 7 days (1,000)" in page
+    assert nav_count(page) == "1,000"
+    failed_operations(acme, 1)
+    page = client.get("/attention").get_data(as_text=True)
     assert "Failed in the last 7 days (More than 1,000)" in page
-    assert nav_count(page) == "1001"
+    assert nav_count(page) == "1,000+"
     assert "(More than 1,000)" in client.get("/attention?group=failed").get_data(as_text=True)
 
 

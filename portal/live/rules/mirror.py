@@ -377,7 +377,7 @@ def _outcome(
     if values["operations_watermark"] is None:  # an empty account: mirrored all the same
         values["operations_watermark"] = started_at
     # Counted once here rather than by the pages: the menu of each reads this figure.
-    values["attention_count"] = sum(attention.counts(state.merchant_id, synced=started_at).values())
+    values["attention_count"] = attention.menu_count(state.merchant_id, synced=started_at)
     return values
 
 

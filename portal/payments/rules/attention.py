@@ -380,29 +380,43 @@ def _count(selection: sa.Select) -> sa.ScalarSelect[int]:
     )
 
 
-def counts(merchant_id: int, synced: datetime | None = None) -> dict[Reason, int]:
-    """How many items of each reason, in one query; `synced` as `_Scope.of`."""
+def counts(
+    merchant_id: int, synced: datetime | None = None, *, up_to: int | None = None
+) -> dict[Reason, int]:
+    """How many items of each reason, in one query, each counted up to `up_to` when given;
+    `synced` as `_Scope.of`."""
     selections = _selections(_Scope.of(merchant_id, synced))
-    totals = [_count(selection).label(reason.value) for reason, selection in selections.items()]
+    totals = [
+        _count(selection if up_to is None else selection.limit(up_to)).label(reason.value)
+        for reason, selection in selections.items()
+    ]
     row = db.session.execute(sa.select(*totals)).one()
     return {reason: row._mapping[reason.value] for reason in selections}
 
 
+def menu_count(merchant_id: int, synced: datetime | None = None) -> int:
+    """The menu's figure: everything that waits for a decision, each reason counted up to
+    COUNTED + 1 as the list counts it. Exact up to COUNTED; past it the menu says so rather
+    than how many (`badge_count`), so the count costs every sync the same at any size (whole,
+    it read every waiting row of a merchant with a million operations at each sync)."""
+    return sum(counts(merchant_id, synced, up_to=COUNTED + 1).values())
+
+
 def recount(merchant_id: int) -> None:
-    """Count everything that waits for a decision again and keep it on the mirror's state, for
-    the menu (a sync keeps its own count, `portal.live.rules.mirror`). The caller commits."""
+    """Count what waits for a decision again (`menu_count`) and keep it on the mirror's state,
+    for the menu (a sync keeps its own count, `portal.live.rules.mirror`). The caller commits."""
     db.session.execute(
         sa.update(MirrorState)
         .where(MirrorState.merchant_id == merchant_id)
-        .values(attention_count=sum(counts(merchant_id).values()))
+        .values(attention_count=menu_count(merchant_id))
         .execution_options(synchronize_session=False)
     )
 
 
 def count(merchant: Merchant) -> int:
-    """Everything that waits for a decision: the figure in the menu of every page, as the last
-    sync or decision counted it (`recount`), read with the signed-in session: no query of its
-    own. The attention page itself always counts afresh."""
+    """Everything that waits for a decision (`menu_count`): the figure in the menu of every
+    page, as the last sync or decision counted it (`recount`), read with the signed-in session:
+    no query of its own. The attention page itself always counts afresh."""
     state = merchant.mirror_state
     return state.attention_count if state is not None and state.last_sync_at else 0
 
