@@ -194,6 +194,17 @@ def fill(
             rates = _rate_rows(merchant_id, generation, days)
             db.session.execute(sa.insert(RateRecord), rates)
             filled.tables[RateRecord.__tablename__] += len(rates)
+        db.session.commit()
+        if db.engine.dialect.name == "postgresql":
+            # What autovacuum does soon after a fill this size: the statistics, and the
+            # visibility map that lets a count read an index without visiting the rows. Before
+            # the counts below: with the statistics of before the fill, PostgreSQL plans them
+            # as if the merchant had no rows (a nested loop over each pair of rows, for hours
+            # at a million operations).
+            with db.engine.connect() as connection:
+                connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+                for table in filled.tables:
+                    connection.execute(sa.text(f"VACUUM ANALYZE {table}"))
         state = db.session.get(MirrorState, merchant_id) or MirrorState(merchant_id=merchant_id)
         state.last_sync_at = datetime.now(UTC)
         db.session.add(state)
@@ -204,13 +215,6 @@ def fill(
         print(f"{merchant}'s attention list: " + ", ".join(
             f"{reason} {n:,}" for reason, n in filled.attention.items()
         ))  # fmt: skip
-        if db.engine.dialect.name == "postgresql":
-            # What autovacuum does soon after a fill this size: the statistics, and the
-            # visibility map that lets a count read an index without visiting the rows.
-            with db.engine.connect() as connection:
-                connection = connection.execution_options(isolation_level="AUTOCOMMIT")
-                for table in filled.tables:
-                    connection.execute(sa.text(f"VACUUM ANALYZE {table}"))
     return filled
 
 
