@@ -263,6 +263,13 @@ sa.Index(
     sqlite_where=MirroredOperation.late_transactions.is_not(None),
     postgresql_where=MirroredOperation.late_transactions.is_not(None),
 )
+# A merchant's transactions newest first (migration 0038), as search reads them first.
+sa.Index(
+    "ix_mirrored_transactions_merchant_created",
+    MirroredTransaction.merchant_id,
+    MirroredTransaction.created_at,
+    MirroredTransaction.id,
+)
 sa.Index(
     "ix_mirrored_transactions_merchant_status",
     MirroredTransaction.merchant_id,

@@ -1,11 +1,15 @@
 """Search: any fragment of an order number, operation id, address or transaction hash or id,
 read from the mirror; a voucher by its exact id, asked of the API (vouchers are not mirrored).
 
-A fragment is at least `MIN_FRAGMENT` characters, case-insensitive. A plain LIKE '%…%' would
-read every mirrored row of the merchant, so migration 0014 gives each database a substring
-index: on SQLite FTS5 tables with the trigram tokenizer (queried with MATCH), on PostgreSQL
-trigram indexes of the lower-cased columns (used by LIKE; without pg_trgm the same LIKE reads
-the rows). A shorter text can still be a whole id: that is looked up exactly.
+A fragment is at least `MIN_FRAGMENT` characters, case-insensitive. Search first looks for it in
+the merchant's newest `RECENT` rows of each kind: a text in many rows (the "ORD-" every order
+number starts with) is found there at once, where an index lists every row that holds it (5.2 s
+on PostgreSQL for "ORD-" among 2 x 1,000,000 operations). A rarer text, found fewer than
+`LIMIT` + 1 times there, is asked of the index. A plain LIKE '%…%' would read every mirrored row
+of the merchant, so migration 0014 gives each database a substring index: on SQLite FTS5 tables
+with the trigram tokenizer (queried with MATCH), on PostgreSQL trigram indexes of the lower-cased
+columns (used by LIKE; without pg_trgm the same LIKE reads the rows). A shorter text can still
+be a whole id: that is looked up exactly.
 
 SQLite's FTS index holds every merchant's rows, and each trigram of a phrase reads its list of
 rows in full: `"000…"` of 255 characters read the lists of "000" 253 times, of every merchant
@@ -40,6 +44,8 @@ LIMIT = 50
 # A merchant with at most this many rows of a kind is searched by reading them (some 8 ms), on
 # SQLite too: the others' rows then cost nothing.
 SCAN_AT_MOST = 10_000
+# The merchant's newest rows of a kind looked through before any index (some 2 ms).
+RECENT = 1_000
 # The longest phrase asked of SQLite's FTS index (each of its trigrams reads a list of rows).
 MAX_PHRASE = 24
 # What the API's ids look like (the list filters' own pattern): anything else is no voucher id.
@@ -111,11 +117,49 @@ def _matching(model: type[Row], merchant_id: int, text: str) -> list[Row]:
     if len(text) < MIN_FRAGMENT:
         exact = model.merchant_id == merchant_id, IDS[model] == text
         return list(db.session.scalars(sa.select(model).where(*exact).limit(LIMIT + 1)))
+    recent = _recent_matching(model, merchant_id, text) if text.isascii() else []
+    if len(recent) > LIMIT:
+        return recent
     if db.session.get_bind().dialect.name == "sqlite" and _more_rows_than(
         model, merchant_id, SCAN_AT_MOST
     ):
         return _fts_matching(model, merchant_id, text)
     return _like_matching(model, merchant_id, text)
+
+
+def _recent_matching(model: type[Row], merchant_id: int, text: str) -> list[Row]:
+    """The rows among the merchant's newest `RECENT` that hold `text`, newest first (at most
+    `LIMIT` + 1). When there are more than `LIMIT`, they are the newest of all that hold it.
+
+    The newest rows are a subquery with its own LIMIT, which neither database merges into the
+    query around it: the text is looked for in those rows alone, not through the index. ASCII
+    texts only: SQLite's `lower` folds no other letters, where its FTS index does."""
+    columns = SEARCHED_COLUMNS[model]
+    recent = (
+        sa.select(model.id, model.created_at, *columns)
+        .where(model.merchant_id == merchant_id)
+        .order_by(model.created_at.desc(), model.id.desc())
+        .limit(RECENT)
+        .subquery()
+    )
+    newest = (
+        sa.select(recent.c.id)
+        .where(_holds([recent.c[column.key] for column in columns], text))
+        .order_by(recent.c.created_at.desc(), recent.c.id.desc())
+        .limit(LIMIT + 1)
+    )
+    rows = (
+        sa.select(model)
+        .where(model.id.in_(newest.scalar_subquery()))
+        .order_by(model.created_at.desc(), model.id.desc())
+    )
+    return list(db.session.scalars(rows))
+
+
+def _holds(columns: Sequence[Any], text: str) -> sa.ColumnElement[bool]:
+    """Whether one of these columns holds `text`, in any case."""
+    pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text.lower()) + "%"
+    return sa.or_(*(sa.func.lower(column).like(pattern, escape="\\") for column in columns))
 
 
 def _more_rows_than(model: type[Row], merchant_id: int, count: int) -> bool:
@@ -131,11 +175,9 @@ def _like_matching(model: type[Row], merchant_id: int, text: str) -> list[Row]:
     The matches are found first (a materialized CTE), then sorted: otherwise PostgreSQL may walk
     the merchant's rows newest first until 51 match, which reads them all for a rare text.
     """
-    pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text.lower()) + "%"
-    likes = (sa.func.lower(column).like(pattern, escape="\\") for column in SEARCHED_COLUMNS[model])
     matching = (
         sa.select(model.id)
-        .where(model.merchant_id == merchant_id, sa.or_(*likes))
+        .where(model.merchant_id == merchant_id, _holds(SEARCHED_COLUMNS[model], text))
         .cte("matching")
         .prefix_with("MATERIALIZED", dialect="postgresql")
     )
