@@ -1,7 +1,7 @@
 """Search reads a merchant's newest transactions first.
 
 A text in many rows (the "ORD-" every order number starts with, the "tb1q" of every testnet
-address) was found by listing every row that holds it, then sorting them: 5.2 s on PostgreSQL
+address) was found by listing every row that holds it, then sorting them: 5.3 s on PostgreSQL
 for "ORD-" among 2 x 1,000,000 operations. Search now looks for the text in the merchant's
 newest rows first (`portal.payments.rules.search`), which needs them in that order: the
 operations have it in the dashboard's index, the transactions get this one.

@@ -151,7 +151,7 @@ def test_a_text_in_many_rows_is_found_among_the_newest_without_the_index(
     app, accounts, monkeypatch
 ):
     """ "ORD-", which every order number starts with, listed every row from the index and sorted
-    them: 5.2 s on PostgreSQL, 0.27 s on SQLite among a million operations. It is found among
+    them: 5.3 s on PostgreSQL, 0.27 s on SQLite among a million operations. It is found among
     the merchant's newest rows; a rarer text, too rare there, is still asked of the index."""
     from portal.payments.rules import search
 

@@ -3,7 +3,7 @@ read from the mirror; a voucher by its exact id, asked of the API (vouchers are 
 
 A fragment is at least `MIN_FRAGMENT` characters, case-insensitive. Search first looks for it in
 the merchant's newest `RECENT` rows of each kind: a text in many rows (the "ORD-" every order
-number starts with) is found there at once, where an index lists every row that holds it (5.2 s
+number starts with) is found there at once, where an index lists every row that holds it (5.3 s
 on PostgreSQL for "ORD-" among 2 x 1,000,000 operations). A rarer text, found fewer than
 `LIMIT` + 1 times there, is asked of the index. A plain LIKE '%…%' would read every mirrored row
 of the merchant, so migration 0014 gives each database a substring index: on SQLite FTS5 tables
@@ -44,7 +44,7 @@ LIMIT = 50
 # A merchant with at most this many rows of a kind is searched by reading them (some 8 ms), on
 # SQLite too: the others' rows then cost nothing.
 SCAN_AT_MOST = 10_000
-# The merchant's newest rows of a kind looked through before any index (some 2 ms).
+# The merchant's newest rows of a kind looked through before any index (a few ms).
 RECENT = 1_000
 # The longest phrase asked of SQLite's FTS index (each of its trigrams reads a list of rows).
 MAX_PHRASE = 24
