@@ -12,6 +12,7 @@ from datetime import datetime
 
 import pytest
 import requests
+import sqlalchemy as sa
 
 from tests.support import factories
 from tests.support.forms import sign_in
@@ -69,6 +70,31 @@ def test_an_accountant_exports_every_page_of_the_filtered_list(accountant, seede
     assert {row[rows[0].index("status")] for row in rows[1:]} == {"confirmed", "expired"}
     disposition = response.headers["Content-Disposition"]
     assert disposition == 'attachment; filename="acme_operations_2000-01-01_to_today_UTC.csv"'
+
+
+def test_an_export_of_many_pages_reads_the_merchant_once(app, accountant, seeded_sandbox):
+    """Each page of an export is read while the download streams, in a session of its own: the
+    merchant's payment tolerance, read once in the request, is not read again for each page."""
+    from portal.extensions import db
+
+    statements: list[str] = []
+
+    def record(_conn, _cursor, statement, *_args) -> None:
+        statements.append(statement)
+
+    with app.app_context():
+        engine = db.engine
+    sa.event.listen(engine, "before_cursor_execute", record)
+    try:
+        response = accountant.get("/operations/export.csv?status=1&status=3")
+        assert response.mimetype == "text/csv"
+        rows = rows_of(response)  # the pages are read as the body is
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", record)
+    pages = [s for s in statements if "FROM ledger_entries" in s]  # a page's values
+    assert len(rows) > 201 and len(pages) >= 3  # three pages of 100
+    # The merchant came with the session, in the request's one query; no page reads it again.
+    assert not [s for s in statements if "FROM merchants" in s]
 
 
 def test_transactions_export_and_transactions_of_operations(accountant, seeded_sandbox):

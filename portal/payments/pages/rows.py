@@ -64,7 +64,8 @@ def operation_rows(operations: Iterable[Operation]) -> list[OperationRow]:
     links built from one address (`record_url`)."""
     url = record_url("operations.detail", "operation_id")
     operations = list(operations)
-    moneys = moneys_of(current_user.merchant, operations)
+    merchant = current_user.merchant
+    moneys = moneys_of(merchant.id, merchant.payment_tolerance_percent, operations)
     return [
         OperationRow(
             url(operation.id),

@@ -103,10 +103,11 @@ def stated_operation_pages(
     state and the value of what it received in the merchant's reporting currency of now (one
     query to the mirror and one to the ledger a page).
 
-    The merchant's reporting currency and connection are read here, in the request; pages are
-    asked for on worker threads, and read while the download streams, in a session of their
-    own, where the merchant is read again by its id."""
+    The merchant's payment tolerance, reporting currency and connection are read here, in the
+    request, once for the whole export: pages are asked for on worker threads, and read while
+    the download streams, each in a session of its own."""
     merchant_id, reporting = merchant.id, merchant.reporting_currency
+    tolerance = merchant.payment_tolerance_percent
     generation = current_generation(merchant_id)
 
     def fetch(**filters: Any) -> PageReader[StatedOperation]:
@@ -114,7 +115,7 @@ def stated_operation_pages(
 
         def stated() -> Page[StatedOperation]:
             page = read()
-            moneys = moneys_of(db.session.get_one(Merchant, merchant_id), page.items)
+            moneys = moneys_of(merchant_id, tolerance, page.items)
             received = {operation.id: moneys[operation.id].received for operation in page.items}
             values = received_values(merchant_id, generation, reporting, received)
             items = tuple(
@@ -189,7 +190,8 @@ def _refund_page(
     `state`: each one's money is read, as few as the portal's refunds made."""
     rows = list(db.session.scalars(query.order_by(*_order(MirroredOperation, column, descending))))
     operations = mirrored_operations(merchant_id, rows)
-    moneys = moneys_of(db.session.get_one(Merchant, merchant_id), operations.values())
+    tolerance = db.session.get_one(Merchant, merchant_id).payment_tolerance_percent
+    moneys = moneys_of(merchant_id, tolerance, operations.values())
     matching = [o for o in operations.values() if moneys[o.id].state is state]
     offset = (page - 1) * per_page
     items = tuple(matching[offset : offset + per_page])

@@ -192,34 +192,37 @@ def can_change(status: str) -> bool:
     return status in OPEN_STATUSES
 
 
-def moneys_of(merchant: Merchant, operations: Iterable[Operation]) -> dict[str, OperationMoney]:
+def moneys_of(
+    merchant_id: int, tolerance_percent: Decimal, operations: Iterable[Operation]
+) -> dict[str, OperationMoney]:
     """The money of each of the merchant's `operations` by id, read as the mirror would: with
-    the merchant's tolerance, and late when the mirror saw the operation end (one query)."""
+    the merchant's payment tolerance, and late when the mirror saw the operation end (one
+    query). The merchant's id and tolerance rather than the merchant: an export reads them once
+    in its request, not again for each page it streams in a session of its own."""
     operations = list(operations)
     ended = set(
         db.session.scalars(
             sa.select(MirroredOperation.operation_id).where(
-                MirroredOperation.merchant_id == merchant.id,
+                MirroredOperation.merchant_id == merchant_id,
                 MirroredOperation.operation_id.in_([o.id for o in operations]),
                 MirroredOperation.ended_status.is_not(None),
             )
         )
     )
-    tolerance = merchant.payment_tolerance_percent
-    refunded = _refunded(merchant, [o.id for o in operations])
+    refunded = _refunded(merchant_id, [o.id for o in operations])
     return {
         o.id: _with_refunds(
-            operation_money(o, tolerance, ended_before=o.id in ended), refunded.get(o.id)
+            operation_money(o, tolerance_percent, ended_before=o.id in ended), refunded.get(o.id)
         )
         for o in operations
     }
 
 
-def _refunded(merchant: Merchant, operation_ids: list[str]) -> dict[str, Decimal]:
+def _refunded(merchant_id: int, operation_ids: list[str]) -> dict[str, Decimal]:
     """What sent refunds gave back of each of these operations, by id (one query)."""
     rows = db.session.execute(
         sa.select(Refund.operation_id, Refund.amount).where(
-            Refund.merchant_id == merchant.id,
+            Refund.merchant_id == merchant_id,
             Refund.operation_id.in_(operation_ids),
             Refund.state == IntentState.SENT,
         )
@@ -241,4 +244,4 @@ def _with_refunds(money: OperationMoney, refunded: Decimal | None) -> OperationM
 
 def money_of(merchant: Merchant, operation: Operation) -> OperationMoney:
     """The money of one of the merchant's operations (`moneys_of`)."""
-    return moneys_of(merchant, [operation])[operation.id]
+    return moneys_of(merchant.id, merchant.payment_tolerance_percent, [operation])[operation.id]
