@@ -150,6 +150,13 @@ def test_a_day_is_the_users_day(any_app):
         page = client.get(f"/?from={day}&to={day}").text
         assert created(page) == seen, (client is in_berlin, day)
     assert "calendar days in Europe/Berlin" in in_berlin.get("/?from=2024-03-11&to=2024-03-11").text
+    # The bars too: a day in Berlin is read from the operations, a day in UTC from the totals.
+    for client, bars in (
+        (in_berlin, [("2024-03-09", "0"), ("2024-03-10", "0"), ("2024-03-11", "1")]),
+        (in_utc, [("2024-03-09", "0"), ("2024-03-10", "1"), ("2024-03-11", "0")]),
+    ):
+        page = client.get("/?from=2024-03-09&to=2024-03-11").text
+        assert re.findall(r"<title>([\d-]+): (\d+)</title>", page) == bars
 
 
 @pytest.mark.parametrize(
