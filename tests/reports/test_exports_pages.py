@@ -12,12 +12,12 @@ from datetime import datetime
 
 import pytest
 import requests
-import sqlalchemy as sa
 
 from tests.support import factories
 from tests.support.forms import sign_in
 from tests.support.money import connect
 from tests.support.required import skip_unless
+from tests.support.statements import recorded_statements
 
 FODS = {
     "table": "urn:oasis:names:tc:opendocument:xmlns:table:1.0",
@@ -75,22 +75,10 @@ def test_an_accountant_exports_every_page_of_the_filtered_list(accountant, seede
 def test_an_export_of_many_pages_reads_the_merchant_once(app, accountant, seeded_sandbox):
     """Each page of an export is read while the download streams, in a session of its own: the
     merchant's payment tolerance, read once in the request, is not read again for each page."""
-    from portal.extensions import db
-
-    statements: list[str] = []
-
-    def record(_conn, _cursor, statement, *_args) -> None:
-        statements.append(statement)
-
-    with app.app_context():
-        engine = db.engine
-    sa.event.listen(engine, "before_cursor_execute", record)
-    try:
+    with recorded_statements(app) as statements:
         response = accountant.get("/operations/export.csv?status=1&status=3")
         assert response.mimetype == "text/csv"
         rows = rows_of(response)  # the pages are read as the body is
-    finally:
-        sa.event.remove(engine, "before_cursor_execute", record)
     pages = [s for s in statements if "FROM ledger_entries" in s]  # a page's values
     assert len(rows) > 201 and len(pages) >= 3  # three pages of 100
     # The merchant came with the session, in the request's one query; no page reads it again.

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import sqlalchemy as sa
 from flask import Flask
 
 from portal.extensions import db
 
 
-def statements_of(app: Flask, client, path: str) -> list[str]:
-    """The SQL statements that serving `path` to `client` runs (the answer must be a 200)."""
+@contextlib.contextmanager
+def recorded_statements(app: Flask) -> Iterator[list[str]]:
+    """The SQL statements `app` runs while the block runs (a streamed download's too, when the
+    block reads it)."""
     statements: list[str] = []
 
     def record(_conn, _cursor, statement, *_args) -> None:
@@ -19,7 +24,13 @@ def statements_of(app: Flask, client, path: str) -> list[str]:
         engine = db.engine
     sa.event.listen(engine, "before_cursor_execute", record)
     try:
-        assert client.get(path).status_code == 200
+        yield statements
     finally:
         sa.event.remove(engine, "before_cursor_execute", record)
+
+
+def statements_of(app: Flask, client, path: str) -> list[str]:
+    """The SQL statements that serving `path` to `client` runs (the answer must be a 200)."""
+    with recorded_statements(app) as statements:
+        assert client.get(path).status_code == 200
     return statements
