@@ -5,8 +5,8 @@ An FTS5 table filled by a trigger, row after row, cost three times what the same
 in by one statement per page of a sync (measured on the 10,000 operations and 8,201 transactions
 of a first sync: 1.68 against 0.77 s for the operations, 1.27 against 0.58 s for the
 transactions, where the rows alone took 0.52 and 0.21 s). The insert triggers go:
-`portal.payments.rules.search.index_new` puts each page's new rows in the search tables, in the
-page's transaction. Updates and deletes, few, still reach them by triggers.
+`portal.payments.rules.search.insert_searchable` puts each page's new rows in the search
+tables, in the page's transaction. Updates and deletes, few, still reach them by triggers.
 
 The search tables of migration 0014 read their columns from the mirrored tables (external
 content): deleting a row from such a table must give it exactly what it indexed, and a row that

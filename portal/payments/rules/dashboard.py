@@ -284,16 +284,11 @@ def _created_in(merchant_id: int, period: Period) -> tuple[sa.ColumnElement[bool
 
 
 def _counts_per_bucket(merchant_id: int, period: Period) -> list[int]:
-    """Operations created in each bar's span, in one query: the whole UTC months and days of
-    each from the operations' totals, the parts of days at its ends (a bar of a day in another
-    zone than UTC) counted (`operation_totals.created_between`). Counting every bar's
-    operations read the whole period's index: 161 ms for a year of 1,000,000 operations on
-    PostgreSQL."""
-    counts = [
-        operation_totals.created_between(merchant_id, period.start(first), period.start(after))
-        for first, after in period.buckets()
-    ]
-    return [int(count) for count in db.session.execute(sa.select(*counts)).one()]
+    """Operations created in each bar's span (`operation_totals.created_in_each`): counting
+    each bar's operations in the index read the whole period's, 161 ms for a year of 1,000,000
+    operations on PostgreSQL."""
+    bars = [(period.start(first), period.start(after)) for first, after in period.buckets()]
+    return operation_totals.created_in_each(merchant_id, bars)
 
 
 def _bars(period: Period, counts: list[int], peak: int) -> list[Bar]:
