@@ -173,21 +173,23 @@ def _like_matching(model: type[Row], merchant_id: int, text: str) -> list[Row]:
     """Other databases: `lower(column) LIKE`, which PostgreSQL's trigram indexes answer.
 
     The matches are found first (a materialized CTE), then sorted: otherwise PostgreSQL may walk
-    the merchant's rows newest first until 51 match, which reads them all for a rare text.
+    the merchant's rows newest first until 51 match, which reads them all for a rare text. The
+    matches are sorted by their ids and times alone, and only the newest are read whole: reading
+    every match's row with its record again to sort them was a third of a search for four digits
+    of an id among a million operations on PostgreSQL.
     """
     matching = (
-        sa.select(model.id)
+        sa.select(model.id, model.created_at)
         .where(model.merchant_id == merchant_id, _holds(SEARCHED_COLUMNS[model], text))
         .cte("matching")
         .prefix_with("MATERIALIZED", dialect="postgresql")
     )
-    query = (
-        sa.select(model)
-        .where(model.id.in_(sa.select(matching.c.id)))
-        .order_by(model.created_at.desc(), model.id.desc())
+    newest = (
+        sa.select(matching.c.id)
+        .order_by(matching.c.created_at.desc(), matching.c.id.desc())
         .limit(LIMIT + 1)
     )
-    return list(db.session.scalars(query))
+    return _newest_first(model, list(db.session.scalars(newest)))
 
 
 def _fts_matching(model: type[Row], merchant_id: int, text: str) -> list[Row]:
@@ -216,7 +218,11 @@ def _fts_matching(model: type[Row], merchant_id: int, text: str) -> list[Row]:
     )
     if whole:
         newest = newest.bindparams(text=text)
-    ids = list(db.session.scalars(newest))
+    return _newest_first(model, list(db.session.scalars(newest)))
+
+
+def _newest_first(model: type[Row], ids: list[int]) -> list[Row]:
+    """The rows of these ids, newest first."""
     rows = (
         sa.select(model).where(model.id.in_(ids)).order_by(model.created_at.desc(), model.id.desc())
     )
