@@ -147,9 +147,7 @@ def chain_ref(value: str | None, currency: str | None, kind: ExplorerKind) -> Ma
     shows (without JavaScript it stays hidden)."""
     if not value:
         return Markup("—")
-    connection = current_user.merchant.api_connection if current_user.is_authenticated else None
-    environment = connection.environment.value if connection else ""
-    url = explorer_url(current_app.config["EXPLORER_URLS"], environment, currency, kind, value)
+    url = explorer_url(current_app.config["EXPLORER_URLS"], _environment(), currency, kind, value)
     text = escape(value)
     shown = f'<a href="{escape(url)}" rel="noopener noreferrer">{text}</a>' if url else text
     what = "address" if kind == "address" else "hash"
@@ -158,6 +156,17 @@ def chain_ref(value: str | None, currency: str | None, kind: ExplorerKind) -> Ma
         f'secondary copy" data-copy="{text}" hidden>Copy<span class="visually-hidden"> {what}'
         '</span></button><span class="copy-status" role="status"></span></span>'
     )
+
+
+def _environment() -> str:
+    """The environment the merchant is connected to ("" when not), read once per request: a
+    list of a hundred rows links each of their hashes and addresses."""
+    environment = g.get("explorer_environment")
+    if environment is None:
+        user = current_user
+        connection = user.merchant.api_connection if user.is_authenticated else None
+        environment = g.explorer_environment = connection.environment.value if connection else ""
+    return environment
 
 
 def exact(value: object) -> object:
