@@ -6,6 +6,7 @@ import enum
 import importlib
 import importlib.util
 import pkgutil
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -60,6 +61,20 @@ class UtcDateTime(sa.TypeDecorator):
 
     def process_bind_param(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
         return value.astimezone(UTC) if value is not None else None
+
+    def bind_processor(self, dialect: sa.Dialect) -> Callable[[datetime | None], Any] | None:
+        """On SQLite, the text SQLAlchemy's DATETIME writes there (`2024-05-01 12:03:22.000000`,
+        in UTC), made in one step instead of two: a first sync binds about 19 timestamps an
+        operation, and the two steps cost 3 % of its instructions."""
+        if dialect.name != "sqlite":
+            return super().bind_processor(dialect)
+
+        def utc_text(value: datetime | None) -> str | None:
+            if value is None:
+                return None
+            return value.astimezone(UTC).isoformat(" ", "microseconds")[:26]
+
+        return utc_text
 
     def process_result_value(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
         if value is None:
