@@ -163,8 +163,8 @@ def _environment() -> str:
     list of a hundred rows links each of their hashes and addresses."""
     environment = g.get("explorer_environment")
     if environment is None:
-        user = current_user
-        connection = user.merchant.api_connection if user.is_authenticated else None
+        authenticated = current_user.is_authenticated
+        connection = current_user.merchant.api_connection if authenticated else None
         environment = g.explorer_environment = connection.environment.value if connection else ""
     return environment
 

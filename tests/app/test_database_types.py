@@ -29,7 +29,8 @@ def test_a_timestamp_is_stored_on_sqlite_as_sqlalchemys_datetime_text_in_utc(tmp
         sa.Column("at", UtcDateTime),
     )
     table.metadata.create_all(engine)
-    datetime_text = sqlite.DATETIME().bind_processor(sqlite.dialect())
+    dialect = sqlite.dialect()  # what the column's own type writes there, in two steps
+    datetime_text = UtcDateTime().impl.dialect_impl(dialect).bind_processor(dialect)
     with engine.begin() as connection:
         connection.execute(sa.insert(table), [{"at": moment} for moment in [*MOMENTS, None]])
         stored = connection.execute(sa.text("SELECT at FROM moments ORDER BY id")).scalars().all()
