@@ -91,19 +91,11 @@ def test_a_merchant_with_many_rows_asks_the_index_for_the_start_of_a_long_text(
     assert len(ours) == 6 and not set(ours) & set(theirs)
 
 
-def test_the_newest_matches_are_chosen_without_reading_the_rows_of_the_others(
-    app, accounts, monkeypatch
-):
-    """The index finds every merchant's rows that hold a fragment; choosing the merchant's
-    newest 51 reads the order index (migration 0034), not each match's row with its record: at
-    a million operations those rows, scattered through the file, took most of a search's time.
-    Only the rows shown are read, of operations and transactions alike."""
-    from portal.extensions import db
+def searched_for_sixty_matches(app, accounts) -> list[tuple[str, object]]:
+    """Acme's 60 operations whose order numbers, and transactions whose hashes, hold "ord-7",
+    searched for it: the statements the search sent, once the page listed 50 of each kind."""
     from portal.payments.rules import search
 
-    monkeypatch.setattr(search, "SCAN_AT_MOST", 5)
-    monkeypatch.setattr(search, "RECENT", 5)  # too few of the newest hold it: the index answers
-    fill(app, "Other", [f"ORD-7{number:03d}" for number in range(100)])
     mirror_all(
         app,
         [
@@ -120,6 +112,23 @@ def test_the_newest_matches_are_chosen_without_reading_the_rows_of_the_others(
     page = answer.get_data(as_text=True)
     assert len(re.findall(r'href="/operations/\d+"', page)) >= search.LIMIT
     assert len(re.findall(r'href="/transactions/\d+"', page)) == search.LIMIT
+    return seen
+
+
+def test_the_newest_matches_are_chosen_without_reading_the_rows_of_the_others(
+    app, accounts, monkeypatch
+):
+    """The index finds every merchant's rows that hold a fragment; choosing the merchant's
+    newest 51 reads the order index (migration 0034), not each match's row with its record: at
+    a million operations those rows, scattered through the file, took most of a search's time.
+    Only the rows shown are read, of operations and transactions alike."""
+    from portal.extensions import db
+    from portal.payments.rules import search
+
+    monkeypatch.setattr(search, "SCAN_AT_MOST", 5)
+    monkeypatch.setattr(search, "RECENT", 5)  # too few of the newest hold it: the index answers
+    fill(app, "Other", [f"ORD-7{number:03d}" for number in range(100)])
+    seen = searched_for_sixty_matches(app, accounts)
     matches = [(sql, parameters) for sql, parameters in seen if "MATCH" in sql]
     assert len(matches) == 2  # operations, transactions
     with app.app_context():
@@ -146,22 +155,7 @@ def test_only_the_matches_shown_are_read_whole(each_database, app, accounts, mon
     from portal.payments.rules import search
 
     monkeypatch.setattr(search, "RECENT", 5)  # too few of the newest hold it: the index answers
-    mirror_all(
-        app,
-        [
-            operation_record(
-                order_id=f"ORD-7{number:03d}",
-                transactions=[transaction_record(tx_id=f"ord-7{number:03d}-{'0' * 56}")],
-            )
-            for number in range(60)
-        ],
-    )
-    with statements(app) as seen:
-        answer = signed_in(app, accounts.owner).get("/search", query_string={"q": "ord-7"})
-    assert answer.status_code == 200
-    page = answer.get_data(as_text=True)
-    assert len(re.findall(r'href="/operations/\d+"', page)) >= search.LIMIT
-    assert len(re.findall(r'href="/transactions/\d+"', page)) == search.LIMIT
+    seen = searched_for_sixty_matches(app, accounts)
     sorting = [sql for sql, _ in seen if "LIKE" in sql and "matching" in sql]
     assert len(sorting) == 2 and not [sql for sql in sorting if ".record" in sql], sorting
     # The merchant is in the statement that finds the matches: without it, a merchant of 20
