@@ -149,12 +149,7 @@ def _recent_matching(model: type[Row], merchant_id: int, text: str) -> list[Row]
         .order_by(recent.c.created_at.desc(), recent.c.id.desc())
         .limit(LIMIT + 1)
     )
-    rows = (
-        _shown(model)
-        .where(model.id.in_(newest.scalar_subquery()))
-        .order_by(model.created_at.desc(), model.id.desc())
-    )
-    return list(db.session.scalars(rows))
+    return _newest_first(model, newest.scalar_subquery())
 
 
 def _holds(columns: Sequence[Any], text: str) -> sa.ColumnElement[bool]:
@@ -225,8 +220,9 @@ def _fts_matching(model: type[Row], merchant_id: int, text: str) -> list[Row]:
     return _newest_first(model, list(db.session.scalars(newest)))
 
 
-def _newest_first(model: type[Row], ids: list[int]) -> list[Row]:
-    """The rows of these ids, newest first."""
+def _newest_first(model: type[Row], ids: list[int] | sa.ScalarSelect[int]) -> list[Row]:
+    """The rows of these ids (found already, or by a subquery of the same statement), newest
+    first."""
     rows = _shown(model).where(model.id.in_(ids))
     return list(db.session.scalars(rows.order_by(model.created_at.desc(), model.id.desc())))
 
