@@ -105,8 +105,16 @@ def _assert_pages_work(app, *, label: str) -> None:
         assert response.status_code == 200, f"{path} on the {label} instance"
 
 
-def _assert_no_clear_token(folder: Path, sandbox: SandboxServer) -> None:
-    """Neither token in clear in the SQLite file or beside it (journal, WAL)."""
+def _assert_no_clear_token(folder: Path, sandbox: SandboxServer, *apps) -> None:
+    """Neither token in clear in the SQLite file or beside it (journal, WAL). The `apps` on the
+    file close their connections first: a process that closes any file it opened on the
+    database drops SQLite's locks on it (POSIX), and another process's `rotate-keys` would then
+    take the write-ahead log from under them."""
+    from portal.extensions import db
+
+    for app in apps:
+        with app.app_context():
+            db.engine.dispose()
     files = list(folder.glob("portal.sqlite3*"))
     assert files, "the database file"
     for path in files:
@@ -152,7 +160,7 @@ def test_tokens_under_the_old_key_work_during_the_rollout_and_rotate_to_the_new_
     stored = _stored_ciphertexts(old_only)
     assert _decrypts_with([old], stored, sandbox)
     assert not _decrypts_with([new], stored, sandbox)
-    _assert_no_clear_token(tmp_path, sandbox)
+    _assert_no_clear_token(tmp_path, sandbox, old_only)
 
     # The rollout: a restarted process reads "B,A" while another still runs with only A.
     both = _portal(tmp_path, f"{new},{old}")
@@ -171,12 +179,12 @@ def test_tokens_under_the_old_key_work_during_the_rollout_and_rotate_to_the_new_
     assert all(after != before for after, before in zip(rotated, stored, strict=True))
     assert _decrypts_with([new], rotated, sandbox), "every token readable with B alone"
     assert not _decrypts_with([old], rotated, sandbox), "no token left under A"
-    _assert_no_clear_token(tmp_path, sandbox)
+    _assert_no_clear_token(tmp_path, sandbox, old_only, both)
 
     _assert_pages_work(both, label="B,A")
     new_only = _portal(tmp_path, new)
     _assert_pages_work(new_only, label="B")
-    _assert_no_clear_token(tmp_path, sandbox)
+    _assert_no_clear_token(tmp_path, sandbox, old_only, both, new_only)
 
     # Rotating again is harmless: the tokens stay readable with B alone.
     assert _rotate_keys(tmp_path, new).returncode == 0
@@ -193,7 +201,6 @@ def test_tokens_saved_during_the_rollout_stay_readable_by_every_process(tmp_path
     A process that has only A cannot read a token encrypted under B, so the new key is first
     added last ("A,B") everywhere, and only then put first ("B,A"), as docs/operations.md says.
     """
-    from portal.extensions import db
 
     old, new = keys
     old_only = _portal(tmp_path, old)
@@ -221,10 +228,7 @@ def test_tokens_saved_during_the_rollout_stay_readable_by_every_process(tmp_path
     assert _rotate_keys(tmp_path, f"{new},{old}").returncode == 0
     new_only = _portal(tmp_path, new)
     _assert_pages_work(new_only, label="B")
-    _assert_no_clear_token(tmp_path, sandbox)
-    for app in (old_only, added, promoted, new_only):
-        with app.app_context():
-            db.engine.dispose()
+    _assert_no_clear_token(tmp_path, sandbox, old_only, added, promoted, new_only)
 
 
 # --- Every encrypted column of the schema ------------------------------------------------------
