@@ -128,3 +128,32 @@ def test_the_search_index_holds_the_rows_each_sync_writes_and_none_a_new_connect
         search_index_checked(app)
         with app.app_context():
             assert search.search_mirror(merchant_id(app), paid.tx_id[3:15]).transactions == []
+
+
+def test_a_first_sync_on_postgresql_makes_the_statistics_of_the_tables_it_fills(
+    tmp_path, seeded, fresh_postgres_url
+):
+    """Each page looks its operations, transactions and ledger movements up by id. PostgreSQL
+    plans those lookups from its statistics, which in a new schema (or for a merchant new to a
+    large one) say the merchant has no rows: it would read every row of the merchant for each
+    page's lookup. A first sync makes them again as its pages double (after pages 1 and 2 here)."""
+    from portal.extensions import db
+
+    with connected_portal(tmp_path, seeded, DATABASE_URL=fresh_postgres_url, SYNC_SECONDS=0) as app:
+        assert sync(app).error is None
+        with app.app_context():
+            counted, estimated = (
+                {
+                    table: db.session.scalar(sa.text(query.format(table=table)))
+                    for table in ("mirrored_operations", "mirrored_transactions", "ledger_entries")
+                }
+                for query in (
+                    "SELECT count(*) FROM {table}",
+                    "SELECT reltuples FROM pg_class WHERE oid = '{table}'::regclass",
+                )
+            )
+    assert counted["mirrored_operations"] == SEED
+    assert estimated["mirrored_operations"] == SEED
+    assert estimated["mirrored_transactions"] == counted["mirrored_transactions"] > 0
+    # The vouchers' movements are booked after the operations' pages.
+    assert 0 < estimated["ledger_entries"] <= counted["ledger_entries"]

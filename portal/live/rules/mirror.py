@@ -65,6 +65,7 @@ from portal.identity.models import Merchant
 from portal.live.models import Event, MirrorState
 from portal.live.rules import events
 from portal.live.rules.events import EventType
+from portal.money.models import LedgerEntry
 from portal.money.rules import ledger, rate_history
 from portal.payments.models import MirroredOperation, MirroredTransaction
 from portal.payments.rules import attention, search
@@ -337,6 +338,21 @@ def _book_vouchers(sync: _Sync, client: MerchantApiClient, *, everything: bool) 
         log.warning("merchant %s: vouchers not read: %s", sync.merchant_id, _error_text(failure))
 
 
+def _refresh_statistics() -> None:
+    """Make PostgreSQL's statistics of the tables each page looks up by id again. A first sync
+    is a bulk load: until the statistics count the merchant's new rows, PostgreSQL plans those
+    lookups as if the merchant had none, reads each through all of the merchant's rows instead
+    of the unique index, and each page costs more than the last (at 10,000 operations 5.7 ms a
+    lookup instead of 0.2). Autovacuum waits for a tenth of a table to change; PostgreSQL's
+    documentation asks for ANALYZE after a bulk load. SQLite plans them on the unique index
+    without statistics."""
+    if db.session.get_bind().dialect.name != "postgresql":
+        return
+    for model in (MirroredOperation, MirroredTransaction, LedgerEntry):
+        db.session.execute(sa.text(f"ANALYZE {model.__tablename__}"))
+    db.session.commit()
+
+
 def _kind_of(state: MirrorState, now: datetime) -> SyncKind:
     if state.operations_watermark is None:
         return SyncKind.FIRST
@@ -592,9 +608,12 @@ class _Sync:
 
     def everything(self, client: MerchantApiClient) -> None:
         """Read every operation (its transactions come embedded), page after page, each page
-        written and committed on its own so a long first sync keeps its progress."""
-        for page in self._every_page(client, OPERATION_LIST):
+        written and committed on its own so a long first sync keeps its progress; in a first
+        sync, the database's statistics made again as the pages written double."""
+        for written, page in enumerate(self._every_page(client, OPERATION_LIST), start=1):
             self._write(page.items, ())
+            if not self.notify and written & (written - 1) == 0:  # 1, 2, 4, 8, … pages
+                _refresh_statistics()
 
     def vouchers(self, client: MerchantApiClient, *, everything: bool) -> None:
         """Book what the vouchers moved (`ledger.book_vouchers`), from the voucher list newest
