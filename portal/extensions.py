@@ -68,7 +68,8 @@ def _sqlite_connection(dbapi_connection: object, _record: object) -> None:
     its exact sums of decimal text (`portal.database.decimal_sum`, `decimal_add`) are given per
     connection too. The file keeps a write-ahead log: pages read while the worker's sync writes
     (a rollback journal locks readers out while a large transaction commits), and a commit
-    writes the log once instead of a journal and the file. `synchronous` stays FULL: a commit
+    appends to the log, which checkpoints copy into the file, instead of writing a journal and
+    the file. `synchronous` stays FULL: a commit
     that moves money (an idempotency key, a withdrawal) survives a power cut."""
     if isinstance(dbapi_connection, sqlite3.Connection):
         cursor = dbapi_connection.cursor()
