@@ -15,7 +15,7 @@ and the last migration down and up again on the filled database. Exits 1 when a 
 missed, 2 when PostgreSQL is named but unreachable.
 
     .venv/bin/python bench/million.py [--operations 1000000] [--requests 20]
-        [--database-url postgresql+psycopg://postgres@127.0.0.1:5432/bench_million]
+        [--database-url postgresql+psycopg://postgres@127.0.0.1:5432/bench_million] [--keep-schema]
 """
 
 from __future__ import annotations
@@ -358,6 +358,11 @@ def main() -> None:
     parser.add_argument(
         "--databases", default="sqlite,postgresql", help="comma-separated: sqlite, postgresql"
     )
+    parser.add_argument(
+        "--keep-schema",
+        action="store_true",
+        help="leave the PostgreSQL schema and its rows (its URL printed) to read plans on",
+    )
     arguments = parser.parse_args()
     databases = arguments.databases.split(",")
     if (
@@ -383,8 +388,10 @@ def main() -> None:
         elif "postgresql" in databases:
             postgres_folder = Path(folder) / "postgresql"
             postgres_folder.mkdir()
-            with postgres_schema(arguments.database_url) as url:
+            with postgres_schema(arguments.database_url, keep=arguments.keep_schema) as url:
                 missed += measure("PostgreSQL", url, sandbox, postgres_folder, arguments)
+                if arguments.keep_schema:
+                    print(f"PostgreSQL schema kept: {url} (DROP SCHEMA … CASCADE when done)")
     print(f"load average at the end: {', '.join(f'{n:.2f}' for n in os.getloadavg())}")
     if missed:
         print("targets missed: " + "; ".join(missed))

@@ -106,10 +106,10 @@ def _schema_url(base: str, schema: str, **parameters: str) -> str:
 
 
 @contextlib.contextmanager
-def postgres_schema(base: str | None = None) -> Iterator[str]:
+def postgres_schema(base: str | None = None, *, keep: bool = False) -> Iterator[str]:
     """A fresh schema in the database `base` (default PORTAL_TEST_DATABASE_URL), as a URL whose
     search path is that schema: for the tests that run migrations themselves or hand the URL to
-    another process."""
+    another process. Dropped at the end unless `keep` (a bench's rows, to read plans on)."""
     base = _postgres_base(base)
     schema = f"portal_test_{uuid.uuid4().hex[:12]}"
     engine = sa.create_engine(base)
@@ -118,8 +118,9 @@ def postgres_schema(base: str | None = None) -> Iterator[str]:
     try:
         yield _schema_url(base, schema)
     finally:
-        with engine.begin() as connection:
-            connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+        if not keep:
+            with engine.begin() as connection:
+                connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
         engine.dispose()
 
 
