@@ -69,8 +69,8 @@ def _sqlite_connection(dbapi_connection: object, _record: object) -> None:
     connection too. The file keeps a write-ahead log: pages read while the worker's sync writes
     (a rollback journal locks readers out while a large transaction commits), and a commit
     appends to the log, which checkpoints copy into the file, instead of writing a journal and
-    the file. `synchronous` stays FULL: a commit
-    that moves money (an idempotency key, a withdrawal) survives a power cut."""
+    the file. `synchronous` stays FULL: a commit that moves money (an idempotency key, a
+    withdrawal) survives a power cut."""
     if isinstance(dbapi_connection, sqlite3.Connection):
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys=ON")

@@ -142,16 +142,13 @@ def test_a_first_sync_on_postgresql_makes_the_statistics_of_the_tables_it_fills(
     with connected_portal(tmp_path, seeded, DATABASE_URL=fresh_postgres_url, SYNC_SECONDS=0) as app:
         assert sync(app).error is None
         with app.app_context():
-            counted, estimated = (
-                {
-                    table: db.session.scalar(sa.text(query.format(table=table)))
-                    for table in ("mirrored_operations", "mirrored_transactions", "ledger_entries")
-                }
-                for query in (
-                    "SELECT count(*) FROM {table}",
-                    "SELECT reltuples FROM pg_class WHERE oid = '{table}'::regclass",
-                )
-            )
+            tables = ("mirrored_operations", "mirrored_transactions", "ledger_entries")
+            estimate = sa.text("SELECT reltuples FROM pg_class WHERE oid = CAST(:t AS regclass)")
+            counted = {
+                t: db.session.scalar(sa.select(sa.func.count()).select_from(sa.table(t)))
+                for t in tables
+            }
+            estimated = {t: db.session.scalar(estimate, {"t": t}) for t in tables}
     assert counted["mirrored_operations"] == SEED
     assert estimated["mirrored_operations"] == SEED
     assert estimated["mirrored_transactions"] == counted["mirrored_transactions"] > 0
