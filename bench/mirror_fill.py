@@ -205,6 +205,7 @@ def fill(
                 connection = connection.execution_options(isolation_level="AUTOCOMMIT")
                 for table in filled.tables:
                     connection.execute(sa.text(f"VACUUM ANALYZE {table}"))
+                print(f"{merchant}'s tables after VACUUM: {_visibility(connection, filled)}")
         state = db.session.get(MirrorState, merchant_id) or MirrorState(merchant_id=merchant_id)
         state.last_sync_at = datetime.now(UTC)
         db.session.add(state)
@@ -216,6 +217,31 @@ def fill(
             f"{reason} {n:,}" for reason, n in filled.attention.items()
         ))  # fmt: skip
     return filled
+
+
+def _visibility(connection, filled: Filled) -> str:
+    """The share of each filled table's pages that VACUUM marked visible to every transaction
+    (an index-only scan reads no row of those), and the other sessions' open transactions: one
+    that began before the fill's last rows keeps VACUUM from marking their pages, and the
+    attention list's counts then read every row (a test run beside the bench does that)."""
+    import sqlalchemy as sa
+
+    shares = connection.execute(
+        sa.text(
+            "SELECT relname, relallvisible * 100.0 / greatest(relpages, 1) FROM pg_class "
+            "WHERE oid = ANY(CAST(:tables AS regclass[]))"
+        ),
+        {"tables": list(filled.tables)},
+    ).all()
+    holding = connection.scalar(
+        sa.text(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+            "AND datname = current_database() "
+            "AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)"
+        )
+    )
+    visible = ", ".join(f"{table} {share:.1f} %" for table, share in shares)
+    return f"pages visible to every transaction: {visible}; other open transactions: {holding}"
 
 
 def _ledger_rows(of_merchant: dict, operation: dict) -> list[dict]:

@@ -14,17 +14,27 @@ from portal.extensions import db
 @contextlib.contextmanager
 def recorded_statements(app: Flask) -> Iterator[list[str]]:
     """The SQL statements `app` runs while the block runs (a streamed download's too, when the
-    block reads it)."""
+    block reads it), in the list yielded once the block ends."""
     statements: list[str] = []
+    with recorded_queries(app) as queries:
+        yield statements
+        statements.extend(statement for statement, _ in queries)
 
-    def record(_conn, _cursor, statement, *_args) -> None:
-        statements.append(statement)
+
+@contextlib.contextmanager
+def recorded_queries(app: Flask) -> Iterator[list[tuple[str, object]]]:
+    """The SQL statements `app` runs while the block runs, each with its parameters: for the
+    tests that check what a statement names, not only that it runs."""
+    queries: list[tuple[str, object]] = []
+
+    def record(_conn, _cursor, statement, parameters, *_args) -> None:
+        queries.append((statement, parameters))
 
     with app.app_context():
         engine = db.engine
     sa.event.listen(engine, "before_cursor_execute", record)
     try:
-        yield statements
+        yield queries
     finally:
         sa.event.remove(engine, "before_cursor_execute", record)
 
