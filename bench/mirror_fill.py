@@ -19,11 +19,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import requests
 
 from tests.support.forms import CSRF_FIELD, PASSWORD
 from tests.support.mirror_rows import operation_columns, transaction_columns
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
 BATCH = 5_000
 # Status of an operation -> its share; most are paid or abandoned.
@@ -219,17 +223,18 @@ def fill(
     return filled
 
 
-def _visibility(connection, filled: Filled) -> str:
+def _visibility(connection: Connection, filled: Filled) -> str:
     """The share of each filled table's pages that VACUUM marked visible to every transaction
     (an index-only scan reads no row of those), and the other sessions' open transactions: one
     that began before the fill's last rows keeps VACUUM from marking their pages, and the
-    attention list's counts then read every row (a test run beside the bench does that)."""
+    attention list's counts then read every row (a test run beside the bench does that).
+    Empty tables are left out."""
     import sqlalchemy as sa
 
     shares = connection.execute(
         sa.text(
-            "SELECT relname, relallvisible * 100.0 / greatest(relpages, 1) FROM pg_class "
-            "WHERE oid = ANY(CAST(:tables AS regclass[]))"
+            "SELECT relname, relallvisible * 100.0 / relpages FROM pg_class "
+            "WHERE oid = ANY(CAST(:tables AS regclass[])) AND relpages > 0"
         ),
         {"tables": list(filled.tables)},
     ).all()

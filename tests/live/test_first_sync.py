@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from tests.live.conftest import SEED
 from tests.live.test_mirror import events_of, merchant_id, sync
 from tests.support.portal_app import connected_portal
+from tests.support.statements import recorded_statements
 
 MONEY_COLUMNS = ("state", "difference", "late_transactions", "late_since", "ended_status")
 
@@ -26,21 +27,9 @@ def portal(request, tmp_path, seeded):
 
 def statements_of_sync(app) -> list[str]:
     """The SQL statements a sync of the merchant runs."""
-    from portal.extensions import db
-
-    statements: list[str] = []
-
-    def record(_conn, _cursor, statement, *_args) -> None:
-        statements.append(" ".join(statement.split()))
-
-    with app.app_context():
-        engine = db.engine
-    sa.event.listen(engine, "before_cursor_execute", record)
-    try:
+    with recorded_statements(app) as statements:
         assert sync(app).error is None
-    finally:
-        sa.event.remove(engine, "before_cursor_execute", record)
-    return statements
+    return [" ".join(statement.split()) for statement in statements]
 
 
 def test_a_first_sync_neither_reads_back_nor_rewrites_the_operations_it_inserts(portal):

@@ -353,9 +353,8 @@ def test_the_newest_late_transactions_are_found_among_the_operations_with_the_ne
 def test_the_late_transactions_shown_are_read_by_their_operations_ids(each_database, acme):
     """The statement that reads the newest late transactions names their operations (the 10
     whose newest waiting transaction is newest), read first: named by a subquery, they were a
-    guess to PostgreSQL's planner, which walked the merchant's transactions newest first in
-    parallel workers instead, one of which read all 1,575,278 of them (6 s a page at
-    2 x 1,000,000 operations)."""
+    guess to PostgreSQL's planner, which walked every transaction of the merchant instead
+    (seconds a page at a million operations)."""
     from portal.identity.rules.accounts import merchant_named
     from portal.payments.rules import attention
 
@@ -375,18 +374,16 @@ def test_the_late_transactions_shown_are_read_by_their_operations_ids(each_datab
     with acme.app_context():
         merchant_id = merchant_named("Acme").id
     with recorded_queries(acme) as seen, acme.app_context():
-        (late,) = [g for g in attention.needs_attention(merchant_id) if g.reason == "late"]
+        groups = attention.needs_attention(merchant_id)
+    (late,) = [group for group in groups if group.reason == "late"]
     newest = [record["id"] for record in records[: attention.SHOWN]]
     assert [item.transaction.operation_id for item in late.items] == newest
-    (reading,) = [
-        (sql, values) for sql, values in seen if "UNION ALL" in sql and "late" in str(values)
+    (parameters,) = [
+        parameters for sql, parameters in seen if "UNION ALL" in sql and "late" in str(parameters)
     ]
-    named = {value for value in _values(reading[1]) if value in {r["id"] for r in records}}
-    assert named == set(newest), reading
-
-
-def _values(parameters: object) -> list[object]:
-    return list(parameters.values() if isinstance(parameters, dict) else parameters)
+    values = parameters.values() if isinstance(parameters, dict) else parameters
+    every_operation = {record["id"] for record in records}
+    assert {value for value in values if value in every_operation} == set(newest), parameters
 
 
 def test_a_reason_of_more_than_a_thousand_items_is_counted_up_to_a_thousand(each_database, acme):

@@ -362,8 +362,8 @@ def _among_newest(reason: Reason, selection: sa.Select, scope: _Scope) -> sa.Sel
 
     Those operations' ids are read first, so that the statement names them. Named by a
     subquery, they were a guess to PostgreSQL's planner (a third of the late operations), which
-    then walked the merchant's transactions newest first instead, in parallel workers: at
-    2 x 1,000,000 operations one worker read all 1,575,278 of them, 6 s of a 6 s page."""
+    then walked the merchant's transactions newest first in parallel workers, one of which read
+    them all: seconds a page at a million operations (docs/performance.md, "Seventh run")."""
     if reason is not Reason.LATE:
         return selection
     late = _late_operations(scope.merchant_id, "ix_mirrored_operations_merchant_late_since")

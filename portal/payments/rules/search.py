@@ -14,11 +14,11 @@ be a whole id: that is looked up exactly.
 Both substring indexes hold every merchant's rows. SQLite's reads each trigram's list of rows
 in full for each trigram of a phrase: `"000…"` of 255 characters read the lists of "000" 253
 times, of every merchant (1.2 s beside another merchant's 200,000 rows). So on either database a
-merchant with few rows of a kind is searched by reading its own rows (`SCAN_AT_MOST`), and on
-SQLite a phrase is asked of the index for its first `MAX_PHRASE` characters only, the rest
-checked on the rows found. The newest of the matches are
-chosen through an index of each row's merchant and creation time (migration 0034): reading the
-rows themselves for that, scattered through a large file, was most of a search's time.
+merchant with few rows of a kind (`SCAN_AT_MOST`) is searched in its own rows, and on SQLite a
+phrase is asked of the index for its first `MAX_PHRASE` characters only, the rest checked on the
+rows found. The newest of the matches are chosen through an index of each row's merchant and
+creation time (migration 0034): reading the rows themselves for that, scattered through a large
+file, was most of a search's time.
 
 Mirrored rows are inserted with `insert_searchable`, which puts them in SQLite's FTS tables in
 the same transaction (migration 0037: a trigger per row cost three times as much); updates and
@@ -122,10 +122,11 @@ def _matching(model: type[Row], merchant_id: int, text: str) -> list[Row]:
     recent = _recent_matching(model, merchant_id, text) if text.isascii() else []
     if len(recent) > LIMIT:
         return recent
-    large = _more_rows_than(model, merchant_id, SCAN_AT_MOST)
-    if large and db.session.get_bind().dialect.name == "sqlite":
+    if not _more_rows_than(model, merchant_id, SCAN_AT_MOST):
+        return _like_matching(model, merchant_id, text, by_trigrams=False)
+    if db.session.get_bind().dialect.name == "sqlite":
         return _fts_matching(model, merchant_id, text)
-    return _like_matching(model, merchant_id, text, large=large)
+    return _like_matching(model, merchant_id, text, by_trigrams=_trigram_indexed(model))
 
 
 def _recent_matching(model: type[Row], merchant_id: int, text: str) -> list[Row]:
@@ -165,16 +166,17 @@ def _more_rows_than(model: type[Row], merchant_id: int, count: int) -> bool:
     return (counted or 0) > count
 
 
-def _like_matching(model: type[Row], merchant_id: int, text: str, *, large: bool) -> list[Row]:
-    """`lower(column) LIKE`: a small merchant's own rows are read, found through the index of
-    the merchant's rows (a search of its 20 rows read all of another's 300,000 matches
-    without it: 0.3 -> 498 ms); a `large` merchant's are found by PostgreSQL's trigram indexes.
-
-    Those hold every merchant's rows, and a large merchant's matches are told from the others'
-    on the rows they found (`merchant_id + 0`, which no index serves): PostgreSQL guessed 31,829
-    matches for four digits of a transaction id where there were 858, and intersected them with
-    the merchant's 1,575,697 entries in the index of its rows, 143 of the statement's 157 ms at
-    2 x 1,000,000 operations (17 ms without).
+def _like_matching(
+    model: type[Row], merchant_id: int, text: str, *, by_trigrams: bool
+) -> list[Row]:
+    """`lower(column) LIKE` over the merchant's rows, for the database to find through the
+    index of each merchant's rows (without the merchant in the statement, a search of 20 rows
+    read another merchant's 300,000 matches); or, `by_trigrams`, through PostgreSQL's trigram
+    indexes alone, the merchant checked on the rows they found (`merchant_id + 0`, which no
+    index serves). For a large merchant, PostgreSQL misjudged how many rows a few digits are in
+    and intersected the trigram indexes' matches with the merchant's million entries in its
+    index, which cost more than reading the matches themselves (docs/performance.md, "Seventh
+    run").
 
     The matches are found first (a materialized CTE), then sorted: otherwise PostgreSQL may walk
     the merchant's rows newest first until 51 match, which reads them all for a rare text. They
@@ -182,7 +184,7 @@ def _like_matching(model: type[Row], merchant_id: int, text: str, *, large: bool
     match's row with its record again to sort them was a third of a search for four digits of
     an id among 2 x 1,000,000 operations on PostgreSQL.
     """
-    merchant = model.merchant_id + sa.literal_column("0") if large else model.merchant_id
+    merchant = model.merchant_id + sa.literal_column("0") if by_trigrams else model.merchant_id
     matching = (
         sa.select(model.id, model.created_at)
         .where(merchant == merchant_id, _holds(SEARCHED_COLUMNS[model], text))
@@ -195,6 +197,14 @@ def _like_matching(model: type[Row], merchant_id: int, text: str, *, large: bool
         .limit(LIMIT + 1)
     )
     return _newest_first(model, list(db.session.scalars(newest)))
+
+
+def _trigram_indexed(model: type[Row]) -> bool:
+    """Whether PostgreSQL holds the trigram indexes of `model` (migration 0014 makes them where
+    pg_trgm can be had; without them a search reads the rows, the merchant's through its
+    index)."""
+    name = f"ix_{model.__tablename__}_{SEARCHED_COLUMNS[model][0].key}_trigram"
+    return bool(db.session.scalar(sa.text("SELECT to_regclass(:name) IS NOT NULL"), {"name": name}))
 
 
 def _fts_matching(model: type[Row], merchant_id: int, text: str) -> list[Row]:
