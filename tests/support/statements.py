@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import sqlalchemy as sa
 from flask import Flask
@@ -14,11 +14,10 @@ from portal.extensions import db
 @contextlib.contextmanager
 def recorded_statements(app: Flask) -> Iterator[list[str]]:
     """The SQL statements `app` runs while the block runs (a streamed download's too, when the
-    block reads it), in the list yielded once the block ends."""
+    block reads it)."""
     statements: list[str] = []
-    with recorded_queries(app) as queries:
+    with _recording(app, lambda statement, _parameters: statements.append(statement)):
         yield statements
-        statements.extend(statement for statement, _ in queries)
 
 
 @contextlib.contextmanager
@@ -26,17 +25,24 @@ def recorded_queries(app: Flask) -> Iterator[list[tuple[str, object]]]:
     """The SQL statements `app` runs while the block runs, each with its parameters: for the
     tests that check what a statement names, not only that it runs."""
     queries: list[tuple[str, object]] = []
+    with _recording(app, lambda statement, parameters: queries.append((statement, parameters))):
+        yield queries
 
-    def record(_conn, _cursor, statement, parameters, *_args) -> None:
-        queries.append((statement, parameters))
+
+@contextlib.contextmanager
+def _recording(app: Flask, record: Callable[[str, object], None]) -> Iterator[None]:
+    """`record(statement, parameters)` called for each statement `app` runs in the block."""
+
+    def listener(_conn, _cursor, statement, parameters, *_args) -> None:
+        record(statement, parameters)
 
     with app.app_context():
         engine = db.engine
-    sa.event.listen(engine, "before_cursor_execute", record)
+    sa.event.listen(engine, "before_cursor_execute", listener)
     try:
-        yield queries
+        yield
     finally:
-        sa.event.remove(engine, "before_cursor_execute", record)
+        sa.event.remove(engine, "before_cursor_execute", listener)
 
 
 def statements_of(app: Flask, client, path: str) -> list[str]:
