@@ -27,6 +27,7 @@ from portal.web import (
     navigation,
     security,
     sessions,
+    static_files,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,6 +46,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     load_config(app, test_config)
 
     security.init_app(app)
+    static_files.init_app(app)
     db.init_app(app)
     login_manager.init_app(app)
     htmx.init_app(app)

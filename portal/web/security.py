@@ -6,7 +6,7 @@ from itertools import chain
 from urllib.parse import unquote, urlsplit
 
 from flask import Flask, Response, current_app, request
-from flask.sessions import SecureCookieSessionInterface
+from flask.sessions import SecureCookieSessionInterface, SessionMixin
 from flask_limiter import RouteLimit
 from flask_login import current_user
 from werkzeug.exceptions import UnprocessableEntity
@@ -83,6 +83,13 @@ class PortalSessionInterface(SecureCookieSessionInterface):
 
     def get_cookie_secure(self, app: Flask) -> bool:
         return super().get_cookie_secure(app) or request.is_secure
+
+    def save_session(self, app: Flask, session: SessionMixin, response: Response) -> None:
+        """A static file neither reads nor changes the session: its answer sets no cookie and
+        does not say it varies by cookie, which would have a shared cache (a proxy, a CDN) keep
+        a copy of each file per visitor."""
+        if request.endpoint != "static":
+            super().save_session(app, session, response)
 
 
 def set_security_headers(response: Response) -> Response:

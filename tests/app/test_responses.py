@@ -60,7 +60,7 @@ def test_healthz_needs_no_login(client):
 def test_no_asset_comes_from_another_host(client, accounts):
     sign_in(client, accounts.owner)
     page = client.get("/").get_data(as_text=True)
-    assert 'src="/static/vendor/htmx.min.js"' in page
+    assert 'src="/static/vendor/htmx.min.js?v=' in page
     assert "http://" not in page.replace("http://localhost", "")
     assert "https://" not in page
 
