@@ -79,16 +79,18 @@ def _is_local_path(value: str) -> bool:
 
 
 class PortalSessionInterface(SecureCookieSessionInterface):
-    """Marks the session cookie Secure whenever the request came over HTTPS."""
+    """Marks the session cookie Secure whenever the request came over HTTPS; leaves static
+    files' answers without a cookie."""
 
     def get_cookie_secure(self, app: Flask) -> bool:
         return super().get_cookie_secure(app) or request.is_secure
 
     def save_session(self, app: Flask, session: SessionMixin, response: Response) -> None:
-        """A static file neither reads nor changes the session: its answer sets no cookie and
-        does not say it varies by cookie, which would have a shared cache (a proxy, a CDN) keep
-        a copy of each file per visitor."""
-        if request.endpoint != "static":
+        """A static file's answer sets no cookie and does not vary by cookie, unless something
+        changed the session on the way: Flask-Login looks into the session after every request,
+        which alone would add `Vary: Cookie` and have a shared cache (a proxy, a CDN) keep a
+        copy of each file per visitor."""
+        if request.endpoint != "static" or session.modified:
             super().save_session(app, session, response)
 
 

@@ -23,13 +23,15 @@ KEPT_FOR_A_YEAR = "public, max-age=31536000, immutable"
 
 
 def version(path: Path) -> str:
-    """The version of a file's content: its digest, read again only when the file changes."""
+    """The version of a file's content: its digest, read again whenever the file's inode, size,
+    modification or change time differ (a copy that keeps the modification time, as `cp -p`
+    or rsync make, still changes the change time, which no program sets)."""
     stat = path.stat()
-    return _digest(path, stat.st_mtime_ns, stat.st_size)
+    return _digest(path, (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns))
 
 
 @functools.lru_cache(maxsize=256)
-def _digest(path: Path, _modified_ns: int, _size: int) -> str:
+def _digest(path: Path, _identity: tuple[int, int, int, int]) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
 
 
@@ -61,5 +63,6 @@ def _keep_when_current(response: Response) -> Response:
 
 
 def init_app(app: Flask) -> None:
+    """Version the static URLs the app builds, and let browsers keep what those URLs name."""
     app.url_defaults(_add_version)
     app.after_request(_keep_when_current)

@@ -3,6 +3,7 @@ and odd query string gets a friendly page; only the payment's own facts are show
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_DOWN, ROUND_UP, Decimal
 
@@ -338,6 +339,18 @@ def test_old_links_expire(app, client, checkout):
     assert response.status_code == 404
     assert "This link has expired" in body
     assert "ORDER-1001" not in body
+
+
+def test_the_customers_browser_keeps_the_pages_stylesheet(client, checkout):
+    """The customer's page names its stylesheet by its content (portal/web/static_files.py):
+    a customer who comes back to the page does not ask for it again."""
+    from portal.web.static_files import KEPT_FOR_A_YEAR
+
+    body = _page(client, checkout)[1]
+    (stylesheet,) = re.findall(r'href="(/static/checkout\.css\?v=[0-9a-f]{12})"', body)
+    answer = client.get(stylesheet)
+    assert answer.status_code == 200
+    assert answer.headers["Cache-Control"] == KEPT_FOR_A_YEAR
 
 
 def test_the_page_shows_only_the_payment(client, checkout):

@@ -5,6 +5,7 @@ Before, Chromium asked the portal again for each of the seven files on every pag
 from __future__ import annotations
 
 from flask import Response, request
+from playwright.sync_api import expect
 
 from tests.support.browser import sign_in_as
 from tests.support.portal_server import serve_in_thread
@@ -25,6 +26,7 @@ def test_a_browser_asks_for_the_static_files_on_its_first_page_only(browser, app
         page.goto("/login")
         first_page = list(asked)
         sign_in_as(page, accounts.owner)
+        expect(page.get_by_role("button", name="Sign out")).to_be_attached()
         for path in ("/account", "/settings", "/account"):
             page.goto(path)
         context.close()
