@@ -20,8 +20,10 @@ from pathlib import Path
 
 import gevent
 from locust import HttpUser, between, task
+from locust.clients import HttpSession
 from locust.env import Environment
 from locust.runners import LocalRunner
+from locust.stats import StatsEntry
 
 from bench.figures import figure
 from bench.mirror_fill import fragment
@@ -40,6 +42,8 @@ EMAILS = {role: f"load-{role}@acme.test" for role in ROLES}
 BOOKKEEPERS = {"owner", "accountant"}
 STATEMENT_PERIODS = ("last-month", "this-month", "7-days", "yesterday")
 OPERATION_LINK = re.compile(r'href="/operations/([A-Za-z0-9]+)"')
+STATIC_FILE = re.compile(r'(?:href|src)="(/static/[^"]+)"')
+STATIC_FILES = "/static/ (stylesheet, scripts)"
 NOT_OPERATIONS = {"new", "export"}
 # Filters of the operations list, as the filter form sends them (status is repeated).
 FILTERS = (
@@ -65,6 +69,7 @@ class PortalUser(HttpUser):
 
     def on_start(self) -> None:
         self.operation_ids: list[str] = []
+        self.browser_cache = BrowserCache(self.client)
         self.role = next(self.roles)
         try:
             self.sign_in()
@@ -77,6 +82,7 @@ class PortalUser(HttpUser):
             if not match:
                 page.failure(f"no CSRF token on the sign-in form (HTTP {page.status_code})")
                 return
+            self.browser_cache.load(page.text)
         form = {"email": EMAILS[self.role], "password": PASSWORD, "csrf_token": match.group(1)}
         with self.client.post(
             "/login", data=form, name=SIGN_IN, allow_redirects=False, catch_response=True
@@ -91,6 +97,7 @@ class PortalUser(HttpUser):
                 answer.failure(f"HTTP {answer.status_code}")
             elif answer.history:
                 answer.failure(f"redirected to {answer.url}")
+            self.browser_cache.load(answer.text or "")
             return answer.text or ""
 
     @task(10)
@@ -166,6 +173,36 @@ class PortalUser(HttpUser):
                 answer.failure("the export ended with EXPORT INCOMPLETE")
 
 
+class BrowserCache:
+    """The stylesheet and scripts of each page, fetched as a browser's cache would: a file
+    answered `immutable` is kept and not asked for again; any other is asked for again on each
+    page that names it, with its ETag (a 304 when unchanged). They go over the user's own
+    connection, as a browser's would, under one name (`STATIC_FILES`): the figures of pages
+    leave them out, as a browser shows a page before its files arrive, and the portal's CPU a
+    page counts them."""
+
+    def __init__(self, client: HttpSession) -> None:
+        self.client = client
+        self.kept: set[str] = set()
+        self.etags: dict[str, str] = {}
+
+    def load(self, page: str) -> None:
+        for url in STATIC_FILE.findall(page):
+            url = url.replace("&amp;", "&")
+            if url in self.kept:
+                continue
+            asked = {"If-None-Match": self.etags[url]} if url in self.etags else {}
+            with self.client.get(
+                url, headers=asked, name=STATIC_FILES, catch_response=True
+            ) as answer:
+                if answer.status_code not in (200, 304):
+                    answer.failure(f"HTTP {answer.status_code}")
+                elif "immutable" in answer.headers.get("Cache-Control", ""):
+                    self.kept.add(url)
+                elif "ETag" in answer.headers:
+                    self.etags[url] = answer.headers["ETag"]
+
+
 def cpu_seconds(pid: int) -> float:
     """User and system CPU time a process and its waited-for children have used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -217,7 +254,7 @@ class Phase:
 
     @property
     def portal_cpu_ms(self) -> float:
-        """The portal's CPU time a request."""
+        """The portal's CPU time a page request (with its static files' requests)."""
         return self.cpu["portal"] / max(self.requests, 1) * 1000
 
     @property
@@ -237,7 +274,7 @@ class Phase:
             )
         )
         print(
-            f"portal CPU {self.portal_cpu_ms:.1f} ms a request; "
+            f"portal CPU {self.portal_cpu_ms:.1f} ms a page; "
             f"load average {self.load_average:.2f} (1 min)"
         )
         print(*self.table, sep="\n")
@@ -253,8 +290,16 @@ def measure(environment: Environment, meter: CpuMeter, title: str, users: int, w
     seconds = time.perf_counter() - started
     cpu_after = meter.read()
     stats = environment.stats
-    pages = [entry for entry in stats.entries.values() if entry.num_requests]
-    entries = [*sorted(pages, key=lambda e: -e.num_requests), stats.total]
+    pages = [
+        entry
+        for entry in stats.entries.values()
+        if entry.num_requests and entry.name != STATIC_FILES
+    ]
+    static_files = [entry for entry in stats.entries.values() if entry.name == STATIC_FILES]
+    total = StatsEntry(stats, "Aggregated (pages)", "")
+    for entry in pages:
+        total.extend(entry)
+    entries = [*sorted(pages, key=lambda e: -e.num_requests), total, *static_files]
     table = [f"{'page':<34} {'requests':>8} {'failures':>8} {'p50 ms':>7} {'p95 ms':>7}"]
     table += [
         f"{entry.name:<34} {entry.num_requests:>8} {entry.num_failures:>8} "
@@ -266,9 +311,9 @@ def measure(environment: Environment, meter: CpuMeter, title: str, users: int, w
         title=title,
         users=users,
         seconds=seconds,
-        requests=stats.total.num_requests,
+        requests=total.num_requests,
         failures=stats.total.num_failures,
-        p95_ms=stats.total.get_response_time_percentile(0.95) or 0,
+        p95_ms=total.get_response_time_percentile(0.95) or 0,
         sign_in_p95_ms=stats.get(SIGN_IN, "POST").get_response_time_percentile(0.95) or 0,
         table=table,
         errors=[
@@ -328,7 +373,7 @@ def run(
         f"{users} users browsing, {arguments.mirrored:,} operations mirrored",
         f"{browsing.requests} requests, {browsing.failures} failures, "
         f"{browsing.throughput:.1f} requests/s, p95 {browsing.p95_ms:.0f} ms, "
-        f"portal CPU {browsing.portal_cpu_ms:.1f} ms a request, "
+        f"portal CPU {browsing.portal_cpu_ms:.1f} ms a page, "
         f"load average {browsing.load_average:.2f}",
     )
     figure(
