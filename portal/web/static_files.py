@@ -39,9 +39,12 @@ def _current_version(filename: str) -> str | None:
     """The version of `filename` in the static folder; None when there is no such file."""
     folder = current_app.static_folder
     found = safe_join(folder, filename) if folder else None
-    if found is None or not Path(found).is_file():
+    if found is None:
         return None
-    return version(Path(found))
+    try:
+        return version(Path(found))
+    except OSError:  # no such file, a folder, or a file removed meanwhile by a deployment
+        return None
 
 
 def _add_version(endpoint: str, values: dict) -> None:

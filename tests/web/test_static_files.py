@@ -68,11 +68,12 @@ def test_a_file_changed_while_the_portal_runs_gets_a_new_url(app, tmp_path):
     assert answer.headers["Cache-Control"] == KEPT_FOR_A_YEAR
 
 
-def test_a_missing_file_gets_no_version_and_is_not_found(app, client):
+def test_a_missing_file_or_a_folder_gets_no_version(app, client):
     from flask import url_for
 
     with app.test_request_context():
         assert url_for("static", filename="nothing.css") == "/static/nothing.css"
+        assert url_for("static", filename="js") == "/static/js"  # a folder
         assert url_for("static", filename="../pyproject.toml") == "/static/../pyproject.toml"
     assert client.get("/static/nothing.css").status_code == 404
 
