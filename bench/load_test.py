@@ -13,8 +13,8 @@ with various filters, sorts and pages, opens operations taken from those lists, 
 an order number, an id, an address or a hash, opens `/balances` and the statement (`/reports`;
 an operator, who may open neither, opens `/attention` instead), and now and then downloads
 `/operations/export.csv?status=1`. Each page's stylesheet and scripts are fetched as a browser's
-cache would (`load_users.BrowserCache`): their requests are not among the figures, but the
-portal's CPU a request counts them.
+cache would (`load_users.BrowserCache`): their requests are not among the pages' figures, but
+the portal's CPU a page counts them.
 
 Two phases are measured apart, each with its own figures:
 - signing in: the users are spawned (10 per second), each signing in as it starts;
