@@ -59,7 +59,7 @@ def machine(postgres: str | None, load_before: str) -> list[tuple[str, str]]:
         ("CPU", f"{os.cpu_count()} cores, {model}"),
         ("memory", f"{memory_kib / 1024**2:.0f} GiB"),
         ("system", f"{platform.system()} {platform.release()} ({distribution()})"),
-        ("Python", platform.python_version()),
+        ("Python", f"{platform.python_version()} ({sys.base_prefix})"),
         ("SQLite", sqlite3.sqlite_version),
         ("load average (1, 5, 15 min)", f"{load_before} before the run, {load_average()} after"),
     ]
