@@ -30,7 +30,7 @@ CPU seconds that the portal's web processes, its worker, the sandbox and the loa
 used (on two cores in all), and the machine's load average as the phase ends.
 Exits with 1 when any request failed or the target p95 was passed at `--users`.
 
-    .venv/bin/python bench/load_test.py [--users 200] [--duration 60] [--workers 4]
+    .venv/bin/python bench/load_test.py [--users 200] [--duration 60] [--workers N]
         [--mirrored 100000] [--no-saturation | --step 50 --step-duration 30 --max-users 600]
 """
 
@@ -80,7 +80,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=200)
     parser.add_argument("--duration", type=float, default=60.0, help="seconds browsing")
-    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
+    parser.add_argument(
+        "--workers", type=int, help="gunicorn workers (default: gunicorn.conf.py's, one per CPU)"
+    )
     parser.add_argument(
         "--think", default="1,3", help="pause between pages, seconds: MIN,MAX (default 1,3)"
     )
@@ -98,8 +100,9 @@ def main() -> None:
     parser.add_argument("--max-users", type=int, default=600)
     arguments = parser.parse_args()
     low, high = (float(value) for value in arguments.think.split(","))
+    workers = f"{arguments.workers} workers" if arguments.workers else "a worker per CPU"
     print(
-        f"portal under gunicorn with {arguments.workers} workers (threads per gunicorn.conf.py), "
+        f"portal under gunicorn with {workers} (as many threads as gunicorn.conf.py says), "
         f"sandbox with {OPERATIONS:,} operations, {arguments.mirrored:,} more in the mirror, "
         f"all on 127.0.0.1; pause {low:g}-{high:g} s between pages; {os.cpu_count()} CPUs"
     )

@@ -68,21 +68,26 @@ def _answers(url: str) -> bool:
 
 @pytest.mark.long  # started first: it would otherwise keep one worker busy at the end
 def test_gunicorn_restarts_a_stuck_worker_and_lets_requests_finish_on_a_restart(tmp_path, sandbox):
-    """The project's settings, as gunicorn resolves them: a worker that stops answering for 30 s
-    is restarted, requests under way get 25 s on a restart. Then the same file served with both
-    shortened (GUNICORN_CMD_ARGS, as an operator overrides it): a worker stopped dead (SIGSTOP:
-    it no longer tells its master it is alive) is killed and replaced while the other answers,
-    and a page waiting on a slow API finishes when gunicorn is stopped for a restart."""
+    """The project's settings, as gunicorn resolves them: a worker process per CPU; one that
+    stops answering for 30 s is restarted, requests under way get 25 s on a restart. Then the
+    same file served with both shortened (GUNICORN_CMD_ARGS, as an operator overrides it): a
+    worker stopped dead (SIGSTOP: it no longer tells its master it is alive) is killed and
+    replaced while the other answers, and a page waiting on a slow API finishes when gunicorn
+    is stopped for a restart."""
     printed = subprocess.run(
         [sys.executable, "-m", "gunicorn", "--print-config", "wsgi:app"],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
-        env={key: value for key, value in os.environ.items() if key != "GUNICORN_CMD_ARGS"},
+        env={
+            key: value for key, value in os.environ.items()
+            if key not in ("GUNICORN_CMD_ARGS", "WEB_CONCURRENCY")
+        },
     ).stdout  # fmt: skip
     settings = dict(
         (name.strip(), value.strip())
         for name, _, value in (line.partition("=") for line in printed.splitlines())
     )
     assert settings["worker_class"] == "gthread"
+    assert settings["workers"] == str(len(os.sched_getaffinity(0)))  # a process per CPU
     assert settings["timeout"] == "30"
     assert settings["graceful_timeout"] == "25"
 

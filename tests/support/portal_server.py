@@ -93,14 +93,15 @@ def run_portal(
     sandbox: SandboxServer,
     *,
     gunicorn: bool = False,
-    workers: int = 1,
+    workers: int | None = 1,
     env: dict[str, str] | None = None,
     public_host: str | None = None,
 ) -> Iterator[PortalServer]:
     """The portal on a fresh database in `instance`, one user per role of Acme, connected (set
     up in this process, as `connected_portal` does; `PortalServer.add_user` adds more).
 
-    Served by `flask run`, or with `gunicorn=True` by `workers` gunicorn workers as in production;
+    Served by `flask run`, or with `gunicorn=True` by `workers` gunicorn workers as in production
+    (None: as many as gunicorn.conf.py starts);
     `env` adds `PORTAL_*` variables. With `public_host` (such as "localhost", which browsers
     let use passkeys where they refuse an IP address) the URL and PORTAL_PUBLIC_URL name it.
     """
@@ -124,7 +125,7 @@ def run_portal(
         server = PortalServer(url, env, sandbox, app)
     if gunicorn:
         arguments = [
-            "-m", "gunicorn", "--workers", str(workers),
+            "-m", "gunicorn", *(["--workers", str(workers)] if workers else []),
             "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "wsgi:app",
         ]  # fmt: skip
     else:
