@@ -13,10 +13,11 @@ import os
 
 worker_class = "gthread"
 # A worker process per CPU this process may use: a page's work is Python, which runs one thread
-# at a time in a process, and the threads cover the waits on the API. On 2 CPUs the load test's
-# 200 users got a p95 of 250-280 ms from 2 or 3 processes and 300-450 ms from 4, which also
-# spent a sixth more CPU a page (docs/performance.md). `--workers` or WEB_CONCURRENCY (which
-# gunicorn itself reads when no file sets it) chooses another number.
+# at a time in a process, and the threads cover the waits on the API. On 2 CPUs, run in turns,
+# 2 or 3 processes served the load test's 200 users with a p95 of 250-360 ms and 10.6-12.5 ms
+# of CPU a page, 4 processes with 450-470 ms and 12.7-13.8 ms (docs/performance.md).
+# `--workers` or WEB_CONCURRENCY (which gunicorn itself reads when no file sets it) chooses
+# another number.
 workers = int(os.environ.get("WEB_CONCURRENCY", len(os.sched_getaffinity(0))))
 threads = int(os.environ.get("PORTAL_GUNICORN_THREADS", "4"))
 keepalive = 5
