@@ -3,9 +3,9 @@
 # `make install` does nothing when nothing changed.
 # The virtual environment's Python: the distribution's own where it is 3.11 or newer and can make
 # one (Debian's, with python3-venv), else `python3`. Debian builds its Python with profile-guided
-# and link-time optimisation; pyenv, for one, builds without them by default, and there the
-# suite took a sixth more CPU. `make install PYTHON=python3.12` chooses another; an existing
-# .venv is kept (remove it to rebuild it on another Python).
+# and link-time optimisation; pyenv, for one, builds without them by default, and there
+# `make test-fast` took a fifth more CPU. `make install PYTHON=python3.12` chooses another; an
+# existing .venv is kept (remove it to rebuild it on another Python).
 DISTRIBUTION_PYTHON := /usr/bin/python3
 PYTHON ?= $(shell $(DISTRIBUTION_PYTHON) -c 'import ensurepip, sys; sys.exit(sys.version_info < (3, 11))' \
   2>/dev/null && echo $(DISTRIBUTION_PYTHON) || echo python3)

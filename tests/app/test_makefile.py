@@ -3,6 +3,7 @@ optimised build, docs/development.md), else `python3` on the PATH, and always th
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,11 +12,13 @@ from tests.support.sandbox_server import ROOT
 
 
 def _chosen_python(*assignments: str) -> str:
-    """What `make` takes for PYTHON with these variables set on its command line."""
+    """What `make` takes for PYTHON with these variables set on its command line (and none
+    passed down from a `make test` this suite may run under)."""
     show = "--eval=chosen: ; @echo $(PYTHON)"
     shown = subprocess.run(
         ["make", "-s", "--no-print-directory", *assignments, show, "chosen"],
         cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")},
         capture_output=True,
         text=True,
         check=True,
