@@ -13,12 +13,12 @@ from tests.support.sandbox_server import ROOT
 
 def _chosen_python(*assignments: str) -> str:
     """What `make` takes for PYTHON with these variables set on its command line (and none
-    passed down from a `make test` this suite may run under)."""
+    from the environment or a `make test` this suite may run under)."""
     show = "--eval=chosen: ; @echo $(PYTHON)"
     shown = subprocess.run(
         ["make", "-s", "--no-print-directory", *assignments, show, "chosen"],
         cwd=ROOT,
-        env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")},
+        env={k: v for k, v in os.environ.items() if k not in ("PYTHON", "MAKEFLAGS", "MFLAGS")},
         capture_output=True,
         text=True,
         check=True,
