@@ -30,6 +30,7 @@ from bench.mirror_fill import fragment
 from tests.support.forms import CSRF_FIELD, PASSWORD
 from tests.support.portal_app import ROLES
 from tests.support.portal_server import PortalServer
+from tests.support.static_urls import static_urls
 
 SPAWN_RATE = 10  # users started per second
 TARGET_P95_MS = 300
@@ -42,7 +43,6 @@ EMAILS = {role: f"load-{role}@acme.test" for role in ROLES}
 BOOKKEEPERS = {"owner", "accountant"}
 STATEMENT_PERIODS = ("last-month", "this-month", "7-days", "yesterday")
 OPERATION_LINK = re.compile(r'href="/operations/([A-Za-z0-9]+)"')
-STATIC_FILE = re.compile(r'(?:href|src)="(/static/[^"]+)"')
 STATIC_FILES = "/static/ (stylesheet, scripts)"
 NOT_OPERATIONS = {"new", "export"}
 # Filters of the operations list, as the filter form sends them (status is repeated).
@@ -187,8 +187,7 @@ class BrowserCache:
         self.etags: dict[str, str] = {}
 
     def load(self, page: str) -> None:
-        for url in STATIC_FILE.findall(page):
-            url = url.replace("&amp;", "&")
+        for url in static_urls(page):
             if url in self.kept:
                 continue
             asked = {"If-None-Match": self.etags[url]} if url in self.etags else {}

@@ -5,21 +5,20 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from portal.web.static_files import KEPT_FOR_A_YEAR, version
 from tests.support.forms import signed_in
+from tests.support.static_urls import static_urls
 
-STATIC_URL = re.compile(r'(?:href|src)="(/static/[^"]+)"')
 CHECKED_AGAIN = "no-cache"  # Flask's answer for a static file: the browser asks each time
 
 
 def _static_urls(client, page: str = "/login") -> dict[str, str]:
     """The static URLs of `page`, by the file's name in the static folder."""
-    urls = STATIC_URL.findall(client.get(page).text)
+    urls = static_urls(client.get(page).text)
     return {urlsplit(url).path.removeprefix("/static/"): url for url in urls}
 
 
