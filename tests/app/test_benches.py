@@ -82,3 +82,24 @@ def test_every_bench_can_be_imported_where_its_servers_are_forked():
     preload = "import importlib; from tests.support.processes import PRELOADED; "
     preload += "[importlib.import_module(name) for name in PRELOADED]"
     _load_in_new_python(preload, scripts, run_name="__mp_main__")
+
+
+def test_search_statements_times_each_kind_statement_by_statement(
+    app, accounts, monkeypatch, capsys
+):
+    """`bench/search_statements.py` on a database filled already: each kind's median, then the
+    statements the search rule ran for it, with their time and how often a search ran them."""
+    import runpy
+
+    from tests.support.mirror_rows import mirror_all, operation_record, transaction_record
+
+    mirror_all(app, [operation_record(transactions=[transaction_record()]) for _ in range(30)])
+    script = ROOT / "bench" / "search_statements.py"
+    arguments = [str(script), "--database-url", app.config["DATABASE_URL"], "--searches", "4"]
+    monkeypatch.setattr(sys, "argv", arguments)
+    runpy.run_path(str(script), run_name="__main__")
+    printed = capsys.readouterr().out
+    for kind in ("order number", "operation id", "address", "transaction hash", "transaction id"):
+        section = printed.split(f"\n{kind} (e.g. ")[1].split("figure: ")[0]
+        assert " ms, p95 " in section.splitlines()[0], printed
+        assert " 1 x  SELECT " in section or " 2 x  SELECT " in section, printed

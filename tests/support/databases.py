@@ -44,7 +44,7 @@ def _template(*, with_accounts: bool) -> Path:
     template = Path(folder.name) / "migrated.sqlite3"
     if with_accounts:
         shutil.copyfile(_template(with_accounts=False), template)
-    app = _template_app(f"{SQLITE}{template}")
+    app = portal_on(f"{SQLITE}{template}")
     if with_accounts:
         factories.accounts(app)
     else:
@@ -55,8 +55,9 @@ def _template(*, with_accounts: bool) -> Path:
     return template
 
 
-def _template_app(url: str) -> Flask:
-    """An application that makes a database other tests start from."""
+def portal_on(url: str) -> Flask:
+    """The portal on the database at `url`, as it is (no migration, no user): to make a
+    database other tests start from, or to read one a bench filled."""
     from portal import create_app
 
     return create_app(
@@ -192,7 +193,7 @@ class _WorkerSchema:
         from portal import schema
         from portal.extensions import db
 
-        app = _template_app(self.url)
+        app = portal_on(self.url)
         with app.app_context():
             schema.upgrade()
             db.engine.dispose()
