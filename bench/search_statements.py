@@ -58,6 +58,8 @@ def sampled_values(merchant_id: int, count: int, randomness: random.Random) -> d
         low, high = db.session.execute(
             sa.select(sa.func.min(model.id), sa.func.max(model.id)).where(mine)
         ).one()
+        if low is None:
+            sys.exit(f"the merchant has no {model.__tablename__} to search")
         for _ in range(count):
             picked = randomness.randint(low, high)
             row = db.session.execute(
