@@ -353,8 +353,13 @@ def latency(call: Callable[[], requests.Response], requests_made: int) -> tuple[
     """Median and p95 of `call` in milliseconds, after three calls that warm it up."""
     for _ in range(3):
         timed(call)
-    times = sorted(timed(call) for _ in range(requests_made))
-    return statistics.median(times), times[max(0, int(len(times) * 0.95) - 1)]
+    return median_and_p95([timed(call) for _ in range(requests_made)])
+
+
+def median_and_p95(times: list[float]) -> tuple[float, float]:
+    """The median of `times` and the time 95 % of them do not pass."""
+    ordered = sorted(times)
+    return statistics.median(ordered), ordered[max(0, int(len(ordered) * 0.95) - 1)]
 
 
 def searches(

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import sys
 import time
 from collections import defaultdict
@@ -27,7 +26,7 @@ import sqlalchemy as sa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.figures import figure
-from bench.mirror_fill import KINDS, fragment
+from bench.mirror_fill import KINDS, fragment, median_and_p95
 from tests.support.databases import portal_on
 from tests.support.factories import MERCHANT
 
@@ -136,8 +135,7 @@ def main() -> None:
                 fragment(randomness.choice(values[kind]), randomness)
                 for _ in range(WARM_UP + arguments.searches)
             ]
-            totals = sorted(timed_searches(merchant_id, texts, spent))
-            median, p95 = statistics.median(totals), totals[int(len(totals) * 0.95) - 1]
+            median, p95 = median_and_p95(timed_searches(merchant_id, texts, spent))
             print(f"\n{kind} (e.g. {texts[WARM_UP]!r}): median {median:.1f} ms, p95 {p95:.1f} ms")
             print("\n".join(statements_of(spent, arguments.searches)))
             figure(f"search rule by {kind} ({where})", f"median {median:.1f} ms")
