@@ -12,7 +12,7 @@ from urllib.parse import quote, unquote
 import pytest
 
 from tests.support.attack import stays_on_portal
-from tests.support.forms import PASSWORD, csrf_token
+from tests.support.forms import PASSWORD, csrf_token, session_csrf_token
 
 PORTAL_PACKAGE = Path(__file__).resolve().parents[2] / "portal"
 
@@ -62,7 +62,7 @@ def _sign_in(hostile, client, target: str, **headers: str):
         "email": hostile.email("accountant"),
         "password": PASSWORD,
         "next": target,
-        "csrf_token": csrf_token(client),
+        "csrf_token": session_csrf_token(client),
     }
     return client.post("/login", data=data, headers=headers)
 

@@ -26,6 +26,7 @@ from tests.support import factories
 from tests.support.browser import signed_in_as
 from tests.support.databases import emptied_postgres_schema
 from tests.support.forms import sign_in
+from tests.support.mirror_rows import mirror, operation_record, operation_totals_of
 from tests.support.portal_app import WERKZEUG_COMPILE, ready_portal
 from tests.support.portal_server import PortalServer
 from tests.support.processes import start_python
@@ -241,13 +242,17 @@ def test_the_next_test_on_the_worker_schema_finds_no_row_and_ids_from_1(
     on_the_worker_schema, app, portal_config
 ):
     """Whatever a test stored, or left in a transaction still open, the next one sees none of it,
-    and its first rows get the ids a fresh schema gives."""
+    and its first rows get the ids a fresh schema gives. Mirrored operations among them: their
+    triggers keep the operations' totals, and run as they are emptied."""
     from portal import create_app
     from portal.extensions import db
     from portal.identity.models import Merchant, User
+    from portal.payments.models import OperationTotal
 
     made = factories.accounts(app)
     assert factories.user(app, "fifth@acme.test", "operator").id == 5
+    mirror(app, operation_record())
+    assert operation_totals_of(app), "the operation is counted"
     left_open = sa.create_engine(on_the_worker_schema).connect()
     left_open.execute(sa.select(User.id).with_for_update())  # every row locked, not released
 
@@ -257,6 +262,7 @@ def test_the_next_test_on_the_worker_schema_finds_no_row_and_ids_from_1(
     with following.app_context():
         assert db.session.scalars(sa.select(User.email)).all() == [made.owner]
         assert db.session.scalars(sa.select(Merchant.id)).all() == [1]
+        assert db.session.scalars(sa.select(OperationTotal.id)).all() == []
         db.engine.dispose()
     with pytest.raises(sa.exc.OperationalError):
         left_open.execute(sa.select(1))  # its connection was ended

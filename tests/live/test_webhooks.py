@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import factories
-from tests.support.forms import PASSWORD, csrf_token, sign_in
+from tests.support.forms import PASSWORD, csrf_token, session_csrf_token, sign_in
 from tests.support.mirror_rows import transaction_record
 from tests.support.polling import wait_for
 from tests.support.shop import Received, run_shop
@@ -38,12 +38,12 @@ def configure(client, url: str, *types: str, endpoint: int | str | None = None):
     """Save the endpoint's URL and types (the first endpoint's by default, `new` adds one)."""
     data = {"url": url, "event_types": list(types or ["operation.confirmed"])}
     path = PAGE if endpoint is None else f"{PAGE}?endpoint_id={endpoint}"
-    return client.post(path, data={**data, "csrf_token": csrf_token(client, PAGE)})
+    return client.post(path, data={**data, "csrf_token": session_csrf_token(client)})
 
 
 def shown_secret(client, endpoint: int | None = None) -> str:
     """The secret as an owner without two-factor reveals it: with their password."""
-    data = {"password": PASSWORD, "csrf_token": csrf_token(client, PAGE)}
+    data = {"password": PASSWORD, "csrf_token": session_csrf_token(client)}
     query = "" if endpoint is None else f"?endpoint_id={endpoint}"
     revealed = client.post(f"{PAGE}/secret{query}", data=data)
     return SECRET.search(revealed.get_data(as_text=True)).group(1)

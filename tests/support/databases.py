@@ -180,6 +180,9 @@ class _WorkerSchema:
         self.name = f"{WORKER_SCHEMA_PREFIX}{uuid.uuid4().hex[:12]}"
         self._run("SELECT pg_advisory_lock(hashtext(:name))", name=self.name)  # before it exists
         self._run(f'CREATE SCHEMA "{self.name}"')
+        # The schema's trigger functions name its tables unqualified (as the portal's own
+        # connections find them): emptying runs them, so it looks in the schema too.
+        self._run(f'SET search_path TO "{self.name}"')
         self.url = _schema_url(self.base, self.name, application_name=self.name)
         self._migrate()
         tables = self._tables()

@@ -12,7 +12,7 @@ from datetime import timedelta
 from urllib.parse import urlencode
 
 from tests.support import factories
-from tests.support.forms import csrf_token
+from tests.support.forms import session_csrf_token
 from tests.support.sandbox_server import SandboxServer
 
 INTENT_FIELD = re.compile(r'name="intent"[^>]*?value="([^"]+)"')
@@ -42,11 +42,6 @@ def connect(app, sandbox: SandboxServer, merchant: str = "Acme") -> None:
         save(accounts.merchant_named(merchant), credentials)
 
 
-# Every page of the layout carries the session's CSRF token (in its sign-out form); one that no
-# route answers renders in a millisecond, the account page (every time zone) in ten.
-ANY_PAGE = "/no-such-page"
-
-
 @contextlib.contextmanager
 def priced_portal(folder, sandbox: SandboxServer, mail_server) -> Iterator:
     """A connected portal that mails through `mail_server`, its mirror synced, with BTC at
@@ -61,8 +56,9 @@ def priced_portal(folder, sandbox: SandboxServer, mail_server) -> Iterator:
 
 
 def post(client, path: str, data: dict | None = None, **headers: str):
-    """POST a form as the browser would, with the session's CSRF token."""
-    token = csrf_token(client, ANY_PAGE)
+    """POST a form as the browser would, with the session's CSRF token (the one every page of
+    the session carries, made without rendering one)."""
+    token = session_csrf_token(client)
     return client.post(path, data={**(data or {}), "csrf_token": token}, headers=headers)
 
 
