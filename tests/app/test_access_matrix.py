@@ -187,12 +187,12 @@ def test_access_matrix(app, accounts, visitor):
     read."""
     expected = expected_access(app)
     mistakes = []
-    client, after_a_get = None, False
+    after_a_get = False
     for rule in app.url_map.iter_rules():
         allowed = expected[rule.endpoint]
         expected_allowed = allowed == PUBLIC or visitor in allowed
         for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
-            if client is None or visitor == "anonymous" or not after_a_get:
+            if visitor == "anonymous" or not after_a_get:
                 client = app.test_client()
                 if visitor != "anonymous":
                     assert sign_in(client, accounts.by_role(visitor)).status_code == 302
