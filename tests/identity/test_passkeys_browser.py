@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import CDPSession, Page, Route, expect
 
 from tests.support import factories
-from tests.support.browser import sign_in_as
+from tests.support.browser import sign_in_as, sign_out_and_in
 from tests.support.browser_portal import watched_page
 from tests.support.forms import PASSWORD
 from tests.support.money import in_book
@@ -70,11 +70,7 @@ def owner_with_passkey(page: Page, portal: PortalServer) -> tuple[str, CDPSessio
 
 
 def sign_in_to_second_step(page: Page, email: str) -> None:
-    page.get_by_role("button", name="Sign out").click()
-    expect(page.get_by_label("Email")).to_be_focused()  # the boosted page has settled
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password", exact=True).fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
+    sign_out_and_in(page, email)
     expect(page.get_by_role("heading", name="Two-factor sign-in")).to_be_visible()
 
 

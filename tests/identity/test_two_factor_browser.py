@@ -7,7 +7,7 @@ import uuid
 
 from playwright.sync_api import Page, expect
 
-from tests.support.browser import assert_accessible, sign_in_as
+from tests.support.browser import assert_accessible, sign_in_as, sign_out_and_in
 from tests.support.forms import PASSWORD
 from tests.support.portal_server import PortalServer
 from tests.support.two_factor import code_at
@@ -32,14 +32,7 @@ def test_set_up_two_factor_then_sign_in_with_a_code(page: Page, portal: PortalSe
     page.get_by_role("link", name="I have saved my recovery codes").click()
     expect(page.get_by_role("heading", name="Two-factor sign-in is on")).to_be_visible()
 
-    page.get_by_role("button", name="Sign out").click()
-    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
-    # The boosted page puts the cursor in Email once it has settled; typing before that would
-    # see the focus move away mid-word, as it would for a person.
-    expect(page.get_by_label("Email")).to_be_focused()
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password", exact=True).fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
+    sign_out_and_in(page, email)
     expect(page.get_by_role("heading", name="Two-factor sign-in")).to_be_visible()
     expect(page.get_by_role("button", name="Sign out")).to_have_count(0)
     assert_accessible(page)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -64,6 +65,21 @@ def sign_in_as(page: Page, email: str, password: str = PASSWORD) -> None:
     # On a phone the button is in the folded menu: there, not necessarily in sight.
     signed_in = page.get_by_role("button", name="Sign out", include_hidden=True)
     expect(signed_in.or_(page.get_by_role("alert"))).to_be_attached()
+
+
+def sign_out_and_in(page: Page, email: str, password: str = PASSWORD) -> None:
+    """Sign out with the menu's button, then sign in as `email` on the sign-in page it leads to.
+
+    That page is swapped in by htmx, not loaded. Chromium may put the cursor in Email as soon as
+    it is drawn, and htmx does again when it settles the page, 20 ms after the swap: a field
+    filled in between would see the cursor leave it after focusing and before typing, and its
+    text land in Email (as it would for a person that quick)."""
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_label("Email")).to_be_focused()
+    expect(page.locator("body")).not_to_have_class(re.compile(r"\bhtmx-settling\b"))
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password", exact=True).fill(password)
+    page.get_by_role("button", name="Sign in").click()
 
 
 # The cookies of the sessions `signed_in_as` started in this worker, by portal, user and password.
