@@ -8,6 +8,8 @@ signs out, from the request's client address.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from flask import Flask, flash, g, request, session, url_for
 from flask_login import login_user, logout_user
 from werkzeug.wrappers import Response
@@ -49,15 +51,17 @@ def discard_session() -> None:
 ASK_TIME_ZONE = "ask_time_zone"
 
 
-def start_session(user: User) -> None:
-    """Sign `user` in with a brand-new session (nothing of the previous session survives)."""
+def start_session(user: User, parameters: Mapping[str, object]) -> None:
+    """Sign `user` in with a brand-new session (nothing of the previous session survives), and
+    its "sign_in" event with `parameters` in the audit log, in the same transaction."""
     discard_session()
-    user.session_key = accounts.open_session(user)
+    _act_as(user)
+    sign_in = audit.new_event("sign_in", parameters=parameters)
+    user.session_key = accounts.open_session(user, sign_in)
     login_user(user)
     session.permanent = True
     if not user.time_zone_asked:
         session[ASK_TIME_ZONE] = True  # on the next whole page (the account pages' question)
-    _act_as(user)
 
 
 def end_session(user: User) -> None:

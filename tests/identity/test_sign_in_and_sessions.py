@@ -67,6 +67,28 @@ def test_an_expired_session_asks_to_sign_in_again(app, client, accounts):
     assert "Your session has expired. Please sign in again." in page
 
 
+def test_a_sign_in_the_audit_log_cannot_record_starts_no_session(app, client, accounts):
+    """The session and the audit log's sign-in are written together: when the database refuses
+    the event, nobody is signed in without the log saying so."""
+    import sqlalchemy as sa
+
+    from portal.extensions import db
+    from portal.identity.models import AuditEvent, UserSession
+
+    def refused(*_: object) -> None:
+        raise sa.exc.OperationalError("INSERT INTO audit_events", {}, Exception("disk full"))
+
+    sa.event.listen(AuditEvent, "before_insert", refused)
+    try:
+        with pytest.raises(sa.exc.OperationalError):
+            sign_in(client, accounts.owner)
+    finally:
+        sa.event.remove(AuditEvent, "before_insert", refused)
+    with app.app_context():
+        assert db.session.scalars(db.select(UserSession)).all() == []
+    assert client.get("/").status_code == 302
+
+
 def test_removing_a_user_ends_their_sessions(app, client, accounts):
     from portal.identity.rules import accounts as service
 

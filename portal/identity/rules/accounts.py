@@ -16,6 +16,7 @@ from sqlalchemy.orm import joinedload, selectinload
 from portal.database import utcnow
 from portal.extensions import db
 from portal.identity.models import (
+    AuditEvent,
     Merchant,
     OneTimeLink,
     Role,
@@ -253,10 +254,11 @@ def revoke_sessions(user: User, *, keep: str | None = None) -> None:
     db.session.commit()
 
 
-def open_session(user: User) -> str:
-    """A new session of `user`; returns its key (only its hash is stored)."""
+def open_session(user: User, sign_in: AuditEvent) -> str:
+    """A new session of `user`, written with the audit log's `sign_in` event in one transaction
+    (no session without its sign-in in the log); returns its key (only its hash is stored)."""
     key = secrets.token_urlsafe(32)
-    db.session.add(UserSession(key_hash=session_key_hash(key), user=user))
+    db.session.add_all((UserSession(key_hash=session_key_hash(key), user=user), sign_in))
     db.session.commit()
     return key
 

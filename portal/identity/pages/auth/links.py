@@ -14,7 +14,7 @@ from werkzeug.wrappers import Response
 from portal.identity.models import LinkPurpose
 from portal.identity.pages.auth import bp
 from portal.identity.pages.auth.forms import ForgotPasswordForm, NewPasswordForm
-from portal.identity.rules import accounts, audit, one_time_links
+from portal.identity.rules import accounts, one_time_links
 from portal.live.rules import outbox
 from portal.web.access import public
 from portal.web.rendering import page
@@ -74,7 +74,6 @@ def _set_password(token: str, purpose: LinkPurpose) -> Response:
         form.new_password.errors.append(refusal_sentence(refusal, user.merchant))
         return page("auth/set_password.html", 422, form=form, user=user, purpose=purpose)
     if purpose is LinkPurpose.INVITE:  # after a reset one signs in, with a second factor if on
-        start_session(user)
-        audit.record("sign_in", parameters={"email": user.email, "by": "invitation link"})
+        start_session(user, {"email": user.email, "by": "invitation link"})
     flash(DONE[purpose], "success")
     return redirect(url_for("dashboard.index" if purpose is LinkPurpose.INVITE else "auth.login"))

@@ -84,8 +84,7 @@ def _unknown_user_hash(method: str) -> str:
 
 
 def _signed_in(user: User, next_url: str, parameters: dict[str, str]) -> Response:
-    start_session(user)
-    audit.record("sign_in", parameters=parameters, user=user)
+    start_session(user, parameters)
     return redirect(next_url)
 
 
