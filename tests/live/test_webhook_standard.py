@@ -172,3 +172,19 @@ def test_each_type_s_schema_is_in_the_documentation_and_its_example_on_the_page(
         example = webhook_schemas.example(type_)
         jsonschema.validate(example, json.loads(documented))
         assert json.dumps(example, indent=2) in page
+
+
+def test_the_test_shop_fails_a_block_that_received_a_body_its_type_s_schema_refuses():
+    """Every webhook test relies on the shop's check of each body against its type's schema."""
+    import json
+
+    import requests
+
+    from portal.live.rules import webhook_schemas
+    from tests.support.shop import run_shop
+
+    valid = webhook_schemas.example("operation.confirmed")
+    with pytest.raises(AssertionError, match="'surprise' was unexpected"), run_shop() as shop:
+        for body in (valid, valid | {"surprise": 1}):
+            requests.post(shop.url, data=json.dumps(body), timeout=5).raise_for_status()
+    assert len(shop.invalid) == 1

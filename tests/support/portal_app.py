@@ -6,6 +6,7 @@ import copy
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import CodeType
 from typing import NamedTuple
 
 import pytest
@@ -24,18 +25,22 @@ from tests.support.sandbox_server import SandboxServer
 
 
 class _CompiledTemplates(BytecodeCache):
-    """Templates compiled once per process, for the many portal applications tests create
-    (Jinja checks each template's source against its checksum before using its code)."""
+    """Templates compiled once per process, for the many portal applications tests create:
+    each template's code object, used while the template's source has the same checksum. Kept
+    as the object rather than as the marshalled bytes a bytecode cache stores, which every new
+    application would load again."""
 
     def __init__(self) -> None:
-        self.compiled: dict[str, bytes] = {}
+        self.compiled: dict[str, tuple[str, CodeType]] = {}
 
     def load_bytecode(self, bucket: Bucket) -> None:
-        if bucket.key in self.compiled:
-            bucket.bytecode_from_string(self.compiled[bucket.key])
+        checksum, code = self.compiled.get(bucket.key, (None, None))
+        if checksum == bucket.checksum:
+            bucket.code = code
 
     def dump_bytecode(self, bucket: Bucket) -> None:
-        self.compiled[bucket.key] = bucket.bytecode_to_string()
+        if bucket.code is not None:
+            self.compiled[bucket.key] = (bucket.checksum, bucket.code)
 
 
 COMPILED_TEMPLATES = _CompiledTemplates()

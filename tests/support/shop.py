@@ -17,6 +17,7 @@ Every body the shop receives must validate against its type's JSON Schema
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import json
@@ -159,14 +160,24 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _schema_problem(body: bytes) -> str | None:
     """Why a delivered body does not match its type's schema; None when it does."""
-    from portal.live.rules import webhook_schemas
-
     try:
         document = json.loads(body)
-        jsonschema.validate(document, webhook_schemas.schema(document["type"]))
+        _validator(document["type"]).validate(document)
     except (ValueError, KeyError, TypeError, jsonschema.ValidationError) as error:
         return f"{type(error).__name__}: {error}"[:2000]
     return None
+
+
+@functools.cache
+def _validator(type_: str) -> jsonschema.protocols.Validator:
+    """The validator of a `type_` body, its schema checked once: `jsonschema.validate` checks
+    the schema against its metaschema on every call, 26 ms of CPU a body against 0.3 ms."""
+    from portal.live.rules import webhook_schemas
+
+    schema = webhook_schemas.schema(type_)
+    validator = jsonschema.validators.validator_for(schema)
+    validator.check_schema(schema)
+    return validator(schema)
 
 
 class _Server(ThreadingHTTPServer):
