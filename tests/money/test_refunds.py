@@ -26,7 +26,7 @@ from tests.live import test_money_events
 from tests.live.test_money_events import api, portal  # noqa: F401  (the fixtures `refunding` uses)
 from tests.support.forms import csrf_token, signed_in
 from tests.support.mirror import sync_now
-from tests.support.money import flags, in_book, post, race, text
+from tests.support.money import CROSS_EXCHANGE, flags, in_book, post, race, submit, text
 from tests.support.portal_app import email
 from tests.support.sandbox_server import SandboxServer
 from tests.support.two_factor import signed_in_with_two_factor
@@ -571,3 +571,27 @@ def test_a_claimed_refund_above_the_limits_awaits_an_owner_other_than_the_reques
     assert post(second.client, f"{approval}/approve", code).status_code == 302
     assert send_refunds(app) == 1
     assert refunding.sandbox.operations_to(address) == 1
+
+
+def test_a_cross_exchanges_operation_is_never_refunded_out_of_the_wallet(refunding):
+    """Its money went to the exchange's payout address, never to the wallet (design §5a): a
+    refund would pay the customer a second time, out of the merchant's own money."""
+    app, sandbox = refunding.portal, refunding.sandbox
+    owner = signed_in(app, email("owner"))
+    made = submit(owner, "/cross-exchanges/new", CROSS_EXCHANGE)
+    assert made.status_code == 302, text(made)
+    exchange = refunding.api.get_cross_exchange(made.location.rsplit("/", 1)[1])
+    sandbox.receive(exchange.operation_id, CROSS_EXCHANGE["sell_amount"])
+    sync_now(app)
+    page = owner.get(f"/operations/{exchange.operation_id}")
+    assert "Paid" in text(page)
+    assert f"/refunds/new/{exchange.operation_id}" not in page.get_data(as_text=True)
+    address = booked_address(app)
+    form = {"basis": "amount", "amount": CROSS_EXCHANGE["sell_amount"], "address": address}
+
+    asked = post(owner, f"/refunds/new/{exchange.operation_id}", form)
+
+    assert asked.status_code == 422
+    assert "This operation pays for a cross exchange" in text(asked)
+    assert send_refunds(app) == 0
+    assert sandbox.operations_to(address) == 0

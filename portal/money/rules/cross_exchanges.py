@@ -1,5 +1,5 @@
-"""The ids of the cross exchanges each merchant created through the portal, and the addresses
-that were entered for them."""
+"""The ids of the cross exchanges each merchant created through the portal, the operations
+their sold currency is paid to, and the addresses that were entered for them."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from portal.api import CrossExchange
 from portal.extensions import db
 from portal.identity.models import Merchant, User
 from portal.money.models import CrossExchangeReference, IdempotencyKey, IntentKind
+
+LOOKUP_CHUNK = 500  # operation ids named in one statement
 
 
 def remember(merchant: Merchant, user: User, cross_exchange: CrossExchange) -> None:
@@ -34,6 +36,24 @@ def of(merchant: Merchant) -> sa.Select:
         .where(CrossExchangeReference.merchant_id == merchant.id)
         .order_by(CrossExchangeReference.created_at.desc(), CrossExchangeReference.id.desc())
     )
+
+
+def paying_operations(merchant_id: int, operation_ids: list[str]) -> set[str]:
+    """Which of these operations take the sold currency of one of the merchant's cross
+    exchanges: their money goes to the exchange's payout address, never to the wallet."""
+    found: set[str] = set()
+    for start in range(0, len(operation_ids), LOOKUP_CHUNK):
+        found.update(
+            db.session.scalars(
+                sa.select(CrossExchangeReference.operation_id).where(
+                    CrossExchangeReference.merchant_id == merchant_id,
+                    CrossExchangeReference.operation_id.in_(
+                        operation_ids[start : start + LOOKUP_CHUNK]
+                    ),
+                )
+            )
+        )
+    return found
 
 
 def entered_addresses(merchant: Merchant, cross_exchange_id: str) -> dict[str, str] | None:

@@ -33,8 +33,8 @@ from portal.api import Operation, Voucher
 from portal.database import decimal_sum
 from portal.extensions import db
 from portal.identity.models import Merchant
-from portal.money.models import CrossExchangeReference, ExchangeRecord, LedgerEntry, Refund
-from portal.money.rules import ledger_totals
+from portal.money.models import ExchangeRecord, LedgerEntry, Refund
+from portal.money.rules import cross_exchanges, ledger_totals
 from portal.money.rules.rate_history import RateBook
 from portal.payments.rules.operation_money import WITHDRAWAL_CATEGORIES, OperationMoney
 
@@ -150,7 +150,7 @@ def book_operations(
         for operation, money in moneys
         if operation.category not in WITHDRAWAL_CATEGORIES and operation.currency_paid
     ]
-    exchanges = _cross_exchange_operations(merchant_id, [o.id for o, _ in sales])
+    exchanges = cross_exchanges.paying_operations(merchant_id, [o.id for o, _ in sales])
     sales = [(o, m) for o, m in sales if o.id not in exchanges]
     booked, counts = _booked_payments(merchant_id, generation, [o.id for o, _ in sales])
     entry = partial(_entry, merchant_id, generation)
@@ -524,23 +524,6 @@ def received_values(
             if valued_count == count and Decimal(amount) == received[operation_id]:
                 values[operation_id] = Decimal(value)
     return values
-
-
-def _cross_exchange_operations(merchant_id: int, operation_ids: list[str]) -> set[str]:
-    """Which of these operations wait for the sold currency of a cross exchange."""
-    found: set[str] = set()
-    for start in range(0, len(operation_ids), LOOKUP_CHUNK):
-        found.update(
-            db.session.scalars(
-                sa.select(CrossExchangeReference.operation_id).where(
-                    CrossExchangeReference.merchant_id == merchant_id,
-                    CrossExchangeReference.operation_id.in_(
-                        operation_ids[start : start + LOOKUP_CHUNK]
-                    ),
-                )
-            )
-        )
-    return found
 
 
 def _exact(amount: Decimal) -> Decimal:

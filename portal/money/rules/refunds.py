@@ -35,7 +35,7 @@ from portal.live.models import MailMessage
 from portal.live.rules import events
 from portal.live.rules.events import EventType
 from portal.money.models import IntentState, Refund, RefundStage
-from portal.money.rules import idempotency, ledger, limits, rate_history
+from portal.money.rules import cross_exchanges, idempotency, ledger, limits, rate_history
 from portal.money.rules.currencies import SMALLEST_AMOUNT
 from portal.money.rules.currencies import money as money_text
 from portal.payments.rules.operation_money import OperationMoney
@@ -171,6 +171,22 @@ def refundable(merchant: Merchant, operation: Operation, money: OperationMoney) 
     return Refundable(money.currency, money.received, taken(merchant, operation.id), money.surplus)
 
 
+def refusal(merchant: Merchant, operation_id: str, money: OperationMoney) -> str | None:
+    """Why this operation's money cannot be refunded at all (None: it can). The money of a
+    cross exchange's operation goes to the exchange's payout address and never reaches the
+    wallet (design §5a): refunding it would pay the customer twice, out of the merchant's own
+    money."""
+    if money.state is None or not money.state.refundable:
+        return "Only an operation that received money can be refunded."
+    if cross_exchanges.paying_operations(merchant.id, [operation_id]):
+        return (
+            "This operation pays for a cross exchange: its money went to the exchange's payout "
+            "address, never to your wallet, so the portal cannot refund it. If the exchange "
+            "fails, the payment service sends the money back to the exchange's refund address."
+        )
+    return None
+
+
 def needs_owner_approval(
     user: User, address: str | None, currency: str, amount: Decimal
 ) -> limits.Reason | None:
@@ -221,8 +237,9 @@ def request(
     money store one: they race for the same `Refund.number`, and the loser reads the refunds
     again before it tries once more.
     """
-    if money.state is None or not money.state.refundable:
-        raise RefundRefused("Only an operation that received money can be refunded.")
+    refused = refusal(merchant, operation.id, money)
+    if refused:
+        raise RefundRefused(refused)
     if not money.received:
         raise RefundRefused(
             "The payment service counts none of this money yet, so it is not in your wallet: "

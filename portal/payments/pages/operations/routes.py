@@ -30,6 +30,7 @@ from portal.api import (
 )
 from portal.identity.models import Role
 from portal.money.models import IntentKind
+from portal.money.rules import refunds
 from portal.money.rules.currencies import CURRENCY_CODES
 from portal.payments.pages.attention import routes as attention_list
 from portal.payments.pages.operations import bp
@@ -162,12 +163,14 @@ def _show(operation: Operation, status: int = 200, **context: object) -> Respons
     # the mirror has caught up with what it shows (it stops on its own without a mirror).
     waiting = can_change(operation.status) or history.behind(operation.updated_at)
     live = waiting and not context.get("confirming")
+    money = money_of(current_user.merchant, operation)
     return render_page(
         PAGE,
         FRAGMENT,
         status,
         operation=operation,
-        money=money_of(current_user.merchant, operation),
+        money=money,
+        refundable=refunds.refusal(current_user.merchant, operation.id, money) is None,
         paying=operation.category not in WITHDRAWAL_CATEGORIES,
         expiry=assumed_expiry(
             operation, current_app.config["OPERATION_TTL_MINUTES"], datetime.now(UTC)
