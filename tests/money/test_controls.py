@@ -88,6 +88,28 @@ def test_a_single_owner_raising_the_limit_waits_48_hours_and_every_owner_is_mail
     assert merchant_value(portal, "limit_per_withdrawal") == 50, "tighter: at once"
 
 
+def test_a_currencys_own_limit_above_the_merchants_limit_waits_like_raising_it(portal, owner):
+    """An own limit takes the place of the merchant's 100 USD for ETH: one worth more at
+    today's rates relaxes it, so it waits; one worth less is tighter, at once."""
+    from portal.identity.rules import accounts
+    from portal.money.rules import controls, limits
+
+    lifted = {"limit-wallet": "ETH", "limit-per_withdrawal": "1000000", "limit-daily_limit": ""}
+    waits = owner.get(post(owner, "/withdrawals/limits", lifted).headers["Location"])
+    assert "you are the only owner, so relaxing a control waits 48 hours" in text(waits)
+    assert post(owner, "/withdrawals/new", WITHDRAWAL).status_code == 422, "still 100 USD"
+    with portal.app_context():
+        merchant = accounts.merchant_named(MERCHANT)
+        assert limits.own_limits(merchant, "ETH") is None
+        assert [change.currency for change in controls.waiting(merchant)] == ["ETH"]
+
+    tighter = {**lifted, "limit-per_withdrawal": "0.01"}  # 30 USD
+    assert post(owner, "/withdrawals/limits", tighter).status_code == 302
+    with portal.app_context():
+        found = limits.own_limits(accounts.merchant_named(MERCHANT), "ETH")
+        assert found is not None and found.per_withdrawal == Decimal("0.01")
+
+
 def test_removing_a_currencys_own_limit_waits_and_any_owner_cancels_it(portal, owner):
     from portal.identity.rules import accounts
     from portal.money.rules import controls, limits

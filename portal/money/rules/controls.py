@@ -36,6 +36,23 @@ def _looser(before: Decimal | None, after: Decimal | None) -> bool:
     return before is not None and after > before
 
 
+def _own_looser(
+    merchant: Merchant,
+    currency: str,
+    before: Decimal | None,
+    after: Decimal | None,
+    merchants: Decimal | None,
+) -> bool:
+    """Whether a currency's own limit moving from `before` to `after` lets more through. With
+    no own limit, the merchant's limit in the reporting currency (`merchants`) applies: an own
+    limit in its place relaxes it unless it is worth no more at today's rates (with no fresh
+    rate, it counts as relaxing)."""
+    if before is None and after is not None and merchants is not None:
+        value = limits.value_now(merchant, currency, after)
+        return value is None or value > merchants
+    return _looser(before, after)
+
+
 def _limits_words(per_withdrawal: Decimal | None, per_day: Decimal | None, currency: str) -> str:
     def shown(limit: Decimal | None) -> str:
         return "none" if limit is None else money(limit, currency)
@@ -72,7 +89,10 @@ def change_own_limits(
     merchant = user.merchant
     own = limits.own_limits(merchant, currency)
     before = (own.per_withdrawal, own.daily_limit) if own else (None, None)
-    if not (_looser(before[0], per_withdrawal) or _looser(before[1], per_day)):
+    looser = _own_looser(
+        merchant, currency, before[0], per_withdrawal, merchant.limit_per_withdrawal
+    ) or _own_looser(merchant, currency, before[1], per_day, merchant.limit_per_day)
+    if not looser:
         limits.set_own_limits(merchant, currency, per_withdrawal, per_day)
         return None
     change = ControlChange(
