@@ -595,3 +595,30 @@ def test_a_cross_exchanges_operation_is_never_refunded_out_of_the_wallet(refundi
     assert "This operation pays for a cross exchange" in text(asked)
     assert send_refunds(app) == 0
     assert sandbox.operations_to(address) == 0
+
+
+def test_an_operators_refund_claimed_on_its_link_waits_for_an_owner(refunding, monkeypatch):
+    """Staff read the claim link on the refund's page: an operator claiming it with an address
+    of their own sends nothing until an owner approves, whatever the limits."""
+    app = refunding.portal
+    operator = signed_in(app, email("operator"))
+    asked = post(
+        operator,
+        f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}",
+        {"basis": "amount", "amount": "0.7"},
+    )
+    assert asked.status_code == 302, text(asked)
+    address = fresh_address()  # in no address book
+
+    landed = text(opened(app, link_on(operator, asked.location))(address, landed=True))
+
+    assert "Awaiting approval" in landed
+    assert send_refunds(app) == 0 and refunding.sandbox.operations_to(address) == 0
+    approval = approval_of(operator.get(asked.location))
+    owner = signed_in_with_two_factor(app, email("owner"), monkeypatch)
+    assert "An operator's refund, claimed on its link" in text(owner.client.get(approval))
+    owner.clock.advance()
+    code = {"code": owner.clock.code(owner.secret)}
+    assert post(owner.client, f"{approval}/approve", code).status_code == 302
+    assert send_refunds(app) == 1
+    assert refunding.sandbox.operations_to(address) == 1

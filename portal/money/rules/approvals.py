@@ -93,13 +93,15 @@ def of_voucher(intent: IdempotencyKey) -> Approval | None:
 
 
 def hold_refund(refund: Refund, requester: User) -> Approval:
-    """Put a refund that awaits an approval on the queue: an operator typed its address, or it
-    is above the owners' limits. Audited and mailed to the owners who may approve it."""
-    reason = (
-        limits.Reason.TYPED_ADDRESS
-        if requester.role is not Role.OWNER and refund.typed_by_staff
-        else limits.check(requester.merchant, refund.currency, refund.amount).reason
-    )
+    """Put a refund that awaits an approval on the queue: an operator asked for it (and typed
+    its address, or it was claimed on its link), or it is above the owners' limits. Audited
+    and mailed to the owners who may approve it."""
+    if requester.role is not Role.OWNER:
+        reason: limits.Reason | None = (
+            limits.Reason.TYPED_ADDRESS if refund.typed_by_staff else limits.Reason.OPERATORS_CLAIM
+        )
+    else:
+        reason = limits.check(requester.merchant, refund.currency, refund.amount).reason
     value = limits.value_now(requester.merchant, refund.currency, refund.amount)
     approval = _new(requester, ApprovalKind.REFUND, reason or limits.Reason.PER_WITHDRAWAL, value)
     approval.refund_id = refund.id
@@ -110,13 +112,15 @@ def hold_refund(refund: Refund, requester: User) -> Approval:
 
 
 def claim_refund(refund: Refund, address: str) -> bool:
-    """The customer's address for a claim link's refund, once (`refunds.claim`): above the
-    owners' limits, valued now, the claimed refund then waits for an owner other than the one
-    who asked for it."""
+    """The customer's address for a claim link's refund, once (`refunds.claim`). The claimed
+    refund then waits for an owner when an operator asked for it (staff read the link on the
+    refund's page, so the operator could claim it with an address of their own), and for an
+    owner other than the one who asked when it is above the owners' limits, valued now."""
     merchant = db.session.get(Merchant, refund.merchant_id)
     requester = db.session.get(User, refund.user_id) if refund.user_id else None
     assert merchant is not None
-    held = limits.check(merchant, refund.currency, refund.amount).reason is not None
+    by_operator = requester is not None and requester.role is not Role.OWNER
+    held = by_operator or limits.check(merchant, refund.currency, refund.amount).reason is not None
     won = refunds.claim(refund, address, held=held)
     if won and held:
         hold_refund(refund, requester or _any_owner(merchant))

@@ -37,6 +37,7 @@ class Reason(enum.StrEnum):
     PER_DAY = "per_day"  # with what left today, above the daily limit
     NO_RATE = "no_rate"  # no fresh rate to value it against a limit in the reporting currency
     TYPED_ADDRESS = "typed_address"  # a refund to an address an operator typed
+    OPERATORS_CLAIM = "operators_claim"  # an operator's refund, claimed on a link they could read
 
 
 @dataclass(frozen=True)

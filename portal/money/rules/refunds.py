@@ -6,7 +6,8 @@ currency is converted at the operation's rate or at today's recorded rate (`Conv
 customer gives the address on a one-time claim link (looked up by the token's hash; the token
 itself is kept encrypted for staff to read only while the link waits); an address a member of
 staff typed is sent as it is when an owner typed it within the owners' limits, and waits on the
-approvals of `portal.money.rules.approvals` otherwise (`needs_owner_approval`). The worker sends
+approvals of `portal.money.rules.approvals` otherwise (`needs_owner_approval`), as does an
+operator's refund once claimed (`approvals.claim_refund`). The worker sends
 each ready refund through the one-time machinery of `portal.money.rules.idempotency`, off any
 request thread, and books it in the ledger as a refund.
 """
