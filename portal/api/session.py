@@ -5,13 +5,15 @@ up to a size."""
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
+import idna
 import requests
 from requests.adapters import HTTPAdapter
 from urllib3 import BaseHTTPResponse, HTTPConnectionPool, HTTPSConnectionPool, PoolManager
@@ -112,6 +114,27 @@ def make_session(retries: int = 2, backoff: float = 0.25, pool_size: int = 10) -
 
 _pinned: ContextVar[tuple[str, tuple[str, ...]] | None] = ContextVar("pinned", default=None)
 _CHUNK = 64 * 1024
+# A host that urllib3 dials as it is spelled (in lower case): letters, digits, hyphens, dots and
+# underscores, or an IPv6 address (a URL's `hostname` has it without brackets).
+_DIALLED_HOST = re.compile(r"[a-z0-9._-]+|[0-9a-f:.]+")
+
+
+def dialled_url(url: str) -> str | None:
+    """`url` with its host as the connection dials it: a non-ASCII name in its IDNA (`xn--`)
+    form, converted here as requests would. None for a host of other characters, such as a
+    `%` escape that urllib3 decodes into another name: a caller checks, pins and requests this
+    URL, so the name it looked up is the name dialled."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname or "", parts.port
+        if not host.isascii():
+            host = idna.encode(host, uts46=True).decode()
+            user, at, _ = parts.netloc.rpartition("@")
+            netloc = f"{user}{at}{host}" if port is None else f"{user}{at}{host}:{port}"
+            url = urlunsplit(parts._replace(netloc=netloc))
+    except ValueError:  # a port that is not a number, a name IDNA refuses (IDNAError)
+        return None
+    return url if _DIALLED_HOST.fullmatch(host) else None
 
 
 @contextlib.contextmanager
@@ -121,8 +144,12 @@ def pinned_to(host: str, addresses: Sequence[str]) -> Iterator[None]:
     a caller checked are the ones it reaches (no DNS rebinding between the check and the
     connection). The request, its Host header and TLS still name the host. A connection to
     another host, such as a proxy set in the environment (which resolves the name itself), is
-    not pinned. No addresses: no pin."""
-    token = _pinned.set((host.rstrip(".").lower(), tuple(addresses)) if addresses else None)
+    not pinned. No addresses: no pin. A host no connection is made to as it is spelled (see
+    `dialled_url`) raises ValueError: its pin would never apply."""
+    key = host.rstrip(".").lower()
+    if addresses and not _DIALLED_HOST.fullmatch(key):
+        raise ValueError(f"{host!r} is not a host as a connection dials it")
+    token = _pinned.set((key, tuple(addresses)) if addresses else None)
     try:
         yield
     finally:

@@ -41,7 +41,7 @@ from sqlalchemy.orm import aliased
 
 from portal import crypto
 from portal.api.deadline import DeadlinePassed, within
-from portal.api.session import PortalSession, WatchedAdapter, pinned_to
+from portal.api.session import PortalSession, WatchedAdapter, dialled_url, pinned_to
 from portal.database import iso_utc
 from portal.extensions import db, rows_changed
 from portal.identity.models import Merchant
@@ -147,6 +147,7 @@ class UrlProblem(enum.Enum):
 
     NOT_WEB = "not an http(s) address"
     USER = "a user name in the address"
+    HOST = "a host of other characters than letters, digits, dots, hyphens and underscores"
     UNKNOWN_HOST = "the host cannot be found"
     PRIVATE = "a private, loopback or reserved address"
 
@@ -171,16 +172,21 @@ def url_problem(url: str) -> UrlProblem | None:
 def checked_addresses(url: str) -> tuple[UrlProblem | None, tuple[str, ...]]:
     """Why `url` may not receive webhooks, or the addresses its host resolves to now, each one
     checked: the POST goes to these (`pinned_to`), not to what a second lookup would say. No
-    addresses where private ones are allowed: nothing is checked, nothing is pinned."""
+    addresses where private ones are allowed: nothing is checked, nothing is pinned. The host
+    looked up is the one the connection dials (`dialled_url`)."""
     if not is_web_url(url):
         return UrlProblem.NOT_WEB, ()
     parts = urlsplit(url)
     if "@" in parts.netloc:
         return UrlProblem.USER, ()
+    dialled = dialled_url(url)
+    if dialled is None:
+        return UrlProblem.HOST, ()
     if private_allowed():
         return None, ()
+    host = urlsplit(dialled).hostname
     try:
-        found = socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
+        found = socket.getaddrinfo(host, parts.port or 443, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
         return UrlProblem.UNKNOWN_HOST, ()
     addresses = tuple(dict.fromkeys(str(info[4][0]) for info in found))
@@ -265,7 +271,7 @@ def _set(endpoint: WebhookEndpoint, url: str, types: list[str]) -> WebhookEndpoi
     are fanned out first, then the endpoint starts from the newest event."""
     if endpoint.enabled and endpoint.id is not None:
         _fan_out(endpoint)
-    endpoint.url = url
+    endpoint.url = dialled_url(url) or url  # as it is dialled (an empty URL as it is)
     endpoint.enabled = bool(url)
     endpoint.event_types = [type_.value for type_ in TYPES if type_.value in types]
     endpoint.since_event_id = _newest_event_id(endpoint.merchant_id)
@@ -538,11 +544,14 @@ def _claim(delivery_id: int, owner: str, now: datetime) -> bool:
 def _post(endpoint: WebhookEndpoint, event: Event) -> Outcome:
     """One signed POST, timed; any answer but 2xx, and no answer, is a failed attempt.
 
-    The address is checked again first and the POST goes to the addresses checked. The timeout
-    is the whole POST's (connecting, sending, the answer); a redirect is an answer, not followed.
+    The address is checked again first and the POST goes to the addresses checked, for the URL
+    as it is dialled (an endpoint saved before the portal stored that form has its own). The
+    timeout is the whole POST's (connecting, sending, the answer); a redirect is an answer, not
+    followed.
     """
     started = time.monotonic()
-    problem, addresses = checked_addresses(endpoint.url)
+    url = dialled_url(endpoint.url) or endpoint.url  # None only for a URL the check refuses
+    problem, addresses = checked_addresses(url)
     if problem is not None:
         return Outcome(None, f"Not sent: {problem.value}", 0)
     body = payload(event)
@@ -560,9 +569,9 @@ def _post(endpoint: WebhookEndpoint, event: Event) -> Outcome:
     try:
         with (
             within(timeout),
-            pinned_to(urlsplit(endpoint.url).hostname or "", addresses),
+            pinned_to(urlsplit(url).hostname or "", addresses),
             _session().post(
-                endpoint.url,
+                url,
                 data=body,
                 headers=headers,
                 timeout=(timeout, timeout),

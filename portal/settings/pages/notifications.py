@@ -48,6 +48,8 @@ URL_PROBLEMS = {
     webhooks.UrlProblem.NOT_WEB: "Enter an address starting with http:// or https://, such as "
     "https://shop.example.com/webhooks.",
     webhooks.UrlProblem.USER: "Enter the address without a user name or password.",
+    webhooks.UrlProblem.HOST: "Enter the address of the shop's server as letters, digits, dots "
+    "and hyphens, such as shop.example.com, or as an IP address: no % escapes or other signs.",
     webhooks.UrlProblem.UNKNOWN_HOST: "That host cannot be found. Check the address.",
     webhooks.UrlProblem.PRIVATE: "That address is private or local: the portal sends webhooks "
     "only to addresses on the internet.",
