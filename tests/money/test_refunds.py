@@ -622,3 +622,23 @@ def test_an_operators_refund_claimed_on_its_link_waits_for_an_owner(refunding, m
     assert post(owner.client, f"{approval}/approve", code).status_code == 302
     assert send_refunds(app) == 1
     assert refunding.sandbox.operations_to(address) == 1
+
+
+def test_a_refund_ready_to_send_counts_against_the_daily_limit(refunding):
+    """The worker sends a ready refund without asking the limits again: a second refund asked
+    before it went must count it, or two refunds together pass a daily limit each passes alone."""
+    app, sandbox = refunding.portal, refunding.sandbox
+    owner = signed_in(app, email("owner"))
+    daily = {"limit-wallet": "BTC", "limit-per_withdrawal": "", "limit-daily_limit": "0.3"}
+    assert post(owner, "/withdrawals/limits", daily).status_code == 302
+    address = booked_address(app)
+    surplus = {"basis": "surplus", "address": address}  # 0.2 BTC each
+
+    first = post(owner, f"/refunds/new/{overpaid(refunding.api, sandbox)}", surplus)
+    second = post(owner, f"/refunds/new/{overpaid(refunding.api, sandbox)}", surplus)
+
+    assert first.status_code == 302, text(first)
+    assert second.status_code == 422
+    assert "This refund is above the owners' limits" in text(second)
+    assert send_refunds(app) == 1
+    assert sandbox.operations_to(address) == 1

@@ -24,6 +24,8 @@ from portal.money.models import (
     IntentKind,
     IntentState,
     LedgerEntry,
+    Refund,
+    RefundStage,
     WithdrawalIntent,
     WithdrawalLimit,
 )
@@ -87,10 +89,12 @@ def figures(merchant: Merchant, currency: str) -> WalletFigures:
 
 def withdrawn_today(merchant: Merchant, currency: str) -> Decimal:
     """What left the wallet since 00:00 UTC as withdrawals, refunds and vouchers (the owners'
-    daily limits count them all): the ledger's (made anywhere, as the mirror saw them), and
-    the withdrawals and vouchers the portal made that no sync has booked yet (so a second one
-    right after a first still counts it; a refund is booked as it is sent). Network fees and
-    returned vouchers are not in it."""
+    daily limits count them all): the ledger's (made anywhere, as the mirror saw them), the
+    withdrawals and vouchers the portal made that no sync has booked yet (so a second one
+    right after a first still counts it), those on their way or whose answer was lost (the
+    money may have left), and the refunds ready to be sent (the worker sends them without
+    asking the limits again; a refund is booked as it is sent). Network fees and returned
+    vouchers are not in it."""
     midnight = utcnow().replace(hour=0, minute=0, second=0, microsecond=0)
     booked = sa.select(LedgerEntry.operation_id).where(
         LedgerEntry.merchant_id == merchant.id,
@@ -110,30 +114,50 @@ def withdrawn_today(merchant: Merchant, currency: str) -> Decimal:
         sa.select(decimal_sum(WithdrawalIntent.amount)).where(
             WithdrawalIntent.merchant_id == merchant.id,
             WithdrawalIntent.wallet == currency,
-            WithdrawalIntent.state == IntentState.SENT,
+            WithdrawalIntent.state.in_(MAY_HAVE_LEFT),
             WithdrawalIntent.updated_at >= midnight,
-            WithdrawalIntent.operation_id.not_in(booked),
+            sa.or_(
+                WithdrawalIntent.operation_id.is_(None),
+                WithdrawalIntent.operation_id.not_in(booked),
+            ),
         )
     )
     return (
         -Decimal(seen or 0)
         + Decimal(not_booked or 0)
         + _vouchers_not_booked(merchant, currency, midnight)
+        + _refunds_to_send(merchant, currency)
     )
 
 
 # What the owners' daily limits count as money leaving a wallet.
 LEAVING = (ledger.Kind.WITHDRAWAL, ledger.Kind.REFUND, ledger.Kind.VOUCHER)
+# The states of a request the portal sent, or began to send, whose money may have left.
+MAY_HAVE_LEFT = (IntentState.SENDING, IntentState.SENT, IntentState.UNKNOWN)
+
+
+def _refunds_to_send(merchant: Merchant, currency: str) -> Decimal:
+    """The refunds of `currency` approved and not sent yet, or sent without an answer: the
+    ledger books a refund only once the API made its withdrawal."""
+    total = db.session.scalar(
+        sa.select(decimal_sum(Refund.amount)).where(
+            Refund.merchant_id == merchant.id,
+            Refund.currency == currency,
+            Refund.stage == RefundStage.READY,
+            Refund.state.in_((IntentState.PENDING, IntentState.SENDING, IntentState.UNKNOWN)),
+        )
+    )
+    return Decimal(total or 0)
 
 
 def _vouchers_not_booked(merchant: Merchant, currency: str, since: datetime) -> Decimal:
-    """The vouchers the portal made since `since` that no sync booked yet (their amounts are in
-    the form's parameters, as text)."""
+    """The vouchers the portal made, or began to make, since `since` that no sync booked yet
+    (their amounts are in the form's parameters, as text)."""
     made = db.session.execute(
         sa.select(IdempotencyKey.record_id, IdempotencyKey.parameters).where(
             IdempotencyKey.merchant_id == merchant.id,
             IdempotencyKey.kind == IntentKind.VOUCHER,
-            IdempotencyKey.state == IntentState.SENT,
+            IdempotencyKey.state.in_(MAY_HAVE_LEFT),
             IdempotencyKey.updated_at >= since,
         )
     ).all()
