@@ -13,6 +13,8 @@ SENTENCES = {
     Refusal.OWN_ROLE: "You cannot change your own role; another owner can.",
     Refusal.OWN_SIGN_IN: "Change your own password on the Account page: it asks for your "
     "current one.",
+    Refusal.OTHER_OWNER_SIGN_IN: "Another owner sets their own password and two-factor: you "
+    "cannot change them for them.",
     Refusal.REMOVE_SELF: "You cannot remove yourself; another owner can.",
     Refusal.TOO_SHORT: f"The password needs at least {MIN_PASSWORD_LENGTH} characters.",
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support import factories
-from tests.support.forms import csrf_token, sign_in
+from tests.support.forms import csrf_token, sign_in, signed_in
 from tests.support.statements import statements_of
 
 
@@ -109,3 +109,40 @@ def test_a_new_password_signs_the_user_out(app, owner, accounts):
     )
     assert operator.get("/").status_code == 302
     assert sign_in(app.test_client(), accounts.operator, "a brand new password").status_code == 302
+
+
+# An owner sets a password or turns off two-factor for staff, never for another owner: with
+# either, one owner could sign in as a second and approve their own withdrawal above the limits.
+SECOND_OWNER = "second-owner@acme.test"
+NEW_PASSWORD = "a password of the first owner's"
+REFUSED = "Another owner sets their own password and two-factor"
+
+
+def test_an_owner_cannot_set_another_owners_password(app, owner):
+    second = factories.user(app, SECOND_OWNER, "owner")
+    second_session = signed_in(app, SECOND_OWNER)
+    path = f"/settings/users/{second.id}"
+    response = _post(owner, path, {"role": "owner", "password": NEW_PASSWORD})
+    assert response.status_code == 422
+    assert REFUSED in response.get_data(as_text=True)
+    assert second_session.get("/account").status_code == 200, "still signed in"
+    assert sign_in(app.test_client(), SECOND_OWNER, NEW_PASSWORD).status_code == 401
+    assert sign_in(app.test_client(), SECOND_OWNER).status_code == 302
+
+
+def test_an_owner_cannot_turn_off_another_owners_two_factor(app, owner):
+    second = factories.user(app, SECOND_OWNER, "owner", two_factor=True)
+    path = f"/settings/users/{second.id}"
+    response = _post(owner, path, {"role": "owner", "turn_off_two_factor": "y"})
+    assert response.status_code == 422
+    assert REFUSED in response.get_data(as_text=True)
+    assert sign_in(app.test_client(), SECOND_OWNER).location == "/login/two-factor"
+
+
+def test_an_owner_still_sets_an_operators_password_and_turns_off_their_two_factor(app, owner):
+    operator = factories.user(app, "new-operator@acme.test", "operator", two_factor=True)
+    path = f"/settings/users/{operator.id}"
+    data = {"role": "operator", "password": NEW_PASSWORD, "turn_off_two_factor": "y"}
+    assert _post(owner, path, data).status_code == 302
+    signing_in = sign_in(app.test_client(), operator.email, NEW_PASSWORD)
+    assert signing_in.status_code == 302 and signing_in.location != "/login/two-factor"

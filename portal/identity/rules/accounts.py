@@ -53,6 +53,7 @@ class Refusal(enum.Enum):
     CANNOT_ADD = "address cannot be added"
     OWN_ROLE = "own role"
     OWN_SIGN_IN = "own password, without the current one"
+    OTHER_OWNER_SIGN_IN = "another owner's password or two-factor"
     REMOVE_SELF = "removing oneself"
     TOO_SHORT = "password too short"
 
@@ -169,16 +170,23 @@ def add_user(
     return user
 
 
-def change_user(user: User, *, by: User, role: Role, password: str | None) -> None:
+def change_user(
+    user: User, *, by: User, role: Role, password: str | None, turn_off_two_factor: bool = False
+) -> None:
     """Change another user's role or password; a new password signs them out everywhere.
 
     One's own password is changed on the account page, which asks for the current one: a
-    stolen owner session must not set a password here and lock the owner out.
+    stolen owner session must not set a password here and lock the owner out. Another owner's
+    password and two-factor (`turn_off_two_factor`: the caller turns it off once allowed) are
+    theirs alone: one owner who set them could sign in as the other and approve their own
+    withdrawal above the limits.
     """
     if user.id == by.id and role != user.role:
         raise AccountError(Refusal.OWN_ROLE)
     if user.id == by.id and password:
         raise AccountError(Refusal.OWN_SIGN_IN)
+    if user.id != by.id and user.role is Role.OWNER and (password or turn_off_two_factor):
+        raise AccountError(Refusal.OTHER_OWNER_SIGN_IN)
     if role is Role.OWNER and user.role is not Role.OWNER:
         user.owner_since, user.owner_by_id = utcnow(), by.id
     user.role = role

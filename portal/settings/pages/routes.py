@@ -456,31 +456,48 @@ def edit_user(user_id: int) -> Response:
     if status:
         return page("settings/edit_user.html", status, form=form, user=user)
     role = Role(form.role.data)
+    # For a lost phone: they sign in with the password alone, and set it up again. Owners turn
+    # their own off at /account/two-factor, with a code.
+    reset = (
+        bool(form.turn_off_two_factor.data)
+        and user.id != current_user.id
+        and user.has_second_factor
+    )
     try:
         accounts.change_user(
             user,
             by=current_user,
             role=user.role if role is Role.OWNER else role,
             password=form.password.data,
+            turn_off_two_factor=reset,
         )
     except accounts.AccountError as refusal:
-        error = refusal_sentence(refusal, current_user.merchant)
-        own_password = refusal.reason is accounts.Refusal.OWN_SIGN_IN
-        (form.password if own_password else form.role).errors.append(error)
+        error = _edit_refusal(form, refusal)
         audit.record("user.change", parameters={"email": user.email}, error=error)
         return page("settings/edit_user.html", 422, form=form, user=user)
     changes = {"email": user.email, "role": form.role.data, "password": form.password.data}
     audit.record("user.change", parameters=changes)
-    # For a lost phone: they sign in with the password alone, and set it up again. Owners turn
-    # their own off at /account/two-factor, with a code.
-    reset = form.turn_off_two_factor.data and user.id != current_user.id
-    if reset and user.has_second_factor:
+    if reset:
         passkeys.forget_all(user, by=current_user)
         two_factor.disable(user, by=current_user)
         accounts.revoke_sessions(user)
     flash(f"The changes to {user.email} are saved.", "success")
     _owner_asked(user, role)
     return redirect(url_for("settings.users"))
+
+
+def _edit_refusal(form: EditUserForm, refusal: accounts.AccountError) -> str:
+    """Say why `edit_user` changed nothing, beside the field that asked for what is refused."""
+    error = refusal_sentence(refusal, current_user.merchant)
+    field = form.role
+    if refusal.reason is accounts.Refusal.OWN_SIGN_IN or (
+        refusal.reason is accounts.Refusal.OTHER_OWNER_SIGN_IN and form.password.data
+    ):
+        field = form.password
+    elif refusal.reason is accounts.Refusal.OTHER_OWNER_SIGN_IN:
+        field = form.turn_off_two_factor
+    field.errors.append(error)
+    return error
 
 
 @bp.route("/users/<int:user_id>/remove", methods=["GET", "POST"])
