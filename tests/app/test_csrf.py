@@ -190,23 +190,30 @@ def _second_step(hostile) -> Case:
 
 
 def _with_passkey(hostile, *, signed_in: bool = True) -> tuple[object, str, int]:
-    """A new user of Acme with a passkey (its row only: no ceremony is checked here)."""
+    """A new user of Acme with a passkey."""
+    client, address, user_id, _totp = _throwaway(hostile, signed_in=signed_in)
+    return client, address, _passkey_row(hostile, user_id)
+
+
+def _passkey_row(hostile, user_id: int) -> int:
+    """A passkey of the user (its row only: no ceremony is checked here)."""
     from portal.extensions import db
     from portal.identity.models import Passkey
 
-    client, address, user_id, _totp = _throwaway(hostile, signed_in=signed_in)
     with hostile.app.app_context():
         passkey = Passkey(
             user_id=user_id, credential_id=uuid.uuid4().hex, public_key=b"k", name="Key"
         )
         db.session.add(passkey)
         db.session.commit()
-        return client, address, passkey.id
+        return passkey.id
 
 
 def _remove_passkey(hostile) -> Case:
-    client, _address, passkey = _with_passkey(hostile)
-    data = {f"remove-{passkey}-password": PASSWORD}
+    """A user with the authenticator app on removes a passkey: the password and a fresh code."""
+    client, _address, user_id, totp = _throwaway(hostile, two_factor=True)
+    passkey = _passkey_row(hostile, user_id)
+    data = {f"remove-{passkey}-password": PASSWORD, f"remove-{passkey}-code": totp.now()}
     return Case(client, f"/account/passkeys/{passkey}/remove", data)
 
 

@@ -170,3 +170,17 @@ def test_a_replayed_challenge_is_refused(page: Page, portal: PortalServer) -> No
     page.get_by_role("button", name="Sign in with a passkey").click()
     expect(page.get_by_text("was used already")).to_be_visible()
     expect(page.get_by_role("heading", name="Two-factor sign-in")).to_be_visible()
+
+
+def test_removing_a_passkey_is_confirmed_with_one(page: Page, portal: PortalServer) -> None:
+    """The row's password alone removes nothing: the passkey's answer confirms it."""
+    owner_with_passkey(page, portal)
+    row = page.get_by_role("row").filter(has_text="Laptop")
+    row.get_by_label("Current password").fill(PASSWORD)
+    row.get_by_role("button", name="Remove Laptop").click()
+    expect(row.get_by_text("Confirm with your passkey.")).to_be_visible()
+
+    row.get_by_label("Current password").fill(PASSWORD)
+    row.get_by_role("button", name="Confirm with a passkey").click()
+    expect(page.get_by_text("The passkey is removed.")).to_be_visible()
+    expect(page.get_by_text("You have no passkeys.")).to_be_visible()

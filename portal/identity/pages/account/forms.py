@@ -123,17 +123,22 @@ class StatementMailForm(FlaskForm):
 
 
 class AddPasskeyForm(FlaskForm):
-    """A passkey made by the browser (static/js/passkeys.js fills `credential`), with a name."""
+    """A passkey made by the browser (static/js/passkeys.js fills `credential`), with a name.
+
+    The code (or a passkey's answer) is asked of users with a second factor only.
+    """
 
     name = StringField(
         "Name",
         validators=[DataRequired(message="Name the passkey, such as Work laptop."), Length(max=64)],
     )
     password = _current_password()
+    code = CodeField()
     credential = HiddenField()
     submit = SubmitField("Add a passkey")
 
 
 class RemovePasskeyForm(FlaskForm):
     password = _current_password()
+    code = CodeField()
     submit = SubmitField("Remove")

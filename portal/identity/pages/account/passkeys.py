@@ -1,6 +1,8 @@
 """`/account/passkeys`: one's own passkeys: add (the password, then the browser makes the key for
-a registration challenge), see when each was last used, remove (the password again). Also the
-challenge a step-up's passkey answers (`passkey_challenge`), for any signed-in user."""
+a registration challenge), see when each was last used, remove (the password again). A user who
+has a second factor already gives it too, as for every change to two-factor: a stolen session
+and password must not add the thief's passkey, which every step-up accepts. Also the challenge
+a step-up's passkey answers (`passkey_challenge`), for any signed-in user."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from portal.identity.rules import passkeys
 from portal.web.access import ALL_ROLES, open_before_enrolment, roles
 from portal.web.rendering import page
 from portal.web.sessions import end_other_sessions
-from portal.web.step_up import json_answer, password_refused, put_refusal
+from portal.web.step_up import form_refused, json_answer, put_refusal
 
 
 @bp.get("/account/passkeys")
@@ -38,13 +40,16 @@ def passkey_options() -> Response:
 @roles(*ALL_ROLES)
 @open_before_enrolment
 def add_passkey() -> Response:
-    """Store the passkey the browser made, after the current password; a user with no other way
-    back in gets recovery codes, shown this once. Every other session of the user ends."""
+    """Store the passkey the browser made, after the current password and the second factor the
+    user has (`form_refused`); a user with no other way back in gets recovery codes, shown this
+    once. Every other session of the user ends."""
     user = current_user._get_current_object()
     form = AddPasskeyForm(prefix="add")
-    if not form.validate_on_submit() or passkeys.relying_party() is None:
-        return _passkeys_page(422, add_form=form)
-    status = password_refused(form.password, user, purpose="passkey")
+    status = (
+        422
+        if passkeys.relying_party() is None
+        else form_refused(form, user, purpose="passkey", password_field=form.password)
+    )
     if status:
         return _passkeys_page(status, add_form=form)
     try:
@@ -63,11 +68,12 @@ def add_passkey() -> Response:
 @bp.post("/account/passkeys/<int:passkey_id>/remove")
 @roles(*ALL_ROLES)
 def remove_passkey(passkey_id: int) -> Response:
-    """Remove a passkey after the current password; never the last second factor while the
-    merchant requires two-factor sign-in."""
+    """Remove a passkey after the current password and a fresh second factor; never the last
+    second factor while the merchant requires two-factor sign-in. Without a second factor left,
+    the user's other sessions end, as when two-factor is turned off."""
     user = current_user._get_current_object()
     form = RemovePasskeyForm(prefix=f"remove-{passkey_id}")
-    status = password_refused(form.password, user, purpose="passkey") if form.validate() else 422
+    status = form_refused(form, user, purpose="passkey", password_field=form.password)
     if status is None:
         try:
             passkeys.remove(user, passkey_id)
@@ -77,6 +83,8 @@ def remove_passkey(passkey_id: int) -> Response:
             status = put_refusal(form.password, refusal)
     if status:
         return _passkeys_page(status, remove_forms={passkey_id: form})
+    if not user.has_second_factor:
+        end_other_sessions(user)
     flash("The passkey is removed.", "success")
     return redirect(url_for("account.passkeys_page"))
 
