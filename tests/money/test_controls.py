@@ -110,6 +110,20 @@ def test_a_currencys_own_limit_above_the_merchants_limit_waits_like_raising_it(p
         assert found is not None and found.per_withdrawal == Decimal("0.01")
 
 
+def test_a_control_tightened_meanwhile_cancels_the_change_that_waits(portal, owner):
+    """A waiting change holds both limits as asked then: applied after a tightening, it would
+    lift the new daily limit unseen. The tightening cancels it."""
+    raised = owner.get(set_limit(owner, "1000").headers["Location"])
+    assert "relaxing a control waits 48 hours" in text(raised)
+    tighter = {"reporting-per_withdrawal": "100", "reporting-per_day": "500"}
+    assert post(owner, "/withdrawals/limits/reporting", tighter).status_code == 302
+
+    assert apply_due(portal, timedelta(hours=49)) == 0
+    assert merchant_value(portal, "limit_per_withdrawal") == 100
+    assert merchant_value(portal, "limit_per_day") == 500
+    assert "Nothing waits for an approval" in text(owner.get("/approvals"))
+
+
 def test_removing_a_currencys_own_limit_waits_and_any_owner_cancels_it(portal, owner):
     from portal.identity.rules import accounts
     from portal.money.rules import controls, limits

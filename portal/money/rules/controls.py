@@ -4,7 +4,8 @@ shortening the address book's cooling-off.
 Such a change waits for an owner other than the one who asked (on `/approvals`, decided as an
 approval is), or, with no such owner, takes effect `DELAY` after it was asked, every owner
 mailed at once: a stolen session cannot lift a control and use it before the owners hear of it.
-Any owner may cancel a change that waits. Tightening a control takes effect at once. Deciding
+Any owner may cancel a change that waits. Tightening a control takes effect at once and cancels
+the changes of that control that wait. Deciding
 moves the change from `waiting` with one conditional UPDATE, so it is applied once; the
 worker applies the delayed ones when due (`apply_due`) and expires the rest with the approvals.
 """
@@ -68,6 +69,7 @@ def change_limits(
     merchant = user.merchant
     before = (merchant.limit_per_withdrawal, merchant.limit_per_day)
     if not (_looser(before[0], per_withdrawal) or _looser(before[1], per_day)):
+        _supersede(user, ControlKind.LIMITS)
         limits.set_limits(merchant, per_withdrawal, per_day)
         return None
     currency = merchant.reporting_currency
@@ -93,6 +95,7 @@ def change_own_limits(
         merchant, currency, before[0], per_withdrawal, merchant.limit_per_withdrawal
     ) or _own_looser(merchant, currency, before[1], per_day, merchant.limit_per_day)
     if not looser:
+        _supersede(user, ControlKind.OWN_LIMITS, currency)
         limits.set_own_limits(merchant, currency, per_withdrawal, per_day)
         return None
     change = ControlChange(
@@ -130,6 +133,7 @@ def change_cooling_off(user: User, hours: Decimal) -> ControlChange | None:
     before = address_book.cooling_off(merchant)
     after = timedelta(hours=float(hours))
     if after >= before:
+        _supersede(user, ControlKind.COOLING_OFF)
         _set_cooling_off(merchant, hours)
         return None
     change = ControlChange(
@@ -144,6 +148,14 @@ def change_cooling_off(user: User, hours: Decimal) -> ControlChange | None:
 def _set_cooling_off(merchant: Merchant, hours: Decimal | None) -> None:
     merchant.address_cooling_off_hours = hours
     audit.record("cooling_off.change", parameters={"hours": hours})
+
+
+def _supersede(user: User, kind: ControlKind, currency: str | None = None) -> None:
+    """Cancel the waiting changes of a control `user` sets at once: each holds every value of
+    the control as asked then, and applied later it would undo this change unseen."""
+    for change in waiting(user.merchant):
+        if change.kind is kind and change.currency == currency:
+            cancel(change, user)
 
 
 def _ask(user: User, change: ControlChange) -> ControlChange:
