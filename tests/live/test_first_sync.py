@@ -4,9 +4,13 @@ looking for them first. What it writes is what reading the mirror again gives.""
 
 from __future__ import annotations
 
+import threading
+import uuid
+
 import pytest
 import sqlalchemy as sa
 
+from portal.api import MerchantApiClient
 from tests.live.conftest import SEED
 from tests.live.test_mirror import events_of, merchant_id, sync
 from tests.support.portal_app import connected_portal
@@ -41,6 +45,41 @@ def test_a_first_sync_neither_reads_back_nor_rewrites_the_operations_it_inserts(
     assert len(reads) == 2, reads  # the two pages of 100 operations
     assert not [s for s in statements if s.startswith("SELECT") and "FROM events" in s]
     assert len(events_of(portal)) > 2 * SEED
+
+
+def test_a_first_sync_retried_after_an_interruption_notifies_what_changed_since(
+    portal, seeded, monkeypatch
+):
+    """A first sync stopped after its first page leaves no watermark, so the next one is a first
+    sync again. An operation the first page mirrored and that was paid meanwhile is news to
+    tell; the operations the retry reads for the first time are still history."""
+    from portal.extensions import db
+    from portal.live.rules import mirror
+    from portal.payments.models import MirroredOperation
+
+    api = MerchantApiClient(seeded.base_url, token=seeded.token)
+    waiting = api.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")  # on page 1
+    stopping = threading.Event()
+    monkeypatch.setattr(mirror, "_stopping", stopping)
+    stopping.set()  # the worker shuts down: the sync stops after the page under way
+    assert sync(portal) is None
+    stopping.clear()
+    with portal.app_context():
+        first_page = set(db.session.scalars(sa.select(MirroredOperation.operation_id)))
+    assert len(first_page) == mirror.PER_PAGE and waiting.id in first_page
+    seeded.receive(waiting.id, "0.5")
+
+    report = sync(portal)
+    assert report.kind == "first" and report.error is None
+    notified = [(event.type, event.operation_id) for event in events_of(portal) if event.notify]
+    assert sorted(notified) == [
+        ("operation.confirmed", waiting.id),
+        ("transaction.received", waiting.id),
+    ]
+    history = [event for event in events_of(portal) if event.operation_id not in first_page]
+    created = [event for event in history if event.type == "operation.created"]
+    assert len(created) == SEED + 1 - mirror.PER_PAGE
+    assert not any(event.notify for event in history)
 
 
 def money_of(app) -> dict:

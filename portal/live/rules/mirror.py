@@ -5,7 +5,8 @@ A sync reads the lists newest change first (`sort=updated`, `sort_type=desc`) an
 first record older than the last watermark minus `OVERLAP`: a record committed upstream a little
 out of order is still read, and records read twice change nothing. A merchant's first sync, its
 daily full resync and one an owner asks for read everything instead. The first sync writes the
-past as events with `notify` false (timelines show it, nobody is told); a full resync's
+past as events with `notify` false (timelines show it, nobody is told), except the changes of
+operations an interrupted first sync mirrored before it (`_Sync._record`); a full resync's
 differences are notified, since they are real changes the increments missed.
 
 Only the worker holding a merchant's lease (one conditional UPDATE of its MirrorState) syncs it,
@@ -35,7 +36,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Set
 from dataclasses import dataclass, field, is_dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -723,6 +724,7 @@ class _Sync:
         moneys: list[tuple[Operation, OperationMoney]] = []
         with db.session.no_autoflush:
             mirrored = self._mirrored(MirroredOperation, newest_operations)
+            earlier = mirrored.keys() - self.created  # mirrored before this sync began
             mirrored_tx = self._mirrored(MirroredTransaction, transactions)
             for operation in newest_operations.values():
                 changes += self._operation(operation, mirrored.get(operation.id))
@@ -751,7 +753,7 @@ class _Sync:
                 self.merchant_id, self.generation, self.reporting_currency, moneys, self._seen_at()
             )
             self._add_money(changes)
-            self._record(changes)
+            self._record(changes, earlier)
             self.moneys.clear()
             self.repaid.clear()
             self.written.clear()
@@ -793,10 +795,17 @@ class _Sync:
                 db.session.execute(sa.insert(model.__table__), rows)
         self.new_rows.clear()
 
-    def _record(self, changes: list[_Change]) -> None:
+    def _record(self, changes: list[_Change], earlier: Set[str]) -> None:
         """Write each change not yet in the events table (`events.unrecorded`), oldest first,
         so their ids are in the order they happened; with the page's other rows, in one
-        statement per table."""
+        statement per table.
+
+        A first sync tells nobody, except of the changes (their transactions' included) of
+        operations mirrored before it began (`earlier`, by a first sync that failed or stopped
+        after some pages and so left no watermark): the mirror held them whole, so what changed
+        since happened after mirroring began. Judged by operation rather than by a watermark
+        stored with the first page, which would make the retry a full sync that tells of every
+        operation the interrupted one never reached."""
         candidates: dict[str, dict] = {}
         unseen = {change.dedup_key for change in changes if change.unseen}
         for change in sorted(changes):
@@ -809,7 +818,7 @@ class _Sync:
                     "transaction_id": change.transaction_id,
                     "dedup_key": change.dedup_key,
                     "data": change.data,
-                    "notify": self.notify,
+                    "notify": self.notify or change.operation_id in earlier,
                     "occurred_at": change.occurred_at,
                 },
             )
