@@ -223,8 +223,9 @@ class MailChoice(Model):
 class MailCursor(Model):
     """The last event of a merchant turned into mail: the next tick starts after it.
 
-    One merchant's events are written by one sync at a time (its lease), so their ids are
-    committed in order and a cursor per merchant skips none.
+    One sync at a time writes a merchant's events (its lease), but other events (an owner's
+    test event, a refund's) take ids beside it, so a lower id may commit after a higher one:
+    the tick also looks back a little below the cursor (`mail.LATE_WINDOW`).
     """
 
     __tablename__ = "mail_cursors"

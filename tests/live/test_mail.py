@@ -67,8 +67,11 @@ def operation_record(status: str = "confirmed", order: str = "A-1001", paid: str
     }
 
 
-def record(app, type_name: str, data: dict, key: str, merchant: str = "Acme") -> None:
-    """An event with notify on, as the mirror's sync writes it."""
+def record(
+    app, type_name: str, data: dict, key: str, merchant: str = "Acme", event_id: int | None = None
+) -> None:
+    """An event with notify on, as the mirror's sync writes it; `event_id`: the id a sequence
+    handed it (a lower one than an event committed before it: its transaction committed late)."""
     from portal.extensions import db
     from portal.identity.rules import accounts
     from portal.live.rules import events
@@ -83,6 +86,9 @@ def record(app, type_name: str, data: dict, key: str, merchant: str = "Acme") ->
             operation_id=data.get("operation_id") or data["id"],
             transaction_id=None if type_name.startswith("operation.") else data["id"],
         )
+        if event_id is not None:
+            [event] = db.session.new
+            event.id = event_id
         db.session.commit()
 
 
@@ -195,6 +201,54 @@ def test_an_event_of_the_first_sync_mails_nobody(app, accounts, mail_server):
         db.session.commit()
     send_due(app)
     assert mail_server.messages == []
+
+
+def test_an_event_that_commits_below_the_cursor_is_mailed_once(
+    each_database, app, accounts, mail_server
+):
+    """A sync's page took ids 50-51 and commits after an event with id 100 was mailed (the
+    cursor passed it): the next ticks still mail the late events, each once."""
+    record(app, "operation.confirmed", operation_record(order="A-1100"), "A-1100", event_id=100)
+    send_due(app)
+    record(app, "operation.confirmed", operation_record(order="A-1050"), "A-1050", event_id=50)
+    record(app, "operation.confirmed", operation_record(order="A-1051"), "A-1051", event_id=51)
+    send_due(app)
+    send_due(app)
+    send_due(app)
+
+    orders = [message["Subject"].split(" — ")[1] for message in mail_server.messages]
+    assert orders == ["order A-1100", "order A-1050", "order A-1051"]
+    assert {message["To"] for message in mail_server.messages} == {accounts.owner}
+
+
+def test_a_worker_that_queues_a_late_event_second_rolls_back_quietly(
+    each_database, app, accounts, mail_server, monkeypatch, caplog
+):
+    """Two workers find the same late event: the one whose message the outbox refuses (the
+    unique event and user) rolls back without an error, and the owner gets one mail."""
+    from portal.live.rules import mail
+
+    record(app, "operation.confirmed", operation_record(order="A-1100"), "A-1100", event_id=100)
+    send_due(app)
+    record(app, "operation.confirmed", operation_record(order="A-1050"), "A-1050", event_id=50)
+    describe = mail.describe
+    others = []
+
+    def other_worker_first(event, link):
+        """While this worker writes the mail, another one's whole tick queues and sends it."""
+        if not others:
+            others.append(event.id)
+            send_due(app)
+        return describe(event, link)
+
+    monkeypatch.setattr(mail, "describe", other_worker_first)
+    send_due(app)
+    send_due(app)
+
+    assert others == [50]
+    subjects = [message["Subject"] for message in mail_server.messages]
+    assert [subject.split(" — ")[1] for subject in subjects] == ["order A-1100", "order A-1050"]
+    assert "Failed" not in caplog.text
 
 
 @pytest.fixture

@@ -5,7 +5,10 @@ request never waits on the SMTP server, a mail the server refuses is tried again
 for a day, and a message is claimed with a conditional UPDATE before it is sent, so several
 workers send it once. Events reach the outbox the same way: each tick turns the events after a
 merchant's cursor into one message per event and user who chose its type; moving the cursor is
-itself conditional, so two workers never queue an event twice.
+itself conditional, so two workers never queue an event twice. An id is taken when an event is
+written, not when it commits, so an event can land below the cursor: each tick also looks back
+`LATE_WINDOW` for events whose mail is missing, and the unique (event, user) pair of the outbox
+keeps that pass from queueing a message twice.
 
 E-mail is off while `PORTAL_SMTP_URL` is empty: nothing is queued then.
 """
@@ -19,7 +22,7 @@ import secrets
 import smtplib
 import socket
 import ssl
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from datetime import timedelta
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
@@ -62,6 +65,11 @@ MAX_RETRY = timedelta(hours=1)
 # last days answer "was it sent?"; older ones are forgotten by the hourly housekeeping.
 KEPT_DAYS = 30
 EVENTS_PER_TICK = 500
+# How far back the tick looks for events that committed below the cursor (a lower id committed
+# after a higher one). A sync commits a page's events within its lease (`mirror.LEASE`, 3
+# minutes) of writing them, and an owner's test event or a refund's at once: an event that
+# committed late is that recent, and the scan stays this short.
+LATE_WINDOW = timedelta(minutes=10)
 MESSAGES_PER_TICK = 200
 
 
@@ -114,9 +122,21 @@ def isolated(step: Callable[..., None], *args: int, doing: str) -> None:
 
 
 def _queue_events(merchant_id: int) -> None:
+    """Queue the mail of the merchant's events past its cursor, then of those that committed
+    below it late."""
+    cursor = _queue_after_cursor(merchant_id)
+    try:
+        _queue_late(merchant_id, cursor)
+        db.session.commit()
+    except IntegrityError:
+        db.session.rollback()  # another worker queued them meanwhile: the next tick sees it
+
+
+def _queue_after_cursor(merchant_id: int) -> int:
     """Move the merchant's cursor past its next events and queue their messages, in one
-    transaction: the UPDATE is conditional on where the cursor was read, so only one worker's
-    matches (PostgreSQL makes the other wait for the first's commit, then matches nothing)."""
+    transaction; where the cursor stands then. The UPDATE is conditional on where the cursor
+    was read, so only one worker's matches (PostgreSQL makes the other wait for the first's
+    commit, then matches nothing)."""
     start = _cursor(merchant_id)
     events = db.session.scalars(
         sa.select(Event)
@@ -125,7 +145,7 @@ def _queue_events(merchant_id: int) -> None:
         .limit(EVENTS_PER_TICK)
     ).all()
     if not events:
-        return
+        return start
     moved = rows_changed(
         sa.update(MailCursor)
         .where(MailCursor.merchant_id == merchant_id, MailCursor.last_event_id == start)
@@ -133,17 +153,62 @@ def _queue_events(merchant_id: int) -> None:
     )
     if moved != 1:
         db.session.rollback()  # another worker queued these events meanwhile
+        return start
+    _queue_mail(events, _recipients(merchant_id))
+    db.session.commit()
+    return events[-1].id
+
+
+def _queue_late(merchant_id: int, cursor: int) -> None:
+    """Queue the missing messages of the events at or below the cursor written in the last
+    `LATE_WINDOW`: a transaction that took lower ids than an event mailed already and committed
+    after it. The caller commits; a worker that queued one meanwhile makes the commit fail.
+    Users whose address cannot be mailed are left out (the cursor pass logs it), else their
+    events would be looked at again each tick."""
+    recipients = [
+        (user, chosen) for user, chosen in _recipients(merchant_id) if looks_like_email(user.email)
+    ]
+    if not recipients:
         return
-    recipients = _recipients(merchant_id)
+    late = sa.select(Event).where(
+        Event.merchant_id == merchant_id,
+        Event.id <= cursor,
+        Event.created_at >= utcnow() - LATE_WINDOW,
+        Event.notify.is_(True),
+        of_current_connection(),
+        Event.type.in_({kind for _, chosen in recipients for kind in chosen}),
+    )
+    events = db.session.scalars(late.order_by(Event.id)).all()
+    if not events:
+        return
+    queued = db.session.execute(
+        sa.select(MailMessage.event_id, MailMessage.user_id).where(
+            MailMessage.event_id.in_(late.with_only_columns(Event.id))
+        )
+    ).all()
+    _queue_mail(events, recipients, queued=set(queued))
+
+
+def _queue_mail(
+    events: Iterable[Event],
+    recipients: list[tuple[User, frozenset[EventType]]],
+    *,
+    queued: Container[tuple[int | None, int | None]] = frozenset(),
+) -> None:
+    """One message per event and user who chose its type, but for the (event, user) pairs
+    `queued` already; nothing for an event nobody is told of or given up on."""
     too_old = utcnow() - GIVE_UP_AFTER
     for event in events:
-        chosen_by = [user for user, chosen in recipients if event.type in chosen]
+        chosen_by = [
+            user
+            for user, chosen in recipients
+            if event.type in chosen and (event.id, user.id) not in queued
+        ]
         if not event.notify or event.created_at < too_old or not chosen_by:
             continue
         subject, body = describe(event, portal_link)
         for user in chosen_by:
             queue(user.email, subject, body, user_id=user.id, event_id=event.id)
-    db.session.commit()
 
 
 def _cursor(merchant_id: int) -> int:
