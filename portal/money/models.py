@@ -439,6 +439,7 @@ class ControlKind(enum.StrEnum):
     LIMITS = "limits"  # the limits in the reporting currency
     OWN_LIMITS = "own_limits"  # one currency's own limits (`currency`)
     OWNER = "owner"  # `user` becomes an owner
+    NOT_OWNER = "not_owner"  # `user`, an owner, becomes an accountant (another owner asked)
     COOLING_OFF = "cooling_off"  # the address book's cooling-off (`hours`)
 
 

@@ -3,7 +3,7 @@ users and address book pages say it the same way."""
 
 from __future__ import annotations
 
-from portal.money.models import ControlChange
+from portal.money.models import ControlChange, ControlKind
 
 
 def waits_words(change: ControlChange, what: str) -> str:
@@ -12,6 +12,12 @@ def waits_words(change: ControlChange, what: str) -> str:
         return (
             f"{what} once an owner other than you approves it under Approvals: relaxing a "
             "control is never one owner's decision."
+        )
+    if change.kind is ControlKind.NOT_OWNER:
+        return (
+            f"{what} on {change.due_at:%Y-%m-%d %H:%M} UTC: no owner but the one concerned could "
+            "approve it, so it waits 48 hours, and every owner was mailed. They, or you, can "
+            "cancel it under Approvals."
         )
     return (
         f"{what} on {change.due_at:%Y-%m-%d %H:%M} UTC: you are the only owner, so relaxing a "

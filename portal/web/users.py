@@ -16,6 +16,8 @@ SENTENCES = {
     Refusal.OTHER_OWNER_SIGN_IN: "Another owner sets their own password and two-factor: you "
     "cannot change them for them.",
     Refusal.REMOVE_SELF: "You cannot remove yourself; another owner can.",
+    Refusal.REMOVE_OWNER: "An owner is removed in two steps: make them an accountant first "
+    "(which waits for an owner's approval, or 48 hours), then remove them.",
     Refusal.TOO_SHORT: f"The password needs at least {MIN_PASSWORD_LENGTH} characters.",
 }
 

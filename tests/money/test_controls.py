@@ -187,6 +187,59 @@ def test_adding_an_owner_needs_another_owners_approval(portal, owner, monkeypatc
         assert made.owner_by_id == accounts.find_user(email("owner")).id
 
 
+def _user_id(app, address: str) -> int:
+    from portal.identity.rules import accounts
+
+    with app.app_context():
+        return accounts.find_user(address).id
+
+
+def _role(app, address: str):
+    from portal.identity.rules import accounts
+
+    with app.app_context():
+        return accounts.find_user(address).role
+
+
+def test_another_owner_becomes_an_accountant_only_after_the_delay_and_is_never_removed_at_once(
+    portal, owner, monkeypatch
+):
+    """Taking the other owner away would leave this one alone, its relaxed controls answering
+    to nobody: with no third owner, the change waits 48 hours (the owner concerned may cancel
+    it), and an owner is never removed at once."""
+    from portal.identity.models import Role
+
+    second = second_owner(portal, monkeypatch)
+    path = f"/users/{_user_id(portal, SECOND_OWNER)}"
+    removed = post(owner, f"/settings{path}/remove")
+    assert removed.status_code == 422
+    assert "An owner is removed in two steps" in text(removed)
+    asked = post(owner, f"/settings{path}", {"role": "operator"})
+    assert asked.status_code == 302
+    assert "becomes an accountant on" in text(owner.get(asked.headers["Location"]))
+    assert _role(portal, SECOND_OWNER) is Role.OWNER
+    assert f"{SECOND_OWNER}: accountant" in text(second.client.get("/approvals"))
+
+    assert apply_due(portal, timedelta(hours=47)) == 0
+    assert _role(portal, SECOND_OWNER) is Role.OWNER
+    assert apply_due(portal, timedelta(hours=48, minutes=1)) == 1
+    assert _role(portal, SECOND_OWNER) is Role.ACCOUNTANT
+    assert post(owner, f"/settings{path}/remove").status_code == 302
+
+
+def test_the_owner_to_be_demoted_cancels_it(portal, owner, monkeypatch):
+    from portal.identity.models import Role
+
+    second = second_owner(portal, monkeypatch)
+    asked = post(owner, f"/settings/users/{_user_id(portal, SECOND_OWNER)}", {"role": "operator"})
+    assert asked.status_code == 302
+    page = second.client.get("/approvals").get_data(as_text=True)
+    change_id = page.split('action="/approvals/changes/')[1].split("/")[0]
+    assert post(second.client, f"/approvals/changes/{change_id}/cancel").status_code == 302
+    assert apply_due(portal, timedelta(hours=49)) == 0
+    assert _role(portal, SECOND_OWNER) is Role.OWNER
+
+
 def test_a_shorter_cooling_off_waits_a_longer_one_is_at_once(portal, owner):
     longer = post(owner, "/address-book/cooling-off", {"hours": "24"})
     assert longer.status_code == 302

@@ -55,6 +55,7 @@ class Refusal(enum.Enum):
     OWN_SIGN_IN = "own password, without the current one"
     OTHER_OWNER_SIGN_IN = "another owner's password or two-factor"
     REMOVE_SELF = "removing oneself"
+    REMOVE_OWNER = "removing an owner"
     TOO_SHORT = "password too short"
 
 
@@ -246,9 +247,13 @@ def change_password(
 
 
 def remove_user(user: User, *, by: User) -> None:
-    """Remove a user of the same merchant (and so every session of theirs)."""
+    """Remove a user of the same merchant (and so every session of theirs). Never an owner:
+    another owner stops being one only once that change is approved or its delay passed
+    (`portal.money.rules.controls.demote_owner`), then is removed as staff are."""
     if user.id == by.id:
         raise AccountError(Refusal.REMOVE_SELF)
+    if user.role is Role.OWNER:
+        raise AccountError(Refusal.REMOVE_OWNER)
     db.session.delete(user)
     db.session.commit()
 

@@ -1,5 +1,5 @@
-"""Controls no owner relaxes alone: raising or removing a limit, making someone an owner, and
-shortening the address book's cooling-off.
+"""Controls no owner relaxes alone: raising or removing a limit, making someone an owner or
+another owner an accountant, and shortening the address book's cooling-off.
 
 Such a change waits for an owner other than the one who asked (on `/approvals`, decided as an
 approval is), or, with no such owner, takes effect `DELAY` after it was asked, every owner
@@ -122,6 +122,21 @@ def make_owner(user: User, by: User) -> ControlChange:
     return _ask(by, change)
 
 
+def demote_owner(user: User, by: User) -> ControlChange:
+    """`user`, an owner of `by`'s merchant, is to stop being one: always a change that waits.
+    Taking the other owners away would leave `by` the only one, whose relaxed controls then
+    answer to nobody. They become an accountant (who reads and moves no money); any owner may
+    then give them another role or remove them. The owner concerned is told with the others,
+    and may cancel the change or, consenting, approve it."""
+    change = ControlChange(
+        kind=ControlKind.NOT_OWNER,
+        user_id=user.id,
+        before=f"{user.email}: owner",
+        after=f"{user.email}: accountant",
+    )
+    return _ask(by, change)
+
+
 def _hours_words(hours: timedelta) -> str:
     return f"Cooling-off of new addresses: {hours.total_seconds() / 3600:g} hours"
 
@@ -167,7 +182,8 @@ def _ask(user: User, change: ControlChange) -> ControlChange:
     change.state = ApprovalState.WAITING
     change.created_at = now
     change.expires_at = now + approvals.EXPIRES_AFTER
-    alone = not limits.other_owners(user)
+    # An owner to be demoted is no second owner to wait for: with no other, the delay applies.
+    alone = not [o for o in limits.other_owners(user) if o.id != change.user_id]
     if alone:
         change.due_at = now + DELAY
     db.session.add(change)
@@ -258,6 +274,11 @@ def _apply(change: ControlChange) -> None:
         limits.set_own_limits(merchant, change.currency, change.per_withdrawal, change.per_day)
     elif change.kind is ControlKind.COOLING_OFF:
         _set_cooling_off(merchant, change.hours)
+    elif change.kind is ControlKind.NOT_OWNER:
+        user = change.user
+        if user is not None and user.role is Role.OWNER:
+            user.role = Role.ACCOUNTANT
+            audit.record("user.change", parameters={"email": user.email, "role": "accountant"})
     else:
         user = change.user
         if user is not None and user.role is not Role.OWNER:

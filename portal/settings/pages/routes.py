@@ -293,7 +293,7 @@ def users() -> Response:
         return _users_page(422, form=form)
     audit.record("user.add", parameters={"email": user.email, "role": user.role.value})
     flash(f"{user.email} can now sign in as {user.role.label.lower()}.", "success")
-    _owner_asked(user, role)
+    _role_asked(user, role)
     return redirect(url_for("settings.users"))
 
 
@@ -303,12 +303,15 @@ def _role_now(role: Role) -> Role:
     return Role.ACCOUNTANT if role is Role.OWNER else role
 
 
-def _owner_asked(user: User, role: Role) -> None:
-    """Ask for `user` to become an owner when that is the role chosen, saying how it goes on."""
-    if role is not Role.OWNER or user.role is Role.OWNER:
-        return
-    change = controls.make_owner(user, _owner())
-    flash(waits_words(change, f"{user.email} becomes an owner"), "info")
+def _role_asked(user: User, role: Role) -> None:
+    """Ask for `user` to become an owner, or another owner to stop being one, when the role
+    chosen says so, saying how it goes on."""
+    if role is Role.OWNER and user.role is not Role.OWNER:
+        change = controls.make_owner(user, _owner())
+        flash(waits_words(change, f"{user.email} becomes an owner"), "info")
+    elif role is not Role.OWNER and user.role is Role.OWNER and user.id != current_user.id:
+        change = controls.demote_owner(user, _owner())
+        flash(waits_words(change, f"{user.email} becomes an accountant"), "info")
 
 
 @bp.route("/users/invite", methods=["POST"])
@@ -332,7 +335,7 @@ def invite_user() -> Response:
     parameters = {"email": user.email, "role": user.role.value, "invited": "yes"}
     audit.record("user.add", parameters=parameters)
     flash(f"An invitation is on its way to {user.email}; the link works for 7 days.", "success")
-    _owner_asked(user, role)
+    _role_asked(user, role)
     return redirect(url_for("settings.users"))
 
 
@@ -463,11 +466,13 @@ def edit_user(user_id: int) -> Response:
         and user.id != current_user.id
         and user.has_second_factor
     )
+    # A role to or from owner (another's) waits as a control: `_role_asked` below.
+    waits = role is Role.OWNER or (user.role is Role.OWNER and user.id != current_user.id)
     try:
         accounts.change_user(
             user,
             by=current_user,
-            role=user.role if role is Role.OWNER else role,
+            role=user.role if waits else role,
             password=form.password.data,
             turn_off_two_factor=reset,
         )
@@ -482,7 +487,7 @@ def edit_user(user_id: int) -> Response:
         two_factor.disable(user, by=current_user)
         accounts.revoke_sessions(user)
     flash(f"The changes to {user.email} are saved.", "success")
-    _owner_asked(user, role)
+    _role_asked(user, role)
     return redirect(url_for("settings.users"))
 
 
