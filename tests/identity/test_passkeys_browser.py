@@ -54,6 +54,17 @@ def authenticator(page: Page) -> tuple[CDPSession, str]:
     return cdp, added["authenticatorId"]
 
 
+# A second authenticator, for a second passkey: one authenticator holds one key per site.
+PHONE = {
+    "protocol": "ctap2",
+    "transport": "hybrid",
+    "hasResidentKey": True,
+    "hasUserVerification": True,
+    "isUserVerified": True,
+    "automaticPresenceSimulation": True,
+}
+
+
 def owner_with_passkey(page: Page, portal: PortalServer) -> tuple[str, CDPSession, str]:
     """A new owner, signed in, who added the passkey "Laptop" (and saved the recovery codes)."""
     email = portal.add_user(f"passkey-{uuid.uuid4().hex[:8]}@acme.test", "owner")
@@ -184,3 +195,23 @@ def test_removing_a_passkey_is_confirmed_with_one(page: Page, portal: PortalServ
     row.get_by_role("button", name="Confirm with a passkey").click()
     expect(page.get_by_text("The passkey is removed.")).to_be_visible()
     expect(page.get_by_text("You have no passkeys.")).to_be_visible()
+
+
+def test_an_owner_whose_second_factor_is_a_passkey_adds_another_with_it(
+    page: Page, portal: PortalServer
+) -> None:
+    """Adding a passkey asks for the second factor the user has: here the first passkey's
+    answer, then the browser makes the new key."""
+    _email, cdp, _first = owner_with_passkey(page, portal)
+    phone = cdp.send("WebAuthn.addVirtualAuthenticator", {"options": PHONE})  # the new key's
+    add = page.locator("form").filter(has=page.get_by_label("Name"))
+    add.get_by_label("Name").fill("Phone")
+    add.get_by_label("Current password").fill(PASSWORD)
+    add.get_by_role("button", name="Add a passkey").click()
+    expect(add.get_by_text("Confirm with your passkey.")).to_be_visible()
+
+    # The page keeps the new key; the laptop's answers (the phone is put away).
+    cdp.send("WebAuthn.removeVirtualAuthenticator", {"authenticatorId": phone["authenticatorId"]})
+    add.get_by_label("Current password").fill(PASSWORD)
+    add.get_by_role("button", name="Confirm with a passkey").click()
+    expect(page.get_by_role("cell", name="Phone", exact=True)).to_be_visible()

@@ -389,3 +389,20 @@ def test_the_demo_mails_links_to_the_address_it_serves(app, accounts, mail_serve
 
     app.config["PUBLIC_URL"] = "https://portal.example.com"
     assert public_url(app, "127.0.0.1", 5123) == "https://portal.example.com"
+
+
+def test_an_invitation_of_someone_who_became_an_owner_is_not_revoked(
+    app, url, accounts, mail_server
+):
+    """Invited as an owner, an accountant until that took effect, then an owner: an owner is
+    never removed at once, so the revocation says why and changes nothing (no error page)."""
+    from tests.support.money import apply_due
+
+    owner = signed_in_visitor(url, accounts.owner)
+    assert invite(owner, "partner@acme.test", "owner").status_code == 302
+    assert apply_due(app, timedelta(hours=48, minutes=1)) == 1
+    revoke = user_path(owner, "partner@acme.test", "/revoke-invitation")
+
+    assert owner.post(revoke, {}, "/settings/users").status_code == 303
+    assert "An owner is removed in two steps" in owner.get("/settings/users").text
+    assert any("partner@acme.test" in row for row in user_rows(owner))

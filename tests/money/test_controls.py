@@ -124,6 +124,29 @@ def test_a_control_tightened_meanwhile_cancels_the_change_that_waits(portal, own
     assert "Nothing waits for an approval" in text(owner.get("/approvals"))
 
 
+def test_an_own_daily_limit_in_place_of_the_merchants_always_waits(portal, owner):
+    """The merchant's daily limit counts what left every wallet together: a currency with its
+    own would leave that count, however small its own limit."""
+    from portal.identity.rules import accounts
+    from portal.money.rules import limits
+
+    daily = {"reporting-per_withdrawal": "100", "reporting-per_day": "100"}
+    assert post(owner, "/withdrawals/limits/reporting", daily).status_code == 302
+    own = {"limit-wallet": "ETH", "limit-per_withdrawal": "", "limit-daily_limit": "0.001"}
+    waits = owner.get(post(owner, "/withdrawals/limits", own).headers["Location"])
+    assert "relaxing a control waits 48 hours" in text(waits)
+    with portal.app_context():
+        assert limits.own_limits(accounts.merchant_named(MERCHANT), "ETH") is None
+
+
+def test_the_same_limits_saved_again_cancel_no_change_that_waits(portal, owner):
+    raised = owner.get(set_limit(owner, "1000").headers["Location"])
+    assert "relaxing a control waits 48 hours" in text(raised)
+    assert set_limit(owner, "100").status_code == 302  # as they are
+    assert apply_due(portal, timedelta(hours=49)) == 1
+    assert merchant_value(portal, "limit_per_withdrawal") == 1000
+
+
 def test_removing_a_currencys_own_limit_waits_and_any_owner_cancels_it(portal, owner):
     from portal.identity.rules import accounts
     from portal.money.rules import controls, limits

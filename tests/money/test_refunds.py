@@ -642,3 +642,32 @@ def test_a_refund_ready_to_send_counts_against_the_daily_limit(refunding):
     assert "This refund is above the owners' limits" in text(second)
     assert send_refunds(app) == 1
     assert sandbox.operations_to(address) == 1
+
+
+def test_a_refund_whose_answer_was_lost_counts_on_its_own_day_only(refunding):
+    """Its money may have left the day it was sent; a lost answer stays lost, so on later days
+    it would hold back the daily limit for good."""
+    from portal.database import utcnow
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.money.models import IntentState, Refund
+    from portal.money.rules.withdrawal_figures import withdrawn_today
+
+    app = refunding.portal
+    owner = signed_in(app, email("owner"))
+    address = booked_address(app)
+    asked = post(
+        owner,
+        f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}",
+        {"basis": "surplus", "address": address},
+    )
+    assert asked.status_code == 302, text(asked)
+    with app.app_context():
+        merchant = accounts.merchant_named("Acme")
+        refund = db.session.scalars(sa.select(Refund)).one()
+        refund.state = IntentState.UNKNOWN
+        db.session.commit()
+        assert withdrawn_today(merchant, "BTC") == Decimal("0.2")
+        db.session.execute(sa.update(Refund).values(updated_at=utcnow() - timedelta(days=1)))
+        db.session.commit()
+        assert withdrawn_today(merchant, "BTC") == 0

@@ -43,13 +43,16 @@ def _own_looser(
     before: Decimal | None,
     after: Decimal | None,
     merchants: Decimal | None,
+    *,
+    daily: bool = False,
 ) -> bool:
     """Whether a currency's own limit moving from `before` to `after` lets more through. With
     no own limit, the merchant's limit in the reporting currency (`merchants`) applies: an own
     limit in its place relaxes it unless it is worth no more at today's rates (with no fresh
-    rate, it counts as relaxing)."""
+    rate, it counts as relaxing). An own `daily` limit always relaxes the merchant's: that one
+    counts what left every wallet together, and the currency would leave that count."""
     if before is None and after is not None and merchants is not None:
-        value = limits.value_now(merchant, currency, after)
+        value = None if daily else limits.value_now(merchant, currency, after)
         return value is None or value > merchants
     return _looser(before, after)
 
@@ -69,7 +72,8 @@ def change_limits(
     merchant = user.merchant
     before = (merchant.limit_per_withdrawal, merchant.limit_per_day)
     if not (_looser(before[0], per_withdrawal) or _looser(before[1], per_day)):
-        _supersede(user, ControlKind.LIMITS)
+        if (per_withdrawal, per_day) != before:
+            _supersede(user, ControlKind.LIMITS)
         limits.set_limits(merchant, per_withdrawal, per_day)
         return None
     currency = merchant.reporting_currency
@@ -93,9 +97,10 @@ def change_own_limits(
     before = (own.per_withdrawal, own.daily_limit) if own else (None, None)
     looser = _own_looser(
         merchant, currency, before[0], per_withdrawal, merchant.limit_per_withdrawal
-    ) or _own_looser(merchant, currency, before[1], per_day, merchant.limit_per_day)
+    ) or _own_looser(merchant, currency, before[1], per_day, merchant.limit_per_day, daily=True)
     if not looser:
-        _supersede(user, ControlKind.OWN_LIMITS, currency)
+        if (per_withdrawal, per_day) != before:
+            _supersede(user, ControlKind.OWN_LIMITS, currency)
         limits.set_own_limits(merchant, currency, per_withdrawal, per_day)
         return None
     change = ControlChange(
@@ -148,7 +153,8 @@ def change_cooling_off(user: User, hours: Decimal) -> ControlChange | None:
     before = address_book.cooling_off(merchant)
     after = timedelta(hours=float(hours))
     if after >= before:
-        _supersede(user, ControlKind.COOLING_OFF)
+        if after != before:
+            _supersede(user, ControlKind.COOLING_OFF)
         _set_cooling_off(merchant, hours)
         return None
     change = ControlChange(
@@ -166,8 +172,9 @@ def _set_cooling_off(merchant: Merchant, hours: Decimal | None) -> None:
 
 
 def _supersede(user: User, kind: ControlKind, currency: str | None = None) -> None:
-    """Cancel the waiting changes of a control `user` sets at once: each holds every value of
-    the control as asked then, and applied later it would undo this change unseen."""
+    """Cancel the waiting changes of a control `user` tightens at once: each holds every value
+    of the control as asked then, and applied later it would undo this change unseen. The
+    caller calls it only when a value changes (the same values saved again cancel nothing)."""
     for change in waiting(user.merchant):
         if change.kind is kind and change.currency == currency:
             cancel(change, user)

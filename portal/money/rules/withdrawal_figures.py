@@ -126,7 +126,7 @@ def withdrawn_today(merchant: Merchant, currency: str) -> Decimal:
         -Decimal(seen or 0)
         + Decimal(not_booked or 0)
         + _vouchers_not_booked(merchant, currency, midnight)
-        + _refunds_to_send(merchant, currency)
+        + _refunds_to_send(merchant, currency, midnight)
     )
 
 
@@ -136,15 +136,22 @@ LEAVING = (ledger.Kind.WITHDRAWAL, ledger.Kind.REFUND, ledger.Kind.VOUCHER)
 MAY_HAVE_LEFT = (IntentState.SENDING, IntentState.SENT, IntentState.UNKNOWN)
 
 
-def _refunds_to_send(merchant: Merchant, currency: str) -> Decimal:
-    """The refunds of `currency` approved and not sent yet, or sent without an answer: the
-    ledger books a refund only once the API made its withdrawal."""
+def _refunds_to_send(merchant: Merchant, currency: str, since: datetime) -> Decimal:
+    """The refunds of `currency` approved and not sent yet, and those sent since `since` whose
+    answer is awaited or was lost: the ledger books a refund only once the API made its
+    withdrawal. A lost answer stays lost, so it counts on its own day only."""
     total = db.session.scalar(
         sa.select(decimal_sum(Refund.amount)).where(
             Refund.merchant_id == merchant.id,
             Refund.currency == currency,
             Refund.stage == RefundStage.READY,
-            Refund.state.in_((IntentState.PENDING, IntentState.SENDING, IntentState.UNKNOWN)),
+            sa.or_(
+                Refund.state == IntentState.PENDING,
+                sa.and_(
+                    Refund.state.in_((IntentState.SENDING, IntentState.UNKNOWN)),
+                    Refund.updated_at >= since,
+                ),
+            ),
         )
     )
     return Decimal(total or 0)

@@ -368,6 +368,11 @@ def revoke_invitation(user_id: int) -> Response:
         one_time_links.revoke_invitation(user, by=_owner())
     except one_time_links.LinkRefused:
         return _not_invited("user.revoke_invitation", user)
+    except accounts.AccountError as refusal:  # invited as an owner, and an owner since
+        error = refusal_sentence(refusal, current_user.merchant)
+        audit.record("user.revoke_invitation", parameters={"email": email}, error=error)
+        flash(error, "error")
+        return redirect(url_for("settings.users"), 303)
     audit.record("user.revoke_invitation", parameters={"email": email})
     flash(f"The invitation of {email} is revoked: its link no longer works.", "success")
     return redirect(url_for("settings.users"))
