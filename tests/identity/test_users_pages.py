@@ -120,6 +120,9 @@ REFUSED = "Another owner sets their own password and two-factor"
 
 def test_an_owner_cannot_set_another_owners_password(app, owner):
     second = factories.user(app, SECOND_OWNER, "owner")
+    page = owner.get(f"/settings/users/{second.id}").get_data(as_text=True)
+    assert 'name="password"' not in page, "not offered: always refused"
+    assert "Another owner sets their own password and two-factor sign-in" in page
     second_session = signed_in(app, SECOND_OWNER)
     path = f"/settings/users/{second.id}"
     response = _post(owner, path, {"role": "owner", "password": NEW_PASSWORD})
@@ -133,6 +136,7 @@ def test_an_owner_cannot_set_another_owners_password(app, owner):
 def test_an_owner_cannot_turn_off_another_owners_two_factor(app, owner):
     second = factories.user(app, SECOND_OWNER, "owner", two_factor=True)
     path = f"/settings/users/{second.id}"
+    assert 'name="turn_off_two_factor"' not in owner.get(path).get_data(as_text=True)
     response = _post(owner, path, {"role": "owner", "turn_off_two_factor": "y"})
     assert response.status_code == 422
     assert REFUSED in response.get_data(as_text=True)

@@ -11,7 +11,15 @@ import pytest
 
 from tests.support import factories
 from tests.support.forms import PASSWORD, csrf_token, signed_in
-from tests.support.money import ETH_ADDRESS, post, priced_portal, race, review_withdrawal, text
+from tests.support.money import (
+    ETH_ADDRESS,
+    approve_with_a_fresh_code,
+    post,
+    priced_portal,
+    race,
+    review_withdrawal,
+    text,
+)
 from tests.support.portal_app import MERCHANT, email
 from tests.support.smtp import text_of
 from tests.support.two_factor import signed_in_with_two_factor
@@ -92,11 +100,7 @@ def test_a_withdrawal_above_the_limit_sends_nothing_until_another_owner_approves
     assert used.status_code == 422, "the code that signed in is no fresh second factor"
     assert send_approved(portal) == 0 and sandbox.operations_to(address) == 0
 
-    second.clock.advance()
-    approved = post(
-        second.client, approval + "/approve", {"code": second.clock.code(second.secret)}
-    )
-    assert approved.status_code == 302
+    assert approve_with_a_fresh_code(second, approval).status_code == 302
     assert send_approved(portal) == 1
     assert sandbox.operations_to(address) == 1
     assert send_approved(portal) == 0
@@ -190,11 +194,6 @@ def made_owner_by(app, maker: str, monkeypatch):
         by = accounts.find_user(maker)
         accounts.add_user(by.merchant, SECOND_OWNER, Role.OWNER, PASSWORD, by=by)
     return signed_in_with_two_factor(app, SECOND_OWNER, monkeypatch)
-
-
-def approve_with_a_fresh_code(new, approval: str):
-    new.clock.advance()
-    return post(new.client, approval + "/approve", {"code": new.clock.code(new.secret)})
 
 
 def test_an_owner_added_a_minute_ago_cannot_approve_until_a_day_passed(

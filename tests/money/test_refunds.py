@@ -26,7 +26,16 @@ from tests.live import test_money_events
 from tests.live.test_money_events import api, portal  # noqa: F401  (the fixtures `refunding` uses)
 from tests.support.forms import csrf_token, signed_in
 from tests.support.mirror import sync_now
-from tests.support.money import CROSS_EXCHANGE, flags, in_book, post, race, submit, text
+from tests.support.money import (
+    CROSS_EXCHANGE,
+    approve_with_a_fresh_code,
+    flags,
+    in_book,
+    post,
+    race,
+    submit,
+    text,
+)
 from tests.support.portal_app import email
 from tests.support.sandbox_server import SandboxServer
 from tests.support.two_factor import signed_in_with_two_factor
@@ -566,9 +575,7 @@ def test_a_claimed_refund_above_the_limits_awaits_an_owner_other_than_the_reques
     assert post(owner, f"{approval}/approve").status_code == 403, "the requester's own"
 
     second = signed_in_with_two_factor(app, "second-owner@acme.test", monkeypatch)
-    second.clock.advance()
-    code = {"code": second.clock.code(second.secret)}
-    assert post(second.client, f"{approval}/approve", code).status_code == 302
+    assert approve_with_a_fresh_code(second, approval).status_code == 302
     assert send_refunds(app) == 1
     assert refunding.sandbox.operations_to(address) == 1
 
@@ -617,9 +624,7 @@ def test_an_operators_refund_claimed_on_its_link_waits_for_an_owner(refunding, m
     approval = approval_of(operator.get(asked.location))
     owner = signed_in_with_two_factor(app, email("owner"), monkeypatch)
     assert "An operator's refund, claimed on its link" in text(owner.client.get(approval))
-    owner.clock.advance()
-    code = {"code": owner.clock.code(owner.secret)}
-    assert post(owner.client, f"{approval}/approve", code).status_code == 302
+    assert approve_with_a_fresh_code(owner, approval).status_code == 302
     assert send_refunds(app) == 1
     assert refunding.sandbox.operations_to(address) == 1
 

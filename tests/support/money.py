@@ -62,6 +62,13 @@ def post(client, path: str, data: dict | None = None, **headers: str):
     return client.post(path, data={**(data or {}), "csrf_token": token}, headers=headers)
 
 
+def approve_with_a_fresh_code(owner, approval: str):
+    """`owner` (`two_factor.signed_in_with_two_factor`) presses Approve on the approval's page
+    with a code of the next period, fresh as an approval needs it."""
+    owner.clock.advance()
+    return post(owner.client, approval + "/approve", {"code": owner.clock.code(owner.secret)})
+
+
 def intent_key(client, path: str) -> str:
     """The idempotency key of the form on `path`, as the browser gets it ("" when there is none)."""
     match = INTENT_FIELD.search(client.get(path).get_data(as_text=True))

@@ -70,6 +70,8 @@ EVENTS_PER_TICK = 500
 # minutes) of writing them, and an owner's test event or a refund's at once: an event that
 # committed late is that recent, and the scan stays this short.
 LATE_WINDOW = timedelta(minutes=10)
+# A user the merchant's events may mail, with the event types they chose.
+Recipient = tuple[User, frozenset[EventType]]
 MESSAGES_PER_TICK = 200
 
 
@@ -124,15 +126,16 @@ def isolated(step: Callable[..., None], *args: int, doing: str) -> None:
 def _queue_events(merchant_id: int) -> None:
     """Queue the mail of the merchant's events past its cursor, then of those that committed
     below it late."""
-    cursor = _queue_after_cursor(merchant_id)
+    recipients = _recipients(merchant_id)
+    cursor = _queue_after_cursor(merchant_id, recipients)
     try:
-        _queue_late(merchant_id, cursor)
+        _queue_late(merchant_id, cursor, recipients)
         db.session.commit()
     except IntegrityError:
         db.session.rollback()  # another worker queued them meanwhile: the next tick sees it
 
 
-def _queue_after_cursor(merchant_id: int) -> int:
+def _queue_after_cursor(merchant_id: int, recipients: list[Recipient]) -> int:
     """Move the merchant's cursor past its next events and queue their messages, in one
     transaction; where the cursor stands then. The UPDATE is conditional on where the cursor
     was read, so only one worker's matches (PostgreSQL makes the other wait for the first's
@@ -154,20 +157,18 @@ def _queue_after_cursor(merchant_id: int) -> int:
     if moved != 1:
         db.session.rollback()  # another worker queued these events meanwhile
         return start
-    _queue_mail(events, _recipients(merchant_id))
+    _queue_mail(events, recipients)
     db.session.commit()
     return events[-1].id
 
 
-def _queue_late(merchant_id: int, cursor: int) -> None:
+def _queue_late(merchant_id: int, cursor: int, recipients: list[Recipient]) -> None:
     """Queue the missing messages of the events at or below the cursor written in the last
     `LATE_WINDOW`: a transaction that took lower ids than an event mailed already and committed
     after it. The caller commits; a worker that queued one meanwhile makes the commit fail.
     Users whose address cannot be mailed are left out (the cursor pass logs it), else their
     events would be looked at again each tick."""
-    recipients = [
-        (user, chosen) for user, chosen in _recipients(merchant_id) if looks_like_email(user.email)
-    ]
+    recipients = [(user, chosen) for user, chosen in recipients if looks_like_email(user.email)]
     if not recipients:
         return
     late = sa.select(Event).where(
@@ -191,7 +192,7 @@ def _queue_late(merchant_id: int, cursor: int) -> None:
 
 def _queue_mail(
     events: Iterable[Event],
-    recipients: list[tuple[User, frozenset[EventType]]],
+    recipients: list[Recipient],
     *,
     queued: Container[tuple[int | None, int | None]] = frozenset(),
 ) -> None:
@@ -225,7 +226,7 @@ def _cursor(merchant_id: int) -> int:
     return 0
 
 
-def _recipients(merchant_id: int) -> list[tuple[User, frozenset[EventType]]]:
+def _recipients(merchant_id: int) -> list[Recipient]:
     users = db.session.scalars(sa.select(User).where(User.merchant_id == merchant_id)).all()
     return [(user, chosen) for user in users if (chosen := choices_of(user))]
 

@@ -52,7 +52,9 @@ def _own_looser(
     rate, it counts as relaxing). An own `daily` limit always relaxes the merchant's: that one
     counts what left every wallet together, and the currency would leave that count."""
     if before is None and after is not None and merchants is not None:
-        value = None if daily else limits.value_now(merchant, currency, after)
+        if daily:
+            return True
+        value = limits.value_now(merchant, currency, after)
         return value is None or value > merchants
     return _looser(before, after)
 
@@ -118,13 +120,7 @@ def change_own_limits(
 def make_owner(user: User, by: User) -> ControlChange:
     """`user` (of `by`'s merchant, not an owner) is to become an owner: always a change that
     waits."""
-    change = ControlChange(
-        kind=ControlKind.OWNER,
-        user_id=user.id,
-        before=f"{user.email}: {user.role.label.lower()}",
-        after=f"{user.email}: owner",
-    )
-    return _ask(by, change)
+    return _role_change(user, by, ControlKind.OWNER, Role.OWNER)
 
 
 def demote_owner(user: User, by: User) -> ControlChange:
@@ -133,11 +129,15 @@ def demote_owner(user: User, by: User) -> ControlChange:
     answer to nobody. They become an accountant (who reads and moves no money); any owner may
     then give them another role or remove them. The owner concerned is told with the others,
     and may cancel the change or, consenting, approve it."""
+    return _role_change(user, by, ControlKind.NOT_OWNER, Role.ACCOUNTANT)
+
+
+def _role_change(user: User, by: User, kind: ControlKind, role: Role) -> ControlChange:
     change = ControlChange(
-        kind=ControlKind.NOT_OWNER,
+        kind=kind,
         user_id=user.id,
-        before=f"{user.email}: owner",
-        after=f"{user.email}: accountant",
+        before=f"{user.email}: {user.role.label.lower()}",
+        after=f"{user.email}: {role.label.lower()}",
     )
     return _ask(by, change)
 
