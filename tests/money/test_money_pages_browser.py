@@ -157,6 +157,8 @@ def test_cross_exchange_create_countdown_and_cancel(page: Page, portal: PortalSe
 
     _menu(page, "Cross exchanges")
     page.get_by_role("link", name=heading).click()
+    # The list may hold other canceled cross exchanges: the status is read once the page is in.
+    expect(page.get_by_role("heading", level=1)).to_have_text(heading)
     expect(page.get_by_text("Canceled", exact=True)).to_be_visible()
 
 
