@@ -623,7 +623,60 @@ def test_an_operators_refund_claimed_on_its_link_waits_for_an_owner(refunding, m
     assert send_refunds(app) == 0 and refunding.sandbox.operations_to(address) == 0
     approval = approval_of(operator.get(asked.location))
     owner = signed_in_with_two_factor(app, email("owner"), monkeypatch)
-    assert "An operator's refund, claimed on its link" in text(owner.client.get(approval))
+    assert "Claimed on a link staff other than an owner could read" in text(
+        owner.client.get(approval)
+    )
+    assert approve_with_a_fresh_code(owner, approval).status_code == 302
+    assert send_refunds(app) == 1
+    assert refunding.sandbox.operations_to(address) == 1
+
+
+def test_an_owners_claim_link_is_read_and_renewed_by_owners_only(refunding):
+    """An operator who could read an owner's link could claim it with an address of their own,
+    sent with no owner involved: the refund's page shows it to the owners and to who asked."""
+    app = refunding.portal
+    owner, refund_page, link = by_link(refunding)
+    operator = signed_in(app, email("operator"))
+
+    seen = text(operator.get(refund_page))
+    renewed = post(operator, f"{refund_page}/link")
+
+    assert "/refund/" not in seen
+    assert "Shown to the owners and to who asked for the refund" in seen
+    assert "Send link again" not in seen
+    assert renewed.status_code == 403
+    assert link_on(owner, refund_page) == link, "the customer's link still works"
+
+
+def test_a_refund_of_someone_since_removed_waits_for_any_owner_once_claimed(refunding, monkeypatch):
+    """The operator read the link before being removed: once claimed, the refund waits for an
+    owner (any of them: who asked is gone), whatever the limits."""
+    from portal.extensions import db
+    from portal.identity.models import User
+    from portal.identity.rules import accounts
+
+    app = refunding.portal
+    operator = signed_in(app, email("operator"))
+    asked = post(
+        operator,
+        f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}",
+        {"basis": "amount", "amount": "0.7"},
+    )
+    link = link_on(operator, asked.location)
+    with app.app_context():
+        users = {user.email: user for user in db.session.scalars(sa.select(User))}
+        accounts.remove_user(users[email("operator")], by=users[email("owner")])
+    address = fresh_address()
+
+    landed = text(opened(app, link)(address, landed=True))
+
+    assert "Awaiting approval" in landed
+    assert send_refunds(app) == 0 and refunding.sandbox.operations_to(address) == 0
+    owner = signed_in_with_two_factor(app, email("owner"), monkeypatch)
+    approval = approval_of(owner.client.get(asked.location))
+    shown = text(owner.client.get(approval))
+    assert "a removed user" in shown
+    assert "Claimed on a link staff other than an owner could read" in shown
     assert approve_with_a_fresh_code(owner, approval).status_code == 302
     assert send_refunds(app) == 1
     assert refunding.sandbox.operations_to(address) == 1

@@ -49,7 +49,9 @@ def hold_withdrawal(intent: WithdrawalIntent, requester: User, checked: limits.C
     """Hold a reviewed withdrawal for another owner (its reason from `checked`), audited and
     mailed to the other owners. A second confirmation of the same intent finds it held."""
     assert checked.reason is not None  # only held money waits
-    approval = _new(requester, ApprovalKind.WITHDRAWAL, checked.reason, checked.value)
+    approval = _new(
+        requester.merchant, requester, ApprovalKind.WITHDRAWAL, checked.reason, checked.value
+    )
     approval.withdrawal_intent_id = intent.id
     approval.amount, approval.currency = intent.amount, intent.wallet
     approval.address = intent.address
@@ -75,7 +77,9 @@ def hold_voucher(
     found = of_voucher(intent)
     if found is not None:
         return found
-    approval = _new(requester, ApprovalKind.VOUCHER, checked.reason, checked.value)
+    approval = _new(
+        requester.merchant, requester, ApprovalKind.VOUCHER, checked.reason, checked.value
+    )
     approval.voucher_intent_id = intent.id
     approval.amount, approval.currency = amount, currency
     try:
@@ -92,18 +96,22 @@ def of_voucher(intent: IdempotencyKey) -> Approval | None:
     return db.session.scalar(sa.select(Approval).where(Approval.voucher_intent_id == intent.id))
 
 
-def hold_refund(refund: Refund, requester: User) -> Approval:
+def hold_refund(refund: Refund, requester: User | None) -> Approval:
     """Put a refund that awaits an approval on the queue: an operator asked for it (and typed
-    its address, or it was claimed on its link), or it is above the owners' limits. Audited
-    and mailed to the owners who may approve it."""
-    if requester.role is not Role.OWNER:
+    its address, or it was claimed on its link), someone since removed asked for it (None: any
+    owner may approve) and it was claimed, or it is above the owners' limits. Audited and
+    mailed to the owners who may approve it."""
+    merchant = db.session.get(Merchant, refund.merchant_id)
+    assert merchant is not None
+    if requester is None or requester.role is not Role.OWNER:
         reason: limits.Reason | None = (
             limits.Reason.TYPED_ADDRESS if refund.typed_by_staff else limits.Reason.OPERATORS_CLAIM
         )
     else:
-        reason = limits.check(requester.merchant, refund.currency, refund.amount).reason
-    value = limits.value_now(requester.merchant, refund.currency, refund.amount)
-    approval = _new(requester, ApprovalKind.REFUND, reason or limits.Reason.PER_WITHDRAWAL, value)
+        reason = limits.check(merchant, refund.currency, refund.amount).reason
+    value = limits.value_now(merchant, refund.currency, refund.amount)
+    reason = reason or limits.Reason.PER_WITHDRAWAL
+    approval = _new(merchant, requester, ApprovalKind.REFUND, reason, value)
     approval.refund_id = refund.id
     approval.amount, approval.currency = refund.amount, refund.currency
     approval.address = refund.address
@@ -113,42 +121,41 @@ def hold_refund(refund: Refund, requester: User) -> Approval:
 
 def claim_refund(refund: Refund, address: str) -> bool:
     """The customer's address for a claim link's refund, once (`refunds.claim`). The claimed
-    refund then waits for an owner when an operator asked for it (staff read the link on the
-    refund's page, so the operator could claim it with an address of their own), and for an
-    owner other than the one who asked when it is above the owners' limits, valued now."""
+    refund then waits for an owner unless an owner asked for it (whoever asked reads the link
+    on the refund's page, `refunds.reads_link`, so an operator, or someone since removed,
+    could claim it with an address of their own), and for an owner other than the one who
+    asked when it is above the owners' limits, valued now."""
     merchant = db.session.get(Merchant, refund.merchant_id)
     requester = db.session.get(User, refund.user_id) if refund.user_id else None
     assert merchant is not None
-    by_operator = requester is not None and requester.role is not Role.OWNER
-    held = by_operator or limits.check(merchant, refund.currency, refund.amount).reason is not None
+    by_staff = requester is None or requester.role is not Role.OWNER
+    held = by_staff or limits.check(merchant, refund.currency, refund.amount).reason is not None
     won = refunds.claim(refund, address, held=held)
     if won and held:
-        hold_refund(refund, requester or _any_owner(merchant))
+        hold_refund(refund, requester)
     return won
 
 
-def _any_owner(merchant: Merchant) -> User:
-    """Who stands for the requester of a refund whose requester was removed: any owner may
-    then approve it but the one named."""
-    return next(user for user in merchant.users if user.role is Role.OWNER)
-
-
 def _new(
-    requester: User, kind: ApprovalKind, reason: limits.Reason, value: Decimal | None
+    merchant: Merchant,
+    requester: User | None,
+    kind: ApprovalKind,
+    reason: limits.Reason,
+    value: Decimal | None,
 ) -> Approval:
     return Approval(
-        merchant_id=requester.merchant_id,
+        merchant_id=merchant.id,
         kind=kind,
         value=value,
-        value_currency=requester.merchant.reporting_currency,
+        value_currency=merchant.reporting_currency,
         reason=reason.value,
         state=ApprovalState.WAITING,
-        requested_by_id=requester.id,
+        requested_by_id=requester.id if requester else None,
         expires_at=utcnow() + EXPIRES_AFTER,
     )
 
 
-def _ask(approval: Approval, requester: User) -> None:
+def _ask(approval: Approval, requester: User | None) -> None:
     db.session.add(approval)
     db.session.flush()
     count_waiting(approval.merchant_id, 1)
@@ -400,12 +407,21 @@ def _described(
     return described
 
 
-def _mail_owners(approval: Approval, requester: User) -> None:
-    for owner in limits.other_owners(requester):
+def _mail_owners(approval: Approval, requester: User | None) -> None:
+    """Every owner who may approve it: all of them when who asked was removed."""
+    merchant = db.session.get(Merchant, approval.merchant_id)
+    assert merchant is not None
+    owners = (
+        limits.other_owners(requester)
+        if requester
+        else [user for user in merchant.users if user.role is Role.OWNER]
+    )
+    asker = requester.email if requester else "A user since removed"
+    for owner in owners:
         _mail(
             owner,
             f"Approval needed: a {approval.kind.value} of {_amount(approval)}",
-            f"{requester.email} asks to send {_amount(approval)} {_to(approval)}. It "
+            f"{asker} asks to send {_amount(approval)} {_to(approval)}. It "
             "waits for the approval of an owner other than the one who asked; nothing is sent "
             f"before. Approve or reject it here:\n"
             f"{outbox.portal_link(f'/approvals/{approval.id}')}\n\n"

@@ -37,7 +37,8 @@ class Reason(enum.StrEnum):
     PER_DAY = "per_day"  # with what left today, above the daily limit
     NO_RATE = "no_rate"  # no fresh rate to value it against a limit in the reporting currency
     TYPED_ADDRESS = "typed_address"  # a refund to an address an operator typed
-    OPERATORS_CLAIM = "operators_claim"  # an operator's refund, claimed on a link they could read
+    # a refund an operator (or someone since removed) asked for, claimed on a link they read
+    OPERATORS_CLAIM = "operators_claim"
 
 
 @dataclass(frozen=True)

@@ -330,6 +330,13 @@ def _keep(refund: Refund, conversion: Conversion) -> None:
     refund.rate, refund.rate_at = conversion.rate, conversion.at
 
 
+def reads_link(refund: Refund, user: User) -> bool:
+    """Whether `user` may read (and renew) the refund's claim link: an owner, or who asked for
+    it. Whoever reads it could claim it with an address of their own, so a refund claimed on a
+    link staff other than an owner could read waits for an owner (`approvals.claim_refund`)."""
+    return user.role is Role.OWNER or refund.user_id == user.id
+
+
 def link_token(refund: Refund) -> str | None:
     """The token of the refund's claim link while it waits for the customer's address; None
     once it no longer does (or for a link made before tokens were kept: sending it again makes

@@ -111,13 +111,15 @@ def _refund(refund_id: int) -> Refund:
 
 
 def _show(refund: Refund, status: int = 200, **forms: object) -> Response:
-    token = refunds.link_token(refund)
+    reads_link = refunds.reads_link(refund, current_user)
+    token = refunds.link_token(refund) if reads_link else None
     return page(
         "refunds/show.html",
         status,
         refund=refund,
         state=refunds.state_of(refund),
         cancelable=refunds.cancelable(refund),
+        reads_link=reads_link,
         link=claim_url(token) if token else None,
         cancel_form=CancelRefundForm(formdata=None),
         link_form=NewLinkForm(formdata=None),
@@ -152,6 +154,8 @@ def cancel(refund_id: int) -> Response:
 def new_link(refund_id: int) -> Response:
     """A fresh claim link (the old one stops working), mailed again when the e-mail is known."""
     refund = _refund(refund_id)
+    if not refunds.reads_link(refund, current_user):
+        abort(403)
     if not NewLinkForm().validate_on_submit():
         abort(400)
     if refunds.new_link(refund, claim_url):
