@@ -599,9 +599,42 @@ def test_a_cross_exchanges_operation_is_never_refunded_out_of_the_wallet(refundi
     asked = post(owner, f"/refunds/new/{exchange.operation_id}", form)
 
     assert asked.status_code == 422
-    assert "This operation pays for a cross exchange" in text(asked)
+    assert "for a cross exchange: its money goes to the exchange" in text(asked)
     assert send_refunds(app) == 0
     assert sandbox.operations_to(address) == 0
+
+
+def test_an_operation_made_while_a_cross_exchanges_answer_was_lost_is_never_refunded(refunding):
+    """The API lists no cross exchanges, so the portal knows none whose answer was lost: an
+    operation in its sold currency and amount, made while it was asked, may pay for it. It is
+    neither refunded nor booked as money received in the wallet."""
+    from portal.extensions import db
+    from portal.money.models import LedgerEntry
+
+    app, sandbox = refunding.portal, refunding.sandbox
+    owner = signed_in(app, email("owner"))
+    sandbox.control("POST", "faults", {"mode": "reset", "methods": ["POST"]})
+    lost = submit(owner, "/cross-exchanges/new", CROSS_EXCHANGE)
+    sandbox.control("POST", "faults", {"mode": "none"})
+    operation = refunding.api.list_operations().items[0]  # the cross exchange's, made anyway
+    sandbox.receive(operation.id, CROSS_EXCHANGE["sell_amount"])
+    sync_now(app)
+    page = owner.get(f"/operations/{operation.id}")
+    address = booked_address(app)
+    form = {"basis": "amount", "amount": CROSS_EXCHANGE["sell_amount"], "address": address}
+
+    asked = post(owner, f"/refunds/new/{operation.id}", form)
+
+    assert "Outcome unknown" in text(lost)
+    assert (operation.currency, operation.amount) == ("BTC", Decimal("0.01"))
+    assert "Paid" in text(page)
+    assert f"/refunds/new/{operation.id}" not in page.get_data(as_text=True)
+    assert asked.status_code == 422
+    assert "may pay) for a cross exchange" in text(asked)
+    assert send_refunds(app) == 0 and sandbox.operations_to(address) == 0
+    with app.app_context():
+        booked = sa.select(LedgerEntry).where(LedgerEntry.operation_id == operation.id)
+        assert db.session.scalars(booked).all() == []
 
 
 def test_an_operators_refund_claimed_on_its_link_waits_for_an_owner(refunding, monkeypatch):

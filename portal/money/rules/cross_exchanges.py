@@ -3,14 +3,21 @@ their sold currency is paid to, and the addresses that were entered for them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import timedelta
+from decimal import Decimal
+
 import sqlalchemy as sa
 
-from portal.api import CrossExchange
+from portal.api import CrossExchange, Operation
 from portal.extensions import db
 from portal.identity.models import Merchant, User
-from portal.money.models import CrossExchangeReference, IdempotencyKey, IntentKind
+from portal.money.models import CrossExchangeReference, IdempotencyKey, IntentKind, IntentState
 
 LOOKUP_CHUNK = 500  # operation ids named in one statement
+# How far the clocks of the portal and the payment service may differ, for an operation made
+# while a cross exchange's request was under way.
+CLOCK_MARGIN = timedelta(minutes=1)
 
 
 def remember(merchant: Merchant, user: User, cross_exchange: CrossExchange) -> None:
@@ -38,10 +45,13 @@ def of(merchant: Merchant) -> sa.Select:
     )
 
 
-def paying_operations(merchant_id: int, operation_ids: list[str]) -> set[str]:
-    """Which of these operations take the sold currency of one of the merchant's cross
-    exchanges: their money goes to the exchange's payout address, never to the wallet."""
-    found: set[str] = set()
+def paying_operations(merchant_id: int, operations: Sequence[Operation]) -> set[str]:
+    """Which of these operations take (or may take) the sold currency of one of the merchant's
+    cross exchanges: their money goes to the exchange's payout address, never to the wallet.
+    The API lists no cross exchanges, so the portal knows those whose answer arrived, and of
+    those whose answer was lost the currency, the amount and when they were asked."""
+    operation_ids = [operation.id for operation in operations]
+    found = _lost_answers_operations(merchant_id, operations)
     for start in range(0, len(operation_ids), LOOKUP_CHUNK):
         found.update(
             db.session.scalars(
@@ -69,3 +79,28 @@ def entered_addresses(merchant: Merchant, cross_exchange_id: str) -> dict[str, s
     if not parameters:
         return None
     return {key: parameters[key] for key in ("sell_address", "buy_address") if key in parameters}
+
+
+def _lost_answers_operations(merchant_id: int, operations: Sequence[Operation]) -> set[str]:
+    """The operations that may pay for a cross exchange whose answer was lost: in its sold
+    currency, of its amount when the form gave it, made while its request was under way."""
+    lost = db.session.scalars(
+        sa.select(IdempotencyKey).where(
+            IdempotencyKey.merchant_id == merchant_id,
+            IdempotencyKey.kind == IntentKind.CROSS_EXCHANGE,
+            IdempotencyKey.state == IntentState.UNKNOWN,
+        )
+    ).all()
+    return {
+        operation.id for operation in operations for key in lost if _may_have_made(key, operation)
+    }
+
+
+def _may_have_made(key: IdempotencyKey, operation: Operation) -> bool:
+    asked = key.parameters
+    amount = asked.get("sell_amount")
+    return (
+        operation.currency == asked.get("sell_currency")
+        and (amount is None or Decimal(amount) == operation.amount)
+        and key.created_at - CLOCK_MARGIN <= operation.created_at <= key.updated_at + CLOCK_MARGIN
+    )

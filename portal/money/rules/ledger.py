@@ -150,7 +150,7 @@ def book_operations(
         for operation, money in moneys
         if operation.category not in WITHDRAWAL_CATEGORIES and operation.currency_paid
     ]
-    exchanges = cross_exchanges.paying_operations(merchant_id, [o.id for o, _ in sales])
+    exchanges = cross_exchanges.paying_operations(merchant_id, [o for o, _ in sales])
     sales = [(o, m) for o, m in sales if o.id not in exchanges]
     booked, counts = _booked_payments(merchant_id, generation, [o.id for o, _ in sales])
     entry = partial(_entry, merchant_id, generation)

@@ -172,18 +172,19 @@ def refundable(merchant: Merchant, operation: Operation, money: OperationMoney) 
     return Refundable(money.currency, money.received, taken(merchant, operation.id), money.surplus)
 
 
-def refusal(merchant: Merchant, operation_id: str, money: OperationMoney) -> str | None:
+def refusal(merchant: Merchant, operation: Operation, money: OperationMoney) -> str | None:
     """Why this operation's money cannot be refunded at all (None: it can). The money of a
     cross exchange's operation goes to the exchange's payout address and never reaches the
     wallet (design §5a): refunding it would pay the customer twice, out of the merchant's own
     money."""
     if money.state is None or not money.state.refundable:
         return "Only an operation that received money can be refunded."
-    if cross_exchanges.paying_operations(merchant.id, [operation_id]):
+    if cross_exchanges.paying_operations(merchant.id, [operation]):
         return (
-            "This operation pays for a cross exchange: its money went to the exchange's payout "
-            "address, never to your wallet, so the portal cannot refund it. If the exchange "
-            "fails, the payment service sends the money back to the exchange's refund address."
+            "This operation pays (or, made while a cross exchange's answer was lost, may pay) "
+            "for a cross exchange: its money goes to the exchange's payout address, never to "
+            "your wallet, so the portal cannot refund it. If the exchange fails, the payment "
+            "service sends the money back to the exchange's refund address."
         )
     return None
 
@@ -238,7 +239,7 @@ def request(
     money store one: they race for the same `Refund.number`, and the loser reads the refunds
     again before it tries once more.
     """
-    refused = refusal(merchant, operation.id, money)
+    refused = refusal(merchant, operation, money)
     if refused:
         raise RefundRefused(refused)
     if not money.received:

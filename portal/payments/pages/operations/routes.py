@@ -170,7 +170,7 @@ def _show(operation: Operation, status: int = 200, **context: object) -> Respons
         status,
         operation=operation,
         money=money,
-        refundable=refunds.refusal(current_user.merchant, operation.id, money) is None,
+        refundable=refunds.refusal(current_user.merchant, operation, money) is None,
         paying=operation.category not in WITHDRAWAL_CATEGORIES,
         expiry=assumed_expiry(
             operation, current_app.config["OPERATION_TTL_MINUTES"], datetime.now(UTC)
