@@ -191,3 +191,72 @@ def test_without_an_answer_from_the_payment_service_the_page_says_so(app):
     assert 'name="display_name"' in shown.text and 'name="reporting_currency"' not in shown.text
     assert sent.status_code == 502 and unanswered in words(sent)
     assert reporting_currency(app, "Unreachable") == "USD"
+
+
+def test_the_owners_limits_are_converted_worth_no_more_and_waiting_raises_canceled(
+    app, owner, sandbox
+):
+    """Kept in the reporting currency, the limits would otherwise be read in the new one: 100
+    USD as 100 ETH, some 300,000 USD, with no other owner involved."""
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.money.rules import controls, limits
+
+    sandbox.set_prices(BTC="60000", ETH="3000")
+    assert choose(owner, "USD").status_code == 302
+    tightened = {"reporting-per_withdrawal": "100", "reporting-per_day": "150"}
+    assert post(owner, "/withdrawals/limits/reporting", tightened).status_code == 302
+    raised = {"reporting-per_withdrawal": "1000", "reporting-per_day": "1500"}
+    assert post(owner, "/withdrawals/limits/reporting", raised).status_code == 302
+    try:
+        with app.app_context():
+            assert [
+                c.per_withdrawal for c in controls.waiting(accounts.merchant_named(MERCHANT))
+            ] == [Decimal(1000)]
+
+        changed = choose(owner, "ETH")
+
+        assert changed.status_code == 302
+        page = words(owner.get(changed.location))
+        assert "Your withdrawal limits were converted to ETH at today's rates, rounded down" in page
+        with app.app_context():
+            merchant = accounts.merchant_named(MERCHANT)
+            worth = [
+                limit * 3000 for limit in (merchant.limit_per_withdrawal, merchant.limit_per_day)
+            ]
+            assert Decimal("99.9") < worth[0] <= 100 and Decimal("149.9") < worth[1] <= 150
+            assert controls.waiting(merchant) == [], "the raise asked in USD is canceled"
+            assert limits.check(merchant, "ETH", Decimal(10)).reason is not None
+        assert choose(owner, "USD").status_code == 302
+        with app.app_context():
+            merchant = accounts.merchant_named(MERCHANT)
+            assert Decimal("99.8") < merchant.limit_per_withdrawal <= 100
+            assert merchant.limit_per_withdrawal.as_tuple().exponent == -2, "in cents"
+    finally:
+        with app.app_context():
+            limits.set_limits(accounts.merchant_named(MERCHANT), None, None)
+            db.session.commit()
+
+
+def test_limits_with_no_rate_to_convert_them_refuse_the_change_and_change_nothing(app):
+    """The payment service no longer quotes the old currency: nothing tells what the limits are
+    worth in the new one."""
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.money.rules import limits, reporting
+
+    quoted = {(wallet, "ETH"): Decimal(1) for wallet in WALLETS if wallet != "ETH"}
+    with app.app_context():
+        merchant = accounts.merchant_named(MERCHANT)
+        owner = next(user for user in merchant.users if user.email == email("owner"))
+        limits.set_limits(merchant, Decimal(100), None)
+        db.session.commit()
+        try:
+            with pytest.raises(reporting.LimitsNotConvertible, match="from USD to ETH"):
+                reporting.change_reporting_currency(merchant, "ETH", owner, quoted)
+            db.session.rollback()
+            merchant = accounts.merchant_named(MERCHANT)
+            assert (merchant.reporting_currency, merchant.limit_per_withdrawal) == ("USD", 100)
+        finally:
+            limits.set_limits(accounts.merchant_named(MERCHANT), None, None)
+            db.session.commit()

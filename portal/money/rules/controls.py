@@ -75,7 +75,7 @@ def change_limits(
     before = (merchant.limit_per_withdrawal, merchant.limit_per_day)
     if not (_looser(before[0], per_withdrawal) or _looser(before[1], per_day)):
         if (per_withdrawal, per_day) != before:
-            _supersede(user, ControlKind.LIMITS)
+            supersede(user, ControlKind.LIMITS)
         limits.set_limits(merchant, per_withdrawal, per_day)
         return None
     currency = merchant.reporting_currency
@@ -102,7 +102,7 @@ def change_own_limits(
     ) or _own_looser(merchant, currency, before[1], per_day, merchant.limit_per_day, daily=True)
     if not looser:
         if (per_withdrawal, per_day) != before:
-            _supersede(user, ControlKind.OWN_LIMITS, currency)
+            supersede(user, ControlKind.OWN_LIMITS, currency)
         limits.set_own_limits(merchant, currency, per_withdrawal, per_day)
         return None
     change = ControlChange(
@@ -154,7 +154,7 @@ def change_cooling_off(user: User, hours: Decimal) -> ControlChange | None:
     after = timedelta(hours=float(hours))
     if after >= before:
         if after != before:
-            _supersede(user, ControlKind.COOLING_OFF)
+            supersede(user, ControlKind.COOLING_OFF)
         _set_cooling_off(merchant, hours)
         return None
     change = ControlChange(
@@ -171,7 +171,7 @@ def _set_cooling_off(merchant: Merchant, hours: Decimal | None) -> None:
     audit.record("cooling_off.change", parameters={"hours": hours})
 
 
-def _supersede(user: User, kind: ControlKind, currency: str | None = None) -> None:
+def supersede(user: User, kind: ControlKind, currency: str | None = None) -> None:
     """Cancel the waiting changes of a control `user` tightens at once: each holds every value
     of the control as asked then, and applied later it would undo this change unseen. The
     caller calls it only when a value changes (the same values saved again cancel nothing)."""

@@ -20,7 +20,12 @@ from portal.identity.models import Role, User
 from portal.identity.rules import accounts, audit, one_time_links, passkeys, two_factor
 from portal.live.rules import outbox
 from portal.money.rules import controls, refunds
-from portal.money.rules.reporting import Revalued, change_reporting_currency, choosable
+from portal.money.rules.reporting import (
+    LimitsNotConvertible,
+    Revalued,
+    change_reporting_currency,
+    choosable,
+)
 from portal.payments.rules.mirror_money import set_tolerance
 from portal.payments.rules.shops import save_settings
 from portal.settings.models import Environment
@@ -221,9 +226,13 @@ def reporting_currency() -> Response:
         typed = {"new": form.reporting_currency.data}
         audit_refused("reporting_currency.change", form, status, typed)
         return _checkout_page(status, reporting_form=form)
-    revalued = change_reporting_currency(
-        current_user.merchant, form.reporting_currency.data, _owner(), rates
-    )
+    try:
+        revalued = change_reporting_currency(
+            current_user.merchant, form.reporting_currency.data, _owner(), rates
+        )
+    except LimitsNotConvertible as refused:
+        form.reporting_currency.errors = [str(refused)]
+        return _checkout_page(422, reporting_form=form)
     flash(_revalued_sentence(revalued), "success")
     return redirect(url_for("settings.checkout"))
 
@@ -253,6 +262,11 @@ def _revalued_sentence(revalued: Revalued) -> str:
     if revalued.without_rate:
         have = "has" if revalued.without_rate == 1 else "have"
         sentence += f"; {revalued.without_rate:,} {have} no rate"
+    if revalued.limits_converted:
+        sentence += (
+            f". Your withdrawal limits were converted to {revalued.currency} at today's rates, "
+            "rounded down"
+        )
     return sentence + "."
 
 
