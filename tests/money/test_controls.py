@@ -12,15 +12,19 @@ import pytest
 from tests.money.test_approvals import (
     SECOND_OWNER,
     audit_events,
+    held,
     second_owner,
     send_approved,
 )
 from tests.support.money import (
     ETH_ADDRESS,
     apply_due,
+    approve_with_a_fresh_code,
     intent_key,
     post,
     priced_portal,
+    race_each,
+    review_withdrawal,
     submit,
     text,
 )
@@ -284,6 +288,81 @@ def test_the_daily_limit_counts_the_vouchers_made_today(portal, owner):
     refused = post(owner, "/withdrawals/new", {**WITHDRAWAL, "amount": "0.03"})
     assert refused.status_code == 422, "0.03 ETH left as a voucher today: 0.03 more is over 0.05"
     assert post(owner, "/withdrawals/new", {**WITHDRAWAL, "amount": "0.01"}).status_code == 302
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def portal_on_each_database(request, tmp_path, sandbox, mail_server):
+    config = {}
+    if request.param == "postgresql":
+        config["DATABASE_URL"] = request.getfixturevalue("postgres_url")
+    with priced_portal(tmp_path, sandbox, mail_server, **config) as app:
+        yield app
+
+
+def test_confirmations_at_the_same_moment_take_the_days_limit_once(
+    portal_on_each_database, sandbox
+):
+    """Six confirmations of 60 USD at once against a daily limit of 100: the check of the
+    limits and the claim are one step, so one is sent and the others find the day taken."""
+    from tests.support.forms import session_csrf_token, signed_in
+
+    app = portal_on_each_database
+    owner = signed_in(app, email("owner"))
+    daily = {"reporting-per_withdrawal": "", "reporting-per_day": "100"}
+    assert post(owner, "/withdrawals/limits/reporting", daily).status_code == 302
+    reviews = [review_withdrawal(owner, "0.02") for _ in range(6)]  # 60 USD each
+
+    token = {"csrf_token": session_csrf_token(owner)}
+
+    statuses = race_each(app, owner, [(review + "/confirm", token) for _, review in reviews])
+
+    assert sorted(statuses) == [302] + [422] * 5
+    assert sum(sandbox.operations_to(address) for address, _ in reviews) == 1
+
+
+def test_vouchers_made_at_the_same_moment_take_the_days_limit_once(
+    portal_on_each_database, sandbox
+):
+    from tests.support.forms import session_csrf_token, signed_in
+
+    app = portal_on_each_database
+    owner = signed_in(app, email("owner"))
+    daily = {"reporting-per_withdrawal": "", "reporting-per_day": "100"}
+    assert post(owner, "/withdrawals/limits/reporting", daily).status_code == 302
+    made_before = sandbox.requests_received("POST", "/vouchers")
+    voucher = {"amount": "0.02", "currency": "ETH", "csrf_token": session_csrf_token(owner)}
+    forms = [
+        ("/vouchers/new", {**voucher, "intent": intent_key(owner, "/vouchers/new")})
+        for _ in range(6)
+    ]
+
+    statuses = race_each(app, owner, forms)
+
+    assert sorted(statuses) == [302] + [422] * 5
+    assert sandbox.requests_received("POST", "/vouchers") == made_before + 1
+
+
+def test_an_approved_withdrawal_the_worker_has_not_sent_counts_against_the_daily_limit(
+    portal, sandbox, monkeypatch
+):
+    """The worker sends it without asking the limits again: a withdrawal confirmed before it
+    goes must find the day's limit taken by it."""
+    from tests.support.forms import signed_in
+
+    owner = signed_in(portal, email("owner"))
+    daily = {"reporting-per_withdrawal": "", "reporting-per_day": "200"}
+    assert post(owner, "/withdrawals/limits/reporting", daily).status_code == 302
+    second = second_owner(portal, monkeypatch)
+    approval_address, approval = held(owner, "0.1")  # 300 USD: above the day's 200
+    assert approve_with_a_fresh_code(second, approval).status_code == 302
+    address, review = review_withdrawal(owner, "0.05")  # 150 USD
+
+    confirmed = post(owner, review + "/confirm")
+
+    assert confirmed.status_code == 302
+    assert "waits for an owner other than the one who asked" in text(owner.get(review))
+    assert sandbox.operations_to(address) == 0
+    assert send_approved(portal) == 1 and sandbox.operations_to(approval_address) == 1
 
 
 def test_a_voucher_above_the_limit_is_created_once_after_another_owner_approves(

@@ -43,14 +43,16 @@ def connect(app, sandbox: SandboxServer, merchant: str = "Acme") -> None:
 
 
 @contextlib.contextmanager
-def priced_portal(folder, sandbox: SandboxServer, mail_server) -> Iterator:
-    """A connected portal that mails through `mail_server`, its mirror synced, with BTC at
-    60,000 and ETH at 3,000 USD: what the limits and approvals are valued against."""
+def priced_portal(folder, sandbox: SandboxServer, mail_server, **config: object) -> Iterator:
+    """A connected portal (`config` added to its own) that mails through `mail_server`, its
+    mirror synced, with BTC at 60,000 and ETH at 3,000 USD: what the limits and approvals are
+    valued against."""
     from tests.support.mirror import sync_now
     from tests.support.portal_app import connected_portal
 
     sandbox.set_prices(BTC="60000", ETH="3000")
-    with connected_portal(folder, sandbox, SYNC_SECONDS=0, SMTP_URL=mail_server.url) as app:
+    settings = {"SYNC_SECONDS": 0, "SMTP_URL": mail_server.url, **config}
+    with connected_portal(folder, sandbox, **settings) as app:
         sync_now(app)
         yield app
 
@@ -83,20 +85,27 @@ def submit(client, path: str, data: dict | None = None, **headers: str):
 def race(app, client, url: str, data: dict, times: int) -> list[int]:
     """POST the same form `times` at once, each on a client of its own in `client`'s session
     (with its own database connection, as gunicorn workers would); the statuses."""
+    return race_each(app, client, [(url, data)] * times)
+
+
+def race_each(app, client, forms: list[tuple[str, dict]]) -> list[int]:
+    """POST each form (its URL and data) at once, as `race` does; the statuses."""
     cookie_name = app.config["SESSION_COOKIE_NAME"]
     cookie = client.get_cookie(cookie_name).value
     clients = []
-    for _ in range(times):
+    for _ in forms:
         clients.append(app.test_client())
         clients[-1].set_cookie(cookie_name, cookie)
-    start = threading.Barrier(times)
+    start = threading.Barrier(len(forms))
     statuses: list[int] = []
 
-    def send(one) -> None:
+    def send(one, form: tuple[str, dict]) -> None:
         start.wait()
-        statuses.append(one.post(url, data=data).status_code)
+        statuses.append(one.post(form[0], data=form[1]).status_code)
 
-    threads = [threading.Thread(target=send, args=(one,)) for one in clients]
+    threads = [
+        threading.Thread(target=send, args=pair) for pair in zip(clients, forms, strict=True)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -126,8 +126,9 @@ def claim_refund(refund: Refund, address: str) -> bool:
     could claim it with an address of their own), and for an owner other than the one who
     asked when it is above the owners' limits, valued now."""
     merchant = db.session.get(Merchant, refund.merchant_id)
-    requester = db.session.get(User, refund.user_id) if refund.user_id else None
     assert merchant is not None
+    limits.serialize(merchant)  # the limits read below and the claim are one step
+    requester = db.session.get(User, refund.user_id) if refund.user_id else None
     by_staff = requester is None or requester.role is not Role.OWNER
     held = by_staff or limits.check(merchant, refund.currency, refund.amount).reason is not None
     won = refunds.claim(refund, address, held=held)

@@ -106,6 +106,18 @@ def _today_value(merchant: Merchant) -> Decimal | None:
     return total
 
 
+def serialize(merchant: Merchant) -> None:
+    """Make this transaction the only one deciding whether the merchant's money may leave,
+    until it ends: the check of the limits and the claim (or hold) of what it lets through are
+    then one step. Apart, two confirmations at the same moment each found the day's limit free
+    and both sent. The lock is an update of the merchant's row (on PostgreSQL a row lock, on
+    SQLite the database's write lock), the first statement of a new transaction (the pending
+    one is committed): SQLite fails, instead of waiting, a write whose transaction read before
+    another's commit."""
+    db.session.commit()
+    db.session.execute(sa.update(Merchant).where(Merchant.id == merchant.id).values(id=Merchant.id))
+
+
 def check(merchant: Merchant, currency: str, amount: Decimal) -> Check:
     """Whether `amount` of `currency` may leave now without another owner's approval."""
     value = value_now(merchant, currency, amount)

@@ -249,6 +249,7 @@ def request(
         )
     conversion = converted(merchant, basis, entered, operation)
     for _attempt in range(ATTEMPTS):
+        limits.serialize(merchant)  # the limits read below and the refund stored are one step
         # The number before the amounts: a refund stored after this read takes this number too,
         # so one of the two inserts fails and its request reads the amounts again.
         number = _next_number(merchant, operation.id)

@@ -20,6 +20,8 @@ from portal.database import decimal_sum, utcnow
 from portal.extensions import db
 from portal.identity.models import Merchant
 from portal.money.models import (
+    Approval,
+    ApprovalState,
     IdempotencyKey,
     IntentKind,
     IntentState,
@@ -92,9 +94,9 @@ def withdrawn_today(merchant: Merchant, currency: str) -> Decimal:
     daily limits count them all): the ledger's (made anywhere, as the mirror saw them), the
     withdrawals and vouchers the portal made that no sync has booked yet (so a second one
     right after a first still counts it), those on their way or whose answer was lost (the
-    money may have left), and the refunds ready to be sent (the worker sends them without
-    asking the limits again; a refund is booked as it is sent). Network fees and returned
-    vouchers are not in it."""
+    money may have left), and those approved and the refunds ready to be sent (the worker
+    sends them without asking the limits again; a refund is booked as it is sent). Network
+    fees and returned vouchers are not in it."""
     midnight = utcnow().replace(hour=0, minute=0, second=0, microsecond=0)
     booked = sa.select(LedgerEntry.operation_id).where(
         LedgerEntry.merchant_id == merchant.id,
@@ -114,8 +116,16 @@ def withdrawn_today(merchant: Merchant, currency: str) -> Decimal:
         sa.select(decimal_sum(WithdrawalIntent.amount)).where(
             WithdrawalIntent.merchant_id == merchant.id,
             WithdrawalIntent.wallet == currency,
-            WithdrawalIntent.state.in_(MAY_HAVE_LEFT),
-            WithdrawalIntent.updated_at >= midnight,
+            sa.or_(
+                sa.and_(
+                    WithdrawalIntent.state.in_(MAY_HAVE_LEFT),
+                    WithdrawalIntent.updated_at >= midnight,
+                ),
+                sa.and_(
+                    WithdrawalIntent.state == IntentState.PENDING,
+                    _approved(Approval.withdrawal_intent_id == WithdrawalIntent.id),
+                ),
+            ),
             sa.or_(
                 WithdrawalIntent.operation_id.is_(None),
                 WithdrawalIntent.operation_id.not_in(booked),
@@ -134,6 +144,11 @@ def withdrawn_today(merchant: Merchant, currency: str) -> Decimal:
 LEAVING = (ledger.Kind.WITHDRAWAL, ledger.Kind.REFUND, ledger.Kind.VOUCHER)
 # The states of a request the portal sent, or began to send, whose money may have left.
 MAY_HAVE_LEFT = (IntentState.SENDING, IntentState.SENT, IntentState.UNKNOWN)
+
+
+def _approved(of_it: sa.ColumnElement[bool]) -> sa.Exists:
+    """Whether another owner approved it: the worker sends it next, asking no limit again."""
+    return sa.exists().where(of_it, Approval.state == ApprovalState.APPROVED)
 
 
 def _refunds_to_send(merchant: Merchant, currency: str, since: datetime) -> Decimal:
@@ -158,14 +173,22 @@ def _refunds_to_send(merchant: Merchant, currency: str, since: datetime) -> Deci
 
 
 def _vouchers_not_booked(merchant: Merchant, currency: str, since: datetime) -> Decimal:
-    """The vouchers the portal made, or began to make, since `since` that no sync booked yet
-    (their amounts are in the form's parameters, as text)."""
+    """The vouchers the portal made, or began to make, since `since` that no sync booked yet,
+    and those approved that the worker makes next (their amounts are in the form's parameters,
+    as text)."""
     made = db.session.execute(
         sa.select(IdempotencyKey.record_id, IdempotencyKey.parameters).where(
             IdempotencyKey.merchant_id == merchant.id,
             IdempotencyKey.kind == IntentKind.VOUCHER,
-            IdempotencyKey.state.in_(MAY_HAVE_LEFT),
-            IdempotencyKey.updated_at >= since,
+            sa.or_(
+                sa.and_(
+                    IdempotencyKey.state.in_(MAY_HAVE_LEFT), IdempotencyKey.updated_at >= since
+                ),
+                sa.and_(
+                    IdempotencyKey.state == IntentState.PENDING,
+                    _approved(Approval.voucher_intent_id == IdempotencyKey.id),
+                ),
+            ),
         )
     ).all()
     keys = [f"{ledger.Kind.VOUCHER.value}:{record_id}" for record_id, _asked in made]

@@ -144,6 +144,10 @@ def create() -> Response:
         status = step_up_refused(form.code, user, purpose="voucher")
         if status:
             return page("vouchers/review.html", status, form=form)
+        owner_limits.serialize(user.merchant)  # this check and the claim or hold are one step
+        checked = owner_limits.check(user.merchant, currency, amount)
+        if checked.reason is not None and not owner_limits.other_owners(user):
+            return page("vouchers/review.html", 422, form=form, error=ALONE)
         if checked.reason is not None:
             held = approvals.hold_voucher(user, form.intent.data, amount, currency, checked)
             flash(HELD, "info")

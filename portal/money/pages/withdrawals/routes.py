@@ -208,6 +208,10 @@ def confirm(key: str) -> Response:
         status = step_up_refused(form.code, user, purpose="withdrawal")
     if status:
         return _review(intent, status, form=form)
+    owner_limits.serialize(user.merchant)  # this check and the claim or hold are one step
+    alone = _alone_over_limit(intent.wallet, intent.amount)
+    if alone:  # a confirmation at the same moment took what the limits left
+        return _review(intent, 422, form=form, **alone)
     checked = owner_limits.check(user.merchant, intent.wallet, intent.amount)
     if checked.reason is not None:
         approvals.hold_withdrawal(intent, user, checked)
