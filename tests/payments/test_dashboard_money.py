@@ -155,3 +155,31 @@ def test_the_previous_period_and_payments_without_a_rate(app, api, sandbox, monk
     assert figure(page, "figure-without-rate").startswith("Excludes 1 payment without a rate")
     # The wallet's own units count it all the same.
     assert "BTC 0.04 BTC" in element(page, "received-per-currency").text
+
+
+def test_money_a_link_left_out_is_taken_off_what_each_wallet_received(app):
+    """A day on which a link left out 0.5 BTC that arrived the day before, and 0.1 BTC
+    arrived: the wallet received -0.4 BTC that day, as the statement counts it."""
+    from datetime import date
+
+    from portal.identity.rules import accounts
+    from portal.payments.rules.dashboard import Period, summarise
+    from tests.support.ledger import book
+
+    book(
+        app,
+        [
+            ("payment", "BTC", Decimal("0.5"), datetime(2026, 10, 10, 12, tzinfo=UTC)),
+            ("payment", "BTC", Decimal("-0.5"), datetime(2026, 10, 11, 12, tzinfo=UTC)),
+            ("payment", "BTC", Decimal("0.1"), datetime(2026, 10, 11, 13, tzinfo=UTC)),
+            ("fee", "BTC", Decimal("-0.001"), datetime(2026, 10, 11, 13, tzinfo=UTC)),
+        ],
+    )
+    with app.app_context():
+        merchant = accounts.merchant_named("Acme")
+        day = Period(date(2026, 10, 11), date(2026, 10, 11), UTC)
+        summary = summarise(merchant.id, merchant.api_connection.generation, "USD", day)
+
+    assert [(w.currency, w.received, w.fees) for w in summary.wallets] == [
+        ("BTC", Decimal("-0.4"), Decimal("0.001"))
+    ]

@@ -200,10 +200,14 @@ def _money(sums: dict[tuple[str, str], Sums]) -> Money:
 
 
 def _wallets(sums: dict[tuple[str, str], Sums]) -> list[Wallet]:
-    """The payments and fees of a period per wallet, in its own units."""
+    """The payments and fees of a period per wallet, in its own units, signed as `_money`
+    counts them: money a link left out after it arrived is taken off what was received."""
     wallets: defaultdict[str, dict[str, Decimal]] = defaultdict(dict)
     for (currency, kind), moved in sorted(sums.items()):
-        wallets[currency]["received" if kind == Kind.PAYMENT else "fees"] = abs(moved.amount)
+        if kind == Kind.PAYMENT:
+            wallets[currency]["received"] = moved.amount
+        else:
+            wallets[currency]["fees"] = -moved.amount
     return [Wallet(currency, **amounts) for currency, amounts in wallets.items()]
 
 
