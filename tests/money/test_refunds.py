@@ -444,6 +444,40 @@ def test_sending_the_link_again_kills_the_old_one_and_mails_the_new_one(refundin
     assert refunding.sandbox.operations_to(address) == 1
 
 
+def queued_bodies(app) -> list[str]:
+    """The bodies of the mails to the customer waiting in the outbox, oldest first."""
+    from portal.extensions import db
+    from portal.live.models import MailMessage, MailState
+
+    with app.app_context():
+        waiting = sa.select(MailMessage.body).where(
+            MailMessage.state == MailState.QUEUED,
+            MailMessage.to_address == "customer@example.com",
+        )
+        return list(db.session.scalars(waiting.order_by(MailMessage.id)))
+
+
+def test_with_email_off_no_claim_link_waits_in_the_outbox(refunding, monkeypatch):
+    """Nothing would ever send it: the link would stay in clear in the database."""
+    monkeypatch.setitem(refunding.portal.config, "SMTP_URL", None)
+    owner, refund_page, _link = by_link(refunding, email="customer@example.com")
+    assert post(owner, f"{refund_page}/link").status_code == 302
+
+    assert queued_bodies(refunding.portal) == []
+
+
+def test_a_link_that_stops_working_leaves_no_queued_mail_holding_it(refunding):
+    owner, refund_page, first = by_link(refunding, email="customer@example.com")
+    assert post(owner, f"{refund_page}/link").status_code == 302  # the first one stops working
+    second = link_on(owner, refund_page)
+    queued = queued_bodies(refunding.portal)
+    assert post(owner, f"{refund_page}/cancel").status_code == 302
+
+    assert [first in body for body in queued] == [False, False]
+    assert [second in body for body in queued] == [False, True]
+    assert not any(second in body for body in queued_bodies(refunding.portal))
+
+
 def test_a_canceled_refund_reads_canceled_to_the_customer_and_takes_no_claim(refunding):
     app = refunding.portal
     owner, refund_page, link = by_link(refunding)

@@ -33,7 +33,7 @@ from portal.extensions import db, rows_changed
 from portal.identity.models import Merchant, Role, User
 from portal.identity.rules import audit
 from portal.live.models import MailMessage
-from portal.live.rules import events
+from portal.live.rules import events, outbox
 from portal.live.rules.events import EventType
 from portal.money.models import IntentState, Refund, RefundStage
 from portal.money.rules import cross_exchanges, idempotency, ledger, limits, rate_history
@@ -388,6 +388,7 @@ def by_token(token: str) -> Refund | None:
 
 
 def _expire(refund: Refund) -> bool:
+    token = link_token(refund)
     changed = rows_changed(
         sa.update(Refund)
         .where(
@@ -401,6 +402,7 @@ def _expire(refund: Refund) -> bool:
     if changed:
         db.session.refresh(refund)
         _event(refund, EventType.REFUND_EXPIRED)
+        _forget_in_mail(token)
     db.session.commit()
     return bool(changed)
 
@@ -409,6 +411,7 @@ def claim(refund: Refund, address: str, *, held: bool = False) -> bool:
     """Give the refund the customer's address, once: True only for the one claim that did; a
     second claim, a double click or a late one changes nothing. A `held` one (above the
     owners' limits) then awaits an approval instead of being sent."""
+    token = link_token(refund)
     won = rows_changed(
         sa.update(Refund)
         .where(
@@ -429,6 +432,7 @@ def claim(refund: Refund, address: str, *, held: bool = False) -> bool:
     db.session.refresh(refund)
     if won:
         _event(refund, EventType.REFUND_CLAIMED)
+        _forget_in_mail(token)
     db.session.commit()
     return bool(won)
 
@@ -468,10 +472,12 @@ def cancel(refund: Refund) -> bool:
         Refund.stage.in_(UNSENT_STAGES),
         sa.and_(Refund.stage == RefundStage.READY, Refund.state == IntentState.PENDING),
     )
+    token = link_token(refund)
     won = _move(refund, unsent, stage=RefundStage.CANCELED, state=None, token_encrypted=None)
     db.session.refresh(refund)
     if won:
         _event(refund, EventType.REFUND_CANCELED)
+        _forget_in_mail(token)
         audit.record("refund.cancel", parameters={"refund": refund.id})
     db.session.commit()
     return won
@@ -481,7 +487,7 @@ def new_link(refund: Refund, link: Callable[[str], str]) -> bool:
     """A fresh claim link for an unclaimed refund (the old one stops working), valid for the
     merchant's period again and mailed to the customer when their e-mail is known; False when
     the refund is past its claim."""
-    token = secrets.token_urlsafe(TOKEN_BYTES)
+    old, token = link_token(refund), secrets.token_urlsafe(TOKEN_BYTES)
     days = refund.expires_at - refund.created_at
     won = _move(
         refund,
@@ -492,6 +498,7 @@ def new_link(refund: Refund, link: Callable[[str], str]) -> bool:
     )
     db.session.refresh(refund)
     if won:
+        _forget_in_mail(old)
         _mail_link(refund, link(token))
     db.session.commit()
     return won
@@ -528,8 +535,23 @@ def _shop(refund: Refund) -> str:
 
 
 def _mail(refund: Refund, subject: str, body: str) -> None:
+    """A message to the customer; none without e-mail (a link queued there would stay in the
+    database, never sent)."""
     assert refund.customer_email is not None
-    db.session.add(MailMessage(to_address=refund.customer_email, subject=subject, body=body))
+    if outbox.enabled():
+        outbox.queue(refund.customer_email, subject, body)
+
+
+def _forget_in_mail(token: str | None) -> None:
+    """Take a claim link that no longer works out of a mail still queued with it (a sent
+    mail's body is dropped): the database keeps no link in clear past its life."""
+    if token:
+        db.session.execute(
+            sa.update(MailMessage)
+            .where(MailMessage.body.contains(token, autoescape=True))
+            .values(body=sa.func.replace(MailMessage.body, token, "(no longer valid)"))
+            .execution_options(synchronize_session=False)
+        )
 
 
 def _move(refund: Refund, condition: sa.ColumnElement[bool], **values: object) -> bool:
