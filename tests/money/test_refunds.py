@@ -421,6 +421,8 @@ def test_sending_the_link_again_kills_the_old_one_and_mails_the_new_one(refundin
     app = refunding.portal
     owner, refund_page, old = by_link(refunding, email="customer@example.com")
     late = opened(app, old)  # the customer opened the first link, and comes back to it later
+    with app.app_context():
+        mail.send_due()
 
     again = post(owner, f"{refund_page}/link")
     new = link_on(owner, refund_page)
@@ -473,9 +475,8 @@ def test_a_link_that_stops_working_leaves_no_queued_mail_holding_it(refunding):
     queued = queued_bodies(refunding.portal)
     assert post(owner, f"{refund_page}/cancel").status_code == 302
 
-    assert [first in body for body in queued] == [False, False]
-    assert [second in body for body in queued] == [False, True]
-    assert not any(second in body for body in queued_bodies(refunding.portal))
+    assert len(queued) == 1 and second in queued[0] and first not in queued[0], "one dropped"
+    assert queued_bodies(refunding.portal) == []
 
 
 def test_a_canceled_refund_reads_canceled_to_the_customer_and_takes_no_claim(refunding):

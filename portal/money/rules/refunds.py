@@ -32,7 +32,7 @@ from portal.database import decimal_sum, iso_utc, utcnow
 from portal.extensions import db, rows_changed
 from portal.identity.models import Merchant, Role, User
 from portal.identity.rules import audit
-from portal.live.models import MailMessage
+from portal.live.models import MailMessage, MailState
 from portal.live.rules import events, outbox
 from portal.live.rules.events import EventType
 from portal.money.models import IntentState, Refund, RefundStage
@@ -543,13 +543,16 @@ def _mail(refund: Refund, subject: str, body: str) -> None:
 
 
 def _forget_in_mail(token: str | None) -> None:
-    """Take a claim link that no longer works out of a mail still queued with it (a sent
-    mail's body is dropped): the database keeps no link in clear past its life."""
+    """Drop the mails still queued with a claim link that no longer works (a sent mail's body
+    is dropped already): they would bring the customer a dead link, and the database keeps no
+    link in clear past its life."""
     if token:
         db.session.execute(
-            sa.update(MailMessage)
-            .where(MailMessage.body.contains(token, autoescape=True))
-            .values(body=sa.func.replace(MailMessage.body, token, "(no longer valid)"))
+            sa.delete(MailMessage)
+            .where(
+                MailMessage.state == MailState.QUEUED,
+                MailMessage.body.contains(token, autoescape=True),
+            )
             .execution_options(synchronize_session=False)
         )
 
