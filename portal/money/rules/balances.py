@@ -159,7 +159,7 @@ def _book(merchant: Merchant, currency: str, amount: Decimal, as_of: datetime) -
     if as_of > utcnow():
         raise BalanceRefused(Refusal.FUTURE)
     mailed_until = _mailed_until(merchant.id)
-    if mailed_until is not None and as_of <= mailed_until:
+    if mailed_until is not None and as_of < mailed_until:
         raise BalanceRefused(Refusal.IN_MAILED_PERIOD, mailed_until)
     generation = connection.generation
     last = db.session.scalar(
@@ -209,10 +209,12 @@ class _Derived:
 def _sums(
     merchant_id: int, generation: int, at: datetime | None, currency: str | None = None
 ) -> list[_Derived]:
-    """Per currency that has a balance at `at` (one with an opening entered after `at` has
-    none yet): the opening and what moved after its moment, or everything, up to `at`. The
-    ledger's totals add up the stretches (`ledger_totals.sums`): an opening costs two sums
-    more, of what moved up to its moment."""
+    """Per currency that has a balance at `at`: the opening and what moved after its moment,
+    or everything, up to `at`. Before its opening's moment a currency's balance is derived
+    from zero, as the portal read it then: an opening entered later changes no figure of an
+    earlier moment (its effect is booked at its own). The ledger's totals add up the
+    stretches (`ledger_totals.sums`): an opening costs two sums more, of what moved up to its
+    moment."""
     currencies = () if currency is None else (currency,)
     openings = {
         row.currency: row
@@ -230,9 +232,9 @@ def _sums(
     found = []
     for code, (total, first_at) in sorted(moved.items()):
         opening = openings.get(code)
-        if opening is None:
+        if opening is None or (at is not None and opening.occurred_at > at):
             found.append(_Derived(code, total, None, first_at))
-        elif at is None or opening.occurred_at <= at:
+        else:
             after = opening.occurred_at + ledger_totals.MICROSECOND
             before, _ = _moved_until(merchant_id, generation, after, (code,))[code]
             found.append(_Derived(code, opening.amount + total - before, opening.occurred_at, None))

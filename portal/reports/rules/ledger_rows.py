@@ -10,7 +10,9 @@ exchanges sold move `net` alone. `balance_after` is the currency's balance at th
 (`portal.money.rules.balances.balances`) plus the nets of the rows so far, added up in the order
 the rows are read, never by reading rows again.
 
-A currency's movements dated at or before its opening are inside the opening (as `balances`
+Before a currency's opening its balance is derived from zero (as `balances` counts it), and the
+opening's row moves it by the opening's effect: the entered balance less the balance it
+replaces. Other movements dated at the opening's very moment are inside it (as `balances`
 counts them) and are not rows of their own. The transaction hash is given for a payment of an
 operation that has exactly one transaction; with several, the mirror cannot tell which of them
 a movement is, so the cell stays empty. Rows are read in chunks (keyset on the time and id), so
@@ -150,8 +152,10 @@ def ledger_rows(merchant: Merchant, since: datetime, until: datetime) -> Iterato
             page = query.where(sa.tuple_(LedgerEntry.occurred_at, LedgerEntry.id) > after)
         chunk = db.session.execute(page.limit(CHUNK)).all()
         for entry, order_id, transactions in chunk:
-            running[entry.currency] = running.get(entry.currency, ZERO) + entry.amount
-            yield _row(entry, order_id, transactions, running[entry.currency])
+            before = running.get(entry.currency, ZERO)
+            net = entry.amount - before if entry.kind == Kind.OPENING else entry.amount
+            running[entry.currency] = before + net
+            yield _row(entry, order_id, transactions, net, before + net)
         if len(chunk) < CHUNK:
             return
         after = (chunk[-1][0].occurred_at, chunk[-1][0].id)
@@ -159,17 +163,21 @@ def ledger_rows(merchant: Merchant, since: datetime, until: datetime) -> Iterato
 
 def summaries(merchant: Merchant, since: datetime, until: datetime) -> list[CurrencySummary]:
     """Per currency with a balance or a movement: its opening, the period's totals of gross,
-    fee and net (the database's exact sums) and its closing, opening + net."""
+    fee and net (the database's exact sums; an opening entered in the period adds its effect,
+    what makes them reach the closing balance `balances` derives) and its closing, opening +
+    net."""
     opening = openings(merchant, since)
+    closing = openings(merchant, until)  # the balances as the next period starts
     totals = {
         row.currency: row
         for row in db.session.execute(
             _in_period(
                 sa.select(
                     LedgerEntry.currency,
-                    decimal_sum(_when(GROSS_KINDS)).label("gross"),
+                    decimal_sum(_when(GROSS_KINDS - {Kind.OPENING})).label("gross"),
                     decimal_sum(_when(FEE_KINDS)).label("fee"),
-                    decimal_sum(LedgerEntry.amount).label("net"),
+                    decimal_sum(_when(frozenset(Kind) - {Kind.OPENING})).label("net"),
+                    sa.func.count().filter(LedgerEntry.kind == Kind.OPENING).label("openings"),
                 ),
                 merchant,
                 since,
@@ -180,13 +188,17 @@ def summaries(merchant: Merchant, since: datetime, until: datetime) -> list[Curr
     found = []
     for currency in [*opening, *sorted(totals.keys() - opening.keys())]:
         row = totals.get(currency)
-        start, net = opening.get(currency, ZERO), Decimal(row.net) if row else ZERO
+        start = opening.get(currency, ZERO)
+        net, gross = (Decimal(row.net or 0), Decimal(row.gross or 0)) if row else (ZERO, ZERO)
+        if row and row.openings:
+            effect = closing.get(currency, ZERO) - start - net
+            net, gross = net + effect, gross + effect
         found.append(
             CurrencySummary(
                 currency=currency,
                 opening=start,
-                gross=Decimal(row.gross) if row else ZERO,
-                fee=-Decimal(row.fee) if row else ZERO,
+                gross=gross,
+                fee=-Decimal(row.fee or 0) if row else ZERO,
                 net=net,
                 closing=start + net,
             )
@@ -199,7 +211,11 @@ def _when(kinds: frozenset[Kind]) -> sa.ColumnElement[Any]:
 
 
 def _row(
-    entry: LedgerEntry, order_id: str | None, transactions: Any, balance_after: Decimal
+    entry: LedgerEntry,
+    order_id: str | None,
+    transactions: Any,
+    net: Decimal,
+    balance_after: Decimal,
 ) -> LedgerRow:
     kind = entry.kind
     only_one = isinstance(transactions, list) and len(transactions) == 1
@@ -211,9 +227,9 @@ def _row(
         order_id=order_id,
         tx_hash=transactions[0].get("tx_id") if only_one and kind == Kind.PAYMENT else None,
         currency=entry.currency,
-        gross=entry.amount if kind in GROSS_KINDS else None,
-        fee=-entry.amount if kind in FEE_KINDS else None,
-        net=entry.amount,
+        gross=net if kind in GROSS_KINDS else None,
+        fee=-net if kind in FEE_KINDS else None,
+        net=net,
         balance_after=balance_after,
         value=entry.value,
         rate=entry.rate,
@@ -240,7 +256,7 @@ def _movements(merchant: Merchant, since: datetime, until: datetime) -> sa.Selec
 
 def _in_period(query: sa.Select, merchant: Merchant, since: datetime, until: datetime) -> sa.Select:
     """`query` kept to the movements of the current connection in [since, until), but those
-    inside a currency's opening (dated at or before it), as `balances` counts them."""
+    inside a currency's opening (dated at its very moment), as `balances` counts them."""
     connection = merchant.api_connection
     generation = connection.generation if connection else -1  # no connection: none
     of_merchant = (
@@ -259,6 +275,6 @@ def _in_period(query: sa.Select, merchant: Merchant, since: datetime, until: dat
         sa.or_(
             opening.c.at.is_(None),
             LedgerEntry.kind == Kind.OPENING,
-            LedgerEntry.occurred_at > opening.c.at,
+            LedgerEntry.occurred_at != opening.c.at,
         ),
     )

@@ -134,13 +134,14 @@ class Statement:
 
 
 def statement(merchant: Merchant, since: datetime, until: datetime) -> Statement:
-    """The statement of what moved each currency after `since` and up to `until` included."""
+    """The statement of what moved each currency from `since` (included) to `until` (not:
+    the next period's first moment), as the ledger's export and the dashboard count it."""
     connection = merchant.api_connection
     generation = connection.generation if connection else -1  # no connection: no movement
     reporting = merchant.reporting_currency
     sums = _sums(merchant.id, generation, reporting, since, until)
-    openings = {balance.currency: balance.amount for balance in balances(merchant, since)}
-    closings = {balance.currency: balance.amount for balance in balances(merchant, until)}
+    openings = {b.currency: b.amount for b in balances(merchant, since - ledger_totals.MICROSECOND)}
+    closings = {b.currency: b.amount for b in balances(merchant, until - ledger_totals.MICROSECOND)}
     # The moment of each opening entered in the period (one at most per currency).
     opened = {
         currency: kinds[Kind.OPENING].last_at
@@ -170,10 +171,9 @@ def _sums(
 ) -> dict[str, dict[Kind, Sums]]:
     """Per currency and kind: amount, count, value in `reporting`, how many have no value and
     the latest moment, from the ledger's totals (`ledger_totals.sums`)."""
-    after = since + ledger_totals.MICROSECOND
     found: dict[str, dict[Kind, Sums]] = {}
     for (currency, kind), sums in ledger_totals.sums(
-        merchant_id, generation, after, until + ledger_totals.MICROSECOND, reporting=reporting
+        merchant_id, generation, since, until, reporting=reporting
     ).items():
         found.setdefault(currency, {})[Kind(kind)] = sums
     return found
