@@ -504,7 +504,7 @@ VALID: dict[str, Callable[..., Case]] = {
         w, "operator", f"/refunds/new/{_overpaid(w)}", {"basis": "surplus"}
     ),
     "refunds.cancel": lambda w: _as(w, "operator", f"{_refund(w)}/cancel"),
-    "refunds.new_link": lambda w: _as(w, "operator", f"{_refund(w)}/link"),
+    "refunds.new_link": lambda w: _as(w, "operator", f"{_refund(w, 'operator')}/link"),
     "approvals.approve": lambda w: _decide_approval(w, "approve"),
     "approvals.reject": lambda w: _decide_approval(w, "reject"),
     "approvals.withdraw": lambda w: _as(w, "owner", f"/approvals/{held_approval(w.app)}/withdraw"),
