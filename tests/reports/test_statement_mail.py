@@ -153,6 +153,37 @@ def test_the_stop_link_stops_the_next_statement(app, november, clock, mail_serve
     assert app.test_client().get(path[:-3] + "xyz").status_code == 404
 
 
+def test_a_removed_users_stop_link_names_nobody_who_gets_their_id_next(app):
+    """SQLite gives a removed row's id again: a stop link naming the id alone would show the
+    next user's address to the removed one, and stop their statements."""
+    import sqlalchemy as sa
+
+    from portal.extensions import db
+    from portal.identity.models import User
+    from portal.live.models import StatementChoice, StatementFrequency
+    from portal.reports.rules import statement_mail
+
+    leaver = accountant_choosing(app, "leaver@acme.test", "monthly")
+    with app.test_request_context():
+        path = urlsplit(statement_mail.stop_link(db.session.get(User, leaver))).path
+        db.session.delete(db.session.get(User, leaver))
+        db.session.commit()
+    newcomer = factories.user(app, "newcomer@acme.test", "accountant").id
+    with app.app_context():  # the newcomer takes the removed user's id, as SQLite may give it
+        db.session.execute(sa.update(User).where(User.id == newcomer).values(id=leaver))
+        statement_mail.choose(db.session.get(User, leaver), StatementFrequency.MONTHLY)
+
+    shown = app.test_client().get(path)
+    posted = app.test_client().post(path, data={"List-Unsubscribe": "One-Click"})
+
+    assert (shown.status_code, posted.status_code) == (404, 404)
+    assert "newcomer@acme.test" not in shown.text + posted.text
+    assert shown.headers["Cache-Control"] == "no-store"
+    with app.app_context():
+        assert db.session.get(User, leaver).email == "newcomer@acme.test"
+        assert db.session.get(StatementChoice, leaver).frequency.value == "monthly"
+
+
 def test_a_user_demoted_before_the_send_gets_nothing(app, november, clock, mail_server):
     from portal.extensions import db
     from portal.identity.models import Role, User

@@ -71,18 +71,23 @@ def choose(user: User, frequency: StatementFrequency) -> None:
 
 
 def stop_link(user: User) -> str:
-    """The absolute link that stops `user`'s statement mails without signing in."""
-    return outbox.portal_link(STOP_PATH + _signer().dumps(user.id))
+    """The absolute link that stops `user`'s statement mails without signing in. It names the
+    user by id and address: an id alone would, once the user is removed, name whoever gets
+    the id next (SQLite gives a removed row's id again)."""
+    return outbox.portal_link(STOP_PATH + _signer().dumps([user.id, user.email]))
 
 
 def user_of_stop_link(token: str) -> User:
-    """The user a stop link was made for; `StopRefused` for any other token."""
+    """The user a stop link was made for, while they have that address; `StopRefused` for
+    any other token."""
     try:
-        user_id = _signer().loads(token)
+        named = _signer().loads(token)
     except BadSignature as refused:
         raise StopRefused from refused
-    user = db.session.get(User, user_id) if isinstance(user_id, int) else None
-    if user is None:
+    if not (isinstance(named, list) and len(named) == 2 and isinstance(named[0], int)):
+        raise StopRefused
+    user = db.session.get(User, named[0])
+    if user is None or user.email != named[1]:
         raise StopRefused
     return user
 

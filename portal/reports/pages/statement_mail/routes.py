@@ -16,8 +16,11 @@ from portal.reports.pages.statement_mail import bp
 from portal.reports.rules import statement_mail
 from portal.web.access import public
 from portal.web.rendering import page
+from portal.web.security import private_page_headers
 
 DEAD_LINK = "This link is not one the portal sent, or its account is gone."
+
+bp.after_request(private_page_headers)  # the link is the key to the user's choice
 
 
 @bp.route("/stop/<token>", methods=["GET"])
