@@ -334,6 +334,39 @@ def test_a_new_reporting_currency_values_every_movement_again_at_its_own_time(po
     ]
 
 
+def test_a_reporting_currency_chosen_during_a_sync_values_what_it_books(
+    portal, api, sandbox, monkeypatch
+):
+    """The sync read the currency as it began; an owner chose ETH while it read the API (the
+    change valued the ledger again and committed): the sync's movements are valued in ETH too,
+    not in USD for good."""
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.live.rules import mirror
+    from portal.money.rules import reporting
+    from tests.support.portal_app import email
+
+    operation = api.create_operation("0.5", "BTC", "order-during")
+    sandbox.receive(operation.id, "0.5")
+    reading_the_api = mirror._record_rates
+
+    def while_reading_the_api_an_owner_chooses_eth(client, *arguments) -> None:
+        reading_the_api(client, *arguments)
+        merchant = accounts.merchant_named(MERCHANT)
+        owner = accounts.find_user(email("owner"))
+        reporting.change_reporting_currency(merchant, "ETH", owner, client.get_rates())
+        db.session.commit()
+
+    monkeypatch.setattr(mirror, "_record_rates", while_reading_the_api_an_owner_chooses_eth)
+    sync_now(portal)
+
+    values = [(kind, value, rate) for kind, _, _, _, value, rate in entries(portal)]
+    assert values == [
+        ("payment", Decimal("10"), Decimal("20")),  # 0.5 BTC at 60000 / 3000
+        ("fee", Decimal("-0.1"), Decimal("20")),
+    ]
+
+
 def test_every_kind_of_movement_has_words_for_people():
     from portal.money.rules.ledger import KIND_WORDS, Kind
 

@@ -305,3 +305,10 @@ def session_user(key: str) -> User | None:
 def _check_length(password: str) -> None:
     if len(password) < MIN_PASSWORD_LENGTH:
         raise AccountError(Refusal.TOO_SHORT)
+
+
+def lock_merchant(merchant_id: int) -> None:
+    """Hold the merchant's row until this transaction ends (on PostgreSQL a row lock, on
+    SQLite the database's write lock): for the few decisions that must see every commit made
+    before them and none made during them."""
+    db.session.execute(sa.update(Merchant).where(Merchant.id == merchant_id).values(id=Merchant.id))

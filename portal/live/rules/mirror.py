@@ -278,7 +278,6 @@ def sync_merchant(merchant_id: int, *, force: bool = False) -> SyncReport | None
         generation,
         notify=kind is not SyncKind.FIRST,
         tolerance_percent=merchant.payment_tolerance_percent,
-        reporting_currency=merchant.reporting_currency,
     )
     try:
         client = api_client_for(merchant)
@@ -598,7 +597,6 @@ class _Sync:
     operations_seen: datetime | None = None  # the newest `updated_at` read of each list
     transactions_seen: datetime | None = None
     tolerance_percent: Decimal = Decimal(0)  # the merchant's payment tolerance
-    reporting_currency: str = "USD"  # what the ledger values movements in
     new_rows: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
     created: set[str] = field(default_factory=set)  # operations first mirrored by this sync
     # Of the page being written: operations whose amount paid changed, the money of each.
@@ -652,7 +650,6 @@ class _Sync:
         ledger.book_vouchers(
             self.merchant_id,
             self.generation,
-            self.reporting_currency,
             _newest(vouchers).values(),
             self._seen_at(),
         )
@@ -749,9 +746,7 @@ class _Sync:
                 t.operation_id for t in transactions.values() if t.operation_id
             }
             changes += self._restate(touched - {operation.id for operation, *_ in stated}, moneys)
-            ledger.book_operations(
-                self.merchant_id, self.generation, self.reporting_currency, moneys, self._seen_at()
-            )
+            ledger.book_operations(self.merchant_id, self.generation, moneys, self._seen_at())
             self._add_money(changes)
             self._record(changes, earlier)
             self.moneys.clear()

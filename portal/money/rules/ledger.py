@@ -33,6 +33,7 @@ from portal.api import Operation, Voucher
 from portal.database import decimal_sum
 from portal.extensions import db
 from portal.identity.models import Merchant
+from portal.identity.rules import accounts
 from portal.money.models import ExchangeRecord, LedgerEntry, Refund
 from portal.money.rules import cross_exchanges, ledger_totals
 from portal.money.rules.rate_history import RateBook
@@ -136,7 +137,6 @@ def valuation(
 def book_operations(
     merchant_id: int,
     generation: int,
-    reporting: str,
     moneys: Sequence[tuple[Operation, OperationMoney]],
     seen_at: datetime | None,
 ) -> int:
@@ -178,13 +178,12 @@ def book_operations(
     for operation in withdrawals:
         kind = Kind.REFUND if operation.id in refunds else Kind.WITHDRAWAL
         entries += _withdrawal(entry, operation, seen_at, kind)
-    return _book(merchant_id, generation, reporting, entries)
+    return _book(merchant_id, generation, entries)
 
 
 def book_vouchers(
     merchant_id: int,
     generation: int,
-    reporting: str,
     vouchers: Iterable[Voucher],
     seen_at: datetime | None,
 ) -> int:
@@ -216,7 +215,7 @@ def book_vouchers(
                     **common,
                 )
             )
-    return _book(merchant_id, generation, reporting, entries)
+    return _book(merchant_id, generation, entries)
 
 
 def vouchers_booked_until(merchant_id: int, generation: int) -> datetime | None:
@@ -245,7 +244,7 @@ def book_payoff(merchant: Merchant, voucher: Voucher, at: datetime) -> None:
         occurred_at=at,
         api_at=voucher.updated_at,
     )
-    _book(merchant.id, generation, merchant.reporting_currency, [payoff])
+    _book(merchant.id, generation, [payoff])
 
 
 def book_exchange(merchant: Merchant, exchange: ExchangeRecord, at: datetime) -> None:
@@ -271,7 +270,7 @@ def book_exchange(merchant: Merchant, exchange: ExchangeRecord, at: datetime) ->
         for kind, currency, amount in sides
         if amount is not None
     ]
-    _book(merchant.id, generation, merchant.reporting_currency, entries)
+    _book(merchant.id, generation, entries)
 
 
 def revalue(merchant_id: int, generation: int, reporting: str) -> tuple[int, int]:
@@ -332,7 +331,7 @@ def book_entered(
     movement = _entry(
         merchant.id, generation, kind, subject, currency=currency, amount=amount, occurred_at=at
     )
-    _book(merchant.id, generation, merchant.reporting_currency, [movement])
+    _book(merchant.id, generation, [movement])
 
 
 def _generation(merchant: Merchant) -> int:
@@ -350,7 +349,7 @@ def book_refund(merchant: Merchant, refund: Refund, withdrawal: Operation, at: d
     entries = _withdrawal(entry, withdrawal, at, Kind.REFUND)
     for booked in entries:
         booked.operation_id = refund.operation_id  # the refund moves the sale's money
-    _book(merchant.id, generation, merchant.reporting_currency, entries)
+    _book(merchant.id, generation, entries)
 
 
 def _refund_withdrawals(merchant_id: int, operation_ids: list[str]) -> set[str]:
@@ -433,11 +432,23 @@ def _entry(
     )
 
 
-def _book(merchant_id: int, generation: int, reporting: str, entries: list[_Movement]) -> int:
-    """Insert the entries whose key is not booked yet, valued at their own time, in one
-    statement (a sync books a page's movements at once: the session's unit of work would
-    take longer than the rest of their booking); how many."""
+def _book(merchant_id: int, generation: int, entries: list[_Movement]) -> int:
+    """Insert the entries whose key is not booked yet, valued at their own time in the
+    reporting currency, in one statement (a sync books a page's movements at once: the
+    session's unit of work would take longer than the rest of their booking); how many.
+
+    The reporting currency is read with the merchant's row locked until the commit: a change
+    of currency, which values the booked movements again, then comes wholly before or after
+    these. Read when a sync began, minutes before, it left a page booked during a change
+    valued in the old currency for good."""
     entries = _unbooked(merchant_id, generation, entries)
+    if not entries:
+        return 0
+    accounts.lock_merchant(merchant_id)
+    reporting = db.session.scalar(
+        sa.select(Merchant.reporting_currency).where(Merchant.id == merchant_id)
+    )
+    assert reporting is not None  # the merchant's row, locked above
     _value(entries, reporting, RateBook(merchant_id, generation, (e.occurred_at for e in entries)))
     if entries:
         db.session.execute(

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from portal.database import utcnow
 from portal.extensions import db
 from portal.identity.models import Merchant, Role, User
-from portal.identity.rules import audit
+from portal.identity.rules import accounts, audit
 from portal.money.models import WithdrawalLimit
 from portal.money.rules import rate_history
 from portal.money.rules.currencies import WITHDRAWAL_WALLETS
@@ -115,7 +115,7 @@ def serialize(merchant: Merchant) -> None:
     one is committed): SQLite fails, instead of waiting, a write whose transaction read before
     another's commit."""
     db.session.commit()
-    db.session.execute(sa.update(Merchant).where(Merchant.id == merchant.id).values(id=Merchant.id))
+    accounts.lock_merchant(merchant.id)
 
 
 def check(merchant: Merchant, currency: str, amount: Decimal) -> Check:
