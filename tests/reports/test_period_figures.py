@@ -122,3 +122,28 @@ def test_an_opening_entered_later_changes_no_month_before_it(merchant):
         ("Payment", Decimal("0.1"), Decimal("2.1")),
     ]
     assert november["statement adds up"]
+
+
+def test_the_export_gives_no_value_in_a_currency_its_header_does_not_name(merchant):
+    """A movement valued in another currency (before `ledger.revalue` reached it) has no value
+    under the header `value_usd`, as the statement and the dashboard count it without one."""
+    import sqlalchemy as sa
+
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.money.models import LedgerEntry
+    from portal.periods import Period as Days
+    from portal.reports.rules import ledger_rows
+
+    moment = datetime(2026, 10, 10, tzinfo=UTC)
+    book(merchant, [("payment", "BTC", Decimal("0.5"), moment)])
+    with merchant.app_context():
+        db.session.execute(
+            sa.update(LedgerEntry).values(value=Decimal(10), value_currency="ETH", rate=20)
+        )
+        db.session.commit()
+
+    with merchant.app_context():
+        found = accounts.merchant_named(MERCHANT)
+        [row] = ledger_rows.ledger_rows(found, *Days(*OCTOBER, UTC).instants)
+    assert (row.value, row.rate, row.rate_at) == (None, None, None)

@@ -143,6 +143,7 @@ def openings(merchant: Merchant, since: datetime) -> dict[str, Decimal]:
 def ledger_rows(merchant: Merchant, since: datetime, until: datetime) -> Iterator[LedgerRow]:
     """The period's movements, oldest first, each with its currency's balance after it."""
     running = openings(merchant, since)
+    reporting = merchant.reporting_currency
     query = _movements(merchant, since, until)
     after: tuple[datetime, int] | None = None
     while True:
@@ -155,7 +156,7 @@ def ledger_rows(merchant: Merchant, since: datetime, until: datetime) -> Iterato
             before = running.get(entry.currency, ZERO)
             net = entry.amount - before if entry.kind == Kind.OPENING else entry.amount
             running[entry.currency] = before + net
-            yield _row(entry, order_id, transactions, net, before + net)
+            yield _row(entry, order_id, transactions, net, before + net, reporting)
         if len(chunk) < CHUNK:
             return
         after = (chunk[-1][0].occurred_at, chunk[-1][0].id)
@@ -216,8 +217,12 @@ def _row(
     transactions: Any,
     net: Decimal,
     balance_after: Decimal,
+    reporting: str,
 ) -> LedgerRow:
+    """The movement as a row; its value and rate only when given in the reporting currency the
+    header names (a movement left in another, until `ledger.revalue` ran, has none)."""
     kind = entry.kind
+    valued = entry.value_currency == reporting
     only_one = isinstance(transactions, list) and len(transactions) == 1
     return LedgerRow(
         id=entry.id,
@@ -231,9 +236,9 @@ def _row(
         fee=-net if kind in FEE_KINDS else None,
         net=net,
         balance_after=balance_after,
-        value=entry.value,
-        rate=entry.rate,
-        rate_at=entry.rate_at,
+        value=entry.value if valued else None,
+        rate=entry.rate if valued else None,
+        rate_at=entry.rate_at if valued else None,
     )
 
 
