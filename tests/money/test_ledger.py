@@ -170,6 +170,38 @@ def test_a_voucher_paid_off_through_the_portal_gives_its_amount(portal, api, san
     ]
 
 
+def test_a_payoff_through_the_portal_leaves_the_voucher_lists_earlier_changes_to_read(portal):
+    """An incremental sync reads the voucher list back to the newest movement it booked from
+    it: a payoff made through the portal (booked at once) after a voucher was canceled, before
+    any sync read the list, would have it pass over that cancel until the next full sync."""
+    from portal.api import Voucher
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.money.rules import ledger
+
+    issued = datetime(2026, 11, 10, 10, tzinfo=UTC)
+
+    def voucher(number: int, status: str, kind: str, changed: datetime) -> Voucher:
+        return Voucher(
+            id=f"v{number}", amount=Decimal("0.1"), currency="BTC", code=f"CODE-{number}",
+            status=status, type=kind, created_at=issued, updated_at=changed,
+        )  # fmt: skip
+
+    with portal.app_context():
+        merchant = accounts.merchant_named(MERCHANT)
+        generation = merchant.api_connection.generation
+        listed = [
+            voucher(1, "successful", "issued", issued),
+            voucher(2, "successful", "issued", issued),
+        ]
+        ledger.book_vouchers(merchant.id, generation, listed, issued)
+        paid_off = voucher(2, "successful", "paid off", issued + timedelta(minutes=5))
+        ledger.book_payoff(merchant, paid_off, issued + timedelta(minutes=5))
+        db.session.commit()
+
+        assert ledger.vouchers_booked_until(merchant.id, generation) == issued
+
+
 def test_a_voucher_paid_off_by_a_direct_call_to_the_api_gives_nothing_here(portal, api):
     voucher = api.create_voucher(Decimal("0.02"), "BTC")
     api.pay_off_voucher(voucher.code)

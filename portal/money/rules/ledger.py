@@ -80,7 +80,6 @@ KIND_WORDS = {
 
 # A voucher in these statuses gave its amount back to the wallet.
 RETURNED_VOUCHER_STATUSES = frozenset({"cancelled", "expired"})
-VOUCHER_KINDS = (Kind.VOUCHER, Kind.VOUCHER_RETURNED, Kind.VOUCHER_PAYOFF)
 
 
 class RateSource(enum.StrEnum):
@@ -219,13 +218,15 @@ def book_vouchers(
 
 
 def vouchers_booked_until(merchant_id: int, generation: int) -> datetime | None:
-    """The API's time of the newest voucher movement booked (None: none yet): the voucher list
-    changed after it may hold movements still to book."""
+    """The API's time of the newest voucher movement booked from the voucher list (None: none
+    yet): the list changed after it may hold movements still to book. A payoff through the
+    portal is booked when it is made, whatever the list says: counted, it would pass over a
+    voucher canceled before it that no sync had read yet."""
     return db.session.scalar(
         sa.select(sa.func.max(LedgerEntry.api_at)).where(
             LedgerEntry.merchant_id == merchant_id,
             LedgerEntry.connection_generation == generation,
-            LedgerEntry.kind.in_(VOUCHER_KINDS),
+            LedgerEntry.kind.in_((Kind.VOUCHER, Kind.VOUCHER_RETURNED)),
         )
     )
 
