@@ -33,6 +33,7 @@ from tests.support.money import (
     in_book,
     post,
     race,
+    review_withdrawal,
     submit,
     text,
 )
@@ -89,6 +90,18 @@ def overpaid(client: MerchantApiClient, sandbox: SandboxServer, paid: str = "0.7
     operation = client.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")
     sandbox.receive(operation.id, paid)
     return operation.id
+
+
+def typed_refund(refunding: Refunding, client: FlaskClient, address: str) -> str:
+    """`client` refunds an overpaid operation's surplus to a typed `address`: the refund's
+    page."""
+    asked = post(
+        client,
+        f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}",
+        {"basis": "surplus", "address": address},
+    )
+    assert asked.status_code == 302, text(asked)
+    return asked.location
 
 
 def by_link(refunding: Refunding, **form: str) -> tuple[FlaskClient, str, str]:
@@ -250,15 +263,10 @@ def test_an_operators_typed_address_waits_for_an_owners_fresh_code(refunding, mo
     app = refunding.portal
     operator = signed_in(app, email("operator"))
     address = booked_address(app)
-    asked = post(
-        operator,
-        f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}",
-        {"basis": "surplus", "address": address},
-    )
-    assert asked.status_code == 302
-    assert "Awaiting approval" in text(operator.get(asked.location))
+    refund_page = typed_refund(refunding, operator, address)
+    assert "Awaiting approval" in text(operator.get(refund_page))
     assert send_refunds(app) == 0
-    approval = approval_of(operator.get(asked.location))
+    approval = approval_of(operator.get(refund_page))
     refused = post(operator, f"{approval}/approve")
 
     owner = signed_in_with_two_factor(app, email("owner"), monkeypatch)
@@ -282,11 +290,7 @@ def test_a_code_does_not_approve_when_the_owners_require_a_passkey(refunding, mo
 
     app = refunding.portal
     operator = signed_in(app, email("operator"))
-    asked = post(
-        operator,
-        f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}",
-        {"basis": "surplus", "address": booked_address(refunding.portal)},
-    )
+    refund_page = typed_refund(refunding, operator, booked_address(app))
     owner = signed_in_with_two_factor(app, email("owner"), monkeypatch)
     with app.app_context():
         accounts.require_passkey_for_approvals(accounts.find_user(email("owner")).merchant, True)
@@ -294,11 +298,11 @@ def test_a_code_does_not_approve_when_the_owners_require_a_passkey(refunding, mo
     try:
         owner.clock.advance()
         code = owner.clock.code(owner.secret)
-        approval = approval_of(owner.client.get(asked.location))
+        approval = approval_of(owner.client.get(refund_page))
         refused = post(owner.client, f"{approval}/approve", {"code": code})
         assert refused.status_code == 403
         assert "require a passkey for approvals" in text(refused)
-        assert "Awaiting approval" in text(owner.client.get(asked.location))
+        assert "Awaiting approval" in text(owner.client.get(refund_page))
         assert send_refunds(app) == 0
     finally:
         with app.app_context():
@@ -770,6 +774,40 @@ def test_a_refund_ready_to_send_counts_against_the_daily_limit(refunding):
     assert sandbox.operations_to(address) == 1
 
 
+def test_lost_answers_count_once_against_the_day_when_the_mirror_sees_what_they_made(refunding):
+    """A withdrawal and a refund whose answers were lost count until the mirror sees the
+    withdrawals they made; then the ledger's booking counts, and they no more."""
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.money.models import LedgerEntry
+    from portal.money.rules.withdrawal_figures import withdrawn_today
+
+    app, sandbox = refunding.portal, refunding.sandbox
+    owner = signed_in(app, email("owner"))
+    address, review = review_withdrawal(owner, "0.01")
+    refund_address = booked_address(app)
+    typed_refund(refunding, owner, refund_address)
+    sandbox.control("POST", "faults", {"mode": "reset", "methods": ["POST"]})
+    lost = post(owner, review + "/confirm")
+    send_refunds(app)
+    sandbox.control("POST", "faults", {"mode": "none"})
+
+    def today() -> tuple[Decimal, Decimal]:
+        with app.app_context():
+            merchant = accounts.merchant_named("Acme")
+            return withdrawn_today(merchant, "ETH"), withdrawn_today(merchant, "BTC")
+
+    before = today()
+    sync_now(app)
+
+    assert "Outcome unknown" in text(lost)
+    assert sandbox.operations_to(address) == sandbox.operations_to(refund_address) == 1
+    assert before == today() == (Decimal("0.01"), Decimal("0.2"))
+    with app.app_context():
+        sent = sa.select(LedgerEntry.kind).where(LedgerEntry.kind.in_(["refund", "withdrawal"]))
+        assert sorted(db.session.scalars(sent)) == ["refund", "withdrawal"], "the refund as one"
+
+
 def test_a_refund_whose_answer_was_lost_counts_on_its_own_day_only(refunding):
     """Its money may have left the day it was sent; a lost answer stays lost, so on later days
     it would hold back the daily limit for good."""
@@ -781,13 +819,7 @@ def test_a_refund_whose_answer_was_lost_counts_on_its_own_day_only(refunding):
 
     app = refunding.portal
     owner = signed_in(app, email("owner"))
-    address = booked_address(app)
-    asked = post(
-        owner,
-        f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}",
-        {"basis": "surplus", "address": address},
-    )
-    assert asked.status_code == 302, text(asked)
+    typed_refund(refunding, owner, booked_address(app))
     with app.app_context():
         merchant = accounts.merchant_named("Acme")
         refund = db.session.scalars(sa.select(Refund)).one()

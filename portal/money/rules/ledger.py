@@ -22,10 +22,10 @@ import enum
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 from functools import partial
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
 
@@ -34,7 +34,13 @@ from portal.database import decimal_sum
 from portal.extensions import db
 from portal.identity.models import Merchant
 from portal.identity.rules import accounts
-from portal.money.models import ExchangeRecord, LedgerEntry, Refund
+from portal.money.models import (
+    ExchangeRecord,
+    IntentState,
+    LedgerEntry,
+    Refund,
+    WithdrawalIntent,
+)
 from portal.money.rules import cross_exchanges, ledger_totals
 from portal.money.rules.rate_history import RateBook
 from portal.payments.rules.operation_money import WITHDRAWAL_CATEGORIES, OperationMoney
@@ -173,6 +179,7 @@ def book_operations(
         if money.fee:
             entries.append(entry(Kind.FEE, operation.id, amount=-money.fee, **of_operation))
     withdrawals = [o for o, _ in moneys if o.category in WITHDRAWAL_CATEGORIES]
+    _recognize_lost_answers(merchant_id, withdrawals)
     refunds = _refund_withdrawals(merchant_id, [o.id for o in withdrawals])
     for operation in withdrawals:
         kind = Kind.REFUND if operation.id in refunds else Kind.WITHDRAWAL
@@ -351,6 +358,78 @@ def book_refund(merchant: Merchant, refund: Refund, withdrawal: Operation, at: d
     for booked in entries:
         booked.operation_id = refund.operation_id  # the refund moves the sale's money
     _book(merchant.id, generation, entries)
+
+
+# How far the clocks of the portal and the payment service may differ.
+CLOCK_MARGIN = timedelta(minutes=1)
+Lost = TypeVar("Lost", WithdrawalIntent, Refund)
+
+
+def _recognize_lost_answers(merchant_id: int, withdrawals: Sequence[Operation]) -> None:
+    """Tie each withdrawal or refund whose answer was lost to the withdrawal the mirror now
+    sees it made: same currency, address and amount, made once it was asked, and tied to no
+    other. A refund is then booked as one, and the daily limits count each once (they count
+    what the ledger booked, and a lost answer until the mirror sees its operation)."""
+    if not withdrawals:
+        return
+    ids = [operation.id for operation in withdrawals]
+    taken = {
+        *_tied(WithdrawalIntent.operation_id, merchant_id, ids),
+        *_tied(Refund.withdrawal_id, merchant_id, ids),
+    }
+    for intent in _lost(WithdrawalIntent, WithdrawalIntent.operation_id, merchant_id):
+        intent.operation_id = _made(intent, intent.wallet, withdrawals, taken)
+    for refund in _lost(Refund, Refund.withdrawal_id, merchant_id):
+        refund.withdrawal_id = _made(refund, refund.currency, withdrawals, taken)
+    db.session.flush()  # the refunds' withdrawals are read next (a sync books without autoflush)
+
+
+def _tied(
+    column: sa.orm.InstrumentedAttribute[str | None], merchant_id: int, ids: list[str]
+) -> set[str]:
+    owner = column.class_
+    return {
+        tied
+        for tied in db.session.scalars(
+            sa.select(column).where(owner.merchant_id == merchant_id, column.in_(ids))
+        )
+        if tied is not None
+    }
+
+
+def _lost(
+    model: type[Lost], tie: sa.orm.InstrumentedAttribute[str | None], merchant_id: int
+) -> list[Lost]:
+    """The merchant's requests of `model` whose answer was lost, tied to no operation yet."""
+    return list(
+        db.session.scalars(
+            sa.select(model).where(
+                model.merchant_id == merchant_id,
+                model.state == IntentState.UNKNOWN,
+                tie.is_(None),
+            )
+        )
+    )
+
+
+def _made(
+    request: WithdrawalIntent | Refund,
+    currency: str,
+    withdrawals: Sequence[Operation],
+    taken: set[str],
+) -> str | None:
+    """The id of the withdrawal `request` made among `withdrawals` (then taken), or None."""
+    for operation in withdrawals:
+        if (
+            operation.id not in taken
+            and operation.currency == currency
+            and operation.address == request.address
+            and operation.amount == request.amount
+            and operation.created_at >= request.created_at - CLOCK_MARGIN
+        ):
+            taken.add(operation.id)
+            return operation.id
+    return None
 
 
 def _refund_withdrawals(merchant_id: int, operation_ids: list[str]) -> set[str]:
