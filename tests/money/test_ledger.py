@@ -399,6 +399,42 @@ def test_a_reporting_currency_chosen_during_a_sync_values_what_it_books(
     ]
 
 
+def test_a_refunds_withdrawal_the_mirror_booked_first_becomes_the_refunds(portal, api, sandbox):
+    """The mirror saw the refund's withdrawal while its answer was awaited and booked it as a
+    plain withdrawal; the answer was then lost, and a later sync ties the refund to it: the
+    same movement becomes the refund's, never a second one."""
+    from portal.database import utcnow
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.money.models import IntentState, Refund, RefundStage
+    from portal.money.rules.withdrawal_figures import withdrawn_today
+    from tests.support.money import BTC_ADDRESS
+
+    with portal.app_context():
+        merchant = accounts.merchant_named(MERCHANT)
+        refund = Refund(
+            merchant_id=merchant.id, operation_id="sale-1", number=1, currency="BTC",
+            amount=Decimal("0.1"), address=BTC_ADDRESS, typed_by_staff=True,
+            stage=RefundStage.READY, state=IntentState.SENDING, created_at=utcnow(),
+            expires_at=utcnow() + timedelta(days=7),
+        )  # fmt: skip
+        db.session.add(refund)
+        db.session.commit()
+        refund_id = refund.id
+    sent = api.withdraw(Decimal("0.1"), "BTC", BTC_ADDRESS)  # what the worker's call made
+    sync_now(portal)
+    with portal.app_context():
+        db.session.get(Refund, refund_id).state = IntentState.UNKNOWN  # its answer never came
+        db.session.commit()
+    sync_now(portal, full=True)
+
+    out = [(kind, operation) for kind, operation, *_ in entries(portal) if kind != "network_fee"]
+    assert out == [("refund", "sale-1")]
+    with portal.app_context():
+        assert db.session.get(Refund, refund_id).withdrawal_id == sent.id
+        assert withdrawn_today(accounts.merchant_named(MERCHANT), "BTC") == Decimal("0.1")
+
+
 def test_every_kind_of_movement_has_words_for_people():
     from portal.money.rules.ledger import KIND_WORDS, Kind
 

@@ -657,6 +657,8 @@ def test_an_operation_made_while_a_cross_exchanges_answer_was_lost_is_never_refu
     sandbox.control("POST", "faults", {"mode": "none"})
     operation = refunding.api.list_operations().items[0]  # the cross exchange's, made anyway
     sandbox.receive(operation.id, CROSS_EXCHANGE["sell_amount"])
+    sale = refunding.api.create_operation(CROSS_EXCHANGE["sell_amount"], "BTC", "shop-order-1")
+    sandbox.receive(sale.id, "0.02")  # a shop's sale, made at the same moment, paid more
     sync_now(app)
     page = owner.get(f"/operations/{operation.id}")
     address = booked_address(app)
@@ -674,6 +676,17 @@ def test_an_operation_made_while_a_cross_exchanges_answer_was_lost_is_never_refu
     with app.app_context():
         booked = sa.select(LedgerEntry).where(LedgerEntry.operation_id == operation.id)
         assert db.session.scalars(booked).all() == []
+
+    def refund_offered(operation_id: str) -> bool:
+        page = owner.get(f"/operations/{operation_id}").get_data(as_text=True)
+        return f"/refunds/new/{operation_id}" in page
+
+    # Until the cross exchange is known, a sale of its amount made in those minutes may be its.
+    assert not refund_offered(sale.id)
+    looked_up = owner.get("/cross-exchanges/1")  # its id, as the payment service tells it
+    assert looked_up.status_code == 200
+    assert refund_offered(sale.id) and not refund_offered(operation.id)
+    assert "Cross exchange 1" in text(owner.get("/cross-exchanges")), "now in the list"
 
 
 def test_an_operators_refund_claimed_on_its_link_waits_for_an_owner(refunding, monkeypatch):

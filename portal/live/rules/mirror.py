@@ -63,6 +63,7 @@ from portal.api.records import with_fields
 from portal.database import utcnow
 from portal.extensions import db
 from portal.identity.models import Merchant
+from portal.identity.rules import accounts
 from portal.live.models import Event, MirrorState
 from portal.live.rules import events
 from portal.live.rules.events import EventType
@@ -509,7 +510,11 @@ def _renew(merchant_id: int, owner: str) -> None:
     """Extend the lease, first in the transaction of the page to write: LeaseLost if it is no
     longer ours, and then that page is not written. Its row stays locked until the page is
     committed: a new connection (`connection.connect`) deletes the mirror after taking the
-    same lock, so a page of the old account lands before that delete or not at all."""
+    same lock, so a page of the old account lands before that delete or not at all. The
+    merchant's row is locked next, before any mirrored row (`accounts.lock_merchant`, which the
+    ledger's booking takes too): a settings change that locks it first and then the mirrored
+    rows (the payment tolerance restates them) waits for the page, or the page for it, and
+    neither waits for the other's rows in the opposite order."""
     renewed = db.session.execute(
         sa.update(MirrorState)
         .where(_mine(merchant_id, owner))
@@ -518,6 +523,7 @@ def _renew(merchant_id: int, owner: str) -> None:
     )
     if renewed.rowcount != 1:  # type: ignore[attr-defined]
         raise LeaseLost
+    accounts.lock_merchant(merchant_id)
 
 
 def _finish(merchant_id: int, owner: str, values: dict[str, Any]) -> None:
@@ -716,6 +722,10 @@ class _Sync:
         )
         changes: list[_Change] = []
         _renew(self.merchant_id, self.owner)
+        # Read under the merchant's lock: a change made since the sync began counts.
+        self.tolerance_percent = db.session.scalars(
+            sa.select(Merchant.payment_tolerance_percent).where(Merchant.id == self.merchant_id)
+        ).one()
         # Nothing is flushed before the commit: a query per record or event would otherwise
         # first write every row still pending (a first sync's pages of a hundred operations).
         moneys: list[tuple[Operation, OperationMoney]] = []

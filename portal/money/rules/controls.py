@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from portal.database import utcnow
 from portal.extensions import db
 from portal.identity.models import Merchant, Role, User
-from portal.identity.rules import audit
+from portal.identity.rules import accounts, audit
 from portal.live.rules import outbox
 from portal.money.models import ApprovalState, ControlChange, ControlKind
 from portal.money.rules import address_book, approvals, limits
@@ -260,13 +260,19 @@ def _decide(
     action: str,
     now: datetime | None = None,
 ) -> bool:
-    won = approvals.decided_once(change, state, user, now or utcnow())
+    """Decide the change once and, approved, apply it, in one transaction under the merchant's
+    lock: a change of reporting currency (which converts the limits and cancels the changes
+    asked in the old one) comes wholly before or after, never between the decision and its
+    application, where a raise asked in USD would be applied as ETH."""
     db.session.commit()
+    accounts.lock_merchant(change.merchant_id)
+    won = approvals.decided_once(change, state, user, now or utcnow())
     db.session.refresh(change)
     if won:
         audit.record(action, parameters=_described(change, user))
         if state is ApprovalState.APPROVED:
             _apply(change)
+    db.session.commit()
     return bool(won)
 
 
@@ -292,7 +298,6 @@ def _apply(change: ControlChange) -> None:
             user.role = Role.OWNER
             user.owner_since, user.owner_by_id = utcnow(), change.requested_by_id
             audit.record("user.change", parameters={"email": user.email, "role": "owner"})
-    db.session.commit()
 
 
 def apply_due(now: datetime | None = None) -> int:

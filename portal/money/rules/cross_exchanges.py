@@ -4,7 +4,7 @@ their sold currency is paid to, and the addresses that were entered for them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 import sqlalchemy as sa
@@ -34,6 +34,32 @@ def remember(merchant: Merchant, user: User, cross_exchange: CrossExchange) -> N
         )
     )
     db.session.commit()
+
+
+def look_up(merchant: Merchant, user: User, cross_exchange: CrossExchange) -> None:
+    """A cross exchange of the merchant's looked up by its id: kept in the portal's list when
+    it was not, and the sending whose answer was lost that may have made it (the same sold
+    currency and amount, asked as it was made) now knows it did: its operation is then told
+    apart from the sales of the same amount made in those minutes."""
+    known = db.session.scalar(
+        sa.select(CrossExchangeReference.id).where(
+            CrossExchangeReference.merchant_id == merchant.id,
+            CrossExchangeReference.cross_exchange_id == cross_exchange.id,
+        )
+    )
+    if known is not None:
+        return
+    for key in _lost_answers(merchant.id):
+        asked = key.parameters
+        if (
+            asked.get("sell_currency") == cross_exchange.sell_currency
+            and asked.get("sell_amount") is not None
+            and Decimal(asked["sell_amount"]) == cross_exchange.sell_amount
+            and _while_asked(key, cross_exchange.created_at)
+        ):
+            key.state, key.record_id = IntentState.SENT, cross_exchange.id
+            break
+    remember(merchant, user, cross_exchange)
 
 
 def of(merchant: Merchant) -> sa.Select:
@@ -83,24 +109,39 @@ def entered_addresses(merchant: Merchant, cross_exchange_id: str) -> dict[str, s
 
 def _lost_answers_operations(merchant_id: int, operations: Sequence[Operation]) -> set[str]:
     """The operations that may pay for a cross exchange whose answer was lost: in its sold
-    currency, of its amount when the form gave it, made while its request was under way."""
-    lost = db.session.scalars(
-        sa.select(IdempotencyKey).where(
-            IdempotencyKey.merchant_id == merchant_id,
-            IdempotencyKey.kind == IntentKind.CROSS_EXCHANGE,
-            IdempotencyKey.state == IntentState.UNKNOWN,
-        )
-    ).all()
+    currency and amount, made while its request was under way."""
+    lost = _lost_answers(merchant_id)
     return {
         operation.id for operation in operations for key in lost if _may_have_made(key, operation)
     }
 
 
+def _lost_answers(merchant_id: int) -> list[IdempotencyKey]:
+    """The merchant's cross exchanges asked whose answer was lost."""
+    return list(
+        db.session.scalars(
+            sa.select(IdempotencyKey).where(
+                IdempotencyKey.merchant_id == merchant_id,
+                IdempotencyKey.kind == IntentKind.CROSS_EXCHANGE,
+                IdempotencyKey.state == IntentState.UNKNOWN,
+            )
+        )
+    )
+
+
+def _while_asked(key: IdempotencyKey, moment: datetime) -> bool:
+    return key.created_at - CLOCK_MARGIN <= moment <= key.updated_at + CLOCK_MARGIN
+
+
 def _may_have_made(key: IdempotencyKey, operation: Operation) -> bool:
+    """Whether the cross exchange `key` asked for may have made `operation`: in its sold
+    currency and amount, made while it was asked. One asked by the amount bought names no
+    amount to pay, and would take every sale of the currency in those minutes: it takes none."""
     asked = key.parameters
     amount = asked.get("sell_amount")
     return (
-        operation.currency == asked.get("sell_currency")
-        and (amount is None or Decimal(amount) == operation.amount)
-        and key.created_at - CLOCK_MARGIN <= operation.created_at <= key.updated_at + CLOCK_MARGIN
+        amount is not None
+        and operation.currency == asked.get("sell_currency")
+        and Decimal(amount) == operation.amount
+        and _while_asked(key, operation.created_at)
     )

@@ -181,9 +181,15 @@ def book_operations(
     withdrawals = [o for o, _ in moneys if o.category in WITHDRAWAL_CATEGORIES]
     _recognize_lost_answers(merchant_id, withdrawals)
     refunds = _refund_withdrawals(merchant_id, [o.id for o in withdrawals])
+    _rebook_as_refunds(merchant_id, generation, refunds)
     for operation in withdrawals:
-        kind = Kind.REFUND if operation.id in refunds else Kind.WITHDRAWAL
-        entries += _withdrawal(entry, operation, seen_at, kind)
+        if operation.id in refunds:
+            sent = _withdrawal(entry, operation, seen_at, Kind.REFUND)
+            for movement in sent:
+                movement.operation_id = refunds[operation.id]  # the refund moves the sale's money
+            entries += sent
+        else:
+            entries += _withdrawal(entry, operation, seen_at)
     return _book(merchant_id, generation, entries)
 
 
@@ -357,7 +363,33 @@ def book_refund(merchant: Merchant, refund: Refund, withdrawal: Operation, at: d
     entries = _withdrawal(entry, withdrawal, at, Kind.REFUND)
     for booked in entries:
         booked.operation_id = refund.operation_id  # the refund moves the sale's money
+    _rebook_as_refunds(merchant.id, generation, {withdrawal.id: refund.operation_id})
     _book(merchant.id, generation, entries)
+
+
+def _rebook_as_refunds(merchant_id: int, generation: int, sales: Mapping[str, str]) -> None:
+    """The withdrawals among `sales` (withdrawal id -> the refunded sale) that were booked as
+    plain withdrawals, the mirror having seen them before the portal knew they sent a refund
+    (its answer awaited, or lost): each becomes the refund's movement, never a second one."""
+    keys = {f"{Kind.WITHDRAWAL.value}:{withdrawal}": withdrawal for withdrawal in sales}
+    booked = list(
+        db.session.scalars(
+            sa.select(LedgerEntry).where(
+                LedgerEntry.merchant_id == merchant_id,
+                LedgerEntry.connection_generation == generation,
+                LedgerEntry.key.in_(list(keys)),
+            )
+        )
+    )
+    if not booked:
+        return
+    ledger_totals.add(merchant_id, generation, [_Movement(**_columns(e)) for e in booked], -1)
+    for entry in booked:
+        withdrawal = keys[entry.key]
+        entry.kind, entry.key = Kind.REFUND, f"{Kind.REFUND.value}:{withdrawal}"
+        entry.operation_id = sales[withdrawal]
+    ledger_totals.add(merchant_id, generation, booked)
+    db.session.flush()  # read by the booking that follows (a sync books without autoflush)
 
 
 # How far the clocks of the portal and the payment service may differ.
@@ -418,28 +450,31 @@ def _made(
     withdrawals: Sequence[Operation],
     taken: set[str],
 ) -> str | None:
-    """The id of the withdrawal `request` made among `withdrawals` (then taken), or None."""
-    for operation in withdrawals:
+    """The id of the withdrawal `request` made among `withdrawals` (then taken), or None: the
+    earliest made while it was under way (from when it was asked to when its answer was lost)."""
+    for operation in sorted(withdrawals, key=lambda withdrawal: withdrawal.created_at):
         if (
             operation.id not in taken
             and operation.currency == currency
             and operation.address == request.address
             and operation.amount == request.amount
-            and operation.created_at >= request.created_at - CLOCK_MARGIN
+            and request.created_at - CLOCK_MARGIN
+            <= operation.created_at
+            <= request.updated_at + CLOCK_MARGIN
         ):
             taken.add(operation.id)
             return operation.id
     return None
 
 
-def _refund_withdrawals(merchant_id: int, operation_ids: list[str]) -> set[str]:
-    """Which of these withdrawals sent a refund."""
-    found: set[str] = set()
+def _refund_withdrawals(merchant_id: int, operation_ids: list[str]) -> dict[str, str]:
+    """Which of these withdrawals sent a refund, each with the sale it refunded."""
+    found: dict[str, str] = {}
     for start in range(0, len(operation_ids), LOOKUP_CHUNK):
         found.update(
-            withdrawal_id
-            for withdrawal_id in db.session.scalars(
-                sa.select(Refund.withdrawal_id).where(
+            (withdrawal_id, sale)
+            for withdrawal_id, sale in db.session.execute(
+                sa.select(Refund.withdrawal_id, Refund.operation_id).where(
                     Refund.merchant_id == merchant_id,
                     Refund.withdrawal_id.in_(operation_ids[start : start + LOOKUP_CHUNK]),
                 )

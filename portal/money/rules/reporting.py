@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 
 from portal.api import Rates
+from portal.extensions import db
 from portal.identity.models import Merchant, User
-from portal.identity.rules import audit
+from portal.identity.rules import accounts, audit
 from portal.money.models import ControlKind
 from portal.money.rules import controls, limits
 from portal.money.rules.currencies import (
@@ -79,9 +80,12 @@ def change_reporting_currency(merchant: Merchant, code: str, user: User, rates: 
     if code not in choosable(rates):
         raise NotChoosable(code)
     old = merchant.reporting_currency
-    converted = _converted_limits(merchant, old, code, rates)
-    if converted is not None:
+    _converted_limits(merchant, old, code, rates)  # LimitsNotConvertible before any change
+    if old != code:
         controls.supersede(user, ControlKind.LIMITS)
+    db.session.commit()
+    accounts.lock_merchant(merchant.id)  # the limits converted are those in force from now on
+    converted = _converted_limits(merchant, old, code, rates)
     merchant.reporting_currency = code
     if converted is not None:
         limits.set_limits(merchant, *converted)

@@ -100,7 +100,7 @@ def withdrawn_today(merchant: Merchant, currency: str) -> Decimal:
     midnight = utcnow().replace(hour=0, minute=0, second=0, microsecond=0)
     booked = sa.select(LedgerEntry.operation_id).where(
         LedgerEntry.merchant_id == merchant.id,
-        LedgerEntry.kind.in_((ledger.Kind.WITHDRAWAL, ledger.Kind.REFUND)),
+        LedgerEntry.kind == ledger.Kind.WITHDRAWAL,
         LedgerEntry.operation_id.is_not(None),
     )
     seen = db.session.scalar(
@@ -136,7 +136,7 @@ def withdrawn_today(merchant: Merchant, currency: str) -> Decimal:
         -Decimal(seen or 0)
         + Decimal(not_booked or 0)
         + _vouchers_not_booked(merchant, currency, midnight)
-        + _refunds_to_send(merchant, currency, midnight, booked)
+        + _refunds_to_send(merchant, currency, midnight)
     )
 
 
@@ -151,13 +151,14 @@ def _approved(of_it: sa.ColumnElement[bool]) -> sa.Exists:
     return sa.exists().where(of_it, Approval.state == ApprovalState.APPROVED)
 
 
-def _refunds_to_send(
-    merchant: Merchant, currency: str, since: datetime, booked: sa.Select[str | None]
-) -> Decimal:
+def _refunds_to_send(merchant: Merchant, currency: str, since: datetime) -> Decimal:
     """The refunds of `currency` approved and not sent yet, and those sent since `since` whose
-    answer is awaited or was lost, until the ledger books the withdrawal the API made (`booked`:
-    the withdrawal operations booked; the mirror ties a lost answer to its operation). A lost
-    answer stays lost, so it counts on its own day only."""
+    answer is awaited or was lost, until the ledger books the withdrawal the API made (the
+    mirror ties a lost answer to it). A lost answer stays lost, so it counts on its own day
+    only."""
+    booked = sa.select(LedgerEntry.key).where(
+        LedgerEntry.merchant_id == merchant.id, LedgerEntry.kind == ledger.Kind.REFUND
+    )
     total = db.session.scalar(
         sa.select(decimal_sum(Refund.amount)).where(
             Refund.merchant_id == merchant.id,
@@ -168,7 +169,10 @@ def _refunds_to_send(
                 sa.and_(
                     Refund.state.in_((IntentState.SENDING, IntentState.UNKNOWN)),
                     Refund.updated_at >= since,
-                    sa.or_(Refund.withdrawal_id.is_(None), Refund.withdrawal_id.not_in(booked)),
+                    sa.or_(
+                        Refund.withdrawal_id.is_(None),
+                        (f"{ledger.Kind.REFUND.value}:" + Refund.withdrawal_id).not_in(booked),
+                    ),
                 ),
             ),
         )

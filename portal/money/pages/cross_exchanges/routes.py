@@ -87,8 +87,10 @@ def _cross_exchange(cross_exchange_id: str) -> CrossExchange:
 @bp.route("/<cross_exchange_id>")
 @roles(*ALL_ROLES)
 def show(cross_exchange_id: str) -> Response:
-    """Status, amounts, where to pay, and the time left (for htmx: the status part only)."""
+    """Status, amounts, where to pay, and the time left (for htmx: the status part only); one
+    looked up by its id joins the portal's list."""
     cross_exchange = _cross_exchange(cross_exchange_id)
+    cross_exchanges.look_up(current_user.merchant, current_user, cross_exchange)
     return render_page(
         "cross_exchanges/show.html",
         "cross_exchanges/_status.html",
