@@ -289,6 +289,8 @@ class Refund(Model):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     merchant_id: Mapped[int] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"))
+    # The API connection it was asked through: its operation ids are that account's own.
+    connection_generation: Mapped[int] = mapped_column(server_default="1")
     operation_id: Mapped[str] = mapped_column(sa.String(64))
     number: Mapped[int]
     user_id: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))

@@ -162,8 +162,9 @@ def withdrawal_intent(
 def refund(
     app: Flask, email: str, operation_id: str, *, amount: str = "0.1", **fields: object
 ) -> int:
-    """A refund in BTC of `operation_id` the user `email` asked for, its claim link waiting for
-    the customer's address; `fields` sets the rest (token_hash, token_encrypted...)."""
+    """A refund in BTC of `operation_id` the user `email` asked for (the operation's first,
+    unless `fields` gives its `number`), its claim link waiting for the customer's address;
+    `fields` sets the rest (token_hash, token_encrypted...)."""
     from portal.database import utcnow
     from portal.identity.rules.accounts import find_user
     from portal.money.models import Refund, RefundStage
@@ -174,13 +175,12 @@ def refund(
             Refund(
                 merchant_id=asker.merchant_id,
                 operation_id=operation_id,
-                number=1,
                 user_id=asker.id,
                 currency="BTC",
                 amount=Decimal(amount),
                 stage=RefundStage.REQUESTED,
                 expires_at=utcnow() + timedelta(days=14),
-                **fields,
+                **{"number": 1, **fields},
             )
         )
 

@@ -179,8 +179,8 @@ def book_operations(
         if money.fee:
             entries.append(entry(Kind.FEE, operation.id, amount=-money.fee, **of_operation))
     withdrawals = [o for o, _ in moneys if o.category in WITHDRAWAL_CATEGORIES]
-    _recognize_lost_answers(merchant_id, withdrawals)
-    refunds = _refund_withdrawals(merchant_id, [o.id for o in withdrawals])
+    _recognize_lost_answers(merchant_id, generation, withdrawals)
+    refunds = _refund_withdrawals(merchant_id, generation, [o.id for o in withdrawals])
     _rebook_as_refunds(merchant_id, generation, refunds)
     for operation in withdrawals:
         if operation.id in refunds:
@@ -397,7 +397,9 @@ CLOCK_MARGIN = timedelta(minutes=1)
 Lost = TypeVar("Lost", WithdrawalIntent, Refund)
 
 
-def _recognize_lost_answers(merchant_id: int, withdrawals: Sequence[Operation]) -> None:
+def _recognize_lost_answers(
+    merchant_id: int, generation: int, withdrawals: Sequence[Operation]
+) -> None:
     """Tie each withdrawal or refund whose answer was lost to the withdrawal the mirror now
     sees it made: same currency, address and amount, made once it was asked, and tied to no
     other. A refund is then booked as one, and the daily limits count each once (they count
@@ -412,6 +414,8 @@ def _recognize_lost_answers(merchant_id: int, withdrawals: Sequence[Operation]) 
     for intent in _lost(WithdrawalIntent, WithdrawalIntent.operation_id, merchant_id):
         intent.operation_id = _made(intent, intent.wallet, withdrawals, taken)
     for refund in _lost(Refund, Refund.withdrawal_id, merchant_id):
+        if refund.connection_generation != generation:
+            continue  # asked through another account, whose withdrawals these are not
         refund.withdrawal_id = _made(refund, refund.currency, withdrawals, taken)
     db.session.flush()  # the refunds' withdrawals are read next (a sync books without autoflush)
 
@@ -467,7 +471,9 @@ def _made(
     return None
 
 
-def _refund_withdrawals(merchant_id: int, operation_ids: list[str]) -> dict[str, str]:
+def _refund_withdrawals(
+    merchant_id: int, generation: int, operation_ids: list[str]
+) -> dict[str, str]:
     """Which of these withdrawals sent a refund, each with the sale it refunded."""
     found: dict[str, str] = {}
     for start in range(0, len(operation_ids), LOOKUP_CHUNK):
@@ -476,6 +482,7 @@ def _refund_withdrawals(merchant_id: int, operation_ids: list[str]) -> dict[str,
             for withdrawal_id, sale in db.session.execute(
                 sa.select(Refund.withdrawal_id, Refund.operation_id).where(
                     Refund.merchant_id == merchant_id,
+                    Refund.connection_generation == generation,
                     Refund.withdrawal_id.in_(operation_ids[start : start + LOOKUP_CHUNK]),
                 )
             )

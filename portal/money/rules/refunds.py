@@ -40,7 +40,7 @@ from portal.money.rules import cross_exchanges, idempotency, ledger, limits, rat
 from portal.money.rules.currencies import SMALLEST_AMOUNT
 from portal.money.rules.currencies import money as money_text
 from portal.payments.rules.operation_money import OperationMoney
-from portal.settings.rules.connection import api_client_for
+from portal.settings.rules.connection import api_client_for, generation_now
 
 TOKEN_BYTES = 32
 # Refunds that no longer take any of the operation's money.
@@ -162,7 +162,10 @@ def taken(merchant: Merchant, operation_id: str) -> Decimal:
     refused ones."""
     total = db.session.scalar(
         sa.select(decimal_sum(Refund.amount)).where(
-            Refund.merchant_id == merchant.id, Refund.operation_id == operation_id, ~RELEASED
+            Refund.merchant_id == merchant.id,
+            Refund.connection_generation == generation_now(merchant.id),
+            Refund.operation_id == operation_id,
+            ~RELEASED,
         )
     )
     return Decimal(total or 0)
@@ -305,8 +308,10 @@ def _new(
             if needs_owner_approval(user, address, currency, amount)
             else RefundStage.READY
         )
+    assert merchant.api_connection is not None  # the operation was read through it
     refund = Refund(
         merchant_id=merchant.id,
+        connection_generation=merchant.api_connection.generation,
         operation_id=operation.id,
         number=number,
         user_id=user.id,
@@ -373,7 +378,11 @@ def of_operation(merchant: Merchant, operation_id: str) -> list[Refund]:
     return list(
         db.session.scalars(
             sa.select(Refund)
-            .where(Refund.merchant_id == merchant.id, Refund.operation_id == operation_id)
+            .where(
+                Refund.merchant_id == merchant.id,
+                Refund.connection_generation == generation_now(merchant.id),
+                Refund.operation_id == operation_id,
+            )
             .order_by(Refund.number)
         )
     )
@@ -569,11 +578,16 @@ def _move(refund: Refund, condition: sa.ColumnElement[bool], **values: object) -
 
 
 def send_due() -> int:
-    """The worker's pass: send each ready refund once; how many this pass sent."""
+    """The worker's pass: send each ready refund once; how many this pass sent. One asked
+    through an earlier connection is canceled instead: sent now, it would leave the wallet of
+    the account connected since, for an operation of the other's."""
+    _cancel_of_earlier_connections()
     ready = list(
         db.session.scalars(
             sa.select(Refund.id).where(
-                Refund.stage == RefundStage.READY, Refund.state == IntentState.PENDING
+                Refund.stage == RefundStage.READY,
+                Refund.state == IntentState.PENDING,
+                Refund.connection_generation == generation_now(Refund.merchant_id),
             )
         )
     )
@@ -588,6 +602,24 @@ def send_due() -> int:
         assert merchant is not None  # refunds go with their merchant
         sent += _send(refund, merchant, api_client_for(merchant))
     return sent
+
+
+def _cancel_of_earlier_connections() -> None:
+    unsent = sa.or_(
+        Refund.stage.in_(UNSENT_STAGES),
+        sa.and_(Refund.stage == RefundStage.READY, Refund.state == IntentState.PENDING),
+    )
+    earlier = sa.or_(
+        Refund.connection_generation != generation_now(Refund.merchant_id),
+        generation_now(Refund.merchant_id).is_(None),
+    )
+    db.session.execute(
+        sa.update(Refund)
+        .where(unsent, earlier)
+        .values(stage=RefundStage.CANCELED, state=None, token_encrypted=None, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    db.session.commit()
 
 
 def _send(refund: Refund, merchant: Merchant, api: MerchantApiClient) -> int:

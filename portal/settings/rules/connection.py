@@ -289,3 +289,15 @@ def _start_new_mirror(connection: ApiConnection) -> None:
             .execution_options(synchronize_session=False)
         )
     connection.generation += 1
+
+
+def generation_now(
+    merchant_id: int | sa.ColumnElement[int] | sa.orm.InstrumentedAttribute[int],
+) -> sa.ScalarSelect[int]:
+    """The generation of the merchant's connection now, as a subquery: what belongs to an
+    earlier one (another account, whose ids may be the same) is left out by comparing with it."""
+    return (
+        sa.select(ApiConnection.generation)
+        .where(ApiConnection.merchant_id == merchant_id)
+        .scalar_subquery()
+    )
