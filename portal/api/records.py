@@ -294,11 +294,12 @@ def _readers(
 
 
 def _longest_text(hint: Any) -> int:
-    """How long a text a field typed `hint` takes (`MaxLength`); 0 when it takes no text."""
+    """How long a text a field typed `hint` takes (`MaxLength`); -1 when it takes no text, so
+    that no text, not even an empty one, skips its conversion."""
     hint = _without_none(hint)
     if typing.get_origin(hint) is typing.Annotated:
-        return _max_length(hint) if typing.get_args(hint)[0] is str else 0
-    return sys.maxsize if hint is str else 0
+        return _max_length(hint) if typing.get_args(hint)[0] is str else -1
+    return sys.maxsize if hint is str else -1
 
 
 def _max_length(annotated: Any) -> int:

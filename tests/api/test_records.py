@@ -251,6 +251,24 @@ def test_an_amount_too_long_to_write_out_is_a_malformed_answer(api, amount):
         api.client().get_operation("42")
 
 
+@pytest.mark.parametrize(
+    ("kind", "body", "field"),
+    [
+        ("operation", operation_json(id="42", fee=""), "fee"),
+        ("operation", operation_json(id="42", created_at=""), "created_at"),
+        ("transaction", transaction_json(id="42", linked=""), "linked"),
+    ],
+)
+def test_an_empty_text_where_a_number_time_or_yes_no_is_documented_is_malformed(
+    api, kind, body, field
+):
+    """An empty text is no amount, moment or yes/no: taken as one, pages answered 500 and
+    webhooks carried `"fee": ""`."""
+    api.answer("GET", f"/v1/{kind}s/42", Answer(200, {"data": body}))
+    with pytest.raises(ApiUnavailable, match=field):
+        getattr(api.client(), f"get_{kind}")("42")
+
+
 def test_a_rate_too_long_to_write_out_is_a_malformed_answer(api):
     body = '{"BTC:USD": 1E+999999999}'
     api.answer("GET", "/v1/rates", Answer(200, body, content_type="application/json"))
