@@ -520,3 +520,21 @@ def test_webhooks_turned_off_send_nothing_until_turned_on_again(app, owner, shop
     configure(owner, shop.url, "operation.confirmed")
     assert deliver(app) == 1
     assert shop.event_ids() == [waiting, waiting]
+
+
+def test_switching_off_stops_the_posts_of_the_turn_under_way(app, owner, shop):
+    """A turn walks a batch it read before: each delivery is claimed only while its endpoint is
+    on, so after Switch off at most the POST already under way arrives."""
+    configure(owner, shop.url, "operation.confirmed")
+    for number in range(6):
+        record(app, "operation.confirmed", f"op-{number}")
+    shop.delay = 0.2
+    turn = threading.Thread(target=deliver, args=(app, 30))
+    turn.start()
+    shop.wait_for(1)
+    switched = owner.post(f"{PAGE}/switch", data={"csrf_token": session_csrf_token(owner)})
+    arrived = len(shop.event_ids())
+    turn.join()
+
+    assert switched.status_code == 302
+    assert len(shop.event_ids()) <= arrived + 1 < 6

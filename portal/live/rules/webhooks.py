@@ -524,8 +524,12 @@ class Outcome:
 
 
 def _claim(delivery_id: int, owner: str, now: datetime) -> bool:
-    """Take the delivery's lease: one conditional UPDATE, so exactly one worker wins it."""
+    """Take the delivery's lease: one conditional UPDATE, so exactly one worker wins it, and
+    only while its endpoint is on (switched off during a turn, it gets no further POST)."""
     lease = now + timedelta(seconds=setting("WEBHOOK_LEASE_SECONDS"))
+    switched_on = sa.exists().where(
+        WebhookEndpoint.id == WebhookDelivery.endpoint_id, WebhookEndpoint.enabled.is_(True)
+    )
     claimed = rows_changed(
         sa.update(WebhookDelivery)
         .where(
@@ -533,6 +537,7 @@ def _claim(delivery_id: int, owner: str, now: datetime) -> bool:
             WebhookDelivery.state == DeliveryState.PENDING,
             WebhookDelivery.next_attempt_at <= now,
             sa.or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now),
+            switched_on,
         )
         .values(lease_owner=owner, lease_until=lease)
         .execution_options(synchronize_session=False)
