@@ -842,3 +842,21 @@ def test_a_refund_whose_answer_was_lost_counts_on_its_own_day_only(refunding):
         db.session.execute(sa.update(Refund).values(updated_at=utcnow() - timedelta(days=1)))
         db.session.commit()
         assert withdrawn_today(merchant, "BTC") == 0
+
+
+def test_a_refunds_events_name_it_by_its_operation_not_by_the_portals_count(app, accounts):
+    """The portal's own id counts every merchant's refunds: a shop would read another
+    merchant's volume in it."""
+    from portal.extensions import db
+    from portal.money.models import Refund
+    from portal.money.rules.refunds import refund_record
+    from tests.support import factories
+
+    for number in range(3):
+        factories.refund(app, accounts.other_owner, f"other-{number}")
+    first = factories.refund(app, accounts.owner, "op-7")
+
+    with app.app_context():
+        shown = refund_record(db.session.get(Refund, first))
+    assert "id" not in shown
+    assert (shown["operation_id"], shown["number"]) == ("op-7", 1)

@@ -42,8 +42,8 @@ MONEY = {
 REFUND_DATA = {
     "type": "object",
     "properties": {
-        "id": {"type": "integer"},
         "operation_id": {"type": "string"},
+        "number": {"type": "integer", "minimum": 1},
         "amount": DECIMAL,
         "currency": {"type": "string"},
         "address": {"anyOf": [{"type": "string"}, NULL]},
@@ -52,8 +52,8 @@ REFUND_DATA = {
         "sent_at": {"anyOf": [MOMENT, NULL]},
     },
     "required": [
-        "id",
         "operation_id",
+        "number",
         "amount",
         "currency",
         "address",
@@ -228,8 +228,8 @@ EXAMPLE_OPERATION = {
     "transactions": [EXAMPLE_TRANSACTION],
 }
 EXAMPLE_REFUND = {
-    "id": 3,
     "operation_id": "op-8812",
+    "number": 1,
     "amount": "0.00500000",
     "currency": "BTC",
     "address": "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq",

@@ -662,10 +662,12 @@ def _event(refund: Refund, type_: EventType) -> None:
 
 
 def refund_record(refund: Refund) -> dict[str, object]:
-    """A refund as events and webhooks carry it: decimal strings, no token, no e-mail."""
+    """A refund as events and webhooks carry it: decimal strings, no token, no e-mail. It is
+    named by its operation and its `number` among the operation's refunds: the portal's own id
+    counts every merchant's refunds, which a shop has no business knowing."""
     return {
-        "id": refund.id,
         "operation_id": refund.operation_id,
+        "number": refund.number,
         "amount": format(refund.amount, "f"),
         "currency": refund.currency,
         "address": refund.address,
