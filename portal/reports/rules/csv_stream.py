@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -25,6 +26,9 @@ from portal.reports.rules.csv_rows import Column, TimeZone, header, row_writer
 
 PER_PAGE = 100
 INCOMPLETE_MARK = "EXPORT INCOMPLETE"
+# The pages whose records an export keeps in mind, to write a record pushed on to the next
+# page once (a shift of a page is a hundred records arriving while one page is read).
+RECENT_PAGES = 3
 
 FetchPage = Callable[..., PageReader[Any]]
 
@@ -89,14 +93,13 @@ def local_text(
 
 def export_rows(export: Export, first: Page) -> Iterator[list[object]]:
     """The rows of each page of the export, from `first` on; a record that moved to a later
-    page while the pages were read comes once."""
-    seen: set[str] = set()
+    page while the pages were read comes once. Records arriving meanwhile push the others by
+    a few places, so only the ids of the last `RECENT_PAGES` pages are kept: all of them took
+    90 MB for a million rows."""
+    recent: deque[set[str]] = deque(maxlen=RECENT_PAGES)
     for page in read_pages(export.fetch, first):
-        records = []
-        for record in page.items:
-            if record.id not in seen:
-                seen.add(record.id)
-                records.append(record)
+        records = [r for r in page.items if not any(r.id in ids for ids in recent)]
+        recent.append({record.id for record in page.items})
         yield records if export.rows_of is None else list(export.rows_of(records))
 
 
