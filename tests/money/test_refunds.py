@@ -689,6 +689,29 @@ def test_an_operation_made_while_a_cross_exchanges_answer_was_lost_is_never_refu
     assert "Cross exchange 1" in text(owner.get("/cross-exchanges")), "now in the list"
 
 
+def test_a_cross_exchange_made_but_not_yet_listed_when_its_process_died_is_never_refunded(
+    refunding,
+):
+    """The key is settled, then the list written in a commit of its own: a process that died
+    between the two left the portal no reference, and its operation is still set apart."""
+    from portal.extensions import db
+    from portal.money.models import CrossExchangeReference
+
+    app, sandbox = refunding.portal, refunding.sandbox
+    owner = signed_in(app, email("owner"))
+    made = submit(owner, "/cross-exchanges/new", CROSS_EXCHANGE)
+    assert made.status_code == 302, text(made)
+    exchange = refunding.api.get_cross_exchange(made.location.rsplit("/", 1)[1])
+    with app.app_context():
+        db.session.execute(sa.delete(CrossExchangeReference))
+        db.session.commit()
+    sandbox.receive(exchange.operation_id, CROSS_EXCHANGE["sell_amount"])
+    sync_now(app)
+
+    page = owner.get(f"/operations/{exchange.operation_id}").get_data(as_text=True)
+    assert f"/refunds/new/{exchange.operation_id}" not in page
+
+
 def test_an_operators_refund_claimed_on_its_link_waits_for_an_owner(refunding, monkeypatch):
     """Staff read the claim link on the refund's page: an operator claiming it with an address
     of their own sends nothing until an owner approves, whatever the limits."""
@@ -860,3 +883,34 @@ def test_a_refunds_events_name_it_by_its_operation_not_by_the_portals_count(app,
         shown = refund_record(db.session.get(Refund, first))
     assert "id" not in shown
     assert (shown["operation_id"], shown["number"]) == ("op-7", 1)
+
+
+def test_a_refund_its_process_left_sending_becomes_an_outcome_to_check(refunding):
+    """The worker died between the claim and the answer (a restart, a crash): once longer than
+    any request takes, the refund reads "Outcome unknown", is told to the shop, and is never
+    sent again; one claimed a moment ago is left alone."""
+    from datetime import timedelta
+
+    from portal.database import utcnow
+    from portal.extensions import db
+    from portal.live.models import Event
+    from portal.money.models import IntentState, Refund
+
+    app = refunding.portal
+    owner = signed_in(app, email("owner"))
+    stranded_page = typed_refund(refunding, owner, booked_address(app))
+    recent_page = typed_refund(refunding, owner, booked_address(app))
+    with app.app_context():
+        stranded, recent = db.session.scalars(sa.select(Refund).order_by(Refund.id)).all()
+        stranded.state = recent.state = IntentState.SENDING
+        stranded.updated_at = utcnow() - timedelta(minutes=11)
+        recent.updated_at = utcnow() - timedelta(minutes=1)
+        db.session.commit()
+
+    assert send_refunds(app) == 0
+    assert "Outcome unknown" in text(owner.get(stranded_page))
+    assert "Outcome unknown" not in text(owner.get(recent_page))
+    with app.app_context():
+        told = sa.select(Event.type).where(Event.type == "refund.outcome_unknown")
+        assert db.session.scalars(told).all() == ["refund.outcome_unknown"]
+    assert refunding.sandbox.requests_received("POST", "/withdraw") == 0

@@ -51,3 +51,37 @@ def test_claim_is_one_time_across_database_connections(app, accounts):
             other.commit()
             assert result.rowcount == 0
         assert intents.claim(first, user) is False
+
+
+def test_a_confirmation_its_process_left_sending_becomes_an_outcome_to_check(app, accounts):
+    """Its gunicorn worker died between the claim and the answer: the worker's pass makes it
+    unknown once longer than any request takes, never pending (it may have been sent)."""
+    from datetime import timedelta
+
+    import sqlalchemy as sa
+
+    from portal.database import utcnow
+    from portal.extensions import db
+    from portal.identity.models import User
+    from portal.money.models import IntentState, WithdrawalIntent
+    from portal.money.rules import approvals
+    from portal.money.rules import withdrawals as intents
+
+    with app.app_context():
+        user = db.session.scalar(db.select(User).where(User.email == accounts.owner))
+        for _ in range(2):
+            key = intents.create(user.merchant, user, 1, "BTC", "tb1qexample")
+            intent = db.session.scalar(
+                db.select(WithdrawalIntent).where(WithdrawalIntent.key == key)
+            )
+            assert intents.claim(intent, user)
+        db.session.execute(
+            sa.update(WithdrawalIntent)
+            .where(WithdrawalIntent.id == intent.id)
+            .values(updated_at=utcnow() - timedelta(minutes=11))
+        )
+        db.session.commit()
+
+        assert approvals.send_due() == 0
+        states = db.session.scalars(sa.select(WithdrawalIntent.state).order_by(WithdrawalIntent.id))
+        assert list(states) == [IntentState.SENDING, IntentState.UNKNOWN]

@@ -275,7 +275,10 @@ def _settle_refund(approval: Approval, user: User) -> None:
 
 def send_due() -> int:
     """The worker's pass: send each approved withdrawal and create each approved voucher, once;
-    how many this pass sent (an approved refund is ready, and `refunds.send_due` sends it)."""
+    how many this pass sent (an approved refund is ready, and `refunds.send_due` sends it).
+    First, what a process left `sending` becomes an outcome to check (`idempotency.strand`)."""
+    idempotency.strand(WithdrawalIntent)
+    idempotency.strand(IdempotencyKey)
     return _send_withdrawals() + _create_vouchers()
 
 

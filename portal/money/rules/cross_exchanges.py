@@ -51,8 +51,9 @@ def look_up(merchant: Merchant, user: User, cross_exchange: CrossExchange) -> No
         return
     for key in _lost_answers(merchant.id):
         asked = key.parameters
-        if (
-            asked.get("sell_currency") == cross_exchange.sell_currency
+        if key.record_id == cross_exchange.id or (
+            key.state is not IntentState.SENT
+            and asked.get("sell_currency") == cross_exchange.sell_currency
             and asked.get("sell_amount") is not None
             and Decimal(asked["sell_amount"]) == cross_exchange.sell_amount
             and _while_asked(key, cross_exchange.created_at)
@@ -117,13 +118,24 @@ def _lost_answers_operations(merchant_id: int, operations: Sequence[Operation]) 
 
 
 def _lost_answers(merchant_id: int) -> list[IdempotencyKey]:
-    """The merchant's cross exchanges asked whose answer was lost."""
+    """The merchant's cross exchanges asked whose answer the portal does not hold: lost, still
+    `sending` (its process may have died before the answer), or made but not in the list yet
+    (the list is written after the key is settled, in a commit of its own)."""
+    listed = sa.select(CrossExchangeReference.cross_exchange_id).where(
+        CrossExchangeReference.merchant_id == merchant_id
+    )
     return list(
         db.session.scalars(
             sa.select(IdempotencyKey).where(
                 IdempotencyKey.merchant_id == merchant_id,
                 IdempotencyKey.kind == IntentKind.CROSS_EXCHANGE,
-                IdempotencyKey.state == IntentState.UNKNOWN,
+                sa.or_(
+                    IdempotencyKey.state.in_((IntentState.UNKNOWN, IntentState.SENDING)),
+                    sa.and_(
+                        IdempotencyKey.state == IntentState.SENT,
+                        IdempotencyKey.record_id.not_in(listed),
+                    ),
+                ),
             )
         )
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Protocol
 
 import sqlalchemy as sa
@@ -36,6 +37,9 @@ from portal.money.models import (
 
 KEY_BYTES = 24
 PORTAL_FAILURE = "The portal failed while it kept the answer: check before sending again."
+# A request's whole conversation ends within its deadline, seconds: one still `sending` this
+# long after its claim was cut off by its process (a restart, a crash, a failed commit).
+STRANDED_AFTER = timedelta(minutes=10)
 
 
 class Settled(Protocol):
@@ -65,6 +69,29 @@ def take_pending(
         .execution_options(synchronize_session=False)
     )
     return changed == 1
+
+
+def strand(model: type[WithdrawalIntent] | type[IdempotencyKey] | type[Refund]) -> list[int]:
+    """Move what has been `sending` for longer than any request takes to `unknown`, the
+    outcome a person checks: left `sending`, it read "being sent" for good and nothing tied it
+    to what it made. Never back to `pending`: its request may have left. The ids moved."""
+    stranded = list(
+        db.session.scalars(
+            sa.select(model.id).where(
+                model.state == IntentState.SENDING,
+                model.updated_at < utcnow() - STRANDED_AFTER,
+            )
+        )
+    )
+    if stranded:
+        db.session.execute(
+            sa.update(model)
+            .where(model.id.in_(stranded), model.state == IntentState.SENDING)
+            .values(state=IntentState.UNKNOWN, error_message=PORTAL_FAILURE, updated_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )
+        db.session.commit()
+    return stranded
 
 
 @contextmanager

@@ -582,6 +582,11 @@ def send_due() -> int:
     through an earlier connection is canceled instead: sent now, it would leave the wallet of
     the account connected since, for an operation of the other's."""
     _cancel_of_earlier_connections()
+    for stranded in idempotency.strand(Refund):  # its process died between claim and answer
+        refund = db.session.get(Refund, stranded)
+        assert refund is not None
+        _event(refund, EventType.REFUND_UNKNOWN)
+    db.session.commit()
     ready = list(
         db.session.scalars(
             sa.select(Refund.id).where(
