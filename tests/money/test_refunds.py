@@ -914,3 +914,23 @@ def test_a_refund_its_process_left_sending_becomes_an_outcome_to_check(refunding
         told = sa.select(Event.type).where(Event.type == "refund.outcome_unknown")
         assert db.session.scalars(told).all() == ["refund.outcome_unknown"]
     assert refunding.sandbox.requests_received("POST", "/withdraw") == 0
+
+
+def test_a_stopping_worker_claims_no_more_refunds_to_send(refunding, monkeypatch):
+    """What a stopping worker claimed but could not finish would be left `sending`: once it is
+    asked to stop, its pass sends nothing more, and the next worker sends it."""
+    import threading
+
+    from portal.money.rules import idempotency
+
+    app = refunding.portal
+    address = booked_address(app)
+    typed_refund(refunding, signed_in(app, email("owner")), address)
+    stopped = threading.Event()
+    monkeypatch.setattr(idempotency, "_stopping", stopped)
+    idempotency.request_stop()
+
+    assert send_refunds(app) == 0
+    stopped.clear()  # the next worker
+    assert send_refunds(app) == 1
+    assert refunding.sandbox.operations_to(address) == 1

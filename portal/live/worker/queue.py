@@ -24,6 +24,7 @@ from huey.consumer import Consumer
 from huey.storage import MemoryStorage, RedisStorage, SqliteStorage
 
 from portal.live.rules import mirror, webhooks
+from portal.money.rules import idempotency
 
 NAME = "portal"
 MEMORY = "memory://"
@@ -119,4 +120,5 @@ class GracefulConsumer(Consumer):
     def stop(self, graceful: bool = False) -> None:
         mirror.request_stop()
         webhooks.request_stop()
+        idempotency.request_stop()
         super().stop(graceful=graceful)

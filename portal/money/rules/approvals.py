@@ -311,6 +311,8 @@ def _send_withdrawals() -> int:
     due = _approved_unsent(WithdrawalIntent, Approval.withdrawal_intent_id)
     sent = 0
     for approval_id in due:
+        if idempotency.stopping():
+            break
         approval = db.session.get(Approval, approval_id)
         assert approval is not None and approval.withdrawal is not None
         intent = approval.withdrawal
@@ -335,6 +337,8 @@ def _create_vouchers() -> int:
     due = _approved_unsent(IdempotencyKey, Approval.voucher_intent_id)
     made = 0
     for approval_id in due:
+        if idempotency.stopping():
+            break
         approval = db.session.get(Approval, approval_id)
         assert approval is not None and approval.voucher is not None
         intent = approval.voucher

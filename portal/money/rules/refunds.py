@@ -598,6 +598,8 @@ def send_due() -> int:
     )
     sent = 0
     for refund_id in ready:
+        if idempotency.stopping():
+            break
         won = idempotency.take_pending(Refund, Refund.id == refund_id)
         db.session.commit()
         refund = db.session.get(Refund, refund_id)
