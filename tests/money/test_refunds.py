@@ -934,3 +934,30 @@ def test_a_stopping_worker_claims_no_more_refunds_to_send(refunding, monkeypatch
     stopped.clear()  # the next worker
     assert send_refunds(app) == 1
     assert refunding.sandbox.operations_to(address) == 1
+
+
+def test_a_refund_whose_client_cannot_be_made_stays_pending_and_goes_next_time(
+    refunding, monkeypatch
+):
+    """The client is made before the claim: a failure there (a database error, a token no key
+    decrypts) leaves the refund pending, sent by a later pass, not stranded `sending`."""
+    from portal.extensions import db
+    from portal.money.models import IntentState, Refund
+    from portal.money.rules import refunds
+
+    app = refunding.portal
+    address = booked_address(app)
+    typed_refund(refunding, signed_in(app, email("owner")), address)
+    made = refunds.api_client_for
+
+    def broken(_merchant):
+        raise RuntimeError("no key decrypts the token")
+
+    monkeypatch.setattr(refunds, "api_client_for", broken)
+    with pytest.raises(RuntimeError):
+        send_refunds(app)
+    with app.app_context():
+        assert db.session.scalars(sa.select(Refund.state)).one() is IntentState.PENDING
+    monkeypatch.setattr(refunds, "api_client_for", made)
+    assert send_refunds(app) == 1
+    assert refunding.sandbox.operations_to(address) == 1

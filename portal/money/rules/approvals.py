@@ -316,17 +316,15 @@ def _send_withdrawals() -> int:
         approval = db.session.get(Approval, approval_id)
         assert approval is not None and approval.withdrawal is not None
         intent = approval.withdrawal
-        if not withdrawals.claim(intent, approval.requested_by, approved=True):
-            continue  # another worker took it
         merchant = db.session.get(Merchant, approval.merchant_id)
         assert merchant is not None
+        api = api_client_for(merchant)  # before the claim: a failure here leaves it pending
+        parameters = _described(approval, approval.requested_by, approval.decided_by)
+        if not withdrawals.claim(intent, approval.requested_by, approved=True):
+            continue  # another worker took it
         try:
             with _as_decider(approval):
-                withdrawals.send(
-                    intent,
-                    api_client_for(merchant),
-                    parameters=_described(approval, approval.requested_by, approval.decided_by),
-                )
+                withdrawals.send(intent, api, parameters=parameters)
         except ApiFailure:
             continue  # kept on the intent: refused, unknown, or pending to try again
         sent += 1
@@ -342,23 +340,22 @@ def _create_vouchers() -> int:
         approval = db.session.get(Approval, approval_id)
         assert approval is not None and approval.voucher is not None
         intent = approval.voucher
+        merchant = db.session.get(Merchant, approval.merchant_id)
+        assert merchant is not None
+        api = api_client_for(merchant)  # before the claim: a failure here leaves it pending
+        parameters = _described(approval, approval.requested_by, approval.decided_by)
         won = idempotency.take_pending(IdempotencyKey, IdempotencyKey.id == intent.id)
         db.session.commit()
         if not won:
             continue  # another worker took it
         db.session.refresh(intent)
-        merchant = db.session.get(Merchant, approval.merchant_id)
-        assert merchant is not None
-        parameters = _described(approval, approval.requested_by, approval.decided_by)
         try:
             with (
                 _as_decider(approval),
                 idempotency.settling(intent),
                 audit.recorded("voucher.create", parameters) as details,
             ):
-                voucher = api_client_for(merchant).create_voucher(
-                    approval.amount, approval.currency
-                )
+                voucher = api.create_voucher(approval.amount, approval.currency)
                 details["voucher_id"] = intent.record_id = voucher.id
         except ApiFailure:
             continue  # kept on the intent: refused, unknown, or pending to try again

@@ -600,14 +600,17 @@ def send_due() -> int:
     for refund_id in ready:
         if idempotency.stopping():
             break
+        refund = db.session.get(Refund, refund_id)
+        merchant = db.session.get(Merchant, refund.merchant_id) if refund else None
+        if refund is None or merchant is None:
+            continue  # canceled and gone, with its merchant
+        api = api_client_for(merchant)  # before the claim: a failure here leaves it pending
         won = idempotency.take_pending(Refund, Refund.id == refund_id)
         db.session.commit()
-        refund = db.session.get(Refund, refund_id)
-        if not won or refund is None:
+        if not won:
             continue  # another worker (or a cancel) took it
-        merchant = db.session.get(Merchant, refund.merchant_id)
-        assert merchant is not None  # refunds go with their merchant
-        sent += _send(refund, merchant, api_client_for(merchant))
+        db.session.refresh(refund)
+        sent += _send(refund, merchant, api)
     return sent
 
 
