@@ -82,6 +82,18 @@ def test_a_confirmation_its_process_left_sending_becomes_an_outcome_to_check(app
         )
         db.session.commit()
 
+        claimed_at = db.session.scalars(
+            sa.select(WithdrawalIntent.updated_at).order_by(WithdrawalIntent.id)
+        ).all()
+
         assert approvals.send_due() == 0
         states = db.session.scalars(sa.select(WithdrawalIntent.state).order_by(WithdrawalIntent.id))
         assert list(states) == [IntentState.SENDING, IntentState.UNKNOWN]
+        # The claim's moment stays: the end of the time it was under way (lost answers are tied
+        # to what was made then) and the day it counts on.
+        assert (
+            db.session.scalars(
+                sa.select(WithdrawalIntent.updated_at).order_by(WithdrawalIntent.id)
+            ).all()
+            == claimed_at
+        )

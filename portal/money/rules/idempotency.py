@@ -101,7 +101,13 @@ def strand(model: type[WithdrawalIntent] | type[IdempotencyKey] | type[Refund]) 
         db.session.execute(
             sa.update(model)
             .where(model.id.in_(stranded), model.state == IntentState.SENDING)
-            .values(state=IntentState.UNKNOWN, error_message=PORTAL_FAILURE, updated_at=utcnow())
+            # `updated_at` stays the claim's moment: the end of the time it was under way, which
+            # ties a lost answer to what it made, and the day it counts on in the limits.
+            .values(
+                state=IntentState.UNKNOWN,
+                error_message=PORTAL_FAILURE,
+                updated_at=model.updated_at,
+            )
             .execution_options(synchronize_session=False)
         )
         db.session.commit()
