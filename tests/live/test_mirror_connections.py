@@ -156,17 +156,15 @@ def test_a_sync_of_the_old_account_under_way_writes_nothing_after_the_change(tmp
         assert sync_now(app).kind == "first"
 
 
-def test_refunds_of_an_account_connected_before_are_neither_sent_nor_counted_on_the_next(
+def test_a_refund_of_an_earlier_connection_waits_for_an_owner_instead_of_being_sent(
     tmp_path, sandbox
 ):
-    """API ids are the account's own (both sandboxes number from 1): after a switch to another
-    account, a refund asked under the first is never sent from the second's wallet, and its
-    operation of the same id is not read as refunded."""
+    """API ids are the account's own (both sandboxes number from 1), and a new token may be
+    another account: a refund asked under the first connection is never sent by itself from
+    the wallet connected now; it waits for an owner's approval, which says why."""
     from portal.extensions import db
-    from portal.identity.rules import accounts
-    from portal.money.models import IntentState, Refund, RefundStage
-    from portal.money.rules import refunds
-    from portal.payments.rules.operation_money import moneys_of
+    from portal.money.models import Approval, IntentState, Refund, RefundStage
+    from portal.money.rules import approvals, refunds
     from tests.support import factories
 
     in_a = MerchantApiClient(sandbox.base_url, token=sandbox.token).create_operation(
@@ -177,28 +175,24 @@ def test_refunds_of_an_account_connected_before_are_neither_sent_nor_counted_on_
         connected_portal(tmp_path, sandbox, SYNC_SECONDS=0) as app,
     ):
         api_b = MerchantApiClient(account_b.base_url, token=account_b.token)
-        in_b = api_b.create_operation("1", "BTC", "order-of-b")
         pay(sandbox, in_a.id, "1")
         sync_now(app)
-        sent = factories.refund(app, "owner@acme.test", in_a.id, amount="1", state=IntentState.SENT)
         ready = factories.refund(
-            app, "owner@acme.test", in_a.id, amount="0.5", number=2, state=IntentState.PENDING,
+            app, "owner@acme.test", in_a.id, amount="0.5", state=IntentState.PENDING,
             address="bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq",
         )  # fmt: skip
         with app.app_context():
-            for refund_id in (sent, ready):
-                db.session.get(Refund, refund_id).stage = RefundStage.READY
+            db.session.get(Refund, ready).stage = RefundStage.READY
             db.session.commit()
         switch_to(app, account_b)
-        pay(account_b, in_b.id, "1")
-        sync_now(app)
 
         with app.app_context():
             assert refunds.send_due() == 0
-            assert db.session.get(Refund, ready).stage is RefundStage.CANCELED
-            merchant = accounts.merchant_named("Acme")
-            money = moneys_of(
-                merchant.id, merchant.payment_tolerance_percent, [api_b.get_operation(in_b.id)]
-            )
-            assert money[in_b.id].state.value == "paid"
+            assert approvals.send_due() == 0
+            assert db.session.get(Refund, ready).stage is RefundStage.AWAITING_APPROVAL
+            reasons = db.session.scalars(sa.select(Approval.reason)).all()
+            assert reasons == ["earlier_connection"]
+            assert refunds.send_due() == 0
+        page = signed_in(app, email("owner")).get("/approvals").get_data(as_text=True)
+        assert "Asked through an earlier API connection" in page
         assert api_b.list_operations(category="transfer").items == ()

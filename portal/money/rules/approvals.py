@@ -96,18 +96,20 @@ def of_voucher(intent: IdempotencyKey) -> Approval | None:
     return db.session.scalar(sa.select(Approval).where(Approval.voucher_intent_id == intent.id))
 
 
-def hold_refund(refund: Refund, requester: User | None) -> Approval:
+def hold_refund(
+    refund: Refund, requester: User | None, reason: limits.Reason | None = None
+) -> Approval:
     """Put a refund that awaits an approval on the queue: an operator asked for it (and typed
     its address, or it was claimed on its link), someone since removed asked for it (None: any
-    owner may approve) and it was claimed, or it is above the owners' limits. Audited and
-    mailed to the owners who may approve it."""
+    owner may approve) and it was claimed, it is above the owners' limits, or `reason` (the
+    caller's) says why. Audited and mailed to the owners who may approve it."""
     merchant = db.session.get(Merchant, refund.merchant_id)
     assert merchant is not None
-    if requester is None or requester.role is not Role.OWNER:
-        reason: limits.Reason | None = (
+    if reason is None and (requester is None or requester.role is not Role.OWNER):
+        reason = (
             limits.Reason.TYPED_ADDRESS if refund.typed_by_staff else limits.Reason.OPERATORS_CLAIM
         )
-    else:
+    elif reason is None:
         reason = limits.check(merchant, refund.currency, refund.amount).reason
     value = limits.value_now(merchant, refund.currency, refund.amount)
     reason = reason or limits.Reason.PER_WITHDRAWAL
@@ -123,17 +125,20 @@ def claim_refund(refund: Refund, address: str) -> bool:
     """The customer's address for a claim link's refund, once (`refunds.claim`). The claimed
     refund then waits for an owner unless an owner asked for it (whoever asked reads the link
     on the refund's page, `refunds.reads_link`, so an operator, or someone since removed,
-    could claim it with an address of their own), and for an owner other than the one who
-    asked when it is above the owners' limits, valued now."""
+    could claim it with an address of their own), or when it was asked through an earlier API
+    connection (`hold_earlier_connections`), and for an owner other than the one who asked when
+    it is above the owners' limits, valued now."""
     merchant = db.session.get(Merchant, refund.merchant_id)
     assert merchant is not None
     limits.serialize(merchant)  # the limits read below and the claim are one step
     requester = db.session.get(User, refund.user_id) if refund.user_id else None
     by_staff = requester is None or requester.role is not Role.OWNER
-    held = by_staff or limits.check(merchant, refund.currency, refund.amount).reason is not None
+    earlier = refunds.of_earlier_connection(refund)
+    over = limits.check(merchant, refund.currency, refund.amount).reason is not None
+    held = by_staff or earlier or over
     won = refunds.claim(refund, address, held=held)
     if won and held:
-        hold_refund(refund, requester)
+        hold_refund(refund, requester, limits.Reason.EARLIER_CONNECTION if earlier else None)
     return won
 
 
@@ -279,7 +284,18 @@ def send_due() -> int:
     First, what a process left `sending` becomes an outcome to check (`idempotency.strand`)."""
     idempotency.strand(WithdrawalIntent)
     idempotency.strand(IdempotencyKey)
+    hold_earlier_connections()
     return _send_withdrawals() + _create_vouchers()
+
+
+def hold_earlier_connections() -> None:
+    """Each ready refund asked through an earlier API connection waits for an owner's
+    approval: the connection now may be another account, whose wallet would pay it for an
+    operation of the first one's (or the same account with a new token: an owner says)."""
+    for refund in refunds.of_earlier_connections():
+        if refunds.set_aside(refund):
+            requester = db.session.get(User, refund.user_id) if refund.user_id else None
+            hold_refund(refund, requester, limits.Reason.EARLIER_CONNECTION)
 
 
 @contextmanager

@@ -180,7 +180,7 @@ def book_operations(
             entries.append(entry(Kind.FEE, operation.id, amount=-money.fee, **of_operation))
     withdrawals = [o for o, _ in moneys if o.category in WITHDRAWAL_CATEGORIES]
     _recognize_lost_answers(merchant_id, generation, withdrawals)
-    refunds = _refund_withdrawals(merchant_id, generation, [o.id for o in withdrawals])
+    refunds = _refund_withdrawals(merchant_id, [o.id for o in withdrawals])
     _rebook_as_refunds(merchant_id, generation, refunds)
     for operation in withdrawals:
         if operation.id in refunds:
@@ -471,9 +471,7 @@ def _made(
     return None
 
 
-def _refund_withdrawals(
-    merchant_id: int, generation: int, operation_ids: list[str]
-) -> dict[str, str]:
+def _refund_withdrawals(merchant_id: int, operation_ids: list[str]) -> dict[str, str]:
     """Which of these withdrawals sent a refund, each with the sale it refunded."""
     found: dict[str, str] = {}
     for start in range(0, len(operation_ids), LOOKUP_CHUNK):
@@ -482,7 +480,6 @@ def _refund_withdrawals(
             for withdrawal_id, sale in db.session.execute(
                 sa.select(Refund.withdrawal_id, Refund.operation_id).where(
                     Refund.merchant_id == merchant_id,
-                    Refund.connection_generation == generation,
                     Refund.withdrawal_id.in_(operation_ids[start : start + LOOKUP_CHUNK]),
                 )
             )

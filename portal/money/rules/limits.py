@@ -39,6 +39,8 @@ class Reason(enum.StrEnum):
     TYPED_ADDRESS = "typed_address"  # a refund to an address an operator typed
     # a refund an operator (or someone since removed) asked for, claimed on a link they read
     OPERATORS_CLAIM = "operators_claim"
+    # a refund asked through an earlier API connection: the one now may be another account
+    EARLIER_CONNECTION = "earlier_connection"
 
 
 @dataclass(frozen=True)

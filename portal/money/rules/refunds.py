@@ -163,7 +163,6 @@ def taken(merchant: Merchant, operation_id: str) -> Decimal:
     total = db.session.scalar(
         sa.select(decimal_sum(Refund.amount)).where(
             Refund.merchant_id == merchant.id,
-            Refund.connection_generation == generation_now(merchant.id),
             Refund.operation_id == operation_id,
             ~RELEASED,
         )
@@ -380,7 +379,6 @@ def of_operation(merchant: Merchant, operation_id: str) -> list[Refund]:
             sa.select(Refund)
             .where(
                 Refund.merchant_id == merchant.id,
-                Refund.connection_generation == generation_now(merchant.id),
                 Refund.operation_id == operation_id,
             )
             .order_by(Refund.number)
@@ -450,12 +448,16 @@ def approve(refund: Refund, owner: User) -> bool:
     """An owner's approval (`portal.money.rules.approvals` decided it) lets the refund be sent;
     True when this approval did."""
     assert owner.role is Role.OWNER  # the page allows owners only
+    merchant = db.session.get(Merchant, refund.merchant_id)
+    assert merchant is not None and merchant.api_connection is not None
     won = _move(
         refund,
         Refund.stage == RefundStage.AWAITING_APPROVAL,
         stage=RefundStage.READY,
         state=IntentState.PENDING,
         approved_by_id=owner.id,
+        # Approved, it goes through the connection now, whichever it was asked through.
+        connection_generation=merchant.api_connection.generation,
     )
     if won:
         audit.record("refund.approve", parameters={"refund": refund.id})
@@ -579,9 +581,9 @@ def _move(refund: Refund, condition: sa.ColumnElement[bool], **values: object) -
 
 def send_due() -> int:
     """The worker's pass: send each ready refund once; how many this pass sent. One asked
-    through an earlier connection is canceled instead: sent now, it would leave the wallet of
-    the account connected since, for an operation of the other's."""
-    _cancel_of_earlier_connections()
+    through an earlier connection (a new token, or another account) is not sent by itself:
+    it waits for an owner (`approvals.hold_earlier_connections`), since sent now it could
+    leave another account's wallet, for an operation of the first one's."""
     for stranded in idempotency.strand(Refund):  # its process died between claim and answer
         refund = db.session.get(Refund, stranded)
         assert refund is not None
@@ -614,22 +616,36 @@ def send_due() -> int:
     return sent
 
 
-def _cancel_of_earlier_connections() -> None:
-    unsent = sa.or_(
-        Refund.stage.in_(UNSENT_STAGES),
+def of_earlier_connections() -> list[Refund]:
+    """The refunds ready to send that were asked through an earlier API connection."""
+    return list(
+        db.session.scalars(
+            sa.select(Refund).where(
+                Refund.stage == RefundStage.READY,
+                Refund.state == IntentState.PENDING,
+                Refund.connection_generation != generation_now(Refund.merchant_id),
+            )
+        )
+    )
+
+
+def of_earlier_connection(refund: Refund) -> bool:
+    merchant = db.session.get(Merchant, refund.merchant_id)
+    assert merchant is not None
+    connection = merchant.api_connection
+    return connection is None or refund.connection_generation != connection.generation
+
+
+def set_aside(refund: Refund) -> bool:
+    """A ready refund now waits for an owner's approval instead; True when this call did."""
+    won = _move(
+        refund,
         sa.and_(Refund.stage == RefundStage.READY, Refund.state == IntentState.PENDING),
+        stage=RefundStage.AWAITING_APPROVAL,
+        state=None,
     )
-    earlier = sa.or_(
-        Refund.connection_generation != generation_now(Refund.merchant_id),
-        generation_now(Refund.merchant_id).is_(None),
-    )
-    db.session.execute(
-        sa.update(Refund)
-        .where(unsent, earlier)
-        .values(stage=RefundStage.CANCELED, state=None, token_encrypted=None, updated_at=utcnow())
-        .execution_options(synchronize_session=False)
-    )
-    db.session.commit()
+    db.session.refresh(refund)
+    return won
 
 
 def _send(refund: Refund, merchant: Merchant, api: MerchantApiClient) -> int:

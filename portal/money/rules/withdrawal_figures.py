@@ -162,7 +162,6 @@ def _refunds_to_send(merchant: Merchant, currency: str, since: datetime) -> Deci
     total = db.session.scalar(
         sa.select(decimal_sum(Refund.amount)).where(
             Refund.merchant_id == merchant.id,
-            Refund.connection_generation == _generation(merchant),
             Refund.currency == currency,
             Refund.stage == RefundStage.READY,
             sa.or_(

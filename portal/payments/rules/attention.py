@@ -38,7 +38,6 @@ from portal.live.models import MirrorState
 from portal.money.models import IntentState, Refund, RefundStage
 from portal.payments.models import Decision, DecisionKind, MirroredOperation, MirroredTransaction
 from portal.payments.rules.operation_money import ENDED_STATUSES, State, amount_due
-from portal.settings.rules.connection import generation_now
 
 FAILED_WITHIN = timedelta(days=7)
 HISTORY_WITHIN = timedelta(days=30)
@@ -527,7 +526,6 @@ def _refunding() -> sa.ColumnElement[bool]:
     comes back if the refund is canceled, expires or is refused)."""
     return sa.exists().where(
         Refund.merchant_id == MirroredOperation.merchant_id,
-        Refund.connection_generation == generation_now(MirroredOperation.merchant_id),
         Refund.operation_id == MirroredOperation.operation_id,
         Refund.stage.not_in([RefundStage.CANCELED, RefundStage.EXPIRED]),
         sa.or_(Refund.state.is_(None), Refund.state != IntentState.REFUSED),

@@ -33,7 +33,6 @@ from portal.payments.models import MirroredOperation
 from portal.payments.rules.mirror_money import mirrored_operations
 from portal.payments.rules.operation_money import OperationMoney, State, moneys_of
 from portal.payments.rules.state_words import state_words
-from portal.settings.rules.connection import generation_now
 
 # The list's sorts the mirror's columns answer; amounts are kept as exact text, which a
 # database does not sort as numbers, and ids are the API's strings.
@@ -162,9 +161,7 @@ def mirror_page(
     column = MIRROR_SORTS[sort] if sort else MirroredOperation.created_at
     descending = mirror_descending(sort, sort_type)
     refunded = sa.select(Refund.operation_id).where(
-        Refund.merchant_id == merchant_id,
-        Refund.connection_generation == generation_now(merchant_id),
-        Refund.state == IntentState.SENT,
+        Refund.merchant_id == merchant_id, Refund.state == IntentState.SENT
     )
     if state in REFUND_STATES:
         query = query.where(MirroredOperation.operation_id.in_(refunded))

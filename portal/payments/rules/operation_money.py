@@ -21,7 +21,6 @@ from portal.identity.models import Merchant
 from portal.money.models import IntentState, Refund
 from portal.money.rules.currencies import SMALLEST_AMOUNT
 from portal.payments.models import MirroredOperation
-from portal.settings.rules.connection import generation_now
 
 # Statuses in which an operation can still change by itself (a payment, an expiry).
 OPEN_STATUSES = frozenset({"new"})
@@ -224,7 +223,6 @@ def _refunded(merchant_id: int, operation_ids: list[str]) -> dict[str, Decimal]:
     rows = db.session.execute(
         sa.select(Refund.operation_id, Refund.amount).where(
             Refund.merchant_id == merchant_id,
-            Refund.connection_generation == generation_now(merchant_id),
             Refund.operation_id.in_(operation_ids),
             Refund.state == IntentState.SENT,
         )
