@@ -256,3 +256,33 @@ def test_0037_leaves_every_mirrored_row_found_by_search_down_and_up(app, account
         flask_migrate.upgrade()
     search_index_checked(app)
     assert found() == ["order-1-of-acme"]
+
+
+def test_0041_names_the_refunds_of_stored_events_by_their_number(app, accounts):
+    """A refund event stored before 0041 carried the portal's own refund id: a retry, resend or
+    replay of it sends the refund's number among its operation's refunds instead."""
+    import json
+
+    from portal.extensions import db
+    from tests.support import factories
+
+    factories.api_connection(app)
+    refund = factories.refund(app, accounts.owner, "op-7", number=2)
+    with app.app_context():
+        flask_migrate.downgrade(revision="0040")
+        merchant = db.session.scalar(sa.text("SELECT id FROM merchants WHERE name = 'Acme'"))
+        stored = {"id": refund, "operation_id": "op-7", "amount": "0.1", "currency": "BTC"}
+        db.session.execute(
+            sa.text(
+                "INSERT INTO events (public_id, merchant_id, connection_generation, type, "
+                "dedup_key, data, notify, occurred_at, created_at) VALUES ('evt_r', :m, 1, "
+                "'refund.sent', 'refund:1:sent', :d, true, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+            ),
+            {"m": merchant, "d": json.dumps(stored)},
+        )
+        db.session.commit()
+        flask_migrate.upgrade()
+        data = db.session.scalar(sa.text("SELECT data FROM events WHERE public_id = 'evt_r'"))
+        db.session.rollback()
+    data = json.loads(data) if isinstance(data, str) else data
+    assert data == {"operation_id": "op-7", "number": 2, "amount": "0.1", "currency": "BTC"}
