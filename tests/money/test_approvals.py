@@ -230,3 +230,23 @@ def test_an_owner_the_requester_made_never_approves_their_request(portal, owner,
     _address, approval = held(owner)
     assert approve_with_a_fresh_code(new, approval).status_code == 403
     assert send_approved(portal) == 0
+
+
+def test_a_stopping_worker_sends_no_approved_withdrawal_and_the_next_one_does(
+    portal, owner, sandbox, monkeypatch
+):
+    """What a stopping worker claimed but could not finish would be left `sending`."""
+    from portal.money.rules import idempotency
+
+    second = second_owner(portal, monkeypatch)
+    address, approval = held(owner)
+    assert approve_with_a_fresh_code(second, approval).status_code == 302
+    stopped = threading.Event()
+    monkeypatch.setattr(idempotency, "_stopping", stopped)
+    idempotency.request_stop()
+
+    assert send_approved(portal) == 0
+    assert sandbox.operations_to(address) == 0
+    stopped.clear()  # the next worker
+    assert send_approved(portal) == 1
+    assert sandbox.operations_to(address) == 1
