@@ -181,6 +181,7 @@ def test_a_refund_of_an_earlier_connection_waits_for_an_owner_instead_of_being_s
             app, "owner@acme.test", in_a.id, amount="0.5", state=IntentState.PENDING,
             address="bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq",
         )  # fmt: skip
+        by_link = factories.refund(app, "owner@acme.test", in_a.id, amount="0.25", number=2)
         with app.app_context():
             db.session.get(Refund, ready).stage = RefundStage.READY
             db.session.commit()
@@ -189,9 +190,12 @@ def test_a_refund_of_an_earlier_connection_waits_for_an_owner_instead_of_being_s
         with app.app_context():
             assert refunds.send_due() == 0
             assert approvals.send_due() == 0
-            assert db.session.get(Refund, ready).stage is RefundStage.AWAITING_APPROVAL
+            claimed = db.session.get(Refund, by_link)
+            assert approvals.claim_refund(claimed, "bc1qcustomer0000000000000000000000000000")
+            for refund_id in (ready, by_link):
+                assert db.session.get(Refund, refund_id).stage is RefundStage.AWAITING_APPROVAL
             reasons = db.session.scalars(sa.select(Approval.reason)).all()
-            assert reasons == ["earlier_connection"]
+            assert reasons == ["earlier_connection"] * 2
             assert refunds.send_due() == 0
         page = signed_in(app, email("owner")).get("/approvals").get_data(as_text=True)
         assert "Asked through an earlier API connection" in page

@@ -104,14 +104,14 @@ def typed_refund(refunding: Refunding, client: FlaskClient, address: str) -> str
     return asked.location
 
 
-def by_link(refunding: Refunding, **form: str) -> tuple[FlaskClient, str, str]:
-    """An owner refunds an overpaid operation's surplus by claim link: the owner's client, the
-    refund's page and the link read on it."""
-    owner = signed_in(refunding.portal, email("owner"))
+def by_link(refunding: Refunding, role: str = "owner", **form: str) -> tuple[FlaskClient, str, str]:
+    """Someone of `role` refunds an overpaid operation's surplus (or what `form` says) by claim
+    link: their client, the refund's page and the link read on it."""
+    client = signed_in(refunding.portal, email(role))
     operation_id = overpaid(refunding.api, refunding.sandbox)
-    asked = post(owner, f"/refunds/new/{operation_id}", {"basis": "surplus", **form})
+    asked = post(client, f"/refunds/new/{operation_id}", {"basis": "surplus", **form})
     assert asked.status_code == 302, text(asked)
-    return owner, asked.location, link_on(owner, asked.location)
+    return client, asked.location, link_on(client, asked.location)
 
 
 def link_on(owner: FlaskClient, refund_page: str) -> str:
@@ -716,20 +716,14 @@ def test_an_operators_refund_claimed_on_its_link_waits_for_an_owner(refunding, m
     """Staff read the claim link on the refund's page: an operator claiming it with an address
     of their own sends nothing until an owner approves, whatever the limits."""
     app = refunding.portal
-    operator = signed_in(app, email("operator"))
-    asked = post(
-        operator,
-        f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}",
-        {"basis": "amount", "amount": "0.7"},
-    )
-    assert asked.status_code == 302, text(asked)
+    operator, refund_page, link = by_link(refunding, "operator", basis="amount", amount="0.7")
     address = fresh_address()  # in no address book
 
-    landed = text(opened(app, link_on(operator, asked.location))(address, landed=True))
+    landed = text(opened(app, link)(address, landed=True))
 
     assert "Awaiting approval" in landed
     assert send_refunds(app) == 0 and refunding.sandbox.operations_to(address) == 0
-    approval = approval_of(operator.get(asked.location))
+    approval = approval_of(operator.get(refund_page))
     owner = signed_in_with_two_factor(app, email("owner"), monkeypatch)
     assert "Claimed on a link staff other than an owner could read" in text(
         owner.client.get(approval)
@@ -764,13 +758,7 @@ def test_a_refund_of_someone_since_removed_waits_for_any_owner_once_claimed(refu
     from portal.identity.rules import accounts
 
     app = refunding.portal
-    operator = signed_in(app, email("operator"))
-    asked = post(
-        operator,
-        f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}",
-        {"basis": "amount", "amount": "0.7"},
-    )
-    link = link_on(operator, asked.location)
+    _operator, refund_page, link = by_link(refunding, "operator", basis="amount", amount="0.7")
     with app.app_context():
         users = {user.email: user for user in db.session.scalars(sa.select(User))}
         accounts.remove_user(users[email("operator")], by=users[email("owner")])
@@ -781,7 +769,7 @@ def test_a_refund_of_someone_since_removed_waits_for_any_owner_once_claimed(refu
     assert "Awaiting approval" in landed
     assert send_refunds(app) == 0 and refunding.sandbox.operations_to(address) == 0
     owner = signed_in_with_two_factor(app, email("owner"), monkeypatch)
-    approval = approval_of(owner.client.get(asked.location))
+    approval = approval_of(owner.client.get(refund_page))
     shown = text(owner.client.get(approval))
     assert "a removed user" in shown
     assert "Claimed on a link staff other than an owner could read" in shown

@@ -278,7 +278,6 @@ def sync_merchant(merchant_id: int, *, force: bool = False) -> SyncReport | None
         report,
         generation,
         notify=kind is not SyncKind.FIRST,
-        tolerance_percent=merchant.payment_tolerance_percent,
     )
     try:
         client = api_client_for(merchant)
@@ -602,7 +601,8 @@ class _Sync:
     notify: bool
     operations_seen: datetime | None = None  # the newest `updated_at` read of each list
     transactions_seen: datetime | None = None
-    tolerance_percent: Decimal = Decimal(0)  # the merchant's payment tolerance
+    # The merchant's payment tolerance, read as each page is written (`_write`).
+    tolerance_percent: Decimal = Decimal(0)
     new_rows: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
     created: set[str] = field(default_factory=set)  # operations first mirrored by this sync
     # Of the page being written: operations whose amount paid changed, the money of each.

@@ -131,7 +131,7 @@ def claim_refund(refund: Refund, address: str) -> bool:
     merchant = db.session.get(Merchant, refund.merchant_id)
     assert merchant is not None
     limits.serialize(merchant)  # the limits read below and the claim are one step
-    requester = db.session.get(User, refund.user_id) if refund.user_id else None
+    requester = _requester(refund)
     by_staff = requester is None or requester.role is not Role.OWNER
     earlier = refunds.of_earlier_connection(refund)
     over = limits.check(merchant, refund.currency, refund.amount).reason is not None
@@ -294,8 +294,12 @@ def hold_earlier_connections() -> None:
     operation of the first one's (or the same account with a new token: an owner says)."""
     for refund in refunds.of_earlier_connections():
         if refunds.set_aside(refund):
-            requester = db.session.get(User, refund.user_id) if refund.user_id else None
-            hold_refund(refund, requester, limits.Reason.EARLIER_CONNECTION)
+            hold_refund(refund, _requester(refund), limits.Reason.EARLIER_CONNECTION)
+
+
+def _requester(refund: Refund) -> User | None:
+    """Who asked for the refund; None once they were removed."""
+    return db.session.get(User, refund.user_id) if refund.user_id else None
 
 
 @contextmanager

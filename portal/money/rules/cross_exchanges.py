@@ -4,7 +4,6 @@ their sold currency is paid to, and the addresses that were entered for them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
 from decimal import Decimal
 
 import sqlalchemy as sa
@@ -13,11 +12,9 @@ from portal.api import CrossExchange, Operation
 from portal.extensions import db
 from portal.identity.models import Merchant, User
 from portal.money.models import CrossExchangeReference, IdempotencyKey, IntentKind, IntentState
+from portal.money.rules.idempotency import while_under_way
 
 LOOKUP_CHUNK = 500  # operation ids named in one statement
-# How far the clocks of the portal and the payment service may differ, for an operation made
-# while a cross exchange's request was under way.
-CLOCK_MARGIN = timedelta(minutes=1)
 
 
 def remember(merchant: Merchant, user: User, cross_exchange: CrossExchange) -> None:
@@ -56,7 +53,7 @@ def look_up(merchant: Merchant, user: User, cross_exchange: CrossExchange) -> No
             and asked.get("sell_currency") == cross_exchange.sell_currency
             and asked.get("sell_amount") is not None
             and Decimal(asked["sell_amount"]) == cross_exchange.sell_amount
-            and _while_asked(key, cross_exchange.created_at)
+            and while_under_way(key, cross_exchange.created_at)
         ):
             key.state, key.record_id = IntentState.SENT, cross_exchange.id
             break
@@ -141,10 +138,6 @@ def _lost_answers(merchant_id: int) -> list[IdempotencyKey]:
     )
 
 
-def _while_asked(key: IdempotencyKey, moment: datetime) -> bool:
-    return key.created_at - CLOCK_MARGIN <= moment <= key.updated_at + CLOCK_MARGIN
-
-
 def _may_have_made(key: IdempotencyKey, operation: Operation) -> bool:
     """Whether the cross exchange `key` asked for may have made `operation`: in its sold
     currency and amount, made while it was asked. One asked by the amount bought names no
@@ -155,5 +148,5 @@ def _may_have_made(key: IdempotencyKey, operation: Operation) -> bool:
         amount is not None
         and operation.currency == asked.get("sell_currency")
         and Decimal(amount) == operation.amount
-        and _while_asked(key, operation.created_at)
+        and while_under_way(key, operation.created_at)
     )

@@ -18,7 +18,7 @@ import secrets
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
 
 import sqlalchemy as sa
@@ -44,6 +44,22 @@ _stopping = threading.Event()
 # A request's whole conversation ends within its deadline, seconds: one still `sending` this
 # long after its claim was cut off by its process (a restart, a crash, a failed commit).
 STRANDED_AFTER = timedelta(minutes=10)
+# How far the clocks of the portal and the payment service may differ.
+CLOCK_MARGIN = timedelta(minutes=1)
+
+
+class UnderWay(Protocol):
+    """A request kept with the moments it was claimed and last settled."""
+
+    created_at: datetime
+    updated_at: datetime
+
+
+def while_under_way(request: UnderWay, moment: datetime) -> bool:
+    """Whether something the payment service made at `moment` was made while `request` was
+    under way: from when it was asked to when its answer came or was lost, a clock margin
+    either side. What a lost answer may have made is looked for there."""
+    return request.created_at - CLOCK_MARGIN <= moment <= request.updated_at + CLOCK_MARGIN
 
 
 class Settled(Protocol):

@@ -22,7 +22,7 @@ import enum
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from functools import partial
 from typing import Any, TypeVar, cast
@@ -41,7 +41,7 @@ from portal.money.models import (
     Refund,
     WithdrawalIntent,
 )
-from portal.money.rules import cross_exchanges, ledger_totals
+from portal.money.rules import cross_exchanges, idempotency, ledger_totals
 from portal.money.rules.rate_history import RateBook
 from portal.payments.rules.operation_money import WITHDRAWAL_CATEGORIES, OperationMoney
 
@@ -371,6 +371,8 @@ def _rebook_as_refunds(merchant_id: int, generation: int, sales: Mapping[str, st
     """The withdrawals among `sales` (withdrawal id -> the refunded sale) that were booked as
     plain withdrawals, the mirror having seen them before the portal knew they sent a refund
     (its answer awaited, or lost): each becomes the refund's movement, never a second one."""
+    if not sales:
+        return
     keys = {f"{Kind.WITHDRAWAL.value}:{withdrawal}": withdrawal for withdrawal in sales}
     booked = list(
         db.session.scalars(
@@ -392,8 +394,6 @@ def _rebook_as_refunds(merchant_id: int, generation: int, sales: Mapping[str, st
     db.session.flush()  # read by the booking that follows (a sync books without autoflush)
 
 
-# How far the clocks of the portal and the payment service may differ.
-CLOCK_MARGIN = timedelta(minutes=1)
 Lost = TypeVar("Lost", WithdrawalIntent, Refund)
 
 
@@ -406,17 +406,24 @@ def _recognize_lost_answers(
     what the ledger booked, and a lost answer until the mirror sees its operation)."""
     if not withdrawals:
         return
+    intents = _lost(WithdrawalIntent, WithdrawalIntent.operation_id, merchant_id)
+    refunds = [  # of another account's connection, these withdrawals are not theirs
+        refund
+        for refund in _lost(Refund, Refund.withdrawal_id, merchant_id)
+        if refund.connection_generation == generation
+    ]
+    if not (intents or refunds):  # nearly always: no query more for a sync's page
+        return
     ids = [operation.id for operation in withdrawals]
     taken = {
         *_tied(WithdrawalIntent.operation_id, merchant_id, ids),
         *_tied(Refund.withdrawal_id, merchant_id, ids),
     }
-    for intent in _lost(WithdrawalIntent, WithdrawalIntent.operation_id, merchant_id):
-        intent.operation_id = _made(intent, intent.wallet, withdrawals, taken)
-    for refund in _lost(Refund, Refund.withdrawal_id, merchant_id):
-        if refund.connection_generation != generation:
-            continue  # asked through another account, whose withdrawals these are not
-        refund.withdrawal_id = _made(refund, refund.currency, withdrawals, taken)
+    oldest_first = sorted(withdrawals, key=lambda withdrawal: withdrawal.created_at)
+    for intent in intents:
+        intent.operation_id = _made(intent, intent.wallet, oldest_first, taken)
+    for refund in refunds:
+        refund.withdrawal_id = _made(refund, refund.currency, oldest_first, taken)
     db.session.flush()  # the refunds' withdrawals are read next (a sync books without autoflush)
 
 
@@ -454,17 +461,15 @@ def _made(
     withdrawals: Sequence[Operation],
     taken: set[str],
 ) -> str | None:
-    """The id of the withdrawal `request` made among `withdrawals` (then taken), or None: the
-    earliest made while it was under way (from when it was asked to when its answer was lost)."""
-    for operation in sorted(withdrawals, key=lambda withdrawal: withdrawal.created_at):
+    """The id of the withdrawal `request` made among `withdrawals` (oldest first; then
+    taken), or None: the earliest made while it was under way."""
+    for operation in withdrawals:
         if (
             operation.id not in taken
             and operation.currency == currency
             and operation.address == request.address
             and operation.amount == request.amount
-            and request.created_at - CLOCK_MARGIN
-            <= operation.created_at
-            <= request.updated_at + CLOCK_MARGIN
+            and idempotency.while_under_way(request, operation.created_at)
         ):
             taken.add(operation.id)
             return operation.id
@@ -569,12 +574,10 @@ def _book(merchant_id: int, generation: int, entries: list[_Movement]) -> int:
     )
     assert reporting is not None  # the merchant's row, locked above
     _value(entries, reporting, RateBook(merchant_id, generation, (e.occurred_at for e in entries)))
-    if entries:
-        db.session.execute(
-            sa.insert(cast(sa.Table, LedgerEntry.__table__)),
-            [vars(entry) for entry in entries],
-        )
-        ledger_totals.add(merchant_id, generation, entries)
+    db.session.execute(
+        sa.insert(cast(sa.Table, LedgerEntry.__table__)), [vars(entry) for entry in entries]
+    )
+    ledger_totals.add(merchant_id, generation, entries)
     return len(entries)
 
 

@@ -162,9 +162,7 @@ def taken(merchant: Merchant, operation_id: str) -> Decimal:
     refused ones."""
     total = db.session.scalar(
         sa.select(decimal_sum(Refund.amount)).where(
-            Refund.merchant_id == merchant.id,
-            Refund.operation_id == operation_id,
-            ~RELEASED,
+            Refund.merchant_id == merchant.id, Refund.operation_id == operation_id, ~RELEASED
         )
     )
     return Decimal(total or 0)
@@ -377,10 +375,7 @@ def of_operation(merchant: Merchant, operation_id: str) -> list[Refund]:
     return list(
         db.session.scalars(
             sa.select(Refund)
-            .where(
-                Refund.merchant_id == merchant.id,
-                Refund.operation_id == operation_id,
-            )
+            .where(Refund.merchant_id == merchant.id, Refund.operation_id == operation_id)
             .order_by(Refund.number)
         )
     )
@@ -603,9 +598,10 @@ def send_due() -> int:
         if idempotency.stopping():
             break
         refund = db.session.get(Refund, refund_id)
-        merchant = db.session.get(Merchant, refund.merchant_id) if refund else None
-        if refund is None or merchant is None:
-            continue  # canceled and gone, with its merchant
+        if refund is None:
+            continue  # gone with its merchant
+        merchant = db.session.get(Merchant, refund.merchant_id)
+        assert merchant is not None  # refunds go with their merchant
         api = api_client_for(merchant)  # before the claim: a failure here leaves it pending
         won = idempotency.take_pending(Refund, Refund.id == refund_id)
         db.session.commit()
@@ -630,6 +626,7 @@ def of_earlier_connections() -> list[Refund]:
 
 
 def of_earlier_connection(refund: Refund) -> bool:
+    """Whether the refund was asked through another API connection than the merchant's now."""
     merchant = db.session.get(Merchant, refund.merchant_id)
     assert merchant is not None
     connection = merchant.api_connection

@@ -75,8 +75,12 @@ def new() -> Response:
 def _alone_over_limit(wallet: str, amount: Decimal) -> dict[str, object] | None:
     """What the page says of an amount above a limit when no other owner could approve it
     (None when within the limits, or when another owner may approve)."""
+    return _alone(owner_limits.check(current_user.merchant, wallet, amount), wallet)
+
+
+def _alone(checked: owner_limits.Check, wallet: str) -> dict[str, object] | None:
+    """`_alone_over_limit` of what the limits said already."""
     user = current_user._get_current_object()
-    checked = owner_limits.check(user.merchant, wallet, amount)
     if checked.reason is None or owner_limits.other_owners(user):
         return None
     return {"held": checked, "held_figures": withdrawal_figures.figures(user.merchant, wallet)}
@@ -209,10 +213,10 @@ def confirm(key: str) -> Response:
     if status:
         return _review(intent, status, form=form)
     owner_limits.serialize(user.merchant)  # this check and the claim or hold are one step
-    alone = _alone_over_limit(intent.wallet, intent.amount)
+    checked = owner_limits.check(user.merchant, intent.wallet, intent.amount)
+    alone = _alone(checked, intent.wallet)
     if alone:  # a confirmation at the same moment took what the limits left
         return _review(intent, 422, form=form, **alone)
-    checked = owner_limits.check(user.merchant, intent.wallet, intent.amount)
     if checked.reason is not None:
         approvals.hold_withdrawal(intent, user, checked)
         flash(
