@@ -22,7 +22,7 @@ from wtforms.validators import InputRequired, Regexp
 from portal.api import ApiRefusal, ApiUnavailable, Identified
 from portal.identity.rules import audit
 from portal.money.models import IdempotencyKey, IntentKind, IntentState
-from portal.money.rules import idempotency
+from portal.money.rules import approvals, idempotency
 from portal.money.rules.idempotency import new_key
 from portal.web.api_errors import outcome_unknown
 from portal.web.errors import error_page
@@ -70,7 +70,7 @@ def refuse_used(spec: IdempotentForm, key: str) -> None:
     """Abort with where an earlier sending of this key stands (a refusal is raised again);
     nothing when the key was never sent. For views that ask more before sending (a code)."""
     intent = idempotency.find(current_user.merchant, spec.kind, key)
-    if intent is not None and intent.state != IntentState.PENDING:
+    if intent is not None and (intent.state != IntentState.PENDING or approvals.of_voucher(intent)):
         _where_it_stands(spec, intent)
 
 
@@ -99,6 +99,10 @@ def send(
 
 
 def _where_it_stands(spec: IdempotentForm, intent: IdempotencyKey) -> None:
+    held = approvals.of_voucher(intent) if intent.state == IntentState.PENDING else None
+    if held is not None:  # sent by the worker once approved, with what the approval says
+        flash("This form waits for an owner's approval: nothing was sent.", "info")
+        abort(redirect(url_for("approvals.show", approval_id=held.id)))
     if intent.state == IntentState.SENT:
         if spec.record_url is None:
             made = f"{spec.noun} {intent.record_id}"

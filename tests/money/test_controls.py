@@ -390,6 +390,57 @@ def test_a_voucher_above_the_limit_is_created_once_after_another_owner_approves(
     assert audit_events(portal, "voucher.create")[-1]["decided_by"] == SECOND_OWNER
 
 
+def test_a_held_vouchers_form_sent_again_with_a_smaller_amount_sends_nothing(
+    portal, owner, sandbox, monkeypatch
+):
+    """The key an approval holds is the worker's to send, with the amount approved: the same
+    form posted again within the limit (another amount) leads to the approval, sends nothing,
+    and leaves what the day's limit counts as it was."""
+    from portal.identity.rules import accounts
+    from portal.money.rules import withdrawal_figures
+
+    second_owner(portal, monkeypatch)
+    made_before = sandbox.requests_received("POST", "/vouchers")
+    form = {"amount": "0.05", "currency": "ETH", "intent": intent_key(owner, "/vouchers/new")}
+    held = post(owner, "/vouchers/new", form)
+    assert held.status_code == 302 and held.location.startswith("/approvals/")
+
+    again = post(owner, "/vouchers/new", {**form, "amount": "0.01"})  # 30 USD: within 100
+    assert again.status_code == 302 and again.location == held.location
+    assert sandbox.requests_received("POST", "/vouchers") == made_before
+    with portal.app_context():
+        today = withdrawal_figures.withdrawn_today(accounts.merchant_named(MERCHANT), "ETH")
+    assert today == Decimal("0")  # nothing left the wallet; the held 0.05 waits
+
+
+def test_a_vouchers_form_sent_again_after_the_service_was_unreachable_counts_what_it_sent(
+    portal, owner, sandbox
+):
+    """A form whose first sending never left (the service unreachable) may be sent again, with
+    another amount: the day's limit counts the amount that was sent."""
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.money.rules import withdrawal_figures
+    from portal.settings.models import ApiConnection
+    from tests.support.sandbox_server import free_port
+
+    def point_at(url: str) -> str:
+        with portal.app_context():
+            connection = db.session.scalars(db.select(ApiConnection)).one()
+            before, connection.base_url = connection.base_url, url
+            db.session.commit()
+        return before
+
+    form = {"amount": "0.001", "currency": "ETH", "intent": intent_key(owner, "/vouchers/new")}
+    reachable = point_at(f"http://127.0.0.1:{free_port()}")
+    assert post(owner, "/vouchers/new", form).status_code == 502
+    point_at(reachable)
+    assert post(owner, "/vouchers/new", {**form, "amount": "0.02"}).status_code == 302
+    with portal.app_context():
+        today = withdrawal_figures.withdrawn_today(accounts.merchant_named(MERCHANT), "ETH")
+    assert today == Decimal("0.02")
+
+
 def test_a_single_owner_is_refused_a_voucher_above_the_limit(portal, owner, sandbox):
     made_before = sandbox.requests_received("POST", "/vouchers")
     refused = submit(owner, "/vouchers/new", {"amount": "0.05", "currency": "ETH"})

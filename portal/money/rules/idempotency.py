@@ -29,6 +29,7 @@ from portal.database import utcnow
 from portal.extensions import db, rows_changed
 from portal.identity.models import Merchant, User
 from portal.money.models import (
+    Approval,
     IdempotencyKey,
     IntentKind,
     IntentState,
@@ -234,16 +235,23 @@ def claim(
     """Claim the form's key for sending: the intent, and whether this caller won it.
 
     A new key is claimed by inserting its intent, a `pending` one (nothing ever left) by moving
-    it to `sending`; every other caller loses. What the caller added to the session is committed
-    with a won claim and dropped with a lost one.
+    it to `sending` with the parameters sent now, which the day's limits count; every other
+    caller loses, and so does a form whose key an approval holds (only the worker sends that,
+    once approved, with the parameters approved). What the caller added to the session is
+    committed with a won claim and dropped with a lost one.
     """
     inserted = db.session.scalar(
         _insert_unless_taken(merchant, user, kind, key, parameters, IntentState.SENDING).returning(
             IdempotencyKey.id
         )
     )
+    held = sa.exists().where(Approval.voucher_intent_id == IdempotencyKey.id)
     won = inserted is not None or take_pending(
-        IdempotencyKey, *_of(merchant, kind, key), user_id=user.id
+        IdempotencyKey,
+        *_of(merchant, kind, key),
+        ~held,
+        user_id=user.id,
+        parameters=dict(parameters),
     )
     if won:
         db.session.commit()
