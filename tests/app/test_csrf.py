@@ -290,12 +290,15 @@ def _refund(hostile, role: str = "owner", data: dict | None = None, client=None)
 
 
 def _claim(hostile) -> Case:
-    """The customer's claim of a new refund's link, read from the page that showed it once."""
+    """The customer's claim of a new refund's link, as its page shows it when asked."""
     import re
 
     client = hostile.fresh_client("owner")
-    page = client.get(_refund(hostile, client=client)).get_data(as_text=True)
-    path = re.search(r"/refund/[\w-]+", page).group(0)
+    shown = client.post(
+        f"{_refund(hostile, client=client)}/claim-link",
+        data={"csrf_token": session_csrf_token(client)},
+    )
+    path = re.search(r"/refund/[\w-]+", shown.get_data(as_text=True)).group(0)
     data = {"address": BTC_ADDRESS, "address_again": BTC_ADDRESS}
     case = Case(hostile.app.test_client(), path, data, anonymous=True)
     case.accepted = (303,)
@@ -505,6 +508,7 @@ VALID: dict[str, Callable[..., Case]] = {
     ),
     "refunds.cancel": lambda w: _as(w, "operator", f"{_refund(w)}/cancel"),
     "refunds.new_link": lambda w: _as(w, "operator", f"{_refund(w, 'operator')}/link"),
+    "refunds.link": lambda w: _as(w, "operator", f"{_refund(w, 'operator')}/claim-link"),
     "approvals.approve": lambda w: _decide_approval(w, "approve"),
     "approvals.reject": lambda w: _decide_approval(w, "reject"),
     "approvals.withdraw": lambda w: _as(w, "owner", f"/approvals/{held_approval(w.app)}/withdraw"),

@@ -38,6 +38,7 @@ NO_RECORD_IN_A_READ_ONLY_PORTAL = frozenset(
         "cross_exchanges.show",
         "cross_exchanges.cancel",
         "refunds.show",
+        "refunds.link",
         "refunds.new",
         "approvals.show",
     }
@@ -252,6 +253,8 @@ def test_every_refusal_lost_answer_and_record_page_fits_the_screen(
             expect(page.locator("main .form-error").first).to_be_visible()
             visited(page)
             _send(page, refund, {}, ("Request refund",))
+            visited(page)
+            _press(page, "Show claim link")
             claim = CLAIM_LINK.search(page.locator("main").inner_text()).group(0)
             visited(page)
             with _page(browser, portal, DESKTOP) as operator:  # a refund waiting for approval

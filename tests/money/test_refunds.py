@@ -24,6 +24,7 @@ from werkzeug.test import TestResponse
 from portal.api import MerchantApiClient
 from tests.live import test_money_events
 from tests.live.test_money_events import api, portal  # noqa: F401  (the fixtures `refunding` uses)
+from tests.money.test_approvals import audit_events
 from tests.support.forms import csrf_token, signed_in
 from tests.support.mirror import sync_now
 from tests.support.money import (
@@ -42,6 +43,7 @@ from tests.support.sandbox_server import SandboxServer
 from tests.support.two_factor import signed_in_with_two_factor
 
 BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+CLAIM_LINK = re.compile(r"https?://\S+?/refund/[\w-]+")
 
 
 def fresh_address() -> str:
@@ -115,8 +117,9 @@ def by_link(refunding: Refunding, role: str = "owner", **form: str) -> tuple[Fla
 
 
 def link_on(owner: FlaskClient, refund_page: str) -> str:
-    """The claim link the refund's page shows (its path)."""
-    return re.search(r"https?://\S+?(/refund/[\w-]+)", text(owner.get(refund_page))).group(1)
+    """The claim link the refund's page shows once asked (**Show claim link**): its path."""
+    shown = post(owner, f"{refund_page}/claim-link")
+    return re.search(r"https?://\S+?(/refund/[\w-]+)", text(shown)).group(1)
 
 
 def opened(app: Flask, link: str) -> Callable[..., TestResponse]:
@@ -409,7 +412,7 @@ def test_the_claim_link_is_on_the_refunds_page_and_never_in_the_session_cookie(r
     claimed = claim(app, link, address)
     after = text(owner.get(asked.location))
 
-    assert told == ["Requested: give the customer the claim link below."]
+    assert told == ["Requested: show the claim link below and give it to the customer."]
     assert all(token not in value for value in kept)
     assert claimed.status_code == 303
     assert "/refund/" not in after, "a claimed link is no longer shown"
@@ -949,3 +952,39 @@ def test_a_refund_whose_client_cannot_be_made_stays_pending_and_goes_next_time(
     monkeypatch.setattr(refunds, "api_client_for", made)
     assert send_refunds(app) == 1
     assert refunding.sandbox.operations_to(address) == 1
+
+
+def test_a_refund_and_its_claim_link_take_a_fresh_code_from_an_owner_with_two_factor(
+    refunding, monkeypatch
+):
+    """A refund sends the wallet's money, and whoever has its claim link chooses where: a stolen
+    session alone (no code) neither asks for a refund nor reads a link."""
+    from portal.extensions import db
+    from portal.money.models import Refund
+
+    app = refunding.portal
+    owner = signed_in_with_two_factor(app, email("owner"), monkeypatch)
+    operation_id = overpaid(refunding.api, refunding.sandbox)
+
+    without = post(owner.client, f"/refunds/new/{operation_id}", {"basis": "surplus"})
+    assert without.status_code == 422
+    assert "Enter the 6-digit code" in text(without)
+    with app.app_context():
+        assert db.session.scalars(sa.select(Refund)).all() == []
+
+    owner.clock.advance()
+    code = {"code": owner.clock.code(owner.secret)}
+    asked = post(owner.client, f"/refunds/new/{operation_id}", {"basis": "surplus", **code})
+    assert asked.status_code == 302, text(asked)
+    page = owner.client.get(asked.location).get_data(as_text=True)
+    assert not CLAIM_LINK.search(page) and 'value="Show claim link"' in page
+    refused = post(owner.client, f"{asked.location}/claim-link")
+    assert refused.status_code == 422 and not CLAIM_LINK.search(text(refused))
+
+    owner.clock.advance()
+    fresh = {"code": owner.clock.code(owner.secret)}
+    shown = post(owner.client, f"{asked.location}/claim-link", fresh)
+    assert shown.status_code == 200
+    assert CLAIM_LINK.search(text(shown))
+    refund_id = asked.location.rsplit("/", 1)[1]
+    assert audit_events(app, "refund.reveal_link") == [{"refund_id": refund_id}]

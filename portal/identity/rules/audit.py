@@ -93,6 +93,7 @@ ACTIONS = {
     "refund.request": "Refund requested",
     "refund.approve": "Refund approved",
     "refund.cancel": "Refund canceled",
+    "refund.reveal_link": "Refund claim link shown",
     "refund.link_days.change": "Refund link period changed",
     "voucher.create": "Voucher created",
     "voucher.cancel": "Voucher canceled",

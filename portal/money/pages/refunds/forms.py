@@ -7,7 +7,7 @@ from wtforms import RadioField, SelectChoice, StringField, SubmitField
 from wtforms.validators import Length, Optional
 
 from portal.money.rules.refunds import Basis
-from portal.web.fields import AmountField, EmailAddressField, strip
+from portal.web.fields import AmountField, CodeField, EmailAddressField, strip
 
 
 class RefundForm(FlaskForm):
@@ -34,11 +34,20 @@ class RefundForm(FlaskForm):
         validators=[Optional(), Length(max=255)],
         filters=[strip],
     )
+    code = CodeField()
     submit = SubmitField("Request refund")
 
 
 class CancelRefundForm(FlaskForm):
     submit = SubmitField("Cancel refund")
+
+
+class RevealLinkForm(FlaskForm):
+    """Whoever has the claim link can have the refund sent to an address of their own: a
+    fresh second factor first, for a user who has one, as for a voucher's code."""
+
+    code = CodeField()
+    submit = SubmitField("Show claim link")
 
 
 class NewLinkForm(FlaskForm):

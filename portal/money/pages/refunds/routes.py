@@ -10,12 +10,14 @@ from werkzeug.wrappers import Response
 
 from portal.api import ErrorCode, Operation
 from portal.identity.models import Role
+from portal.identity.rules import audit
 from portal.money.models import Refund, RefundStage
 from portal.money.pages.refunds import bp
 from portal.money.pages.refunds.forms import (
     CancelRefundForm,
     NewLinkForm,
     RefundForm,
+    RevealLinkForm,
 )
 from portal.money.rules import approvals, refunds, withdrawal_figures
 from portal.money.rules.currencies import address_shape
@@ -25,6 +27,7 @@ from portal.web.address_book import not_in_book
 from portal.web.api_errors import record_or_404
 from portal.web.merchant import current_api
 from portal.web.rendering import page
+from portal.web.step_up import form_refused
 
 MOVERS = (Role.OWNER, Role.OPERATOR)
 
@@ -47,22 +50,22 @@ def claim_url(token: str) -> str:
 @roles(*MOVERS)
 def new(operation_id: str) -> Response:
     """The form: how much goes back and to whom, with what the operation can still give back,
-    today's rate and the estimated network fee (the merchant's)."""
+    today's rate and the estimated network fee (the merchant's). Sending it takes a fresh
+    second factor from a user who has one: a refund sends the wallet's money."""
     operation = _operation(operation_id)
     merchant = current_user.merchant
     money = money_of(merchant, operation)
     left = refunds.refundable(merchant, operation, money)
     form = RefundForm()
-    status = 200
-    if form.validate_on_submit():
+    status = form_refused(form, current_user._get_current_object(), purpose="refund")
+    if status is None:
         try:
             refund = _request(form, operation, money)
         except refunds.RefundRefused as refused:
             form.form_errors.append(str(refused))
+            status = 422
         else:
             return redirect(url_for("refunds.show", refund_id=refund.id))
-    if form.is_submitted():
-        status = 422
     return page(
         "refunds/new.html",
         status,
@@ -97,7 +100,7 @@ def _request(form: RefundForm, operation: Operation, money: OperationMoney) -> R
         link=claim_url,
     )
     if refund.token_hash:
-        flash("Requested: give the customer the claim link below.", "success")
+        flash("Requested: show the claim link below and give it to the customer.", "success")
     if refund.stage is RefundStage.AWAITING_APPROVAL:
         approvals.hold_refund(refund, current_user._get_current_object())
     return refund
@@ -110,16 +113,19 @@ def _refund(refund_id: int) -> Refund:
     return refund
 
 
-def _show(refund: Refund, status: int = 200, **forms: object) -> Response:
-    reads_link = refunds.reads_link(refund, current_user)
-    token = refunds.link_token(refund) if reads_link else None
+def _show(
+    refund: Refund, status: int = 200, *, revealed: bool = False, **forms: object
+) -> Response:
+    """The refund's page; its claim link only when `revealed` (`link`)."""
+    token = refunds.link_token(refund) if revealed else None
+    forms.setdefault("reveal_form", RevealLinkForm(formdata=None))
     return page(
         "refunds/show.html",
         status,
         refund=refund,
         state=refunds.state_of(refund),
         cancelable=refunds.cancelable(refund),
-        reads_link=reads_link,
+        reads_link=refunds.reads_link(refund, current_user),
         link=claim_url(token) if token else None,
         cancel_form=CancelRefundForm(formdata=None),
         link_form=NewLinkForm(formdata=None),
@@ -133,6 +139,22 @@ def _show(refund: Refund, status: int = 200, **forms: object) -> Response:
 def show(refund_id: int) -> Response:
     """Where the refund stands, with what can still be done to it."""
     return _show(_refund(refund_id))
+
+
+@bp.route("/<int:refund_id>/claim-link", methods=["GET", "POST"])
+@roles(*MOVERS)
+def link(refund_id: int) -> Response:
+    """Show the claim link to the owners and to who asked, after a fresh second factor from a
+    user who has one; audited. A stolen session alone reads no link."""
+    refund = _refund(refund_id)
+    if not refunds.reads_link(refund, current_user):
+        abort(403)
+    form = RevealLinkForm()
+    status = form_refused(form, current_user._get_current_object(), purpose="refund_link")
+    if status:
+        return _show(refund, status, reveal_form=form)
+    audit.record("refund.reveal_link", parameters={"refund_id": refund.id})
+    return _show(refund, revealed=True)
 
 
 @bp.post("/<int:refund_id>/cancel")
