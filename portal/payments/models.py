@@ -18,7 +18,8 @@ class CheckoutLink(Model):
     """The public checkout page's reference to one operation: a random token, nothing readable.
 
     Created before the operation (its URL is the operation's `redirect_url`); the operation id is
-    filled in once the API has created it.
+    filled in once the API has created it. The id is the account's own: the link shows it only
+    while the merchant's connection is the one it was made under (`connection_generation`).
     """
 
     __tablename__ = "checkout_links"
@@ -28,6 +29,9 @@ class CheckoutLink(Model):
     merchant_id: Mapped[int] = mapped_column(
         sa.ForeignKey("merchants.id", ondelete="CASCADE"), index=True
     )
+    # The API connection the link was made under (migration 0042): its operation ids are that
+    # account's own, and another account numbers its operations alike.
+    connection_generation: Mapped[int] = mapped_column(server_default="1")
     operation_id: Mapped[str | None] = mapped_column(sa.String(64))
     # Finds the operation again when the API created it but its answer was lost.
     order_id: Mapped[str | None] = mapped_column(sa.String(255))

@@ -286,3 +286,44 @@ def test_0041_names_the_refunds_of_stored_events_by_their_number(app, accounts):
         db.session.rollback()
     data = json.loads(data) if isinstance(data, str) else data
     assert data == {"operation_id": "op-7", "number": 2, "amount": "0.1", "currency": "BTC"}
+
+
+def test_0042_gives_stored_checkout_links_their_merchants_connection_now(app, accounts):
+    """A checkout link stored before 0042 belongs to its merchant's connection now (1 for a
+    merchant with none); a downgrade drops the column and keeps the links."""
+    from portal.extensions import db
+    from tests.support import factories
+
+    def generations() -> dict[str, int]:
+        rows = db.session.execute(
+            sa.text("SELECT token, connection_generation FROM checkout_links")
+        )
+        kept = {token: generation for token, generation in rows}
+        db.session.rollback()
+        return kept
+
+    factories.api_connection(app, generation=3)
+    with app.app_context():
+        flask_migrate.downgrade(revision="0041")
+        for token, name in (("link-of-acme", "Acme"), ("link-of-other", "Other")):
+            db.session.execute(
+                sa.text(
+                    "INSERT INTO checkout_links (token, merchant_id, operation_id, order_id, "
+                    "created_at) VALUES (:t, (SELECT id FROM merchants WHERE name = :n), '1', "
+                    "'order-1', CURRENT_TIMESTAMP)"
+                ),
+                {"t": token, "n": name},
+            )
+        db.session.commit()
+
+        flask_migrate.upgrade(revision="0042")
+        assert generations() == {"link-of-acme": 3, "link-of-other": 1}
+
+        flask_migrate.downgrade(revision="0041")
+        columns = {column["name"] for column in sa.inspect(db.engine).get_columns("checkout_links")}
+        assert "connection_generation" not in columns
+        tokens = db.session.scalars(sa.text("SELECT token FROM checkout_links")).all()
+        db.session.rollback()
+        assert sorted(tokens) == ["link-of-acme", "link-of-other"]
+        flask_migrate.upgrade()
+        assert generations() == {"link-of-acme": 3, "link-of-other": 1}

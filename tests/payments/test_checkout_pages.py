@@ -590,3 +590,41 @@ def test_an_overpaid_order_says_the_shop_gives_the_surplus_back(client, shop, ch
     assert f"Acme Coffee meldet sich bei Ihnen, um Ihnen die zu viel bezahlten {surplus}" in body
     body = _page(client, checkout)[1]
     assert f"Acme Coffee will contact you to give back the {_shown(due)} BTC paid too much." in body
+
+
+def test_a_link_of_an_earlier_connection_shows_nothing_of_the_new_accounts_operation(
+    app, client, accounts, sandbox, tmp_path
+):
+    """Operation ids are the account's own (both sandboxes number from 1). After the merchant
+    connects another account, Alice's link of the first one shows only what it kept: never Bob's
+    operation of the same id, from the API or from the mirror, nor a Pay button, and `/pay`
+    takes her to no payment page."""
+    from portal.api import MerchantApiClient
+    from tests.support.money import connect
+    from tests.support.sandbox_server import run_sandbox
+
+    with run_sandbox(tmp_path / "b.db") as account_b:
+        connect(app, account_b)
+        connect(app, sandbox)  # account A, the connection's second generation
+        alice = new_checkout(app, "Acme", amount="25.5", order_id="ORDER-OF-ALICE")
+        assert f'href="/checkout/{alice.token}/pay">Pay now' in _page(client, alice)[1]
+        bob = MerchantApiClient(account_b.base_url, token=account_b.token).create_operation(
+            "777.77", "USD", "ORDER-OF-BOB", payment_currency="BTC"
+        )
+        assert bob.id == alice.operation.id  # one id, two accounts' operations
+        connect(app, account_b)
+        _sync(app)  # the mirror, now B's, holds Bob's operation, synced after Alice's link
+        pages = [_page(client, alice, query) for query in ("", "status=4")]
+        with flags(account_b, fault=API_DOWN):
+            pages.append(_page(client, alice))
+        paying = client.get(f"/checkout/{alice.token}/pay")
+    for status, body in pages:
+        assert status == 200
+        assert "ORDER-OF-ALICE" in body and "25.50 USD" in body, "what her link kept"
+        assert "ORDER-OF-BOB" not in body
+        assert "777.77" not in body
+        assert "/pay" not in body
+        assert "The state of this payment cannot be shown right now" in body
+        assert POLLING not in body, "asking again won't help"
+    assert paying.status_code == 303
+    assert paying.location == f"/checkout/{alice.token}", "to her own page, never Bob's"

@@ -4,6 +4,11 @@ An operation created through the portal gets `redirect_url` = the checkout page 
 so the customer's URL carries no operation id, merchant id or order number: only 32 random bytes.
 The link is reserved before the API call (its URL goes into the request) and attached to the
 operation's id once the API has answered.
+
+Operation ids are the account's own (another account numbers its operations alike), so a link
+keeps the generation of the connection it was made under: once the merchant connects another
+account (or token), the link's operation is asked neither of the API nor of the mirror
+(`of_earlier_connection`), and its page shows only what the link kept.
 """
 
 from __future__ import annotations
@@ -27,9 +32,14 @@ TOKEN_BYTES = 32
 
 
 def reserve_link(merchant: Merchant, order_id: str) -> CheckoutLink:
-    """A new link for an operation about to be created; saved with the caller's commit."""
+    """A new link for an operation about to be created through the merchant's connection now;
+    saved with the caller's commit."""
+    assert merchant.api_connection is not None  # the operation is created through it
     link = CheckoutLink(
-        token=secrets.token_urlsafe(TOKEN_BYTES), merchant=merchant, order_id=order_id
+        token=secrets.token_urlsafe(TOKEN_BYTES),
+        merchant=merchant,
+        connection_generation=merchant.api_connection.generation,
+        order_id=order_id,
     )
     db.session.add(link)
     return link
@@ -62,14 +72,22 @@ def is_expired(link: CheckoutLink) -> bool:
     return link.created_at < utcnow() - lifetime
 
 
+def of_earlier_connection(link: CheckoutLink) -> bool:
+    """Whether the link was made under another API connection than the merchant's now: its
+    operation id is then another account's, and the connection now would show (and take the
+    customer to pay) a stranger's operation of the same id."""
+    connection = link.merchant.api_connection
+    return connection is None or link.connection_generation != connection.generation
+
+
 def recovered(link: CheckoutLink) -> bool:
     """Whether the operation of a link whose creation went unanswered turned up after all; it
     is attached to the link and saved. False when it did not, or the API cannot be asked now.
 
     The operation is the one with the link's order number whose redirect URL ends with the
-    link's token.
+    link's token. A link of an earlier connection is not looked for through the one now.
     """
-    if not link.order_id:
+    if not link.order_id or of_earlier_connection(link):
         return False
     try:
         client = api_client_for(link.merchant)
@@ -119,9 +137,10 @@ def mirrored_payment(link: CheckoutLink) -> MirroredPayment | None:
     way or done; a copy from before (another connection's operation of the same id) knows
     nothing of this customer. The page shows the time beside the state, so the customer can
     tell how old it is; the visit itself cannot be the mark, as the mirror reads the same API
-    and cannot have synced while the API is down.
+    and cannot have synced while the API is down. A link of an earlier connection has none: the
+    mirror is the connection's now.
     """
-    if link.operation_id is None:
+    if link.operation_id is None or of_earlier_connection(link):
         return None
     row = db.session.scalar(
         db.select(MirroredOperation).where(

@@ -20,7 +20,11 @@ from flask_babel.speaklater import LazyString
 from portal.api import ApiRefusal, ApiUnavailable, Operation
 from portal.api.records import parse_record
 from portal.payments.models import CheckoutLink
-from portal.payments.rules.checkout_links import MirroredPayment, mirrored_payment
+from portal.payments.rules.checkout_links import (
+    MirroredPayment,
+    mirrored_payment,
+    of_earlier_connection,
+)
 from portal.payments.rules.operation_money import (
     ZERO,
     State,
@@ -160,7 +164,10 @@ class Payment:
 def payment_of(link: CheckoutLink) -> Payment:
     """The payment behind a link, or, when the API cannot be asked, the mirror's copy of it if
     it is recent enough (`mirrored_payment`), else the order number and amount the link kept,
-    so that the customer still sees what they ordered."""
+    so that the customer still sees what they ordered. A link of an earlier API connection gets
+    only what it kept, unavailable: its operation id is another account's."""
+    if of_earlier_connection(link):
+        return _kept(link, Reading.UNAVAILABLE)
     try:
         operation = api_client_for(link.merchant).get_operation(link.operation_id or "")
     except ApiUnavailable as error:
@@ -188,10 +195,13 @@ def payment_of(link: CheckoutLink) -> Payment:
 def _remembered(link: CheckoutLink, reading: Reading) -> Payment:
     mirrored = mirrored_payment(link)
     if mirrored is None:
-        return Payment(
-            reading, order_number=link.order_id, amount=link.amount, currency=link.currency
-        )
+        return _kept(link, reading)
     return _from_mirror(reading, mirrored)
+
+
+def _kept(link: CheckoutLink, reading: Reading) -> Payment:
+    """What the link itself kept: the order number and the amount asked, no state."""
+    return Payment(reading, order_number=link.order_id, amount=link.amount, currency=link.currency)
 
 
 def _from_mirror(reading: Reading, mirrored: MirroredPayment) -> Payment:
