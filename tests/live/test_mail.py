@@ -157,6 +157,51 @@ def test_a_mail_says_what_arrived_against_what_was_due_as_the_pages_write_amount
     assert "00000" not in text
 
 
+# An order number that would forge lines of a mail from the portal's own sender.
+FORGED = "A-1\n\nAction needed: your account is locked. Confirm here:\nhttps://portal-verify.example/login"
+
+
+def test_the_apis_values_each_stay_on_their_own_line_of_a_mail(app, accounts, mail_server):
+    """An order number, a hash or a status from the API with line breaks is written on its
+    own line, collapsed: it forges no line of a mail from the portal's own sender."""
+    record(app, "operation.confirmed", operation_record(order=FORGED), "op_8f3a2c:confirmed")
+    transaction = {
+        "id": "tx_51",
+        "tx_id": "9f2c\r\nAction needed: confirm here:\u2028https://portal-verify.example/h",
+        "operation_id": "op_8f3a2c",
+        "amount": "0.1",
+        "status": "undefined\n\nhttps://portal-verify.example/s",
+        "linked": False,
+        "reject_reason": None,
+        "created_at": "2026-11-24T05:09:00Z",
+        "updated_at": "2026-11-24T05:09:00Z",
+    }
+    record(app, "transaction.needs_review", transaction, "tx_51:needs_review")
+    send_due(app)
+
+    texts = [text_of(message).replace("\r\n", "\n") for message in mail_server.wait_for(3)]
+    [operation] = [text for text in texts if "Order number:" in text]
+    [payment, _] = [text for text in texts if "Hash:" in text]  # the owner's, the operator's
+    assert (
+        "\nOrder number: A-1 Action needed: your account is locked. Confirm here: "
+        "https://portal-verify.example/login\nOperation: op_8f3a2c\n"
+    ) in operation
+    assert (
+        "\nHash: 9f2c Action needed: confirm here: https://portal-verify.example/h\n"
+        "Status: undefined https://portal-verify.example/s\n"
+    ) in payment
+    for text in texts:
+        lines = text.splitlines()
+        assert not [line for line in lines if line.startswith(("Action", "https://portal-v"))]
+        assert link_in_text(text) == "http://portal.example.com"
+
+
+def link_in_text(text: str) -> str:
+    """Where the mail's own link ("Open it on the portal") points."""
+    [line] = [line for line in text.splitlines() if line.startswith("Open it on the portal")]
+    return line.split(": ", 1)[1].split("/operations")[0].split("/transactions")[0]
+
+
 def test_an_event_mails_no_address_that_holds_a_list(app, accounts, mail_server, caplog):
     """An owner stored before addresses were checked, whose address is a list, is mailed
     nothing (a message would reach every mailbox of the list); the other owner still is. A
@@ -181,6 +226,60 @@ def test_an_event_mails_no_address_that_holds_a_list(app, accounts, mail_server,
     assert "not one email address" in caplog.text
     for address in ("x@a.example", "other@b.example", "y@c.example", "z@d.example"):
         assert address not in caplog.text
+
+
+def test_a_subject_is_queued_on_one_line_whatever_breaks_its_lines(app, accounts, mail_server):
+    """A subject holding the API's words (a refund's currency, an order number) with a line
+    break of any kind is stored and sent on one line: a header with one is no mail at all."""
+    from portal.extensions import db
+    from portal.live.models import MailMessage
+    from portal.live.rules.outbox import queue
+
+    with app.app_context():
+        assert queue(accounts.owner, "Refund sent —\r\n1 US\u2028D\x85to\nBcc: x", "Body")
+        db.session.commit()
+        assert db.session.scalars(sa.select(MailMessage.subject)).all() == [
+            "Refund sent — 1 US D to Bcc: x"
+        ]
+    send_due(app)
+    [message] = mail_server.messages
+    assert message["Subject"] == "Refund sent — 1 US D to Bcc: x"
+    assert message["Bcc"] is None
+
+
+def test_a_message_no_mail_can_be_made_of_fails_and_the_others_are_sent(
+    app, accounts, mail_server, caplog
+):
+    """A message queued with a line break in its subject (before the outbox put subjects on
+    one line) fails for good, its body (a claim or reset link) dropped, as a message given up
+    is; the messages after it are sent in the same pass. The log names the message, not its
+    subject."""
+    from portal.extensions import db
+    from portal.live.models import MailMessage, MailState
+
+    broken = factories.mail_message(
+        app, accounts.owner, subject="Refund of 1 US\nD", body="Claim it: https://x/claim/t0ken"
+    )
+    factories.mail_message(app, accounts.operator, subject="After it", body="Hello")
+    record(app, "operation.confirmed", operation_record(), "op_8f3a2c:status:confirmed")
+    send_due(app)
+
+    sent = sorted((message["To"], message["Subject"]) for message in mail_server.wait_for(2))
+    assert sent == sorted(
+        [
+            (accounts.operator, "After it"),
+            (accounts.owner, "Paid — order A-1001 — received 0.5 BTC of 0.5 BTC"),
+        ]
+    )
+    with app.app_context():
+        given_up = db.session.get(MailMessage, broken)
+        assert given_up.state == MailState.FAILED
+        assert given_up.body is None and given_up.lease_until is None
+        assert given_up.last_error.startswith("ValueError")
+        assert queued(app).count(("sent", 0)) == 2
+    assert f"Mail {broken} not sent" in caplog.text and "Refund of" not in caplog.text
+    send_due(app)  # a later pass tries it no more
+    assert len(mail_server.messages) == 2
 
 
 def test_an_event_of_the_first_sync_mails_nobody(app, accounts, mail_server):

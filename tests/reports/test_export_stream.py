@@ -133,3 +133,35 @@ def test_an_exports_memory_does_not_grow_with_its_rows():
         return peak
 
     assert peak_of(50_000) < 1.5 * peak_of(5_000)
+
+
+# An answer of a hostile API with no comma or quote, so the CSV writes it unquoted: a
+# spreadsheet that splits on `;` or a tab would run its pieces as formulas.
+HOSTILE_WORDS = "x;=cmd|' /C calc'!A0;y\t=1+1"
+
+
+def test_the_apis_words_in_the_incomplete_row_and_the_header_are_never_a_formula():
+    """The error's message the `EXPORT INCOMPLETE` row quotes, and a header naming the
+    reporting currency, are neutralised as every data cell is."""
+    from portal.reports.rules.csv_rows import operation_columns
+    from portal.reports.rules.csv_stream import local_text
+    from tests.support.attack import formula_cells
+    from tests.support.fake_api import Answer, FakeApi, operation_json, page_json
+
+    records = [operation_json(id=str(n)) for n in range(1, 101)]
+    with FakeApi() as fake:
+        fake.answer_pages(
+            "GET",
+            "/v1/operations",
+            Answer(200, page_json(records, page=1, per_page=100, total=150)),
+            Answer(422, {"code": 9, "message": HOSTILE_WORDS}),
+        )
+        _, text = start(Export(operations(fake.client()), {}, API_COLUMNS, UTC_ZONE))
+        written = "".join(text)
+    *_, last = csv.reader(io.StringIO(written))
+    assert last[0] == INCOMPLETE_MARK and "x;'=cmd|' /C calc'!A0;y\t'=1+1" in last[1]
+    assert formula_cells(written) == []
+
+    header = "".join(local_text([], operation_columns(HOSTILE_WORDS), UTC_ZONE))
+    assert "value_x;'=cmd|' /c calc'!a0;y\t'=1+1" in header
+    assert formula_cells(header) == []

@@ -234,3 +234,45 @@ def test_the_workbook_opens_in_a_german_libreoffice_with_numbers_in_numeric_cell
         assert net.get(f"{{{OFFICE}}}value-type") == "float"
         assert "," in text_of(net), "shown with the German decimal comma"
         assert row[header.index("time (UTC)")].get(f"{{{OFFICE}}}value-type") == "date"
+
+
+# Currencies of a hostile API that no sheet may be named: the summary's name in other case,
+# characters a sheet's name cannot hold, apostrophes at its ends, and more than 31 characters
+# (twice, alike in their first 31 but for case).
+NO_SHEET_NAMES = ("summary", "US[D]", "'BTC'", "usd", "A" * 31 + "x" * 9, "a" * 31 + "y" * 9)
+
+
+def test_a_currency_no_sheet_may_be_named_gets_a_sheet_of_a_safe_name(app, accounts):
+    """The workbook is made all the same (it was a 500, and the statement mails failed): each
+    currency its own sheet, named as a spreadsheet allows, the currency itself in its cells."""
+    import openpyxl
+
+    from tests.support import factories
+    from tests.support.forms import signed_in
+    from tests.support.ledger import book
+
+    factories.api_connection(app)
+    moment = datetime(2026, 11, 10, 12, tzinfo=UTC)
+    book(app, [("payment", currency, Decimal("1.5"), moment) for currency in NO_SHEET_NAMES])
+    november = {"from": "2026-11-01", "to": "2026-11-30"}
+    response = signed_in(app, accounts.owner).get("/balances/ledger.xlsx", query_string=november)
+    assert response.status_code == 200, response.get_data(as_text=True)[:500]
+    opened = openpyxl.load_workbook(io.BytesIO(response.get_data()))
+
+    summary, *sheets = opened.worksheets
+    assert summary.title == "Summary"
+    currencies = [row[0] for row in rows_of(summary)[1:]]  # the wallets', then these, sorted
+    sheet_of = dict(zip(currencies, sheets, strict=True))
+    assert {currency: sheet_of[currency].title for currency in NO_SHEET_NAMES} == {
+        "summary": "summary (2)",
+        "US[D]": "USD",
+        "'BTC'": "BTC (2)",  # BTC, a wallet's, has its sheet
+        "usd": "usd (2)",  # after US[D]'s
+        "A" * 31 + "x" * 9: "A" * 31,
+        "a" * 31 + "y" * 9: "a" * 27 + " (2)",
+    }
+    assert len({name.lower() for name in opened.sheetnames}) == len(opened.sheetnames)
+    for currency in NO_SHEET_NAMES:
+        header, *rows = rows_of(sheet_of[currency])
+        assert [row[header.index("currency")] for row in rows] == [currency]
+        assert [row[header.index("net")] for row in rows] == [1.5]

@@ -1,6 +1,7 @@
 """What an event says to a person, in a mail: a headline per type, the record's order number,
 an operation's state with what was due against what was received (`portal` of the event), a
-transaction's amount, and a link to the record on the portal.
+transaction's amount, and a link to the record on the portal. Each line of the record's
+values is one line of the mail, whatever line breaks the API's values hold.
 
 An operation's mail names in its subject the operation's state at that event (`portal.state`)
 in the words of its badge (`portal.payments.rules.state_words`); its first line is the event's
@@ -97,7 +98,7 @@ def describe(event: Event, link: Callable[[str], str]) -> tuple[str, str]:
         [
             words,
             "",
-            *(f"{name}: {value}" for name, value in lines if value),
+            *(f"{name}: {flat}" for name, value in lines if value and (flat := _flat(value))),
             f"When: {when}",
             "",
             f"Open it on the portal: {link(path)}",
@@ -189,6 +190,12 @@ def _signed(amount: Decimal | None, currency: str) -> str | None:
     return ("+" if amount > 0 else "") + money(amount, currency or None)
 
 
+def _flat(value: object) -> str:
+    """A value of the API's (an order number, a hash, a status, a currency) on one line: a line
+    break in it would forge lines of a mail from the portal's own sender."""
+    return " ".join(str(value).split())
+
+
 def _one_line(text: str) -> str:
     """A subject on one line (an order number with a line break must not add a header)."""
-    return " ".join(text.split())[:SUBJECT_LENGTH]
+    return _flat(text)[:SUBJECT_LENGTH]

@@ -233,7 +233,8 @@ def _recipients(merchant_id: int) -> list[Recipient]:
 
 def _send_queued() -> None:
     """Send due messages one by one, each claimed first; stop at the first SMTP failure (the
-    others wait for the next tick rather than hammer a server that is down)."""
+    others wait for the next tick rather than hammer a server that is down). A message no
+    mail can be made of fails at once, and the next is sent."""
     with _Connection() as connection:
         for _ in range(MESSAGES_PER_TICK):
             message = _claim_next()
@@ -245,7 +246,15 @@ def _send_queued() -> None:
                 _finish(message, MailState.FAILED)
                 continue
             try:
-                connection.send(_email(message))
+                email = _email(message)
+            except ValueError as error:
+                # A header no mail can hold (a line break in a subject queued before the outbox
+                # put it on one line): no attempt will do better, so it is given up at once and
+                # its body goes, and the other messages are still sent.
+                _give_up(message, error)
+                continue
+            try:
+                connection.send(email)
             except (OSError, smtplib.SMTPException) as error:
                 _retry_later(message, error)
                 connection.close()
@@ -302,6 +311,17 @@ def forget_old() -> int:
     )
     db.session.commit()
     return dropped
+
+
+def _give_up(message: MailMessage, error: Exception) -> None:
+    """A message that cannot be made into a mail: failed for good, logged by its number and
+    the kind of error (never its text, which may quote the subject)."""
+    message.attempts += 1
+    message.last_error = f"{type(error).__name__}: the message cannot be made into a mail"
+    logger.warning(
+        "Mail %s not sent: it cannot be made into a mail (%s).", message.id, type(error).__name__
+    )
+    _finish(message, MailState.FAILED)
 
 
 def _retry_later(message: MailMessage, error: Exception) -> None:

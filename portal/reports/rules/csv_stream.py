@@ -22,7 +22,7 @@ from typing import Any
 
 from portal.api import ApiFailure, ApiUnavailable, Page, PageReader
 from portal.api.paging import read_pages
-from portal.reports.rules.csv_rows import Column, TimeZone, header, row_writer
+from portal.reports.rules.csv_rows import Column, TimeZone, header, neutralise, row_writer
 
 PER_PAGE = 100
 INCOMPLETE_MARK = "EXPORT INCOMPLETE"
@@ -66,7 +66,14 @@ class _Lines:
         self.writer = csv.writer(self.buffer)
 
     def header(self) -> str:
-        self.writer.writerow(header(self.columns, self.zone))
+        # A header may name the reporting currency, the API's text: neutralised like any cell.
+        self.writer.writerow(map(neutralise, header(self.columns, self.zone)))
+        return self.flush()
+
+    def text_row(self, *cells: str) -> str:
+        """A row of the portal's own words around the API's (an error's message): every cell
+        neutralised as a data cell is."""
+        self.writer.writerow(map(neutralise, cells))
         return self.flush()
 
     def add(self, records: Iterable[object]) -> None:
@@ -114,11 +121,8 @@ def _csv_text(export: Export, first: Page) -> Iterator[str]:
             yield lines.flush()
     except ApiFailure as failure:
         why = "no answer" if isinstance(failure, ApiUnavailable) else failure.message
-        lines.writer.writerow(
-            [
-                INCOMPLETE_MARK,
-                f"The payment service failed after {written} rows of {first.total} records "
-                f"({why}). This file is not complete: export again.",
-            ]
+        yield lines.text_row(
+            INCOMPLETE_MARK,
+            f"The payment service failed after {written} rows of {first.total} records "
+            f"({why}). This file is not complete: export again.",
         )
-        yield lines.flush()

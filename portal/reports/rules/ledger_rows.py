@@ -124,7 +124,10 @@ def write_workbook(
     file: IO[bytes], merchant: Merchant, since: datetime, until: datetime, zone: TimeZone
 ) -> None:
     """The period's ledger as an `.xlsx` in `file`: the Summary sheet first, then a sheet per
-    currency of its rows (`TooManyRows` for a currency with more than a sheet holds)."""
+    currency of its rows (`TooManyRows` for a currency with more than a sheet holds). A
+    currency is the API's text: its sheet is named as a spreadsheet allows (`sheet_name`: a
+    name like `US[D]`, `summary` or longer than 31 characters is changed, never refused), and
+    its rows' cells hold it as it is."""
     book = Workbook(file)
     figures = summaries(merchant, since, until)
     book.sheet(SUMMARY_SHEET, SUMMARY_COLUMNS, zone).add_all(figures)

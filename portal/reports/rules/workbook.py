@@ -10,7 +10,8 @@ that a view sends the workbook once it is whole and nothing of a failed one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Collection, Iterable
 from datetime import datetime
 from decimal import Decimal
 from typing import IO, Any
@@ -27,6 +28,9 @@ DATE_FORMAT = "yyyy-mm-dd hh:mm:ss"
 MIME_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 CellWriter = Callable[[int, int, Any], object]
+# What a sheet's name cannot hold (Excel's rules, which XlsxWriter enforces by raising).
+SHEET_NAME_LENGTH = 31  # UTF-16 units
+_NOT_IN_SHEET_NAMES = re.compile(r"[\[\]:*?/\\]")
 
 
 class TooManyRows(Exception):
@@ -40,10 +44,14 @@ class Workbook:
         self.book = xlsxwriter.Workbook(file, {"constant_memory": True})
         self.amount = self.book.add_format({"num_format": AMOUNT_FORMAT})
         self.date = self.book.add_format({"num_format": DATE_FORMAT})
+        self.names: set[str] = set()  # the sheets' names so far, in lower case
 
     def sheet(self, name: str, columns: tuple[Column, ...], zone: TimeZone) -> Sheet:
-        """A new sheet (tabs in the order they are made) with its frozen header row."""
-        return Sheet(self, self.book.add_worksheet(name), columns, zone)
+        """A new sheet (tabs in the order they are made) with its frozen header row, under
+        `name` made safe (`sheet_name`): a name may be the API's text, a currency."""
+        safe = sheet_name(name, self.names)
+        self.names.add(safe.lower())
+        return Sheet(self, self.book.add_worksheet(safe), columns, zone)
 
     def close(self) -> None:
         self.book.close()
@@ -76,6 +84,30 @@ class Sheet:
     def add_all(self, records: Iterable[object]) -> None:
         for record in records:
             self.add(record)
+
+
+def sheet_name(wanted: str, taken: Collection[str]) -> str:
+    """`wanted` as a name a spreadsheet takes: without `[]:*?/\\` and characters that do not
+    print, no apostrophe at either end, at most 31 UTF-16 units, and none of the names `taken`
+    (in lower case: a spreadsheet tells names apart ignoring case), else numbered (`BTC (2)`);
+    "Sheet" when nothing is left."""
+    base = _cut(_NOT_IN_SHEET_NAMES.sub("", "".join(c for c in wanted if c.isprintable())))
+    base = base or "Sheet"
+    name, number = base, 1
+    while name.lower() in taken:
+        number += 1
+        suffix = f" ({number})"
+        name = _cut(base, SHEET_NAME_LENGTH - len(suffix)) + suffix
+    return name
+
+
+def _cut(name: str, length: int = SHEET_NAME_LENGTH) -> str:
+    """`name` at most `length` UTF-16 units long (a character past U+FFFF takes two), with no
+    apostrophe at either end."""
+    name = name[:length]  # a character takes one unit or two
+    while len(name.encode("utf-16-le")) // 2 > length:
+        name = name[:-1]
+    return name.strip("'")
 
 
 def _cell_writer(sheet: Worksheet, column: Column, zone: TimeZone, book: Workbook) -> CellWriter:
