@@ -16,6 +16,7 @@ from tests.money.test_approvals import (
     second_owner,
     send_approved,
 )
+from tests.support import factories
 from tests.support.money import (
     ETH_ADDRESS,
     apply_due,
@@ -265,6 +266,79 @@ def test_the_owner_to_be_demoted_cancels_it(portal, owner, monkeypatch):
     assert post(second.client, f"/approvals/changes/{change_id}/cancel").status_code == 302
     assert apply_due(portal, timedelta(hours=49)) == 0
     assert _role(portal, SECOND_OWNER) is Role.OWNER
+
+
+def _ask_to_demote(client, portal, address: str, signed=None):
+    """`client` asks for the owner at `address` to stop being one (with a fresh code for a
+    `signed` owner of `two_factor.signed_in_with_two_factor`)."""
+    code = {}
+    if signed is not None:
+        signed.clock.advance()
+        code = {"code": signed.clock.code(signed.secret)}
+    path = f"/settings/users/{_user_id(portal, address)}"
+    asked = post(client, path, {"role": "operator", **code})
+    assert asked.status_code == 302, text(asked)
+
+
+def _owners(app) -> list[str]:
+    from portal.extensions import db
+    from portal.identity.models import Role, User
+
+    with app.app_context():
+        owners = db.select(User.email).where(User.role == Role.OWNER).order_by(User.email)
+        return list(db.session.scalars(owners))
+
+
+def test_two_owners_asking_to_demote_each_other_leave_one_owner(portal, owner, monkeypatch):
+    """The first demotion applied withdraws what the demoted owner asked, the demotion of the
+    other among it: the merchant keeps an owner."""
+    second = second_owner(portal, monkeypatch)
+    _ask_to_demote(owner, portal, SECOND_OWNER)
+    _ask_to_demote(second.client, portal, email("owner"), second)
+
+    assert apply_due(portal, timedelta(hours=49)) == 1
+    [kept] = _owners(portal)
+    demoted = SECOND_OWNER if kept == email("owner") else email("owner")
+    assert audit_events(portal, "control.cancel")[-1]["requested_by"] == demoted
+
+
+def test_a_demotion_that_would_leave_no_owner_is_refused_when_due(portal, owner, monkeypatch):
+    """However the other owner stopped being one (here the database changed directly), the
+    merchant's last owner is never demoted: the change is refused when it comes due."""
+    from portal.extensions import db
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts
+
+    second_owner(portal, monkeypatch)
+    _ask_to_demote(owner, portal, SECOND_OWNER)
+    with portal.app_context():
+        accounts.find_user(email("owner")).role = Role.ACCOUNTANT
+        db.session.commit()
+
+    assert apply_due(portal, timedelta(hours=49)) == 0
+    assert _owners(portal) == [SECOND_OWNER]
+    assert audit_events(portal, "control.cancel")[-1]["after"] == f"{SECOND_OWNER}: accountant"
+
+
+def test_an_owner_demoted_takes_back_the_money_they_asked_for(portal, owner, sandbox, monkeypatch):
+    """An approval judged who asked: once the requester is no longer an owner, their held
+    withdrawal is withdrawn, and no owner can approve it any more."""
+    from tests.support.two_factor import signed_in_with_two_factor
+
+    second = second_owner(portal, monkeypatch)
+    factories.user(portal, "third-owner@acme.test", "owner")
+    third = signed_in_with_two_factor(portal, "third-owner@acme.test", monkeypatch)
+    address, approval = held(owner)
+    _ask_to_demote(second.client, portal, email("owner"), second)
+    page = third.client.get("/approvals").get_data(as_text=True)
+    change = page.split('action="/approvals/changes/')[1].split("/")[0]
+    approved = approve_with_a_fresh_code(third, f"/approvals/changes/{change}")
+    assert approved.status_code == 302, text(approved)
+
+    assert email("owner") not in _owners(portal)
+    approve_with_a_fresh_code(second, approval)  # too late: it was withdrawn
+    assert send_approved(portal) == 0 and sandbox.operations_to(address) == 0
+    assert audit_events(portal, "approval.withdraw")[-1]["requested_by"] == email("owner")
 
 
 def test_a_shorter_cooling_off_waits_a_longer_one_is_at_once(portal, owner):

@@ -267,6 +267,20 @@ def _decide(approval: Approval, user: User, state: ApprovalState, action: str) -
     return bool(won)
 
 
+def withdraw_all_of(user: User, moment: datetime) -> None:
+    """Withdraw what `user` asked that still waits, as they stop being an owner: an approval
+    judged who asked (no owner they made approves it), and a request of someone no longer an
+    owner would otherwise outlive them. In the caller's transaction, but for a refund's, which
+    is canceled as a rejected one is."""
+    for approval in waiting(user.merchant):
+        if approval.requested_by_id == user.id and decided_once(
+            approval, ApprovalState.WITHDRAWN, None, moment
+        ):
+            db.session.refresh(approval)
+            audit.record("approval.withdraw", parameters=_described(approval, user, None))
+            _settle_refund(approval, user)
+
+
 def _settle_refund(approval: Approval, user: User) -> None:
     """A decided refund's approval moves the refund: approved, it is ready for the worker;
     otherwise it is canceled, and its money is free again."""

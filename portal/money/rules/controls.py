@@ -266,17 +266,41 @@ def _decide(
     application, where a raise asked in USD would be applied as ETH."""
     db.session.commit()
     accounts.lock_merchant(change.merchant_id)
+    if state is ApprovalState.APPROVED and _leaves_no_owner(change):
+        state, action = ApprovalState.REJECTED, "control.cancel"
     won = approvals.decided_once(change, state, user, now or utcnow())
     db.session.refresh(change)
     if won:
         audit.record(action, parameters=_described(change, user))
         if state is ApprovalState.APPROVED:
-            _apply(change)
+            _apply(change, now or utcnow())
     db.session.commit()
     return bool(won)
 
 
-def _apply(change: ControlChange) -> None:
+def _leaves_no_owner(change: ControlChange) -> bool:
+    """Whether applying `change` would take the merchant's last owner away (two owners each
+    asking to demote the other): it is then refused, whoever approved it."""
+    if change.kind is not ControlKind.NOT_OWNER or change.user is None:
+        return False
+    others = sa.select(sa.func.count()).where(
+        User.merchant_id == change.merchant_id, User.role == Role.OWNER, User.id != change.user_id
+    )
+    return not db.session.scalar(others)
+
+
+def _withdraw_requests_of(user: User, moment: datetime) -> None:
+    """What `user` asked that still waits is withdrawn as they stop being an owner: their
+    control changes (a demotion of the other owner among them) and money held for approval."""
+    for change in waiting(user.merchant):
+        if change.requested_by_id == user.id and approvals.decided_once(
+            change, ApprovalState.WITHDRAWN, None, moment
+        ):
+            audit.record("control.cancel", parameters=_described(change))
+    approvals.withdraw_all_of(user, moment)
+
+
+def _apply(change: ControlChange, moment: datetime) -> None:
     """Make the change, audited as a change of that control."""
     merchant = db.session.get(Merchant, change.merchant_id)
     assert merchant is not None
@@ -292,6 +316,7 @@ def _apply(change: ControlChange) -> None:
         if user is not None and user.role is Role.OWNER:
             user.role = Role.ACCOUNTANT
             audit.record("user.change", parameters={"email": user.email, "role": "accountant"})
+            _withdraw_requests_of(user, moment)
     else:
         user = change.user
         if user is not None and user.role is not Role.OWNER:
@@ -313,7 +338,8 @@ def apply_due(now: datetime | None = None) -> int:
         )
     ).all()
     for change in due:
-        applied += _decide(change, None, ApprovalState.APPROVED, "control.approve", moment)
+        decided = _decide(change, None, ApprovalState.APPROVED, "control.approve", moment)
+        applied += decided and change.state is ApprovalState.APPROVED
     stale = db.session.scalars(
         sa.select(ControlChange).where(
             ControlChange.state == ApprovalState.WAITING,
