@@ -60,10 +60,14 @@ def held(owner, amount: str = "0.05") -> tuple[str, str]:
     address, review = review_withdrawal(owner, amount)
     confirmed = post(owner, review + "/confirm")
     assert confirmed.status_code == 302, text(confirmed)
-    page = owner.get(review)
+    return address, approval_on(owner.get(review))
+
+
+def approval_on(page) -> str:
+    """The approval a held withdrawal's page links to."""
     assert "waits for an owner other than the one who asked" in text(page)
     approval = page.get_data(as_text=True).split('href="/approvals/')[1].split('"')[0]
-    return address, f"/approvals/{approval}"
+    return f"/approvals/{approval}"
 
 
 def test_a_single_owner_is_refused_above_the_limit_with_the_reason(portal, owner, sandbox):
@@ -229,6 +233,30 @@ def test_an_owner_the_requester_made_never_approves_their_request(portal, owner,
     factories.user(portal, "boss@acme.test", "owner")
     _address, approval = held(owner)
     assert approve_with_a_fresh_code(new, approval).status_code == 403
+    assert send_approved(portal) == 0
+
+
+def test_an_owner_never_approves_the_requests_of_an_owner_they_made(portal, owner, monkeypatch):
+    """Whoever made an owner typed their first password and can sign in as them: the maker
+    approves nothing the owner made asks for, and without a third owner the request is refused
+    as a lone owner's is."""
+    from portal.database import utcnow
+    from portal.money.rules import limits
+
+    new = made_owner_by(portal, email("owner"), monkeypatch)
+    later = utcnow() + timedelta(days=2)  # past the new owner's first day
+    monkeypatch.setattr(limits, "utcnow", lambda: later)
+    form = {"amount": "0.05", "wallet": "ETH", "address": ETH_ADDRESS}
+    alone = post(new.client, "/withdrawals/new", form)
+    assert alone.status_code == 422, "the only other owner made this one"
+
+    factories.user(portal, "boss@acme.test", "owner")
+    _address, review = review_withdrawal(new.client, "0.05")
+    new.clock.advance()
+    assert post(new.client, review + "/confirm", {"code": new.clock.code(new.secret)}).status_code
+    approval = approval_on(new.client.get(review))
+    refused = post(owner, approval + "/approve")
+    assert refused.status_code == 403
     assert send_approved(portal) == 0
 
 

@@ -55,22 +55,40 @@ class Check:
 
 def other_owners(user: User) -> list[User]:
     """The owners who may approve what `user` asked for: every other owner but those `user`
-    made owners through the portal (those added in the last day approve once it passed)."""
+    made owners through the portal and those who made `user` one (`related`; those added in
+    the last day approve once it passed)."""
     return [
         other
         for other in user.merchant.users
-        if other.role is Role.OWNER and other.id != user.id and other.owner_by_id != user.id
+        if other.role is Role.OWNER and other.id != user.id and not related(other, user)
     ]
 
 
 def held_owner(owner: User, requester: User | None) -> bool:
     """Whether `owner` may not approve what `requester` asked for: made an owner through the
-    portal in the last `NEW_OWNER_HOLD`, or by `requester`. Owners made with `create-user`
-    are not held."""
-    if owner.owner_since is None:
-        return False
-    recent = utcnow() - owner.owner_since < NEW_OWNER_HOLD
-    return recent or (requester is not None and owner.owner_by_id == requester.id)
+    portal in the last `NEW_OWNER_HOLD`, or one of the two made the other an owner
+    (`related`). Owners made with `create-user` are not held for a day."""
+    if requester is not None and related(owner, requester):
+        return True
+    return owner.owner_since is not None and utcnow() - owner.owner_since < NEW_OWNER_HOLD
+
+
+def related(one: User, other: User) -> bool:
+    """Whether one of the two made the other an owner through the portal, directly or through
+    owners made in turn: whoever adds an owner typed their first password and can sign in as
+    them, so neither approves what the other asks, either way round."""
+    return one.id in _makers(other) or other.id in _makers(one)
+
+
+def _makers(user: User) -> set[int]:
+    """The owner who made `user` one, who made that owner one, and so on."""
+    found: set[int] = set()
+    maker_id = user.owner_by_id
+    while maker_id is not None and maker_id not in found:
+        found.add(maker_id)
+        maker = db.session.get(User, maker_id)
+        maker_id = maker.owner_by_id if maker is not None else None
+    return found
 
 
 def own_limits(merchant: Merchant, currency: str) -> WithdrawalLimit | None:
