@@ -265,3 +265,69 @@ def test_owners_require_a_passkey_for_approvals_audited(app, accounts) -> None:
         actions = db.session.scalars(db.select(AuditEvent.action)).all()
     assert True in required
     assert "passkey.approvals_on" in actions
+
+
+def _passkey_required(app) -> bool:
+    from portal.extensions import db
+    from portal.identity.models import Merchant
+
+    with app.app_context():
+        query = db.select(Merchant.require_passkey_for_approvals).where(Merchant.name == "Acme")
+        return db.session.scalar(query)
+
+
+def test_a_code_alone_does_not_stop_requiring_a_passkey_for_approvals(
+    passkey_app, accounts, monkeypatch
+) -> None:
+    """A phishing page relays an owner's codes but never a passkey's answer: with two codes it
+    switched the requirement off, then approved with a code."""
+    from portal.extensions import db
+    from portal.identity.models import AuditEvent, Merchant
+
+    app, key, path = passkey_app, SoftKey(), "/settings/users/two-factor"
+    owner, clock, secret, _ = signed_in_with_two_factor(app, accounts.owner, monkeypatch)
+    _add_passkey(app, accounts.owner, key)
+    clock.advance()
+    on = {"passkey_for_approvals": "y", "requirement_code": clock.code(secret)}
+    assert post(owner, path, on).status_code == 302
+    assert _passkey_required(app), "turning it on takes a code, as before"
+
+    clock.advance()
+    refused = post(owner, path, {"requirement_code": clock.code(secret)})
+    assert refused.status_code == 422
+    assert "to stop requiring it, confirm with your passkey. A code will not do." in text(refused)
+    assert _passkey_required(app)
+    with app.app_context():
+        audited = db.session.scalars(
+            db.select(AuditEvent).where(AuditEvent.action == "passkey.approvals_off")
+        ).all()
+    assert len(audited) == 1 and "A code will not do." in (audited[0].error_message or "")
+
+    clock.advance()
+    both_on = {
+        "required": "y",
+        "passkey_for_approvals": "y",
+        "requirement_code": clock.code(secret),
+    }
+    assert post(owner, path, both_on).status_code == 302, "the two-factor part alone: a code"
+    with app.app_context():
+        query = db.select(Merchant.require_two_factor).where(Merchant.name == "Acme")
+        assert db.session.scalar(query)
+
+    confirmed = post(owner, path, _second_factor(owner, path, "requirement_code", None, key))
+    assert confirmed.status_code == 302
+    assert not _passkey_required(app)
+
+
+def test_an_owner_without_a_passkey_cannot_stop_requiring_one(app, accounts) -> None:
+    from portal.extensions import db
+    from portal.identity.models import Merchant
+
+    owner = signed_in(app, accounts.owner)
+    with app.app_context():
+        db.session.execute(db.update(Merchant).values(require_passkey_for_approvals=True))
+        db.session.commit()
+    refused = post(owner, "/settings/users/two-factor", {})
+    assert refused.status_code == 422
+    assert "only an owner with a passkey may stop requiring it" in text(refused)
+    assert _passkey_required(app)

@@ -282,15 +282,47 @@ def test_new_recovery_codes_replace_the_old_ones(app, client, accounts, clock):
     sign_in(client, accounts.accountant)
     secret, old = enrol(client, clock.code)
     path = "/account/two-factor/recovery-codes"
-    response = _post(client, path, {"code": clock.code(secret)}, "/account/two-factor")
+    data = {"password": PASSWORD, "code": clock.code(secret)}
+    response = _post(client, path, data, "/account/two-factor")
     assert response.status_code == 422 and REUSED in response.get_data(as_text=True)
-    response = _post(client, path, {"code": clock.code(secret, 1)}, "/account/two-factor")
+    data["code"] = clock.code(secret, 1)
+    response = _post(client, path, data, "/account/two-factor")
     assert response.status_code == 200
     new = re.findall(r"<li>([a-z2-9 ]{19})</li>", response.get_data(as_text=True))
     assert len(new) == 10 and not set(new) & set(old)
     assert len(_events(app, "two_factor.recovery_codes")) == 1
     assert sign_in_with_code(app.test_client(), accounts.accountant, old[0]).status_code == 422
     assert sign_in_with_code(app.test_client(), accounts.accountant, new[0]).status_code == 302
+
+
+def test_new_recovery_codes_need_the_current_password(app, client, accounts, clock):
+    """As turning two-factor on or off: a stolen session and one relayed code make no codes
+    that sign in for as long as they are unused."""
+    sign_in(client, accounts.operator)
+    secret, old = enrol(client, clock.code)
+    path = "/account/two-factor/recovery-codes"
+    for password, why in (
+        (None, "Enter your current password."),
+        ("not-the-password", "That is not your current password."),
+    ):
+        clock.advance()
+        data = {"code": clock.code(secret)}
+        if password is not None:
+            data["password"] = password
+        response = _post(client, path, data, "/account/two-factor")
+        assert response.status_code == 422 and why in response.get_data(as_text=True), password
+        assert not re.findall(r"<li>([a-z2-9 ]{19})</li>", response.get_data(as_text=True))
+    assert _events(app, "two_factor.recovery_codes") == []
+    assert sign_in_with_code(app.test_client(), accounts.operator, old[0]).status_code == 302
+
+    clock.advance()
+    data = {"password": PASSWORD, "code": clock.code(secret)}
+    response = _post(client, path, data, "/account/two-factor")
+    assert response.status_code == 200
+    new = re.findall(r"<li>([a-z2-9 ]{19})</li>", response.get_data(as_text=True))
+    assert len(new) == 10 and not set(new) & set(old)
+    assert sign_in_with_code(app.test_client(), accounts.operator, old[1]).status_code == 422
+    assert sign_in_with_code(app.test_client(), accounts.operator, new[0]).status_code == 302
 
 
 def test_turning_off_needs_a_code(app, client, accounts, clock):
@@ -347,7 +379,8 @@ def test_turning_it_on_or_off_and_new_recovery_codes_end_the_other_sessions(app,
     assert sign_in_with_code(other, accounts.operator, clock.code(secret, 1)).status_code == 302
     clock.advance(2)
     path = "/account/two-factor/recovery-codes"
-    assert _post(acting, path, {"code": clock.code(secret)}, "/account").status_code == 200
+    data = {"password": PASSWORD, "code": clock.code(secret)}
+    assert _post(acting, path, data, "/account").status_code == 200
     assert signed_out_elsewhere(), "new recovery codes"
 
     assert sign_in_with_code(other, accounts.operator, clock.code(secret, 1)).status_code == 302

@@ -56,7 +56,7 @@ from portal.web.api_errors import unless_unavailable
 from portal.web.controls import waits_words
 from portal.web.merchant import current_api
 from portal.web.rendering import page
-from portal.web.step_up import audit_refused, form_refused, step_up_refused
+from portal.web.step_up import audit_refused, code_refused, form_refused, step_up_refused
 from portal.web.users import refusal_sentence
 
 
@@ -406,7 +406,8 @@ def _not_invited(action: str, user: User) -> Response:
 def require_two_factor() -> Response:
     """Require two-factor sign-in of every user (only an owner who has it on may turn it on),
     and a passkey for approvals. Each change asks that owner for a fresh second factor and is
-    audited."""
+    audited; while a passkey is required for approvals, no longer requiring it takes a
+    passkey's answer (`_passkey_refused`)."""
     merchant = current_user.merchant
     form = RequireTwoFactorForm()
     if not form.validate_on_submit():
@@ -417,12 +418,15 @@ def require_two_factor() -> Response:
         form.required.errors.append(refusal)
         audit.record("two_factor.requirement_on", error=refusal)
         return _users_page(422, requirement_form=form)
-    refused = step_up_refused(form.requirement_code, _owner(), purpose="users")
+    passkey = form.passkey_for_approvals.data
+    if merchant.require_passkey_for_approvals and not passkey:
+        refused = _passkey_refused(form, _owner())
+    else:
+        refused = step_up_refused(form.requirement_code, _owner(), purpose="users")
     if refused:
         return _users_page(refused, requirement_form=form)
     if accounts.require_two_factor(merchant, required):
         audit.record(f"two_factor.requirement_{'on' if required else 'off'}")
-    passkey = form.passkey_for_approvals.data
     if accounts.require_passkey_for_approvals(merchant, passkey):
         audit.record(f"passkey.approvals_{'on' if passkey else 'off'}")
     if required:
@@ -430,6 +434,34 @@ def require_two_factor() -> Response:
     else:
         flash("Two-factor sign-in is no longer required.", "success")
     return redirect(url_for("settings.users"))
+
+
+PASSKEY_TO_STOP = (
+    "The owners require a passkey for approvals: to stop requiring it, confirm with your "
+    "passkey. A code will not do."
+)
+NO_PASSKEY_TO_STOP = (
+    "The owners require a passkey for approvals: only an owner with a passkey may stop "
+    "requiring it. Add a passkey under Account first."
+)
+
+
+def _passkey_refused(form: RequireTwoFactorForm, owner: User) -> int | None:
+    """No longer requiring a passkey for approvals takes the owner's passkey's answer, never a
+    code: a phishing page can relay a code, and with it would switch the requirement off, then
+    approve with another. None when confirmed; else the status, the reason next to the field,
+    and the refusal in the audit log."""
+    if owner.passkeys:
+        status = code_refused(form.requirement_code, owner, purpose="users", passkey_only=True)
+        if status is None:
+            return None
+        reason = PASSKEY_TO_STOP
+    else:
+        status, reason = 422, NO_PASSKEY_TO_STOP
+    field = form.passkey_for_approvals
+    field.errors = [*field.errors, reason]
+    audit_refused("passkey.approvals_off", form, status)
+    return status
 
 
 def _users_page(

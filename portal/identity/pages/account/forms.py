@@ -83,6 +83,10 @@ class EnableTwoFactorForm(FlaskForm):
 
 
 class RecoveryCodesForm(FlaskForm):
+    """Ten new codes that sign in for as long as they are unused: the password and a fresh
+    code, as turning two-factor on or off, so a stolen session and a relayed code make none."""
+
+    password = _current_password()
     code = CodeField()
     submit = SubmitField("Make new recovery codes")
 

@@ -221,12 +221,13 @@ def two_factor() -> Response:
 @bp.route("/account/two-factor/recovery-codes", methods=["POST"])
 @roles(*ALL_ROLES)
 def recovery_codes() -> Response:
-    """Replace the recovery codes (after a fresh code), and show the new ones this once."""
+    """Replace the recovery codes (after the password and a fresh code), and show the new ones
+    this once."""
     user = current_user._get_current_object()
     if not user.two_factor_enabled:
         return redirect(url_for("account.two_factor"))
     form = RecoveryCodesForm()
-    status = form_refused(form, user, purpose="recovery_codes")
+    status = form_refused(form, user, purpose="recovery_codes", password_field=form.password)
     if status:
         return _manage(status, recovery_form=form)
     codes = second_factor.new_recovery_codes(user)
