@@ -260,6 +260,25 @@ def test_an_owner_never_approves_the_requests_of_an_owner_they_made(portal, owne
     assert send_approved(portal) == 0
 
 
+def test_an_address_taken_out_of_the_book_receives_nothing_that_waited(
+    portal, owner, sandbox, monkeypatch
+):
+    """The page says nothing more may go to an address removed from the book: the withdrawal
+    waiting for an approval to go there is rejected, and no owner sends it after."""
+    from portal.identity.rules import accounts
+    from portal.money.rules import address_book
+
+    second = second_owner(portal, monkeypatch)
+    address, approval = held(owner)
+    with portal.app_context():
+        user = accounts.find_user(email("owner"))
+        address_book.remove(address_book.place(user.merchant, "ETH", address).entry, user)
+
+    approve_with_a_fresh_code(second, approval)  # too late: rejected with the address
+    assert send_approved(portal) == 0 and sandbox.operations_to(address) == 0
+    assert "Rejected" in text(owner.get(approval))
+
+
 def test_a_stopping_worker_sends_no_approved_withdrawal_and_the_next_one_does(
     portal, owner, sandbox, monkeypatch
 ):

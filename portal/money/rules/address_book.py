@@ -23,6 +23,7 @@ from portal.identity.models import Merchant, User
 from portal.identity.rules import audit
 from portal.live.rules import outbox
 from portal.money.models import BookAddress
+from portal.money.rules import approvals
 
 
 class Standing(enum.StrEnum):
@@ -116,10 +117,12 @@ def add(user: User, currency: str, address: str, name: str) -> BookAddress:
 
 
 def remove(entry: BookAddress, user: User) -> None:
-    """Take an address out of the book at once; audited and mailed to every owner."""
+    """Take an address out of the book at once; audited and mailed to every owner. Nothing
+    more goes to it: what waits for an approval, or is ready, to go there is stopped."""
     described = _described(entry)
     db.session.delete(entry)
     audit.record("address_book.remove", parameters=described)
+    approvals.reject_sending_to(user, entry.currency, entry.address)
     outbox.queue_to_owners(
         user.merchant_id,
         f"{_article(entry.currency)} {entry.currency} address was removed from the address book",

@@ -281,6 +281,22 @@ def withdraw_all_of(user: User, moment: datetime) -> None:
             _settle_refund(approval, user)
 
 
+def reject_sending_to(user: User, currency: str, address: str) -> None:
+    """An address taken out of the address book receives nothing more: what waits for an
+    approval to go there is rejected (audited as `user`'s), and a refund ready to be sent
+    there is canceled. In the caller's transaction, but for the refunds, canceled as rejected
+    ones are."""
+    for approval in waiting(user.merchant):
+        if (approval.currency, approval.address) == (currency, address) and decided_once(
+            approval, ApprovalState.REJECTED, user, utcnow()
+        ):
+            db.session.refresh(approval)
+            audit.record("approval.reject", parameters=_described(approval, None, user))
+            _settle_refund(approval, user)
+    for refund in refunds.ready_to(user.merchant, currency, address):
+        refunds.cancel(refund)
+
+
 def _settle_refund(approval: Approval, user: User) -> None:
     """A decided refund's approval moves the refund: approved, it is ready for the worker;
     otherwise it is canceled, and its money is free again."""

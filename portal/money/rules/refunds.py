@@ -470,6 +470,21 @@ def cancelable(refund: Refund) -> bool:
     )
 
 
+def ready_to(merchant: Merchant, currency: str, address: str) -> list[Refund]:
+    """The merchant's refunds of `currency` ready to be sent to `address`, nothing sent yet."""
+    return list(
+        db.session.scalars(
+            sa.select(Refund).where(
+                Refund.merchant_id == merchant.id,
+                Refund.currency == currency,
+                Refund.address == address,
+                Refund.stage == RefundStage.READY,
+                Refund.state == IntentState.PENDING,
+            )
+        )
+    )
+
+
 def cancel(refund: Refund) -> bool:
     """Cancel a refund that nothing was sent for yet (`cancelable`, checked in the same
     statement that cancels, so a worker sending it wins or loses as a whole); True when this
