@@ -515,6 +515,63 @@ def test_a_vouchers_form_sent_again_after_the_service_was_unreachable_counts_wha
     assert today == Decimal("0.02")
 
 
+def test_a_new_api_connection_forgets_nothing_that_left_today(portal, sandbox, tmp_path):
+    """The ledger's rows count for the connection that booked them: after the merchant
+    connects another account, the withdrawal the portal sent today from the first still counts
+    against the owners' daily limit (it counted nothing until the day ended)."""
+    from portal.identity.rules import accounts
+    from portal.money.rules import limits, withdrawal_figures
+    from tests.live.test_mirror_connections import switch_to
+    from tests.support.forms import signed_in
+    from tests.support.mirror import sync_now
+    from tests.support.sandbox_server import run_sandbox
+
+    owner = signed_in(portal, email("owner"))
+    own = {"limit-wallet": "ETH", "limit-per_withdrawal": "", "limit-daily_limit": "1"}
+    assert post(owner, "/withdrawals/limits", own).status_code == 302
+    _address, review = review_withdrawal(owner, "0.9")
+    assert post(owner, review + "/confirm").status_code == 302
+    sync_now(portal)  # booked under the first connection
+    with run_sandbox(tmp_path / "another-account.db") as another:
+        switch_to(portal, another)
+        sync_now(portal)
+
+        with portal.app_context():
+            merchant = accounts.merchant_named(MERCHANT)
+            assert withdrawal_figures.withdrawn_today(merchant, "ETH") == Decimal("0.9")
+            assert limits.check(merchant, "ETH", Decimal("0.9")).reason is limits.Reason.PER_DAY
+
+
+def test_vouchers_of_a_fiat_wallet_count_against_the_day(portal):
+    """A voucher may be issued in USD (the exchange rates name it, and the payment service may
+    hold such a wallet): the day's limit in the reporting currency counts it as it counts the
+    crypto wallets."""
+    from portal.database import utcnow
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.money.models import IdempotencyKey, IntentKind, IntentState
+    from portal.money.rules import limits
+
+    with portal.app_context():
+        merchant = accounts.merchant_named(MERCHANT)
+        limits.set_limits(merchant, None, Decimal("100"))
+        db.session.add(
+            IdempotencyKey(
+                merchant_id=merchant.id,
+                kind=IntentKind.VOUCHER,
+                key="usd-voucher",
+                user_id=accounts.find_user(email("owner")).id,
+                parameters={"amount": "90", "currency": "USD"},
+                state=IntentState.SENT,
+                record_id="v-usd",
+                created_at=utcnow(),
+                updated_at=utcnow(),
+            )
+        )
+        db.session.commit()
+        assert limits.check(merchant, "ETH", Decimal("0.01")).reason is limits.Reason.PER_DAY
+
+
 def test_a_single_owner_is_refused_a_voucher_above_the_limit(portal, owner, sandbox):
     made_before = sandbox.requests_received("POST", "/vouchers")
     refused = submit(owner, "/vouchers/new", {"amount": "0.05", "currency": "ETH"})

@@ -22,7 +22,7 @@ from portal.identity.models import Merchant, Role, User
 from portal.identity.rules import accounts, audit
 from portal.money.models import WithdrawalLimit
 from portal.money.rules import rate_history
-from portal.money.rules.currencies import WITHDRAWAL_WALLETS
+from portal.money.rules.currencies import CURRENCY_CODES
 from portal.money.rules.withdrawal_figures import withdrawn_today
 
 ZERO = Decimal(0)
@@ -114,9 +114,10 @@ def value_now(merchant: Merchant, currency: str, amount: Decimal) -> Decimal | N
 
 
 def _today_value(merchant: Merchant) -> Decimal | None:
-    """What left every wallet today, in the reporting currency at today's rates."""
+    """What left every wallet today, in the reporting currency at today's rates: vouchers
+    leave fiat wallets too."""
     total = ZERO
-    for wallet in WITHDRAWAL_WALLETS:
+    for wallet in CURRENCY_CODES:
         left = withdrawn_today(merchant, wallet)
         if left:
             value = value_now(merchant, wallet, left)

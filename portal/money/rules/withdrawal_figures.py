@@ -99,14 +99,13 @@ def withdrawn_today(merchant: Merchant, currency: str) -> Decimal:
     fees and returned vouchers are not in it."""
     midnight = utcnow().replace(hour=0, minute=0, second=0, microsecond=0)
     booked = sa.select(LedgerEntry.operation_id).where(
-        LedgerEntry.merchant_id == merchant.id,
+        *_this_connections(merchant),
         LedgerEntry.kind == ledger.Kind.WITHDRAWAL,
         LedgerEntry.operation_id.is_not(None),
     )
     seen = db.session.scalar(
         sa.select(decimal_sum(LedgerEntry.amount)).where(
-            LedgerEntry.merchant_id == merchant.id,
-            LedgerEntry.connection_generation == _generation(merchant),
+            *_this_connections(merchant),
             LedgerEntry.kind.in_(LEAVING),
             LedgerEntry.currency == currency,
             LedgerEntry.occurred_at >= midnight,
@@ -157,7 +156,7 @@ def _refunds_to_send(merchant: Merchant, currency: str, since: datetime) -> Deci
     mirror ties a lost answer to it). A lost answer stays lost, so it counts on its own day
     only."""
     booked = sa.select(LedgerEntry.key).where(
-        LedgerEntry.merchant_id == merchant.id, LedgerEntry.kind == ledger.Kind.REFUND
+        *_this_connections(merchant), LedgerEntry.kind == ledger.Kind.REFUND
     )
     total = db.session.scalar(
         sa.select(decimal_sum(Refund.amount)).where(
@@ -203,7 +202,7 @@ def _vouchers_not_booked(merchant: Merchant, currency: str, since: datetime) -> 
     booked = set(
         db.session.scalars(
             sa.select(LedgerEntry.key).where(
-                LedgerEntry.merchant_id == merchant.id, LedgerEntry.key.in_(keys)
+                *_this_connections(merchant), LedgerEntry.key.in_(keys)
             )
         )
     )
@@ -254,3 +253,13 @@ def _last_network_fee(merchant: Merchant, currency: str) -> Decimal | None:
 def _generation(merchant: Merchant) -> int | None:
     """The current connection's generation (None: not connected, and no row matches)."""
     return merchant.api_connection.generation if merchant.api_connection else None
+
+
+def _this_connections(merchant: Merchant) -> tuple[sa.ColumnElement[bool], ...]:
+    """The ledger's rows of the merchant's connection now. What the portal sent counts until
+    a row of this connection books it: after a new connection, its first sync books again what
+    the one before had, and until then the money that left today must not drop out."""
+    return (
+        LedgerEntry.merchant_id == merchant.id,
+        LedgerEntry.connection_generation == _generation(merchant),
+    )
