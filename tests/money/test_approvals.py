@@ -279,6 +279,38 @@ def test_an_address_taken_out_of_the_book_receives_nothing_that_waited(
     assert "Rejected" in text(owner.get(approval))
 
 
+def test_two_owners_made_by_one_owner_never_approve_each_others_requests(portal, owner):
+    """The owner who made both typed both first passwords: as one they ask, as the other they
+    would approve."""
+    from portal.identity.models import Role
+    from portal.identity.rules import accounts
+    from portal.money.rules import limits
+
+    with portal.app_context():
+        maker = accounts.find_user(email("owner"))
+        for address in ("b@acme.test", "c@acme.test"):
+            accounts.add_user(maker.merchant, address, Role.OWNER, PASSWORD, by=maker)
+        b, c = accounts.find_user("b@acme.test"), accounts.find_user("c@acme.test")
+        assert limits.related(b, c) and limits.held_owner(c, b)
+        assert limits.other_owners(b) == []
+
+
+def test_an_approved_withdrawal_not_sent_yet_goes_nowhere_once_its_address_is_removed(
+    portal, owner, sandbox, monkeypatch
+):
+    from portal.identity.rules import accounts
+    from portal.money.rules import address_book
+
+    second = second_owner(portal, monkeypatch)
+    address, approval = held(owner)
+    assert approve_with_a_fresh_code(second, approval).status_code == 302
+    with portal.app_context():
+        user = accounts.find_user(email("owner"))
+        address_book.remove(address_book.place(user.merchant, "ETH", address).entry, user)
+
+    assert send_approved(portal) == 0 and sandbox.operations_to(address) == 0
+
+
 def test_a_stopping_worker_sends_no_approved_withdrawal_and_the_next_one_does(
     portal, owner, sandbox, monkeypatch
 ):

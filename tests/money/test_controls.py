@@ -572,6 +572,36 @@ def test_vouchers_of_a_fiat_wallet_count_against_the_day(portal):
         assert limits.check(merchant, "ETH", Decimal("0.01")).reason is limits.Reason.PER_DAY
 
 
+def test_a_vouchers_form_that_never_left_held_with_another_amount_counts_the_amount_held(
+    portal, owner, sandbox, monkeypatch
+):
+    """Its first sending never left (the service unreachable); sent again above the limit, it
+    is held: the day's limit, once it is approved, counts what the approval sends."""
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.money.rules import withdrawal_figures
+    from portal.settings.models import ApiConnection
+    from tests.support.sandbox_server import free_port
+
+    second = second_owner(portal, monkeypatch)
+    with portal.app_context():
+        connection = db.session.scalars(db.select(ApiConnection)).one()
+        reachable, connection.base_url = connection.base_url, f"http://127.0.0.1:{free_port()}"
+        db.session.commit()
+    form = {"amount": "0.001", "currency": "ETH", "intent": intent_key(owner, "/vouchers/new")}
+    assert post(owner, "/vouchers/new", form).status_code == 502
+    with portal.app_context():
+        db.session.scalars(db.select(ApiConnection)).one().base_url = reachable
+        db.session.commit()
+    held = post(owner, "/vouchers/new", {**form, "amount": "0.05"})  # 150 USD: held
+    assert held.status_code == 302 and held.location.startswith("/approvals/")
+    assert approve_with_a_fresh_code(second, held.location).status_code == 302
+
+    with portal.app_context():
+        today = withdrawal_figures.withdrawn_today(accounts.merchant_named(MERCHANT), "ETH")
+    assert today == Decimal("0.05")
+
+
 def test_a_single_owner_is_refused_a_voucher_above_the_limit(portal, owner, sandbox):
     made_before = sandbox.requests_received("POST", "/vouchers")
     refused = submit(owner, "/vouchers/new", {"amount": "0.05", "currency": "ETH"})

@@ -77,6 +77,8 @@ def hold_voucher(
     found = of_voucher(intent)
     if found is not None:
         return found
+    if intent.state is IntentState.PENDING:  # its first sending never left: held as asked now
+        intent.parameters = parameters
     approval = _new(
         requester.merchant, requester, ApprovalKind.VOUCHER, checked.reason, checked.value
     )
@@ -272,13 +274,16 @@ def withdraw_all_of(user: User, moment: datetime) -> None:
     judged who asked (no owner they made approves it), and a request of someone no longer an
     owner would otherwise outlive them. In the caller's transaction, but for a refund's, which
     is canceled as a rejected one is."""
-    for approval in waiting(user.merchant):
-        if approval.requested_by_id == user.id and decided_once(
-            approval, ApprovalState.WITHDRAWN, None, moment
-        ):
-            db.session.refresh(approval)
-            audit.record("approval.withdraw", parameters=_described(approval, user, None))
-            _settle_refund(approval, user)
+    withdrawn = [
+        approval
+        for approval in waiting(user.merchant)
+        if approval.requested_by_id == user.id
+        and decided_once(approval, ApprovalState.WITHDRAWN, None, moment)
+    ]
+    for approval in withdrawn:  # each decided before any refund's cancel commits
+        db.session.refresh(approval)
+        audit.record("approval.withdraw", parameters=_described(approval, user, None))
+        _settle_refund(approval, user)
 
 
 def reject_sending_to(user: User, currency: str, address: str) -> None:
@@ -293,8 +298,35 @@ def reject_sending_to(user: User, currency: str, address: str) -> None:
             db.session.refresh(approval)
             audit.record("approval.reject", parameters=_described(approval, None, user))
             _settle_refund(approval, user)
+    for approval_id in _approved_withdrawals_unsent_to(user, currency, address):
+        audit.record("approval.reject", parameters={"approval": approval_id, "address": address})
     for refund in refunds.ready_to(user.merchant, currency, address):
         refunds.cancel(refund)
+
+
+def _approved_withdrawals_unsent_to(user: User, currency: str, address: str) -> list[int]:
+    """Take back the approval of each withdrawal to `address` the worker has not claimed yet
+    (its claim asks for an approved approval in the same statement): the ids of those rejected
+    now, as `user`."""
+    unsent = sa.exists().where(
+        WithdrawalIntent.id == Approval.withdrawal_intent_id,
+        WithdrawalIntent.state == IntentState.PENDING,
+    )
+    return list(
+        db.session.scalars(
+            sa.update(Approval)
+            .where(
+                Approval.merchant_id == user.merchant_id,
+                Approval.state == ApprovalState.APPROVED,
+                Approval.currency == currency,
+                Approval.address == address,
+                unsent,
+            )
+            .values(state=ApprovalState.REJECTED, decided_by_id=user.id, decided_at=utcnow())
+            .returning(Approval.id)
+            .execution_options(synchronize_session=False)
+        )
+    )
 
 
 def _settle_refund(approval: Approval, user: User) -> None:

@@ -75,9 +75,9 @@ def held_owner(owner: User, requester: User | None) -> bool:
 
 def related(one: User, other: User) -> bool:
     """Whether one of the two made the other an owner through the portal, directly or through
-    owners made in turn: whoever adds an owner typed their first password and can sign in as
-    them, so neither approves what the other asks, either way round."""
-    return one.id in _makers(other) or other.id in _makers(one)
+    owners made in turn, or one owner made both: whoever adds an owner typed their first
+    password and can sign in as them, so none of them approves what another asks."""
+    return bool(({one.id} | _makers(one)) & ({other.id} | _makers(other)))
 
 
 def _makers(user: User) -> set[int]:

@@ -42,13 +42,18 @@ def passkey_options() -> Response:
 def add_passkey() -> Response:
     """Store the passkey the browser made, after the current password and the second factor the
     user has (`form_refused`); a user with no other way back in gets recovery codes, shown this
-    once. Every other session of the user ends."""
+    once. Every other session of the user ends. Where the owners require a passkey for
+    approvals, a user who has one confirms with it: a relayed code would add the phisher's
+    passkey, which then approves."""
     user = current_user._get_current_object()
     form = AddPasskeyForm(prefix="add")
+    passkey_only = user.merchant.require_passkey_for_approvals and bool(user.passkeys)
     status = (
         422
         if passkeys.relying_party() is None
-        else form_refused(form, user, purpose="passkey", password_field=form.password)
+        else form_refused(
+            form, user, purpose="passkey", password_field=form.password, passkey_only=passkey_only
+        )
     )
     if status:
         return _passkeys_page(status, add_form=form)

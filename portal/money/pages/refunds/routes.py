@@ -181,7 +181,11 @@ def new_link(refund_id: int) -> Response:
     if not NewLinkForm().validate_on_submit():
         abort(400)
     if refunds.new_link(refund, claim_url):
-        flash("A new claim link is below: the old one no longer works.", "success")
+        flash(
+            "A new claim link was made (and mailed, with the customer's e-mail): show it "
+            "below. The old one no longer works.",
+            "success",
+        )
     else:
         flash("This refund no longer waits for the customer's address.", "info")
     return redirect(url_for(".show", refund_id=refund.id))
