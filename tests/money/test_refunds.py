@@ -988,3 +988,45 @@ def test_a_refund_and_its_claim_link_take_a_fresh_code_from_an_owner_with_two_fa
     assert CLAIM_LINK.search(text(shown))
     refund_id = asked.location.rsplit("/", 1)[1]
     assert audit_events(app, "refund.reveal_link") == [{"refund_id": refund_id}]
+
+
+def test_staff_ask_for_no_refund_above_the_owners_limits_and_none_is_approved_above_them(
+    refunding, monkeypatch
+):
+    """One owner approving an operator's refund would let money above the limits leave with one
+    owner's consent, and an owner can sign in as any operator (they set their passwords): an
+    operator's refund above the limits is refused, and one that is above them once claimed is
+    approved by no owner."""
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.money.models import Refund
+    from portal.money.rules import limits
+    from tests.support.money import in_book
+
+    app = refunding.portal
+    owner = signed_in_with_two_factor(app, email("owner"), monkeypatch)
+    operator, refund_page, link = by_link(refunding, "operator", basis="amount", amount="0.7")
+    with app.app_context():
+        limits.set_limits(accounts.merchant_named("Acme"), Decimal("1"), None)  # 1 USD each
+        db.session.commit()
+        before = len(db.session.scalars(sa.select(Refund)).all())
+
+    booked = fresh_address()
+    in_book(app, "BTC", booked)
+    refused = post(
+        operator,
+        f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}",
+        {"basis": "surplus", "address": booked},
+    )
+    assert refused.status_code == 422
+    assert "only an owner may ask for it" in text(refused)
+    with app.app_context():
+        assert len(db.session.scalars(sa.select(Refund)).all()) == before
+
+    address = fresh_address()
+    assert "Awaiting approval" in text(opened(app, link)(address, landed=True))
+    approval = approval_of(operator.get(refund_page))
+    denied = approve_with_a_fresh_code(owner, approval)
+    assert denied.status_code == 422
+    assert "no single owner approves it" in text(denied)
+    assert send_refunds(app) == 0 and refunding.sandbox.operations_to(address) == 0

@@ -240,6 +240,23 @@ def decided_once(
     return bool(won)
 
 
+def above_staffs_reach(approval: Approval) -> bool:
+    """Whether a refund staff (or someone since removed) asked for is above the owners' limits
+    now (`refunds.within_staff_reach`): no single owner approves it then."""
+    if approval.refund is None:
+        return False
+    requester = approval.requested_by
+    if requester is not None and requester.role is Role.OWNER:
+        return False
+    merchant = db.session.get(Merchant, approval.merchant_id)
+    assert merchant is not None
+    try:
+        refunds.within_staff_reach(merchant, approval.currency, approval.amount)
+    except refunds.RefundRefused:
+        return True
+    return False
+
+
 def approve(approval: Approval, owner: User) -> bool:
     """`owner` (not the one who asked, nor one made by them, checked by the page) lets it go:
     True only for the one approval that decided it."""

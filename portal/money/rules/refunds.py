@@ -203,6 +203,20 @@ def needs_owner_approval(
     return _within_reach(user, currency, amount)
 
 
+STAFF_ABOVE_LIMITS = (
+    "This refund is above the owners' limits: only an owner may ask for it, and another owner "
+    "approves it. Nothing was sent."
+)
+
+
+def within_staff_reach(merchant: Merchant, currency: str, amount: Decimal) -> None:
+    """A refund staff asked for goes within the owners' limits only (RefundRefused above
+    them): one owner approving it would let money above the limits leave with one owner's
+    consent, and any owner can sign in as staff (an owner sets their password)."""
+    if limits.check(merchant, currency, amount).reason is not None:
+        raise RefundRefused(STAFF_ABOVE_LIMITS)
+
+
 def _within_reach(user: User, currency: str, amount: Decimal) -> limits.Reason | None:
     """Why an owner's refund waits for another owner (None: it does not); RefundRefused when
     it is above the limits and no other owner could approve it."""
@@ -262,7 +276,9 @@ def request(
                 f"At most {money_text(left.most, left.currency)} of this operation can be "
                 "refunded: the money counted less what its other refunds take."
             )
-        if address is None and user.role is Role.OWNER:
+        if user.role is not Role.OWNER:
+            within_staff_reach(merchant, money.currency, amount)
+        elif address is None:
             _within_reach(user, money.currency, amount)  # a claimed one above them will wait
         refund, token = _new(
             merchant, user, operation, number, money.currency, amount, address, email

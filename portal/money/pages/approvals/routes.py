@@ -28,6 +28,10 @@ NEW_OWNER = (
 )
 NO_SECOND_FACTOR = "Turn on two-factor sign-in or add a passkey under Account to approve."
 PASSKEY_ONLY = "The owners require a passkey for approvals: add one under Account to approve."
+STAFF_ABOVE_LIMITS = (
+    "This refund is above the owners' limits now, and a member of staff asked for it: no single "
+    "owner approves it. Reject it; an owner may ask for it, and another owner approves."
+)
 
 
 @bp.route("")
@@ -107,6 +111,9 @@ def approve(approval_id: int) -> Response:
     """Another owner lets it go, with a fresh second factor; never the one who asked (403)."""
     approval = _approval(approval_id)
     form = ApproveForm()
+    if approvals.above_staffs_reach(approval):  # before the code: none is used up
+        form.form_errors.append(STAFF_ABOVE_LIMITS)
+        return _show(approval, 422, approve_form=form)
     status = _approval_refused(form, approval.requested_by_id, approval.requested_by)
     if status:
         return _show(approval, status, approve_form=form)
