@@ -6,9 +6,10 @@ from __future__ import annotations
 import enum
 from datetime import date, datetime
 from decimal import Decimal
+from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.orm import InstrumentedAttribute, Mapped, mapped_column, relationship
 
 from portal.database import DecimalText, UtcDateTime, enum_column, utcnow
 from portal.extensions import Model
@@ -433,6 +434,19 @@ class BookAddress(Model):
 
     added_by: Mapped[User | None] = relationship(foreign_keys=[added_by_id])
     approved_by: Mapped[User | None] = relationship(foreign_keys=[approved_by_id])
+
+    @classmethod
+    def lists(
+        cls,
+        merchant_id: InstrumentedAttribute[int],
+        currency: InstrumentedAttribute[str],
+        address: InstrumentedAttribute[Any],
+    ) -> sa.Exists:
+        """Whether the book holds the address (of a row's columns): for the statements that
+        send money, so that an address removed meanwhile receives nothing."""
+        return sa.exists().where(
+            cls.merchant_id == merchant_id, cls.currency == currency, cls.address == address
+        )
 
 
 class ControlKind(enum.StrEnum):

@@ -25,6 +25,7 @@ from portal.api import OPERATION_STATUSES, TRANSACTION_STATUSES
 from portal.database import COUNTED
 from portal.identity.rules import passkeys
 from portal.money.rules.currencies import ExplorerKind, explorer_url, money
+from portal.money.rules.limits import NO_OTHER_OWNER, WAY_OUT
 from portal.periods import zone_named
 from portal.web.error_messages import error_message
 from portal.web_urls import is_web_url
@@ -204,3 +205,5 @@ def init_app(app: Flask) -> None:
     app.add_template_global(passkeys_on)
     app.jinja_env.globals["operation_statuses"] = OPERATION_STATUSES
     app.jinja_env.globals["transaction_statuses"] = TRANSACTION_STATUSES
+    app.jinja_env.globals["no_other_owner"] = NO_OTHER_OWNER
+    app.jinja_env.globals["way_out"] = WAY_OUT

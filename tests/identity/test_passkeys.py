@@ -355,3 +355,26 @@ def test_where_a_passkey_approves_a_new_one_needs_a_passkeys_answer_not_a_code(
     assert _passkeys_of(app, accounts.owner) == 1
     assert _register(owner, SoftKey(), confirm_with=key).status_code in (200, 302)
     assert _passkeys_of(app, accounts.owner) == 2
+
+
+def test_where_a_passkey_approves_removing_one_needs_a_passkeys_answer_not_a_code(
+    passkey_app, accounts, monkeypatch
+) -> None:
+    """Removing the owner's last passkey with a relayed code would switch the rule off for the
+    next step: adding the phisher's with another code."""
+    from portal.extensions import db
+    from portal.identity.rules.accounts import merchant_named
+
+    app, key = passkey_app, SoftKey()
+    owner, clock, secret, _ = signed_in_with_two_factor(app, accounts.owner, monkeypatch)
+    passkey = _add_passkey(app, accounts.owner, key)
+    with app.app_context():
+        merchant_named("Acme").require_passkey_for_approvals = True
+        db.session.commit()
+
+    clock.advance()
+    refused = _remove(owner, passkey, code=clock.code(secret))
+    assert refused.status_code == 422
+    assert _passkeys_of(app, accounts.owner) == 1
+    assert _remove(owner, passkey, confirm_with=key).status_code in (200, 302)
+    assert _passkeys_of(app, accounts.owner) == 0

@@ -76,7 +76,8 @@ def test_a_single_owner_is_refused_above_the_limit_with_the_reason(portal, owner
     refused = post(owner, "/withdrawals/new", form)
     assert refused.status_code == 422
     assert "0.05 ETH is above the limit per withdrawal" in text(refused)
-    assert "you are the only owner, so nothing was sent" in text(refused)
+    assert "you are the only owner, or the others were made owners by you" in text(refused)
+    assert "so nothing was sent" in text(refused)
     within = post(owner, "/withdrawals/new", {**form, "amount": "0.01"})  # 30 USD
     assert within.status_code == 302
     assert sandbox.requests_received("POST", "/withdraw") == sent_before
@@ -309,6 +310,26 @@ def test_an_approved_withdrawal_not_sent_yet_goes_nowhere_once_its_address_is_re
         address_book.remove(address_book.place(user.merchant, "ETH", address).entry, user)
 
     assert send_approved(portal) == 0 and sandbox.operations_to(address) == 0
+
+
+def test_the_worker_sends_no_approved_withdrawal_whose_address_left_the_book(
+    portal, owner, sandbox, monkeypatch
+):
+    """The address left the book while the worker held the withdrawal (a sending that never
+    left puts it back as pending, still approved): the worker's next pass sends nothing to it,
+    and takes the approval back."""
+    from portal.extensions import db
+    from portal.money.models import BookAddress
+
+    second = second_owner(portal, monkeypatch)
+    address, approval = held(owner)
+    assert approve_with_a_fresh_code(second, approval).status_code == 302
+    with portal.app_context():  # as if removed while the worker's claim held it
+        db.session.execute(db.delete(BookAddress).where(BookAddress.address == address))
+        db.session.commit()
+
+    assert send_approved(portal) == 0 and sandbox.operations_to(address) == 0
+    assert "Rejected" in text(owner.get(approval))
 
 
 def test_a_stopping_worker_sends_no_approved_withdrawal_and_the_next_one_does(

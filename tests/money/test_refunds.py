@@ -94,14 +94,19 @@ def overpaid(client: MerchantApiClient, sandbox: SandboxServer, paid: str = "0.7
     return operation.id
 
 
-def typed_refund(refunding: Refunding, client: FlaskClient, address: str) -> str:
-    """`client` refunds an overpaid operation's surplus to a typed `address`: the refund's
-    page."""
-    asked = post(
+def ask_typed(refunding: Refunding, client: FlaskClient, address: str) -> TestResponse:
+    """`client` asks to refund an overpaid operation's surplus to a typed `address`."""
+    return post(
         client,
         f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}",
         {"basis": "surplus", "address": address},
     )
+
+
+def typed_refund(refunding: Refunding, client: FlaskClient, address: str) -> str:
+    """`client` refunds an overpaid operation's surplus to a typed `address`: the refund's
+    page."""
+    asked = ask_typed(refunding, client, address)
     assert asked.status_code == 302, text(asked)
     return asked.location
 
@@ -1013,11 +1018,7 @@ def test_staff_ask_for_no_refund_above_the_owners_limits_and_none_is_approved_ab
 
     booked = fresh_address()
     in_book(app, "BTC", booked)
-    refused = post(
-        operator,
-        f"/refunds/new/{overpaid(refunding.api, refunding.sandbox)}",
-        {"basis": "surplus", "address": booked},
-    )
+    refused = ask_typed(refunding, operator, booked)
     assert refused.status_code == 422
     assert "only an owner may ask for it" in text(refused)
     with app.app_context():
@@ -1030,3 +1031,51 @@ def test_staff_ask_for_no_refund_above_the_owners_limits_and_none_is_approved_ab
     assert denied.status_code == 422
     assert "no single owner approves it" in text(denied)
     assert send_refunds(app) == 0 and refunding.sandbox.operations_to(address) == 0
+
+
+def test_a_ready_refund_to_a_typed_address_that_left_the_book_is_canceled_not_sent(refunding):
+    """The address left the book while the refund was ready (or while a sending that never left
+    held it): the worker sends nothing to it and cancels the refund."""
+    from portal.extensions import db
+    from portal.money.models import BookAddress, Refund, RefundStage
+    from tests.support.money import in_book
+
+    app = refunding.portal
+    owner = signed_in(app, email("owner"))
+    address = fresh_address()
+    in_book(app, "BTC", address)
+    refund_page = typed_refund(refunding, owner, address)
+    with app.app_context():
+        assert db.session.scalars(sa.select(Refund)).one().stage is RefundStage.READY
+        db.session.execute(db.delete(BookAddress).where(BookAddress.address == address))
+        db.session.commit()
+
+    assert send_refunds(app) == 0 and refunding.sandbox.operations_to(address) == 0
+    assert "Canceled" in text(owner.get(refund_page))
+
+
+def test_without_a_fresh_rate_staff_are_told_to_ask_again_after_the_next_sync(refunding):
+    """The limits in the reporting currency cannot value a refund without a fresh rate: staff
+    are told so, not that the refund is above the limits."""
+    from datetime import timedelta
+
+    from portal.database import utcnow
+    from portal.extensions import db
+    from portal.identity.rules import accounts
+    from portal.money.models import RateRecord
+    from portal.money.rules import limits
+    from tests.support.money import in_book
+
+    app = refunding.portal
+    operator = signed_in(app, email("operator"))
+    address = fresh_address()
+    in_book(app, "BTC", address)
+    with app.app_context():
+        limits.set_limits(accounts.merchant_named("Acme"), Decimal("1000000"), None)
+        stale = utcnow() - timedelta(hours=1)
+        db.session.execute(sa.update(RateRecord).values(last_seen_at=stale))
+        db.session.commit()
+
+    refused = ask_typed(refunding, operator, address)
+    assert refused.status_code == 422
+    assert "No fresh rate values this refund" in text(refused)

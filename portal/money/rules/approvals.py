@@ -31,6 +31,7 @@ from portal.money.models import (
     Approval,
     ApprovalKind,
     ApprovalState,
+    BookAddress,
     ControlChange,
     IdempotencyKey,
     IntentKind,
@@ -240,21 +241,20 @@ def decided_once(
     return bool(won)
 
 
-def above_staffs_reach(approval: Approval) -> bool:
-    """Whether a refund staff (or someone since removed) asked for is above the owners' limits
-    now (`refunds.within_staff_reach`): no single owner approves it then."""
+def above_staffs_reach(approval: Approval) -> limits.Reason | None:
+    """Why a refund staff (or someone since removed) asked for is beyond the owners' limits
+    now, as `limits.check` says (None: within them, or an owner asked): no single owner
+    approves it then. The check and the approval that follows are one step under the
+    merchant's lock, so two approvals at once do not each find the day's limit free."""
     if approval.refund is None:
-        return False
+        return None
     requester = approval.requested_by
     if requester is not None and requester.role is Role.OWNER:
-        return False
+        return None
     merchant = db.session.get(Merchant, approval.merchant_id)
     assert merchant is not None
-    try:
-        refunds.within_staff_reach(merchant, approval.currency, approval.amount)
-    except refunds.RefundRefused:
-        return True
-    return False
+    limits.serialize(merchant)
+    return limits.check(merchant, approval.currency, approval.amount).reason
 
 
 def approve(approval: Approval, owner: User) -> bool:
@@ -305,9 +305,8 @@ def withdraw_all_of(user: User, moment: datetime) -> None:
 
 def reject_sending_to(user: User, currency: str, address: str) -> None:
     """An address taken out of the address book receives nothing more: what waits for an
-    approval to go there is rejected (audited as `user`'s), and a refund ready to be sent
-    there is canceled. In the caller's transaction, but for the refunds, canceled as rejected
-    ones are."""
+    approval to go there, or was approved and is not sent yet, is rejected (audited as
+    `user`'s), and a refund ready to be sent there is canceled. Committed."""
     for approval in waiting(user.merchant):
         if (approval.currency, approval.address) == (currency, address) and decided_once(
             approval, ApprovalState.REJECTED, user, utcnow()
@@ -315,35 +314,40 @@ def reject_sending_to(user: User, currency: str, address: str) -> None:
             db.session.refresh(approval)
             audit.record("approval.reject", parameters=_described(approval, None, user))
             _settle_refund(approval, user)
-    for approval_id in _approved_withdrawals_unsent_to(user, currency, address):
-        audit.record("approval.reject", parameters={"approval": approval_id, "address": address})
-    for refund in refunds.ready_to(user.merchant, currency, address):
-        refunds.cancel(refund)
+    _take_back_approvals_to_unlisted(user.merchant_id, user)
+    refunds.cancel_typed_to_unlisted(user.merchant_id)
 
 
-def _approved_withdrawals_unsent_to(user: User, currency: str, address: str) -> list[int]:
-    """Take back the approval of each withdrawal to `address` the worker has not claimed yet
-    (its claim asks for an approved approval in the same statement): the ids of those rejected
-    now, as `user`."""
+def _take_back_approvals_to_unlisted(merchant_id: int | None, decider: User | None) -> None:
+    """Reject the approved withdrawals not sent yet whose address left the address book (of
+    one merchant, or of all for the worker, which also finds those a sending that never left
+    put back): the worker's claim asks for their book entry in the same statement, so none
+    would be sent; rejected, none is counted against the day either."""
     unsent = sa.exists().where(
         WithdrawalIntent.id == Approval.withdrawal_intent_id,
         WithdrawalIntent.state == IntentState.PENDING,
     )
-    return list(
-        db.session.scalars(
-            sa.update(Approval)
-            .where(
-                Approval.merchant_id == user.merchant_id,
-                Approval.state == ApprovalState.APPROVED,
-                Approval.currency == currency,
-                Approval.address == address,
-                unsent,
-            )
-            .values(state=ApprovalState.REJECTED, decided_by_id=user.id, decided_at=utcnow())
-            .returning(Approval.id)
-            .execution_options(synchronize_session=False)
+    mine = [] if merchant_id is None else [Approval.merchant_id == merchant_id]
+    rejected = db.session.scalars(
+        sa.update(Approval)
+        .where(
+            *mine,
+            Approval.kind == ApprovalKind.WITHDRAWAL,
+            Approval.state == ApprovalState.APPROVED,
+            unsent,
+            ~BookAddress.lists(Approval.merchant_id, Approval.currency, Approval.address),
         )
-    )
+        .values(
+            state=ApprovalState.REJECTED,
+            decided_by_id=decider.id if decider else None,
+            decided_at=utcnow(),
+        )
+        .returning(Approval.id)
+        .execution_options(synchronize_session=False)
+    ).all()
+    for approval_id in rejected:
+        audit.record("approval.reject", parameters={"approval": approval_id})
+    db.session.commit()
 
 
 def _settle_refund(approval: Approval, user: User) -> None:
@@ -407,6 +411,7 @@ def _approved_unsent(
 
 
 def _send_withdrawals() -> int:
+    _take_back_approvals_to_unlisted(None, None)
     due = _approved_unsent(WithdrawalIntent, Approval.withdrawal_intent_id)
     sent = 0
     for approval_id in due:

@@ -53,6 +53,17 @@ class Check:
     value_currency: str
 
 
+# Why no owner but the one asking may approve: alone, or the others related (`related`).
+NO_OTHER_OWNER = (
+    "no other owner may approve it: you are the only owner, or the others were made owners by "
+    "you, or by the owner who made you one"
+)
+WAY_OUT = (
+    "Add an owner whom no owner here made (the portal's create-user command makes one), or "
+    "change the limits."
+)
+
+
 def other_owners(user: User) -> list[User]:
     """The owners who may approve what `user` asked for: every other owner but those `user`
     made owners through the portal and those who made `user` one (`related`; those added in

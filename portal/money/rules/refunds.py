@@ -35,7 +35,7 @@ from portal.identity.rules import audit
 from portal.live.models import MailMessage, MailState
 from portal.live.rules import events, outbox
 from portal.live.rules.events import EventType
-from portal.money.models import IntentState, Refund, RefundStage
+from portal.money.models import BookAddress, IntentState, Refund, RefundStage
 from portal.money.rules import cross_exchanges, idempotency, ledger, limits, rate_history
 from portal.money.rules.currencies import SMALLEST_AMOUNT
 from portal.money.rules.currencies import money as money_text
@@ -209,11 +209,21 @@ STAFF_ABOVE_LIMITS = (
 )
 
 
+STAFF_NO_RATE = (
+    "No fresh rate values this refund against the owners' limits now: ask again after the next "
+    "sync reads the rates. Nothing was sent."
+)
+
+
 def within_staff_reach(merchant: Merchant, currency: str, amount: Decimal) -> None:
     """A refund staff asked for goes within the owners' limits only (RefundRefused above
-    them): one owner approving it would let money above the limits leave with one owner's
-    consent, and any owner can sign in as staff (an owner sets their password)."""
-    if limits.check(merchant, currency, amount).reason is not None:
+    them, or with no fresh rate to value it): one owner approving it would let money above the
+    limits leave with one owner's consent, and any owner can sign in as staff (an owner sets
+    their password)."""
+    reason = limits.check(merchant, currency, amount).reason
+    if reason is limits.Reason.NO_RATE:
+        raise RefundRefused(STAFF_NO_RATE)
+    if reason is not None:
         raise RefundRefused(STAFF_ABOVE_LIMITS)
 
 
@@ -223,8 +233,8 @@ def _within_reach(user: User, currency: str, amount: Decimal) -> limits.Reason |
     reason = limits.check(user.merchant, currency, amount).reason
     if reason is not None and not limits.other_owners(user):
         raise RefundRefused(
-            "This refund is above the owners' limits, so another owner must approve it, and you "
-            "are the only owner: nothing was sent. Add a second owner or change the limits."
+            "This refund is above the owners' limits, so another owner must approve it, and "
+            f"{limits.NO_OTHER_OWNER}: nothing was sent. {limits.WAY_OUT}"
         )
     return reason
 
@@ -486,19 +496,21 @@ def cancelable(refund: Refund) -> bool:
     )
 
 
-def ready_to(merchant: Merchant, currency: str, address: str) -> list[Refund]:
-    """The merchant's refunds of `currency` ready to be sent to `address`, nothing sent yet."""
-    return list(
-        db.session.scalars(
-            sa.select(Refund).where(
-                Refund.merchant_id == merchant.id,
-                Refund.currency == currency,
-                Refund.address == address,
-                Refund.stage == RefundStage.READY,
-                Refund.state == IntentState.PENDING,
-            )
+def cancel_typed_to_unlisted(merchant_id: int | None) -> None:
+    """Cancel the refunds ready to be sent to an address someone typed that has left the
+    address book since (of one merchant, or of all for the worker): nothing more goes to it."""
+    mine = [] if merchant_id is None else [Refund.merchant_id == merchant_id]
+    unlisted = db.session.scalars(
+        sa.select(Refund).where(
+            *mine,
+            Refund.typed_by_staff,
+            Refund.stage == RefundStage.READY,
+            Refund.state == IntentState.PENDING,
+            ~BookAddress.lists(Refund.merchant_id, Refund.currency, Refund.address),
         )
-    )
+    ).all()
+    for refund in unlisted:
+        cancel(refund)
 
 
 def cancel(refund: Refund) -> bool:
@@ -615,6 +627,7 @@ def send_due() -> int:
         assert refund is not None
         _event(refund, EventType.REFUND_UNKNOWN)
     db.session.commit()
+    cancel_typed_to_unlisted(None)
     ready = list(
         db.session.scalars(
             sa.select(Refund.id).where(
@@ -634,10 +647,13 @@ def send_due() -> int:
         merchant = db.session.get(Merchant, refund.merchant_id)
         assert merchant is not None  # refunds go with their merchant
         api = api_client_for(merchant)  # before the claim: a failure here leaves it pending
-        won = idempotency.take_pending(Refund, Refund.id == refund_id)
+        listed = BookAddress.lists(Refund.merchant_id, Refund.currency, Refund.address)
+        won = idempotency.take_pending(
+            Refund, Refund.id == refund_id, sa.or_(~Refund.typed_by_staff, listed)
+        )
         db.session.commit()
         if not won:
-            continue  # another worker (or a cancel) took it
+            continue  # another worker (or a cancel, or the address's removal) took it
         db.session.refresh(refund)
         sent += _send(refund, merchant, api)
     return sent

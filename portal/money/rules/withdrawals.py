@@ -18,7 +18,13 @@ from portal.api import MerchantApiClient
 from portal.extensions import db
 from portal.identity.models import Merchant, User
 from portal.identity.rules import audit
-from portal.money.models import Approval, ApprovalState, IntentState, WithdrawalIntent
+from portal.money.models import (
+    Approval,
+    ApprovalState,
+    BookAddress,
+    IntentState,
+    WithdrawalIntent,
+)
 from portal.money.rules import idempotency
 
 
@@ -62,14 +68,18 @@ def claim(intent: WithdrawalIntent, user: User | None, *, approved: bool = False
     """Move the intent from pending to sending; True only for the one caller that did it.
 
     A confirmation (`approved` False) claims only an intent no approval holds; the worker
-    (`approved` True) only one another owner approved: the same statement checks it."""
+    (`approved` True) only one another owner approved, to an address still in the address
+    book: the same statement checks it."""
     held = sa.exists().where(Approval.withdrawal_intent_id == WithdrawalIntent.id)
     if approved:
         held = held.where(Approval.state == ApprovalState.APPROVED)
+    listed = BookAddress.lists(
+        WithdrawalIntent.merchant_id, WithdrawalIntent.wallet, WithdrawalIntent.address
+    )
     won = idempotency.take_pending(
         WithdrawalIntent,
         WithdrawalIntent.id == intent.id,
-        held if approved else ~held,
+        sa.and_(held, listed) if approved else ~held,
         user_id=user.id if user else None,
     )
     db.session.commit()

@@ -10,6 +10,7 @@ from flask import abort, flash, redirect, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
+from portal.identity.models import User
 from portal.identity.pages.account import bp
 from portal.identity.pages.account.forms import AddPasskeyForm, RemovePasskeyForm
 from portal.identity.rules import passkeys
@@ -47,12 +48,15 @@ def add_passkey() -> Response:
     passkey, which then approves."""
     user = current_user._get_current_object()
     form = AddPasskeyForm(prefix="add")
-    passkey_only = user.merchant.require_passkey_for_approvals and bool(user.passkeys)
     status = (
         422
         if passkeys.relying_party() is None
         else form_refused(
-            form, user, purpose="passkey", password_field=form.password, passkey_only=passkey_only
+            form,
+            user,
+            purpose="passkey",
+            password_field=form.password,
+            passkey_only=_approves(user),
         )
     )
     if status:
@@ -78,7 +82,13 @@ def remove_passkey(passkey_id: int) -> Response:
     the user's other sessions end, as when two-factor is turned off."""
     user = current_user._get_current_object()
     form = RemovePasskeyForm(prefix=f"remove-{passkey_id}")
-    status = form_refused(form, user, purpose="passkey", password_field=form.password)
+    status = form_refused(
+        form,
+        user,
+        purpose="passkey",
+        password_field=form.password,
+        passkey_only=_approves(user),
+    )
     if status is None:
         try:
             passkeys.remove(user, passkey_id)
@@ -125,3 +135,10 @@ def _passkeys_page(
         remove_forms=forms,
         off=passkeys.off_reason(),
     )
+
+
+def _approves(user: User) -> bool:
+    """Whether the user's passkeys are what approves money here (the owners require one for
+    approvals): then adding or removing one takes a passkey's answer, never a code a phishing
+    page could relay (removing the last passkey would switch the rule off for the next)."""
+    return user.merchant.require_passkey_for_approvals and bool(user.passkeys)

@@ -23,13 +23,20 @@ from portal.web.step_up import form_refused
 
 OWN_REQUEST = "You asked for this yourself: an owner other than you must approve it."
 NEW_OWNER = (
-    "You became an owner through the portal less than 24 hours ago, or the person who asked "
-    "made you one: another owner approves this."
+    "You became an owner through the portal less than 24 hours ago, or one of you made the "
+    "other an owner, or one owner made you both: another owner approves this."
 )
 NO_SECOND_FACTOR = "Turn on two-factor sign-in or add a passkey under Account to approve."
 PASSKEY_ONLY = "The owners require a passkey for approvals: add one under Account to approve."
-STAFF_ABOVE_LIMITS = (
-    "This refund is above the owners' limits now, and a member of staff asked for it: no single "
+STAFF_ABOVE_LIMITS = {
+    owner_limits.Reason.NO_RATE: "No fresh rate values this refund against the owners' limits now: "
+    "approve it after the next sync reads the rates.",
+    owner_limits.Reason.PER_DAY: "This refund would take today's money out above the owners' daily "
+    "limit, and a member of staff asked for it: approve it on another day, or reject it and "
+    "have an owner ask for it (another owner approves).",
+}
+STAFF_ABOVE_LIMIT = (
+    "This refund is above the owners' limits, and a member of staff asked for it: no single "
     "owner approves it. Reject it; an owner may ask for it, and another owner approves."
 )
 
@@ -111,8 +118,9 @@ def approve(approval_id: int) -> Response:
     """Another owner lets it go, with a fresh second factor; never the one who asked (403)."""
     approval = _approval(approval_id)
     form = ApproveForm()
-    if approvals.above_staffs_reach(approval):  # before the code: none is used up
-        form.form_errors.append(STAFF_ABOVE_LIMITS)
+    above = approvals.above_staffs_reach(approval)
+    if above is not None:  # before the code: none is used up
+        form.form_errors.append(STAFF_ABOVE_LIMITS.get(above, STAFF_ABOVE_LIMIT))
         return _show(approval, 422, approve_form=form)
     status = _approval_refused(form, approval.requested_by_id, approval.requested_by)
     if status:

@@ -182,8 +182,7 @@ def new_link(refund_id: int) -> Response:
         abort(400)
     if refunds.new_link(refund, claim_url):
         flash(
-            "A new claim link was made (and mailed, with the customer's e-mail): show it "
-            "below. The old one no longer works.",
+            "A new claim link was made: show it below. The old one no longer works.",
             "success",
         )
     else:

@@ -39,7 +39,7 @@ from portal.web.step_up import form_refused, step_up_refused
 MOVERS = (Role.OWNER, Role.OPERATOR)
 ALONE = (
     "Not created: this voucher is above the owners' limits, so another owner must approve it, "
-    "and you are the only owner. Add a second owner or change the limits."
+    f"and {owner_limits.NO_OTHER_OWNER}. {owner_limits.WAY_OUT}"
 )
 HELD = (
     "The voucher is above the owners' limits: it waits for an owner other than you, and is "
