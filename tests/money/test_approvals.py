@@ -76,7 +76,7 @@ def test_a_single_owner_is_refused_above_the_limit_with_the_reason(portal, owner
     refused = post(owner, "/withdrawals/new", form)
     assert refused.status_code == 422
     assert "0.05 ETH is above the limit per withdrawal" in text(refused)
-    assert "you are the only owner, or the others were made owners by you" in text(refused)
+    assert "you are the only owner, or each other owner made you one" in text(refused)
     assert "so nothing was sent" in text(refused)
     within = post(owner, "/withdrawals/new", {**form, "amount": "0.01"})  # 30 USD
     assert within.status_code == 302
@@ -330,6 +330,26 @@ def test_the_worker_sends_no_approved_withdrawal_whose_address_left_the_book(
 
     assert send_approved(portal) == 0 and sandbox.operations_to(address) == 0
     assert "Rejected" in text(owner.get(approval))
+
+
+def test_the_claim_of_an_approved_withdrawal_asks_for_its_address_in_the_book(
+    portal, owner, sandbox, monkeypatch
+):
+    """The address leaves the book between the worker's sweep and its claim: the claim's own
+    statement finds no entry, and nothing is sent."""
+    from portal.extensions import db
+    from portal.money.models import BookAddress
+    from portal.money.rules import approvals
+
+    second = second_owner(portal, monkeypatch)
+    address, approval = held(owner)
+    assert approve_with_a_fresh_code(second, approval).status_code == 302
+    with portal.app_context():
+        db.session.execute(db.delete(BookAddress).where(BookAddress.address == address))
+        db.session.commit()
+    monkeypatch.setattr(approvals, "_take_back_approvals_to_unlisted", lambda *_: None)
+
+    assert send_approved(portal) == 0 and sandbox.operations_to(address) == 0
 
 
 def test_a_stopping_worker_sends_no_approved_withdrawal_and_the_next_one_does(

@@ -1079,3 +1079,24 @@ def test_without_a_fresh_rate_staff_are_told_to_ask_again_after_the_next_sync(re
     refused = ask_typed(refunding, operator, address)
     assert refused.status_code == 422
     assert "No fresh rate values this refund" in text(refused)
+
+
+def test_the_claim_of_a_typed_refund_asks_for_its_address_in_the_book(refunding, monkeypatch):
+    """The address leaves the book between the worker's sweep and its claim: the claim's own
+    statement finds no entry, and nothing is sent."""
+    from portal.extensions import db
+    from portal.money.models import BookAddress
+    from portal.money.rules import refunds
+    from tests.support.money import in_book
+
+    app = refunding.portal
+    owner = signed_in(app, email("owner"))
+    address = fresh_address()
+    in_book(app, "BTC", address)
+    typed_refund(refunding, owner, address)
+    with app.app_context():
+        db.session.execute(db.delete(BookAddress).where(BookAddress.address == address))
+        db.session.commit()
+    monkeypatch.setattr(refunds, "cancel_typed_to_unlisted", lambda *_: None)
+
+    assert send_refunds(app) == 0 and refunding.sandbox.operations_to(address) == 0

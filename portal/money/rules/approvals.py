@@ -241,11 +241,12 @@ def decided_once(
     return bool(won)
 
 
-def above_staffs_reach(approval: Approval) -> limits.Reason | None:
+def above_staffs_reach(approval: Approval, *, locked: bool = False) -> limits.Reason | None:
     """Why a refund staff (or someone since removed) asked for is beyond the owners' limits
     now, as `limits.check` says (None: within them, or an owner asked): no single owner
-    approves it then. The check and the approval that follows are one step under the
-    merchant's lock, so two approvals at once do not each find the day's limit free."""
+    approves it then. `locked`: under the merchant's lock, for the check right before the
+    approval (no commit between them), so two approvals at once do not each find the day's
+    limit free."""
     if approval.refund is None:
         return None
     requester = approval.requested_by
@@ -253,7 +254,8 @@ def above_staffs_reach(approval: Approval) -> limits.Reason | None:
         return None
     merchant = db.session.get(Merchant, approval.merchant_id)
     assert merchant is not None
-    limits.serialize(merchant)
+    if locked:
+        limits.serialize(merchant)
     return limits.check(merchant, approval.currency, approval.amount).reason
 
 
@@ -328,7 +330,7 @@ def _take_back_approvals_to_unlisted(merchant_id: int | None, decider: User | No
         WithdrawalIntent.state == IntentState.PENDING,
     )
     mine = [] if merchant_id is None else [Approval.merchant_id == merchant_id]
-    rejected = db.session.scalars(
+    rejected = db.session.execute(
         sa.update(Approval)
         .where(
             *mine,
@@ -342,11 +344,12 @@ def _take_back_approvals_to_unlisted(merchant_id: int | None, decider: User | No
             decided_by_id=decider.id if decider else None,
             decided_at=utcnow(),
         )
-        .returning(Approval.id)
+        .returning(Approval.id, Approval.merchant_id)
         .execution_options(synchronize_session=False)
     ).all()
-    for approval_id in rejected:
-        audit.record("approval.reject", parameters={"approval": approval_id})
+    for approval_id, of_merchant in rejected:  # in the merchant's log, also from the worker
+        merchant = db.session.get(Merchant, of_merchant)
+        audit.record("approval.reject", parameters={"approval": approval_id}, merchant=merchant)
     db.session.commit()
 
 

@@ -55,8 +55,8 @@ class Check:
 
 # Why no owner but the one asking may approve: alone, or the others related (`related`).
 NO_OTHER_OWNER = (
-    "no other owner may approve it: you are the only owner, or the others were made owners by "
-    "you, or by the owner who made you one"
+    "no other owner may approve it: you are the only owner, or each other owner made you one, "
+    "was made one by you, or was made one by the same owner as you (directly or in turn)"
 )
 WAY_OUT = (
     "Add an owner whom no owner here made (the portal's create-user command makes one), or "

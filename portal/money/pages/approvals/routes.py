@@ -118,15 +118,29 @@ def approve(approval_id: int) -> Response:
     """Another owner lets it go, with a fresh second factor; never the one who asked (403)."""
     approval = _approval(approval_id)
     form = ApproveForm()
-    above = approvals.above_staffs_reach(approval)
-    if above is not None:  # before the code: none is used up
-        form.form_errors.append(STAFF_ABOVE_LIMITS.get(above, STAFF_ABOVE_LIMIT))
-        return _show(approval, 422, approve_form=form)
+    refused = _beyond_staffs_reach(approval, form)  # before the code: none is used up
+    if refused:
+        return refused
     status = _approval_refused(form, approval.requested_by_id, approval.requested_by)
     if status:
         return _show(approval, status, approve_form=form)
+    refused = _beyond_staffs_reach(approval, form, locked=True)  # one step with the approval
+    if refused:
+        return refused
     user = current_user._get_current_object()
     return _decided(approval, approvals.approve(approval, user), "Approved: sent in a moment.")
+
+
+def _beyond_staffs_reach(
+    approval: Approval, form: ApproveForm, *, locked: bool = False
+) -> Response | None:
+    """The page refusing a staff refund beyond the owners' limits now, with why
+    (`approvals.above_staffs_reach`), or None."""
+    above = approvals.above_staffs_reach(approval, locked=locked)
+    if above is None:
+        return None
+    form.form_errors.append(STAFF_ABOVE_LIMITS.get(above, STAFF_ABOVE_LIMIT))
+    return _show(approval, 422, approve_form=form)
 
 
 def _approval_refused(
