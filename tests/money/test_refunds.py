@@ -1100,3 +1100,48 @@ def test_the_claim_of_a_typed_refund_asks_for_its_address_in_the_book(refunding,
     monkeypatch.setattr(refunds, "cancel_typed_to_unlisted", lambda *_: None)
 
     assert send_refunds(app) == 0 and refunding.sandbox.operations_to(address) == 0
+
+
+def test_two_staff_refunds_approved_at_once_pass_the_daily_limit_once(refunding, monkeypatch):
+    """Each refund is within the day's limit alone, not both: two owners approving them at the
+    same moment send one, the other is refused with the reason."""
+    import threading
+
+    from tests.support import factories
+    from tests.support.money import in_book
+
+    app = refunding.portal
+    owner = signed_in(app, email("owner"))
+    daily = {"limit-wallet": "BTC", "limit-per_withdrawal": "", "limit-daily_limit": "0.3"}
+    assert post(owner, "/withdrawals/limits", daily).status_code == 302
+    operator = signed_in(app, email("operator"))
+    pages = []
+    for _ in range(2):  # 0.2 BTC each
+        address = fresh_address()
+        in_book(app, "BTC", address)
+        pages.append(typed_refund(refunding, operator, address))
+    approvers = []
+    for address in ("b@acme.test", "c@acme.test"):
+        factories.user(app, address, "owner")
+        approvers.append(signed_in_with_two_factor(app, address, monkeypatch))
+    approvals = [approval_of(operator.get(page)) for page in pages]
+    for approver in approvers:
+        approver.clock.advance()
+    forms = [{"code": a.clock.code(a.secret)} for a in approvers]
+    start, statuses = threading.Barrier(2), []
+
+    def approve(approver, approval: str, form: dict) -> None:
+        start.wait()
+        statuses.append(post(approver.client, approval + "/approve", form).status_code)
+
+    threads = [
+        threading.Thread(target=approve, args=args)
+        for args in zip(approvers, approvals, forms, strict=True)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sorted(statuses) == [302, 422]
+    assert send_refunds(app) == 1
