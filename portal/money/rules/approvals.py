@@ -278,13 +278,17 @@ def withdraw(approval: Approval, requester: User) -> bool:
 
 
 def _decide(approval: Approval, user: User, state: ApprovalState, action: str) -> bool:
+    """Decide once; a refund's approval moves the refund in the same transaction, so that
+    under the merchant's lock (a staff refund's check) the next check finds it ready."""
     assert state is ApprovalState.WITHDRAWN or approval.requested_by_id != user.id
     won = decided_once(approval, state, user, utcnow())
+    if won:
+        db.session.refresh(approval)
+        _settle_refund(approval, user)
     db.session.commit()
     db.session.refresh(approval)
     if won:
         audit.record(action, parameters=_described(approval, approval.requested_by, user))
-        _settle_refund(approval, user)
     return bool(won)
 
 
