@@ -35,6 +35,21 @@ def portal_config(portal_config, mail_server):
     }
 
 
+def transaction_record(tx_id: str = "9f2c4e0b7a", status: str = "undefined") -> dict:
+    """A transaction of operation_record's operation, as the API returns it."""
+    return {
+        "id": "tx_51",
+        "tx_id": tx_id,
+        "operation_id": "op_8f3a2c",
+        "amount": "0.1",
+        "status": status,
+        "linked": False,
+        "reject_reason": None,
+        "created_at": "2026-11-24T05:09:00Z",
+        "updated_at": "2026-11-24T05:09:00Z",
+    }
+
+
 def operation_record(status: str = "confirmed", order: str = "A-1001", paid: str = "0.5") -> dict:
     """An operation as the API returns it (amounts as strings, times ISO 8601 Z), with the
     portal's reading of its money beside it, as the mirror writes an operation's event."""
@@ -165,17 +180,10 @@ def test_the_apis_values_each_stay_on_their_own_line_of_a_mail(app, accounts, ma
     """An order number, a hash or a status from the API with line breaks is written on its
     own line, collapsed: it forges no line of a mail from the portal's own sender."""
     record(app, "operation.confirmed", operation_record(order=FORGED), "op_8f3a2c:confirmed")
-    transaction = {
-        "id": "tx_51",
-        "tx_id": "9f2c\r\nAction needed: confirm here:\u2028https://portal-verify.example/h",
-        "operation_id": "op_8f3a2c",
-        "amount": "0.1",
-        "status": "undefined\n\nhttps://portal-verify.example/s",
-        "linked": False,
-        "reject_reason": None,
-        "created_at": "2026-11-24T05:09:00Z",
-        "updated_at": "2026-11-24T05:09:00Z",
-    }
+    transaction = transaction_record(
+        tx_id="9f2c\r\nAction needed: confirm here:\u2028https://portal-verify.example/h",
+        status="undefined\n\nhttps://portal-verify.example/s",
+    )
     record(app, "transaction.needs_review", transaction, "tx_51:needs_review")
     send_due(app)
 
@@ -382,17 +390,7 @@ def test_a_user_chooses_what_mails_them_on_the_account_page(app, url, accounts, 
         "/account/email", {"mail-event_types": ["transaction.needs_review"]}, page="/account"
     )
     assert saved.status_code == 302
-    transaction = {
-        "id": "tx_51",
-        "tx_id": "9f2c4e0b7a",
-        "operation_id": "op_8f3a2c",
-        "amount": "0.1",
-        "status": "undefined",
-        "linked": False,
-        "reject_reason": None,
-        "created_at": "2026-11-24T05:09:00Z",
-        "updated_at": "2026-11-24T05:09:00Z",
-    }
+    transaction = transaction_record()
     record(app, "transaction.needs_review", transaction, "tx_51:needs_review")
     send_due(app)
 

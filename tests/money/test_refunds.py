@@ -1128,11 +1128,11 @@ def test_two_staff_refunds_approved_at_once_pass_the_daily_limit_once(refunding,
     for approver in approvers:
         approver.clock.advance()
     forms = [{"code": a.clock.code(a.secret)} for a in approvers]
-    start, statuses = threading.Barrier(2), []
+    start, answers = threading.Barrier(2), []
 
     def approve(approver, approval: str, form: dict) -> None:
         start.wait()
-        statuses.append(post(approver.client, approval + "/approve", form).status_code)
+        answers.append(post(approver.client, approval + "/approve", form))
 
     threads = [
         threading.Thread(target=approve, args=args)
@@ -1143,5 +1143,7 @@ def test_two_staff_refunds_approved_at_once_pass_the_daily_limit_once(refunding,
     for thread in threads:
         thread.join()
 
-    assert sorted(statuses) == [302, 422]
+    assert sorted(answer.status_code for answer in answers) == [302, 422]
+    [refused] = [answer for answer in answers if answer.status_code == 422]
+    assert "would take today's money out above the owners' daily limit" in text(refused)
     assert send_refunds(app) == 1

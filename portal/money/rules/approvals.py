@@ -295,33 +295,39 @@ def _decide(approval: Approval, user: User, state: ApprovalState, action: str) -
 def withdraw_all_of(user: User, moment: datetime) -> None:
     """Withdraw what `user` asked that still waits, as they stop being an owner: an approval
     judged who asked (no owner they made approves it), and a request of someone no longer an
-    owner would otherwise outlive them. In the caller's transaction, but for a refund's, which
-    is canceled as a rejected one is."""
-    withdrawn = [
-        approval
-        for approval in waiting(user.merchant)
-        if approval.requested_by_id == user.id
-        and decided_once(approval, ApprovalState.WITHDRAWN, None, moment)
-    ]
-    for approval in withdrawn:  # each decided before any refund's cancel commits
-        db.session.refresh(approval)
-        audit.record("approval.withdraw", parameters=_described(approval, user, None))
-        _settle_refund(approval, user)
+    owner would otherwise outlive them."""
+    asked = [approval for approval in waiting(user.merchant) if approval.requested_by_id == user.id]
+    _decide_each(asked, ApprovalState.WITHDRAWN, None, "approval.withdraw", moment)
 
 
 def reject_sending_to(user: User, currency: str, address: str) -> None:
     """An address taken out of the address book receives nothing more: what waits for an
     approval to go there, or was approved and is not sent yet, is rejected (audited as
     `user`'s), and a refund ready to be sent there is canceled. Committed."""
-    for approval in waiting(user.merchant):
-        if (approval.currency, approval.address) == (currency, address) and decided_once(
-            approval, ApprovalState.REJECTED, user, utcnow()
-        ):
-            db.session.refresh(approval)
-            audit.record("approval.reject", parameters=_described(approval, None, user))
-            _settle_refund(approval, user)
+    going = [
+        approval
+        for approval in waiting(user.merchant)
+        if (approval.currency, approval.address) == (currency, address)
+    ]
+    _decide_each(going, ApprovalState.REJECTED, user, "approval.reject", utcnow())
     _take_back_approvals_to_unlisted(user.merchant_id, user)
     refunds.cancel_typed_to_unlisted(user.merchant_id)
+
+
+def _decide_each(
+    found: list[Approval],
+    state: ApprovalState,
+    decider: User | None,
+    action: str,
+    moment: datetime,
+) -> None:
+    """Decide each of `found` that still waits, all before any is audited or its refund
+    settled (each of which commits)."""
+    decided = [approval for approval in found if decided_once(approval, state, decider, moment)]
+    for approval in decided:
+        db.session.refresh(approval)
+        audit.record(action, parameters=_described(approval, approval.requested_by, decider))
+        _settle_refund(approval, decider)
 
 
 def _take_back_approvals_to_unlisted(merchant_id: int | None, decider: User | None) -> None:
@@ -357,12 +363,13 @@ def _take_back_approvals_to_unlisted(merchant_id: int | None, decider: User | No
     db.session.commit()
 
 
-def _settle_refund(approval: Approval, user: User) -> None:
-    """A decided refund's approval moves the refund: approved, it is ready for the worker;
-    otherwise it is canceled, and its money is free again."""
+def _settle_refund(approval: Approval, user: User | None) -> None:
+    """A decided refund's approval moves the refund: approved (by `user`), it is ready for the
+    worker; otherwise it is canceled, and its money is free again."""
     if approval.refund is None:
         return
     if approval.state is ApprovalState.APPROVED:
+        assert user is not None  # an owner approves
         refunds.approve(approval.refund, user)
     else:
         refunds.cancel(approval.refund)

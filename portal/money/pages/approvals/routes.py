@@ -28,14 +28,14 @@ NEW_OWNER = (
 )
 NO_SECOND_FACTOR = "Turn on two-factor sign-in or add a passkey under Account to approve."
 PASSKEY_ONLY = "The owners require a passkey for approvals: add one under Account to approve."
-STAFF_ABOVE_LIMITS = {
+BEYOND_STAFFS_REACH = {
     owner_limits.Reason.NO_RATE: "No fresh rate values this refund against the owners' limits now: "
     "approve it after the next sync reads the rates.",
     owner_limits.Reason.PER_DAY: "This refund would take today's money out above the owners' daily "
     "limit, and a member of staff asked for it: approve it on another day, or reject it and "
     "have an owner ask for it (another owner approves).",
 }
-STAFF_ABOVE_LIMIT = (
+ABOVE_STAFFS_REACH = (
     "This refund is above the owners' limits, and a member of staff asked for it: no single "
     "owner approves it. Reject it; an owner may ask for it, and another owner approves."
 )
@@ -139,7 +139,7 @@ def _beyond_staffs_reach(
     above = approvals.above_staffs_reach(approval, locked=locked)
     if above is None:
         return None
-    form.form_errors.append(STAFF_ABOVE_LIMITS.get(above, STAFF_ABOVE_LIMIT))
+    form.form_errors.append(BEYOND_STAFFS_REACH.get(above, ABOVE_STAFFS_REACH))
     return _show(approval, 422, approve_form=form)
 
 
