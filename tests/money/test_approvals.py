@@ -254,7 +254,8 @@ def test_an_owner_never_approves_the_requests_of_an_owner_they_made(portal, owne
     factories.user(portal, "boss@acme.test", "owner")
     _address, review = review_withdrawal(new.client, "0.05")
     new.clock.advance()
-    assert post(new.client, review + "/confirm", {"code": new.clock.code(new.secret)}).status_code
+    confirmed = post(new.client, review + "/confirm", {"code": new.clock.code(new.secret)})
+    assert confirmed.status_code == 302
     approval = approval_on(new.client.get(review))
     refused = post(owner, approval + "/approve")
     assert refused.status_code == 403

@@ -292,6 +292,11 @@ def _owners(app) -> list[str]:
 def test_two_owners_asking_to_demote_each_other_leave_one_owner(portal, owner, monkeypatch):
     """The first demotion applied withdraws what the demoted owner asked, the demotion of the
     other among it: the merchant keeps an owner."""
+    import sqlalchemy as sa
+
+    from portal.extensions import db
+    from portal.money.models import ApprovalState, ControlChange
+
     second = second_owner(portal, monkeypatch)
     _ask_to_demote(owner, portal, SECOND_OWNER)
     _ask_to_demote(second.client, portal, email("owner"), second)
@@ -300,6 +305,9 @@ def test_two_owners_asking_to_demote_each_other_leave_one_owner(portal, owner, m
     [kept] = _owners(portal)
     demoted = SECOND_OWNER if kept == email("owner") else email("owner")
     assert audit_events(portal, "control.cancel")[-1]["requested_by"] == demoted
+    with portal.app_context():  # withdrawn with its requester's role, not refused when due
+        states = db.session.scalars(sa.select(ControlChange.state).order_by(ControlChange.id))
+        assert sorted(states) == [ApprovalState.APPROVED, ApprovalState.WITHDRAWN]
 
 
 def test_a_demotion_that_would_leave_no_owner_is_refused_when_due(portal, owner, monkeypatch):

@@ -1147,3 +1147,33 @@ def test_two_staff_refunds_approved_at_once_pass_the_daily_limit_once(refunding,
     [refused] = [answer for answer in answers if answer.status_code == 422]
     assert "would take today's money out above the owners' daily limit" in text(refused)
     assert send_refunds(app) == 1
+
+
+def test_a_staff_refund_approved_already_is_not_refused_by_the_money_it_counts(
+    refunding, monkeypatch
+):
+    """Once a staff refund is approved, the day's total counts it: a second owner pressing
+    Approve on the page they opened before is told it no longer waits, not that it would pass
+    the day's limit, and it is sent once."""
+    from tests.support import factories
+    from tests.support.money import in_book
+
+    app = refunding.portal
+    owner = signed_in(app, email("owner"))
+    daily = {"limit-wallet": "BTC", "limit-per_withdrawal": "", "limit-daily_limit": "0.3"}
+    assert post(owner, "/withdrawals/limits", daily).status_code == 302
+    operator = signed_in(app, email("operator"))
+    address = fresh_address()
+    in_book(app, "BTC", address)
+    approval = approval_of(operator.get(typed_refund(refunding, operator, address)))  # 0.2 BTC
+    approvers = []
+    for who in ("b@acme.test", "c@acme.test"):
+        factories.user(app, who, "owner")
+        approvers.append(signed_in_with_two_factor(app, who, monkeypatch))
+
+    assert approve_with_a_fresh_code(approvers[0], approval).status_code == 302
+    again = approve_with_a_fresh_code(approvers[1], approval)
+
+    assert again.status_code == 302
+    assert "no longer waits" in text(approvers[1].client.get(again.headers["Location"]))
+    assert send_refunds(app) == 1

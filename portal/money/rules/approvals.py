@@ -134,14 +134,17 @@ def claim_refund(refund: Refund, address: str) -> bool:
     merchant = db.session.get(Merchant, refund.merchant_id)
     assert merchant is not None
     limits.serialize(merchant)  # the limits read below and the claim are one step
-    requester = _requester(refund)
+    requester = refund.user
     by_staff = requester is None or requester.role is not Role.OWNER
-    earlier = refunds.of_earlier_connection(refund)
-    over = limits.check(merchant, refund.currency, refund.amount).reason is not None
-    held = by_staff or earlier or over
+    reason = None
+    if refunds.of_earlier_connection(refund):
+        reason = limits.Reason.EARLIER_CONNECTION
+    elif not by_staff:
+        reason = limits.check(merchant, refund.currency, refund.amount).reason
+    held = by_staff or reason is not None
     won = refunds.claim(refund, address, held=held)
     if won and held:
-        hold_refund(refund, requester, limits.Reason.EARLIER_CONNECTION if earlier else None)
+        hold_refund(refund, requester, reason)
     return won
 
 
@@ -243,11 +246,12 @@ def decided_once(
 
 def above_staffs_reach(approval: Approval, *, locked: bool = False) -> limits.Reason | None:
     """Why a refund staff (or someone since removed) asked for is beyond the owners' limits
-    now, as `limits.check` says (None: within them, or an owner asked): no single owner
+    now, as `limits.check` says (None: within them, an owner asked, or it no longer waits and
+    already counts against the day): no single owner
     approves it then. `locked`: under the merchant's lock, for the check right before the
     approval (no commit between them), so two approvals at once do not each find the day's
     limit free."""
-    if approval.refund is None:
+    if approval.refund is None or approval.state is not ApprovalState.WAITING:
         return None
     requester = approval.requested_by
     if requester is not None and requester.role is Role.OWNER:
@@ -391,12 +395,7 @@ def hold_earlier_connections() -> None:
     operation of the first one's (or the same account with a new token: an owner says)."""
     for refund in refunds.of_earlier_connections():
         if refunds.set_aside(refund):
-            hold_refund(refund, _requester(refund), limits.Reason.EARLIER_CONNECTION)
-
-
-def _requester(refund: Refund) -> User | None:
-    """Who asked for the refund; None once they were removed."""
-    return db.session.get(User, refund.user_id) if refund.user_id else None
+            hold_refund(refund, refund.user, limits.Reason.EARLIER_CONNECTION)
 
 
 @contextmanager
