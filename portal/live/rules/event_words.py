@@ -98,7 +98,7 @@ def describe(event: Event, link: Callable[[str], str]) -> tuple[str, str]:
         [
             words,
             "",
-            *(f"{name}: {flat}" for name, value in lines if value and (flat := _flat(value))),
+            *(f"{name}: {flat}" for name, value in lines if value and (flat := one_line(value))),
             f"When: {when}",
             "",
             f"Open it on the portal: {link(path)}",
@@ -107,7 +107,7 @@ def describe(event: Event, link: Callable[[str], str]) -> tuple[str, str]:
             f"account page: {link('/account')}",
         ]
     )
-    return _one_line(subject), body + "\n"
+    return _subject(subject), body + "\n"
 
 
 def _operation_lines(
@@ -190,12 +190,12 @@ def _signed(amount: Decimal | None, currency: str) -> str | None:
     return ("+" if amount > 0 else "") + money(amount, currency or None)
 
 
-def _flat(value: object) -> str:
+def one_line(value: object) -> str:
     """A value of the API's (an order number, a hash, a status, a currency) on one line: a line
-    break in it would forge lines of a mail from the portal's own sender."""
+    break in it would forge lines of a mail from the portal's own sender, or its headers."""
     return " ".join(str(value).split())
 
 
-def _one_line(text: str) -> str:
-    """A subject on one line (an order number with a line break must not add a header)."""
-    return _flat(text)[:SUBJECT_LENGTH]
+def _subject(text: str) -> str:
+    """A subject of at most `SUBJECT_LENGTH` characters, counted once on one line."""
+    return one_line(text)[:SUBJECT_LENGTH]

@@ -39,7 +39,7 @@ from portal.identity.models import Merchant, Role, User
 from portal.identity.rules import one_time_links
 from portal.identity.rules.accounts import looks_like_email
 from portal.live.models import Event, MailChoice, MailCursor, MailMessage, MailState
-from portal.live.rules.event_words import describe
+from portal.live.rules.event_words import describe, one_line
 from portal.live.rules.events import EventType, of_current_connection
 from portal.live.rules.outbox import enabled, portal_link, queue
 
@@ -233,8 +233,7 @@ def _recipients(merchant_id: int) -> list[Recipient]:
 
 def _send_queued() -> None:
     """Send due messages one by one, each claimed first; stop at the first SMTP failure (the
-    others wait for the next tick rather than hammer a server that is down). A message no
-    mail can be made of fails at once, and the next is sent."""
+    others wait for the next tick rather than hammer a server that is down)."""
     with _Connection() as connection:
         for _ in range(MESSAGES_PER_TICK):
             message = _claim_next()
@@ -246,15 +245,7 @@ def _send_queued() -> None:
                 _finish(message, MailState.FAILED)
                 continue
             try:
-                email = _email(message)
-            except ValueError as error:
-                # A header no mail can hold (a line break in a subject queued before the outbox
-                # put it on one line): no attempt will do better, so it is given up at once and
-                # its body goes, and the other messages are still sent.
-                _give_up(message, error)
-                continue
-            try:
-                connection.send(email)
+                connection.send(_email(message))
             except (OSError, smtplib.SMTPException) as error:
                 _retry_later(message, error)
                 connection.close()
@@ -313,17 +304,6 @@ def forget_old() -> int:
     return dropped
 
 
-def _give_up(message: MailMessage, error: Exception) -> None:
-    """A message that cannot be made into a mail: failed for good, logged by its number and
-    the kind of error (never its text, which may quote the subject)."""
-    message.attempts += 1
-    message.last_error = f"{type(error).__name__}: the message cannot be made into a mail"
-    logger.warning(
-        "Mail %s not sent: it cannot be made into a mail (%s).", message.id, type(error).__name__
-    )
-    _finish(message, MailState.FAILED)
-
-
 def _retry_later(message: MailMessage, error: Exception) -> None:
     message.attempts += 1
     message.last_error = f"{type(error).__name__}: {error}"[:500]
@@ -342,7 +322,9 @@ def _email(message: MailMessage) -> EmailMessage:
     sender = current_app.config["MAIL_FROM"]
     email["From"] = sender
     email["To"] = message.to_address
-    email["Subject"] = message.subject
+    # A subject may hold the API's words (an order number, a currency): a line break in a
+    # header would add headers, or make no mail at all.
+    email["Subject"] = one_line(message.subject)
     email["Date"] = formatdate(usegmt=True)
     email["Message-ID"] = make_msgid(idstring=secrets.token_hex(4), domain=_domain(sender))
     email["Auto-Submitted"] = "auto-generated"

@@ -43,9 +43,7 @@ def queue(
     address (stored before addresses were checked so), is logged and not queued, since its
     link would reach every mailbox of the list. The log names the user, never the address.
     `stop_url`: the link that stops such mail in one click (the `List-Unsubscribe` header);
-    `attachment`: a file's name and bytes, carried by the mail. The subject is put on one line:
-    it may hold the API's words (an order number, a currency), and a line break in a header
-    is a message no mail can be made of."""
+    `attachment`: a file's name and bytes, carried by the mail."""
     if not looks_like_email(to):
         whose = "a stored address" if user_id is None else f"the address of user {user_id}"
         current_app.logger.warning("Mail to %s not queued: not one email address.", whose)
@@ -53,7 +51,7 @@ def queue(
     db.session.add(
         MailMessage(
             to_address=to,
-            subject=" ".join(subject.split()),
+            subject=subject,
             body=body,
             user_id=user_id,
             event_id=event_id,

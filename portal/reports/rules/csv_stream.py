@@ -67,8 +67,7 @@ class _Lines:
 
     def header(self) -> str:
         # A header may name the reporting currency, the API's text: neutralised like any cell.
-        self.writer.writerow(map(neutralise, header(self.columns, self.zone)))
-        return self.flush()
+        return self.text_row(*header(self.columns, self.zone))
 
     def text_row(self, *cells: str) -> str:
         """A row of the portal's own words around the API's (an error's message): every cell

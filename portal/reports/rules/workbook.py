@@ -44,14 +44,12 @@ class Workbook:
         self.book = xlsxwriter.Workbook(file, {"constant_memory": True})
         self.amount = self.book.add_format({"num_format": AMOUNT_FORMAT})
         self.date = self.book.add_format({"num_format": DATE_FORMAT})
-        self.names: set[str] = set()  # the sheets' names so far, in lower case
 
     def sheet(self, name: str, columns: tuple[Column, ...], zone: TimeZone) -> Sheet:
         """A new sheet (tabs in the order they are made) with its frozen header row, under
         `name` made safe (`sheet_name`): a name may be the API's text, a currency."""
-        safe = sheet_name(name, self.names)
-        self.names.add(safe.lower())
-        return Sheet(self, self.book.add_worksheet(safe), columns, zone)
+        taken = {sheet.name.lower() for sheet in self.book.worksheets()}
+        return Sheet(self, self.book.add_worksheet(sheet_name(name, taken)), columns, zone)
 
     def close(self) -> None:
         self.book.close()
