@@ -338,17 +338,20 @@ def test_where_a_passkey_approves_a_new_one_needs_a_passkeys_answer_not_a_code(
 ) -> None:
     """A phishing page that relays the password and a code would add its own passkey, which
     then approves: while the owners require a passkey for approvals, an owner who has one adds
-    another with its answer only."""
+    another with its answer only. An owner with none adds their first with a code: without
+    it, they could never approve."""
     from portal.extensions import db
     from portal.identity.rules.accounts import merchant_named
 
     app, key = passkey_app, SoftKey()
     owner, clock, secret, _ = signed_in_with_two_factor(app, accounts.owner, monkeypatch)
-    _add_passkey(app, accounts.owner, key)
     with app.app_context():
         merchant_named("Acme").require_passkey_for_approvals = True
         db.session.commit()
 
+    clock.advance()
+    assert _register(owner, key, code=clock.code(secret)).status_code in (200, 302)
+    assert _passkeys_of(app, accounts.owner) == 1
     clock.advance()
     refused = _register(owner, SoftKey(), code=clock.code(secret))
     assert refused.status_code == 422

@@ -53,6 +53,7 @@ def test_a_first_sync_retried_after_an_interruption_notifies_what_changed_since(
     """A first sync stopped after its first page leaves no watermark, so the next one is a first
     sync again. An operation the first page mirrored and that was paid meanwhile is news to
     tell; the operations the retry reads for the first time are still history."""
+    from portal import shutdown
     from portal.extensions import db
     from portal.live.rules import mirror
     from portal.payments.models import MirroredOperation
@@ -60,7 +61,7 @@ def test_a_first_sync_retried_after_an_interruption_notifies_what_changed_since(
     api = MerchantApiClient(seeded.base_url, token=seeded.token)
     waiting = api.create_operation("0.5", "BTC", f"order-{uuid.uuid4().hex[:8]}")  # on page 1
     stopping = threading.Event()
-    monkeypatch.setattr(mirror, "_stopping", stopping)
+    monkeypatch.setattr(shutdown, "_requested", stopping)
     stopping.set()  # the worker shuts down: the sync stops after the page under way
     assert sync(portal) is None
     stopping.clear()

@@ -93,3 +93,18 @@ def test_a_delivery_turn_s_escaped_failure_is_logged_by_its_class(app, monkeypat
     assert record.levelname == "ERROR"
     assert "ConnectionError" in record.getMessage()
     assert "hunter2" not in caplog.text
+
+
+def test_stopping_the_consumer_stops_every_pass_that_claims_work(app, stages_restored, monkeypatch):
+    """SIGTERM or SIGINT stops the consumer: the syncs, the delivery turns and the passes that
+    send money all read the one flag it sets, and claim nothing more."""
+    from portal import shutdown
+    from portal.live.worker.queue import GracefulConsumer, huey
+
+    monkeypatch.setattr(shutdown, "_requested", threading.Event())
+    consumer = GracefulConsumer(huey, workers=3, worker_type="thread")
+    assert not shutdown.requested()
+
+    consumer.stop()
+
+    assert shutdown.requested()

@@ -357,14 +357,14 @@ def test_a_stopping_worker_sends_no_approved_withdrawal_and_the_next_one_does(
     portal, owner, sandbox, monkeypatch
 ):
     """What a stopping worker claimed but could not finish would be left `sending`."""
-    from portal.money.rules import idempotency
+    from portal import shutdown
 
     second = second_owner(portal, monkeypatch)
     address, approval = held(owner)
     assert approve_with_a_fresh_code(second, approval).status_code == 302
     stopped = threading.Event()
-    monkeypatch.setattr(idempotency, "_stopping", stopped)
-    idempotency.request_stop()
+    monkeypatch.setattr(shutdown, "_requested", stopped)
+    shutdown.request()
 
     assert send_approved(portal) == 0
     assert sandbox.operations_to(address) == 0

@@ -917,14 +917,14 @@ def test_a_stopping_worker_claims_no_more_refunds_to_send(refunding, monkeypatch
     asked to stop, its pass sends nothing more, and the next worker sends it."""
     import threading
 
-    from portal.money.rules import idempotency
+    from portal import shutdown
 
     app = refunding.portal
     address = booked_address(app)
     typed_refund(refunding, signed_in(app, email("owner")), address)
     stopped = threading.Event()
-    monkeypatch.setattr(idempotency, "_stopping", stopped)
-    idempotency.request_stop()
+    monkeypatch.setattr(shutdown, "_requested", stopped)
+    shutdown.request()
 
     assert send_refunds(app) == 0
     stopped.clear()  # the next worker

@@ -47,6 +47,7 @@ import sqlalchemy as sa
 from flask import current_app
 from sqlalchemy.exc import IntegrityError
 
+from portal import shutdown
 from portal.api import (
     OPERATION_LIST,
     VOUCHER_LIST,
@@ -130,8 +131,6 @@ OPERATION_COLUMNS = (
 # Transactions someone (or the service) decided on; any other status needs a person's review.
 DECIDED_TRANSACTION_STATUSES = frozenset({"confirmed", "rejected"})
 
-_stopping = threading.Event()
-
 
 class SyncKind(enum.StrEnum):
     FIRST = "first"  # nothing mirrored yet: history, not notified
@@ -161,11 +160,6 @@ class SyncReport:
     error: str | None = None
 
 
-def request_stop() -> None:
-    """Ask syncs under way to stop after their current page (the worker is shutting down)."""
-    _stopping.set()
-
-
 def sync_due() -> list[SyncReport]:
     """Sync every connected merchant whose interval has passed (or whose full resync is due)
     and whose lease no other worker holds."""
@@ -183,7 +177,7 @@ def sync_due() -> list[SyncReport]:
     db.session.rollback()  # no transaction held open while syncing
     reports = []
     for merchant_id in due:
-        if _stopping.is_set():
+        if shutdown.requested():
             break
         try:
             report = sync_merchant(merchant_id)
@@ -648,7 +642,7 @@ class _Sync:
         )
         for page in pages:
             yield page
-            if _stopping.is_set():
+            if shutdown.requested():
                 raise Stopped
 
     def _book_vouchers(self, vouchers: Iterable[Voucher]) -> None:

@@ -39,7 +39,7 @@ from flask import current_app
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 
-from portal import crypto
+from portal import crypto, shutdown
 from portal.api.deadline import DeadlinePassed, within
 from portal.api.session import PortalSession, WatchedAdapter, dialled_url, pinned_to
 from portal.database import iso_utc
@@ -126,8 +126,6 @@ _threads: list[ThreadPoolExecutor] = []
 _turns: set[tuple[str, int]] = set()
 _turns_lock = threading.Lock()
 _served_at: dict[tuple[str, int], float] = {}
-# Set when the worker stops: each turn ends after the POST under way.
-_stopping = threading.Event()
 
 
 def setting(name: str) -> float:
@@ -820,12 +818,6 @@ def _log_an_escaped_failure(turn: Future[int]) -> None:
         log.error("A webhook delivery turn failed: %s", type(error).__name__)
 
 
-def request_stop() -> None:
-    """End every turn after its POST under way (the worker is stopping): nothing is claimed
-    that a stopping process might not finish."""
-    _stopping.set()
-
-
 def _delivery_threads() -> ThreadPoolExecutor:
     """This process's delivery threads, made at the first pass."""
     with _turns_lock:
@@ -849,7 +841,7 @@ def _deliver_to(endpoint_id: int, deadline: float) -> int:
         while due := _due(utcnow(), endpoint_id):
             claimed = False
             for delivery_id in due:
-                if time.monotonic() >= deadline or _stopping.is_set():
+                if time.monotonic() >= deadline or shutdown.requested():
                     return delivered
                 if not _claim(delivery_id, owner, utcnow()):
                     continue

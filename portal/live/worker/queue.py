@@ -23,8 +23,8 @@ from huey import Huey
 from huey.consumer import Consumer
 from huey.storage import MemoryStorage, RedisStorage, SqliteStorage
 
-from portal.live.rules import mirror, webhooks
-from portal.money.rules import idempotency
+from portal import shutdown
+from portal.live.rules import webhooks
 
 NAME = "portal"
 MEMORY = "memory://"
@@ -101,8 +101,9 @@ MIN_THREADS = 3
 
 class GracefulConsumer(Consumer):
     """Huey's consumer, stopping gracefully on SIGTERM (what systemd and containers send) and on
-    SIGINT (Ctrl+C) alike: tasks under way finish, a sync stops after its current page and a
-    delivery turn after its POST under way, so no lease is left to run out."""
+    SIGINT (Ctrl+C) alike: tasks under way finish, a sync stops after its current page, a
+    delivery turn after its POST under way and a pass that sends money after its send under way
+    (`portal.shutdown`), so no lease is left to run out and nothing is left `sending`."""
 
     def __init__(self, queue: Huey, **options: Any) -> None:
         # An idle thread looks for work at least every second (Huey's default backs off to
@@ -118,7 +119,5 @@ class GracefulConsumer(Consumer):
         self._signal_actions[signal.SIGINT] = (False, True)  # (restart, graceful)
 
     def stop(self, graceful: bool = False) -> None:
-        mirror.request_stop()
-        webhooks.request_stop()
-        idempotency.request_stop()
+        shutdown.request()
         super().stop(graceful=graceful)

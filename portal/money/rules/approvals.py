@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import InstrumentedAttribute
 
+from portal import shutdown
 from portal.api import ApiFailure
 from portal.database import utcnow
 from portal.extensions import db, rows_changed
@@ -428,7 +429,7 @@ def _send_withdrawals() -> int:
     due = _approved_unsent(WithdrawalIntent, Approval.withdrawal_intent_id)
     sent = 0
     for approval_id in due:
-        if idempotency.stopping():
+        if shutdown.requested():
             break
         approval = db.session.get(Approval, approval_id)
         assert approval is not None and approval.withdrawal is not None
@@ -452,7 +453,7 @@ def _create_vouchers() -> int:
     due = _approved_unsent(IdempotencyKey, Approval.voucher_intent_id)
     made = 0
     for approval_id in due:
-        if idempotency.stopping():
+        if shutdown.requested():
             break
         approval = db.session.get(Approval, approval_id)
         assert approval is not None and approval.voucher is not None

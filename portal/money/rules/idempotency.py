@@ -15,7 +15,6 @@ of exchanges, vouchers, cross exchanges and new operations carry their key in th
 from __future__ import annotations
 
 import secrets
-import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -39,9 +38,6 @@ from portal.money.models import (
 
 KEY_BYTES = 24
 PORTAL_FAILURE = "The portal failed while it kept the answer: check before sending again."
-# Set when the worker is stopping: its passes then claim no more money to send, since a
-# process that stops before the answer leaves what it sent `sending` (`strand`).
-_stopping = threading.Event()
 # A request's whole conversation ends within its deadline, seconds: one still `sending` this
 # long after its claim was cut off by its process (a restart, a crash, a failed commit).
 STRANDED_AFTER = timedelta(minutes=10)
@@ -90,16 +86,6 @@ def take_pending(
         .execution_options(synchronize_session=False)
     )
     return changed == 1
-
-
-def request_stop() -> None:
-    """The worker is stopping: the sends under way end, no new one is claimed."""
-    _stopping.set()
-
-
-def stopping() -> bool:
-    """Whether a pass that sends money should claim nothing more (`request_stop`)."""
-    return _stopping.is_set()
 
 
 def strand(model: type[WithdrawalIntent] | type[IdempotencyKey] | type[Refund]) -> list[int]:

@@ -26,7 +26,7 @@ from typing import cast
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from portal import crypto
+from portal import crypto, shutdown
 from portal.api import ApiFailure, MerchantApiClient, Operation
 from portal.database import decimal_sum, iso_utc, utcnow
 from portal.extensions import db, rows_changed
@@ -639,7 +639,7 @@ def send_due() -> int:
     )
     sent = 0
     for refund_id in ready:
-        if idempotency.stopping():
+        if shutdown.requested():
             break
         refund = db.session.get(Refund, refund_id)
         if refund is None:
