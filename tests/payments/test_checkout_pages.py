@@ -628,3 +628,33 @@ def test_a_link_of_an_earlier_connection_shows_nothing_of_the_new_accounts_opera
         assert POLLING not in body, "asking again won't help"
     assert paying.status_code == 303
     assert paying.location == f"/checkout/{alice.token}", "to her own page, never Bob's"
+
+
+def test_a_link_whose_operation_never_answered_is_not_looked_for_through_another_account(
+    app, client, accounts, sandbox, tmp_path
+):
+    """A link whose create went unanswered is looked for by its order number and token, through
+    the connection it was made under only: once another account is connected, that account's
+    operation with the same order number and the link's URL is none of the customer's."""
+    from portal.api import MerchantApiClient
+    from portal.extensions import db
+    from portal.identity.rules.accounts import merchant_named
+    from portal.payments.pages.public_urls import checkout_url
+    from portal.payments.rules.checkout_links import reserve_link
+    from tests.support.money import connect
+    from tests.support.sandbox_server import run_sandbox
+
+    with run_sandbox(tmp_path / "b.db") as account_b:
+        connect(app, sandbox)
+        with app.test_request_context():
+            link = reserve_link(merchant_named("Acme"), "ORDER-LOST")
+            url, token = checkout_url(link), link.token
+            db.session.commit()
+        connect(app, account_b)
+        MerchantApiClient(account_b.base_url, token=account_b.token).create_operation(
+            "777.77", "USD", "ORDER-LOST", payment_currency="BTC", redirect_url=url
+        )
+        answer = client.get(f"/checkout/{token}")
+    body = answer.get_data(as_text=True)
+    assert answer.status_code == 404 and NOT_FOUND in body
+    assert "777.77" not in body

@@ -91,7 +91,8 @@ def take_pending(
 def strand(model: type[WithdrawalIntent] | type[IdempotencyKey] | type[Refund]) -> list[int]:
     """Move what has been `sending` for longer than any request takes to `unknown`, the
     outcome a person checks: left `sending`, it read "being sent" for good and nothing tied it
-    to what it made. Never back to `pending`: its request may have left. The ids moved."""
+    to what it made. Never back to `pending`: its request may have left. The ids this call
+    moved (read first, so that an idle pass writes nothing)."""
     stranded = list(
         db.session.scalars(
             sa.select(model.id).where(
@@ -101,17 +102,20 @@ def strand(model: type[WithdrawalIntent] | type[IdempotencyKey] | type[Refund]) 
         )
     )
     if stranded:
-        db.session.execute(
-            sa.update(model)
-            .where(model.id.in_(stranded), model.state == IntentState.SENDING)
-            # `updated_at` stays the claim's moment: the end of the time it was under way, which
-            # ties a lost answer to what it made, and the day it counts on in the limits.
-            .values(
-                state=IntentState.UNKNOWN,
-                error_message=PORTAL_FAILURE,
-                updated_at=model.updated_at,
+        stranded = list(
+            db.session.scalars(
+                sa.update(model)
+                .where(model.id.in_(stranded), model.state == IntentState.SENDING)
+                # `updated_at` stays the claim's moment: the end of the time it was under way, which
+                # ties a lost answer to what it made, and the day it counts on in the limits.
+                .values(
+                    state=IntentState.UNKNOWN,
+                    error_message=PORTAL_FAILURE,
+                    updated_at=model.updated_at,
+                )
+                .returning(model.id)
+                .execution_options(synchronize_session=False)
             )
-            .execution_options(synchronize_session=False)
         )
         db.session.commit()
     return stranded

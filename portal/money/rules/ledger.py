@@ -407,11 +407,10 @@ def _recognize_lost_answers(
     if not withdrawals:
         return
     intents = _lost(WithdrawalIntent, WithdrawalIntent.operation_id, merchant_id)
-    refunds = [  # of another account's connection, these withdrawals are not theirs
-        refund
-        for refund in _lost(Refund, Refund.withdrawal_id, merchant_id)
-        if refund.connection_generation == generation
-    ]
+    # A refund of another account's connection: these withdrawals are not its own.
+    refunds = _lost(
+        Refund, Refund.withdrawal_id, merchant_id, Refund.connection_generation == generation
+    )
     if not (intents or refunds):  # nearly always: no query more for a sync's page
         return
     ids = [operation.id for operation in withdrawals]
@@ -441,15 +440,20 @@ def _tied(
 
 
 def _lost(
-    model: type[Lost], tie: sa.orm.InstrumentedAttribute[str | None], merchant_id: int
+    model: type[Lost],
+    tie: sa.orm.InstrumentedAttribute[str | None],
+    merchant_id: int,
+    *criteria: sa.ColumnElement[bool],
 ) -> list[Lost]:
-    """The merchant's requests of `model` whose answer was lost, tied to no operation yet."""
+    """The merchant's requests of `model` whose answer was lost, tied to no operation yet (and
+    meeting `criteria`)."""
     return list(
         db.session.scalars(
             sa.select(model).where(
                 model.merchant_id == merchant_id,
                 model.state == IntentState.UNKNOWN,
                 tie.is_(None),
+                *criteria,
             )
         )
     )

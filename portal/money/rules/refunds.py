@@ -40,7 +40,7 @@ from portal.money.rules import cross_exchanges, idempotency, ledger, limits, rat
 from portal.money.rules.currencies import SMALLEST_AMOUNT
 from portal.money.rules.currencies import money as money_text
 from portal.payments.rules.operation_money import OperationMoney
-from portal.settings.rules.connection import api_client_for, generation_now
+from portal.settings.rules.connection import api_client_for, generation_now, is_current
 
 TOKEN_BYTES = 32
 # Refunds that no longer take any of the operation's money.
@@ -676,8 +676,7 @@ def of_earlier_connection(refund: Refund) -> bool:
     """Whether the refund was asked through another API connection than the merchant's now."""
     merchant = db.session.get(Merchant, refund.merchant_id)
     assert merchant is not None
-    connection = merchant.api_connection
-    return connection is None or refund.connection_generation != connection.generation
+    return not is_current(merchant, refund.connection_generation)
 
 
 def set_aside(refund: Refund) -> bool:

@@ -238,8 +238,7 @@ def _last_network_fee(merchant: Merchant, currency: str) -> Decimal | None:
             ),
         )
         .where(
-            LedgerEntry.merchant_id == merchant.id,
-            LedgerEntry.connection_generation == _generation(merchant),
+            *_this_connections(merchant),
             LedgerEntry.kind == ledger.Kind.NETWORK_FEE,
             LedgerEntry.currency == currency,
             MirroredOperation.category == TRANSFER,
@@ -250,16 +249,12 @@ def _last_network_fee(merchant: Merchant, currency: str) -> Decimal | None:
     return None if fee is None else -fee
 
 
-def _generation(merchant: Merchant) -> int | None:
-    """The current connection's generation (None: not connected, and no row matches)."""
-    return merchant.api_connection.generation if merchant.api_connection else None
-
-
 def _this_connections(merchant: Merchant) -> tuple[sa.ColumnElement[bool], ...]:
     """The ledger's rows of the merchant's connection now. What the portal sent counts until
     a row of this connection books it: after a new connection, its first sync books again what
     the one before had, and until then the money that left today must not drop out."""
+    connection = merchant.api_connection  # none: no row matches
     return (
         LedgerEntry.merchant_id == merchant.id,
-        LedgerEntry.connection_generation == _generation(merchant),
+        LedgerEntry.connection_generation == (connection.generation if connection else None),
     )

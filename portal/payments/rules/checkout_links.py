@@ -26,7 +26,7 @@ from portal.extensions import db
 from portal.identity.models import Merchant
 from portal.live.models import MirrorState
 from portal.payments.models import CheckoutLink, MirroredOperation
-from portal.settings.rules.connection import ApiNotConnected, api_client_for
+from portal.settings.rules.connection import ApiNotConnected, api_client_for, is_current
 
 TOKEN_BYTES = 32
 
@@ -76,8 +76,7 @@ def of_earlier_connection(link: CheckoutLink) -> bool:
     """Whether the link was made under another API connection than the merchant's now: its
     operation id is then another account's, and the connection now would show (and take the
     customer to pay) a stranger's operation of the same id."""
-    connection = link.merchant.api_connection
-    return connection is None or link.connection_generation != connection.generation
+    return not is_current(link.merchant, link.connection_generation)
 
 
 def recovered(link: CheckoutLink) -> bool:

@@ -301,3 +301,10 @@ def generation_now(
         .where(ApiConnection.merchant_id == merchant_id)
         .scalar_subquery()
     )
+
+
+def is_current(merchant: Merchant, generation: int) -> bool:
+    """Whether `generation` is that of the merchant's API connection now (False: none): what
+    an earlier one made (a refund, a checkout link) may name another account's ids."""
+    connection = merchant.api_connection
+    return connection is not None and connection.generation == generation
