@@ -200,3 +200,36 @@ def test_a_refund_of_an_earlier_connection_waits_for_an_owner_instead_of_being_s
         page = signed_in(app, email("owner")).get("/approvals").get_data(as_text=True)
         assert "Asked through an earlier API connection" in page
         assert api_b.list_operations(category="transfer").items == ()
+
+
+def test_a_refund_sent_under_an_earlier_connection_still_counts_on_its_operation_id(
+    tmp_path, sandbox
+):
+    """Figures count every sent refund of an operation id, whatever the connection it was asked
+    through: after a switch to another account, that account's operation of the same id reads
+    refunded. A refund refused for money already given back is safer than one paid twice (a
+    new token for the same account starts a new connection too)."""
+    from decimal import Decimal
+
+    from portal.identity.rules.accounts import merchant_named
+    from portal.money.models import IntentState
+    from portal.payments.rules.operation_money import State, money_of
+    from tests.support import factories
+
+    in_a = MerchantApiClient(sandbox.base_url, token=sandbox.token).create_operation(
+        "1", "BTC", "order-of-a"
+    )
+    with (
+        run_sandbox(tmp_path / "b.db") as account_b,
+        connected_portal(tmp_path, sandbox, SYNC_SECONDS=0) as app,
+    ):
+        factories.refund(app, "owner@acme.test", in_a.id, amount="1", state=IntentState.SENT)
+        switch_to(app, account_b)
+        api_b = MerchantApiClient(account_b.base_url, token=account_b.token)
+        in_b = api_b.create_operation("1", "BTC", "order-of-b")
+        pay(account_b, in_b.id, "1")
+        assert in_b.id == in_a.id  # one id, two accounts' operations
+        with app.app_context():
+            money = money_of(merchant_named("Acme"), api_b.get_operation(in_b.id))
+    assert money.refunded == Decimal("1")
+    assert money.state is State.REFUNDED
